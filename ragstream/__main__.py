@@ -1,0 +1,5 @@
+"""`python -m ragstream` runs the command line."""
+
+from ragstream.cli import main
+
+main()

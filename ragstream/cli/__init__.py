@@ -1,0 +1,18 @@
+"""The `ragstream` command line: one click group, one module per subcommand."""
+
+from __future__ import annotations
+
+import click
+
+from ragstream import __version__
+
+__all__ = ["main"]
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="ragstream")
+def main() -> None:
+    """Streaming online evaluation of RAG services."""
+
+
+# Subcommands register themselves here, one line each.

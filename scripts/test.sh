@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# The one test command: installs everything the tests need on a fresh machine
+# (Python packages, the Kafka broker's jars, Prometheus), then runs ruff, mypy
+# and the whole pytest suite. Extra arguments go to pytest.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+scripts/bootstrap.sh test
+
+echo "== ruff"
+.venv/bin/ruff check .
+.venv/bin/ruff format --check .
+echo "== mypy"
+.venv/bin/mypy
+echo "== pytest"
+.venv/bin/pytest "$@"
