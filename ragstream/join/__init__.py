@@ -1,0 +1,14 @@
+"""Late relevance labels joined to open queries (SPEC §3), pure and per partition."""
+
+from ragstream.join.labels import JoinCounters, LabelJoin, LabelOutcome, PendingLabel
+from ragstream.join.query import OpenQuery, RankedDoc, dedupe_ranking
+
+__all__ = [
+    "JoinCounters",
+    "LabelJoin",
+    "LabelOutcome",
+    "OpenQuery",
+    "PendingLabel",
+    "RankedDoc",
+    "dedupe_ranking",
+]

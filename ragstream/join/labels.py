@@ -1,0 +1,264 @@
+"""Late relevance labels: open queries with a TTL, early feedback buffered, bounded state.
+
+One `LabelJoin` holds the open queries of one Kafka partition, so that a partition's state
+can move between replicas whole. It is pure: the caller passes event times and the clock's
+`t_now`, and reads back which queries changed (to recompute their metrics and replace their
+contribution in the windows, SPEC §3) and which became final.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections import OrderedDict
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
+
+from ragstream.join.query import OpenQuery, RankedDoc
+
+__all__ = ["JoinCounters", "LabelJoin", "LabelOutcome", "PendingLabel"]
+
+
+class LabelOutcome(StrEnum):
+    """What happened to one label (feedback) event."""
+
+    APPLIED = "applied"
+    """The query was open: its metrics will be recomputed."""
+    PENDING = "pending"
+    """No retrieval event yet: the label waits for it."""
+    LATE = "late"
+    """The label's time is past the query's TTL, or the query is already final."""
+
+
+@dataclass(frozen=True, slots=True)
+class PendingLabel:
+    """A label that arrived before its retrieval event."""
+
+    doc_id: str
+    rel: float
+    ts: float
+    """The label event's time."""
+    arrived: float
+    """`t_now` when it arrived; it waits until `arrived + pending_ttl`."""
+    t_doc: float | None = None
+
+
+@dataclass(slots=True)
+class JoinCounters:
+    """Monotonic counts of what the join did; exported as counters."""
+
+    opened: int = 0
+    duplicate_retrievals: int = 0
+    labels_applied: int = 0
+    labels_pending: int = 0
+    labels_late: int = 0
+    pending_expired: int = 0
+    pending_evicted: int = 0
+    open_evicted: int = 0
+    finalized: int = 0
+    repeated_docs: int = 0
+
+    def as_dict(self) -> dict[str, int]:
+        return {name: int(getattr(self, name)) for name in self.__dataclass_fields__}
+
+
+@dataclass(slots=True)
+class LabelJoin:
+    """Open queries of one partition and the labels waiting for them.
+
+    `label_ttl`: seconds a query stays open after its retrieval event (default 15 min).
+    `pending_ttl`: seconds a label waits for its retrieval event (default 60 s).
+    `max_open` / `max_pending`: caps; beyond them the oldest is finalized early or dropped,
+    and counted. `recent_final`: how many final query ids are remembered, so that a label
+    for a final query is counted as late rather than left waiting.
+    """
+
+    label_ttl: float = 900.0
+    pending_ttl: float = 60.0
+    max_open: int = 100_000
+    max_pending: int = 100_000
+    recent_final: int = 100_000
+    counters: JoinCounters = field(default_factory=JoinCounters)
+    _open: dict[str, OpenQuery] = field(default_factory=dict)
+    _expiry: list[tuple[float, int, str]] = field(default_factory=list)
+    _seq: int = 0
+    _pending: OrderedDict[str, list[PendingLabel]] = field(default_factory=OrderedDict)
+    _pending_count: int = 0
+    _final: OrderedDict[str, float] = field(default_factory=OrderedDict)
+    _dirty: dict[str, OpenQuery] = field(default_factory=dict)
+    _final_out: list[OpenQuery] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        if self.label_ttl < 0 or self.pending_ttl < 0:
+            raise ValueError("label_ttl and pending_ttl must be >= 0")
+        if min(self.max_open, self.max_pending, self.recent_final) < 1:
+            raise ValueError("max_open, max_pending and recent_final must be >= 1")
+
+    # -- input ---------------------------------------------------------------
+
+    def open(
+        self,
+        query_id: str,
+        *,
+        partition: int,
+        labelset: tuple[str, ...],
+        ts: float,
+        results: Sequence[RankedDoc],
+        qrels: Sequence[RankedDoc] = (),
+    ) -> OpenQuery | None:
+        """Open a query from its retrieval event; None if it is a duplicate."""
+        if query_id in self._open or query_id in self._final:
+            self.counters.duplicate_retrievals += 1
+            return None
+        query = OpenQuery.from_retrieval(
+            query_id,
+            partition=partition,
+            labelset=labelset,
+            ts=ts,
+            ttl=self.label_ttl,
+            results=results,
+            qrels=qrels,
+        )
+        self.counters.opened += 1
+        self.counters.repeated_docs += query.repeats
+        for label in self._pending.pop(query_id, ()):
+            self._pending_count -= 1
+            if label.ts > query.expires_at:
+                self.counters.labels_late += 1
+                continue
+            query.set_label(label.doc_id, label.rel, label.t_doc)
+            self.counters.labels_applied += 1
+        self._open[query_id] = query
+        heapq.heappush(self._expiry, (query.expires_at, self._seq, query_id))
+        self._seq += 1
+        self._dirty[query_id] = query
+        while len(self._open) > self.max_open:
+            self._finalize_earliest(evicted=True)
+        return query
+
+    def label(
+        self,
+        query_id: str,
+        doc_id: str,
+        rel: float,
+        *,
+        ts: float,
+        t_now: float,
+        t_doc: float | None = None,
+    ) -> LabelOutcome:
+        """Apply one late label (feedback or judge) in arrival order."""
+        query = self._open.get(query_id)
+        if query is not None:
+            if ts > query.expires_at:
+                self.counters.labels_late += 1
+                return LabelOutcome.LATE
+            query.set_label(doc_id, rel, t_doc)
+            self._dirty[query_id] = query
+            self.counters.labels_applied += 1
+            return LabelOutcome.APPLIED
+        if query_id in self._final:
+            self.counters.labels_late += 1
+            return LabelOutcome.LATE
+        waiting = self._pending.setdefault(query_id, [])
+        waiting.append(PendingLabel(doc_id, rel, ts, t_now, t_doc))
+        self._pending_count += 1
+        self.counters.labels_pending += 1
+        while self._pending_count > self.max_pending:
+            _, dropped = self._pending.popitem(last=False)
+            self._pending_count -= len(dropped)
+            self.counters.pending_evicted += len(dropped)
+        return LabelOutcome.PENDING
+
+    # -- output --------------------------------------------------------------
+
+    def take_dirty(self) -> list[OpenQuery]:
+        """Queries opened or relabelled since the last call (each once), in arrival order."""
+        dirty = list(self._dirty.values())
+        self._dirty.clear()
+        return dirty
+
+    def advance(self, t_now: float) -> list[OpenQuery]:
+        """Finalize queries whose TTL ended before `t_now` and expire waiting labels.
+
+        Returns every query that became final since the last call, including those evicted
+        early by `max_open`. Call it after the dirty queries have been scored, so that each
+        final query carries its last contribution.
+        """
+        while self._expiry and self._expiry[0][0] < t_now:
+            self._finalize_earliest(evicted=False)
+        while self._pending:
+            query_id, waiting = next(iter(self._pending.items()))
+            if waiting[0].arrived + self.pending_ttl >= t_now:
+                break
+            del self._pending[query_id]
+            self._pending_count -= len(waiting)
+            self.counters.pending_expired += len(waiting)
+        final, self._final_out = self._final_out, []
+        return final
+
+    def _finalize_earliest(self, *, evicted: bool) -> None:
+        _, _, query_id = heapq.heappop(self._expiry)
+        query = self._open.pop(query_id)
+        self._final_out.append(query)
+        self._final[query_id] = query.expires_at
+        while len(self._final) > self.recent_final:
+            self._final.popitem(last=False)
+        self.counters.finalized += 1
+        if evicted:
+            self.counters.open_evicted += 1
+
+    # -- introspection and state --------------------------------------------
+
+    @property
+    def open_count(self) -> int:
+        return len(self._open)
+
+    @property
+    def pending_count(self) -> int:
+        return self._pending_count
+
+    def get(self, query_id: str) -> OpenQuery | None:
+        return self._open.get(query_id)
+
+    def snapshot(self) -> dict[str, Any]:
+        """A JSON-friendly copy of the state; take dirty and final queries first."""
+        return {
+            "label_ttl": self.label_ttl,
+            "pending_ttl": self.pending_ttl,
+            "max_open": self.max_open,
+            "max_pending": self.max_pending,
+            "recent_final": self.recent_final,
+            "counters": self.counters.as_dict(),
+            "open": [q.snapshot() for q in self._open.values()],
+            "pending": {
+                qid: [[p.doc_id, p.rel, p.ts, p.arrived, p.t_doc] for p in waiting]
+                for qid, waiting in self._pending.items()
+            },
+            "final": list(self._final.items()),
+        }
+
+    @classmethod
+    def restore(cls, data: Mapping[str, Any]) -> LabelJoin:
+        """Rebuild a join from `snapshot()` output."""
+        join = cls(
+            label_ttl=float(data["label_ttl"]),
+            pending_ttl=float(data["pending_ttl"]),
+            max_open=int(data["max_open"]),
+            max_pending=int(data["max_pending"]),
+            recent_final=int(data["recent_final"]),
+            counters=JoinCounters(**data["counters"]),
+        )
+        for item in data["open"]:
+            query = OpenQuery.restore(item)
+            join._open[query.query_id] = query
+            heapq.heappush(join._expiry, (query.expires_at, join._seq, query.query_id))
+            join._seq += 1
+        for qid, waiting in data["pending"].items():
+            join._pending[qid] = [
+                PendingLabel(str(d), float(r), float(ts), float(a), None if t is None else float(t))
+                for d, r, ts, a, t in waiting
+            ]
+            join._pending_count += len(waiting)
+        join._final = OrderedDict((str(q), float(e)) for q, e in data["final"])
+        return join

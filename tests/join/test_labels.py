@@ -1,0 +1,149 @@
+"""Late-label join: hand-worked cases, invariants, and snapshot round-trips."""
+
+from __future__ import annotations
+
+import json
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from ragstream.join import LabelJoin, LabelOutcome, RankedDoc, dedupe_ranking
+
+LS = ("support",)
+
+
+def _open(join: LabelJoin, qid: str, ts: float, docs: list[RankedDoc], **kw: object) -> None:
+    join.open(qid, partition=0, labelset=LS, ts=ts, results=docs, **kw)  # type: ignore[arg-type]
+
+
+def test_dedupe_keeps_first_position_and_counts_repeats() -> None:
+    docs = [RankedDoc("a"), RankedDoc("b"), RankedDoc("a"), RankedDoc("c"), RankedDoc("b")]
+    ranking, repeats = dedupe_ranking(docs)
+    assert [d.doc_id for d in ranking] == ["a", "b", "c"]
+    assert repeats == 2
+
+
+def test_open_merges_qrels_then_inline_labels_and_fixes_doc_times() -> None:
+    join = LabelJoin(label_ttl=100.0)
+    results = [RankedDoc("a", t_doc=50.0, rel=1), RankedDoc("b", t_doc=500.0), RankedDoc("c")]
+    qrels = [RankedDoc("a", rel=3), RankedDoc("z", rel=2, t_doc=10.0), RankedDoc("y", rel=1)]
+    _open(join, "q", 100.0, results, qrels=qrels)
+    query = join.get("q")
+    assert query is not None
+    assert query.labels == {"a": 1, "z": 2, "y": 1}  # inline rel arrives after qrels, wins
+    assert query.doc_times == (50.0, 100.0, 100.0)  # future t_doc clamped, missing -> ts
+    assert query.label_times == {"a": 50.0, "z": 10.0, "y": 100.0}
+    assert query.expires_at == 200.0
+    assert [q.query_id for q in join.take_dirty()] == ["q"]
+    assert join.take_dirty() == []
+
+
+def test_labels_apply_in_arrival_order_and_mark_dirty_once() -> None:
+    join = LabelJoin(label_ttl=100.0)
+    _open(join, "q", 0.0, [RankedDoc("a"), RankedDoc("b")])
+    join.take_dirty()
+    assert join.label("q", "a", 2, ts=10, t_now=10) is LabelOutcome.APPLIED
+    assert join.label("q", "a", 0, ts=5, t_now=11) is LabelOutcome.APPLIED  # later arrival wins
+    assert join.label("q", "b", 1, ts=12, t_now=12) is LabelOutcome.APPLIED
+    dirty = join.take_dirty()
+    assert [q.query_id for q in dirty] == ["q"]
+    assert dirty[0].labels == {"a": 0, "b": 1}
+    assert join.counters.labels_applied == 3
+
+
+def test_label_past_ttl_or_after_final_is_late() -> None:
+    join = LabelJoin(label_ttl=100.0)
+    _open(join, "q", 0.0, [RankedDoc("a")])
+    assert join.label("q", "a", 1, ts=100.5, t_now=50) is LabelOutcome.LATE
+    assert join.advance(100.0) == []  # expires_at == 100 is still open at t_now = 100
+    final = join.advance(100.1)
+    assert [q.query_id for q in final] == ["q"]
+    assert join.label("q", "a", 1, ts=90, t_now=101) is LabelOutcome.LATE
+    assert join.counters.labels_late == 2
+    assert join.open_count == 0
+    assert join.pending_count == 0
+
+
+def test_feedback_before_retrieval_waits_then_applies() -> None:
+    join = LabelJoin(label_ttl=100.0, pending_ttl=60.0)
+    assert join.label("q", "b", 2, ts=5, t_now=5) is LabelOutcome.PENDING
+    assert join.pending_count == 1
+    _open(join, "q", 4.0, [RankedDoc("a"), RankedDoc("b", rel=0)])
+    query = join.get("q")
+    assert query is not None
+    assert query.labels == {"b": 2}  # the buffered feedback refers to this retrieval: it wins
+    assert join.pending_count == 0
+    assert join.counters.labels_pending == 1
+    assert join.counters.labels_applied == 1
+
+
+def test_waiting_labels_expire_after_pending_ttl() -> None:
+    join = LabelJoin(pending_ttl=60.0)
+    join.label("lost", "a", 1, ts=0, t_now=0)
+    join.label("lost", "b", 1, ts=1, t_now=1)
+    join.advance(60.0)
+    assert join.pending_count == 2
+    join.advance(60.5)
+    assert join.pending_count == 0
+    assert join.counters.pending_expired == 2
+    _open(join, "lost", 2.0, [RankedDoc("a")])
+    query = join.get("lost")
+    assert query is not None
+    assert not query.labeled
+
+
+def test_caps_evict_oldest_and_count() -> None:
+    join = LabelJoin(label_ttl=100.0, max_open=2, max_pending=2)
+    for i in range(3):
+        _open(join, f"q{i}", float(i), [RankedDoc("a")])
+    assert join.open_count == 2
+    assert join.counters.open_evicted == 1
+    final = join.advance(0.0)
+    assert [q.query_id for q in final] == ["q0"]
+    for i in range(3):
+        join.label(f"w{i}", "a", 1, ts=0, t_now=0)
+    assert join.pending_count == 2
+    assert join.counters.pending_evicted == 1
+
+
+def test_duplicate_retrieval_is_counted_and_ignored() -> None:
+    join = LabelJoin()
+    _open(join, "q", 0.0, [RankedDoc("a", rel=1)])
+    assert join.open("q", partition=0, labelset=LS, ts=1.0, results=[RankedDoc("b")]) is None
+    assert join.counters.duplicate_retrievals == 1
+    query = join.get("q")
+    assert query is not None
+    assert query.doc_ids == ("a",)
+
+
+_event = st.one_of(
+    st.tuples(st.just("open"), st.integers(0, 5), st.floats(0, 500)),
+    st.tuples(st.just("label"), st.integers(0, 5), st.floats(0, 500)),
+    st.tuples(st.just("advance"), st.integers(0, 0), st.floats(0, 500)),
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(_event, max_size=60))
+def test_every_label_is_accounted_for_and_state_is_bounded(
+    events: list[tuple[str, int, float]],
+) -> None:
+    join = LabelJoin(label_ttl=100.0, pending_ttl=30.0, max_open=3, max_pending=4)
+    t_now = 0.0
+    labels = 0
+    for kind, n, t in events:
+        t_now = max(t_now, t)
+        if kind == "open":
+            _open(join, f"q{n}", t, [RankedDoc("a"), RankedDoc("b")])
+        elif kind == "label":
+            labels += 1
+            join.label(f"q{n}", "a", 1.0, ts=t, t_now=t_now)
+        else:
+            join.advance(t_now)
+        assert join.open_count <= 3
+        assert join.pending_count <= 4
+        c = join.counters
+        direct_or_drained = c.labels_applied + c.labels_late + c.pending_expired
+        assert direct_or_drained + c.pending_evicted + join.pending_count == labels
+        snap = join.snapshot()
+        assert LabelJoin.restore(json.loads(json.dumps(snap))).snapshot() == snap
