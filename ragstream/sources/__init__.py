@@ -1,0 +1,1 @@
+"""Where events come from: Kafka, a JSONL file, or synthetic traffic."""
