@@ -16,3 +16,6 @@ def main() -> None:
 
 
 # Subcommands register themselves here, one line each.
+from ragstream.cli.check_config import check_config  # noqa: E402
+
+main.add_command(check_config)

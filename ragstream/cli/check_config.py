@@ -1,0 +1,19 @@
+"""`ragstream check-config`: the effective configuration, secrets masked, or what is wrong."""
+
+from __future__ import annotations
+
+import click
+
+from ragstream.cli._settings import settings_options, with_settings
+from ragstream.config import Settings, render_settings
+
+__all__ = ["check_config"]
+
+
+@click.command("check-config")
+@settings_options
+@click.option("--format", "fmt", type=click.Choice(["yaml", "json"]), default="yaml")
+@with_settings
+def check_config(settings: Settings, fmt: str) -> None:
+    """Print the effective configuration (file < environment < flags), secrets masked."""
+    click.echo(render_settings(settings, fmt), nl=fmt == "json")

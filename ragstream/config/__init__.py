@@ -1,0 +1,32 @@
+"""Configuration, built at the edge: file, then environment, then flags."""
+
+from ragstream.config.durations import Duration, format_duration, parse_duration
+from ragstream.config.explain import explain_error, render_settings
+from ragstream.config.settings import (
+    HttpSettings,
+    JoinSettings,
+    KafkaSecurity,
+    KafkaSettings,
+    LabelSettings,
+    MetricSettings,
+    Settings,
+    WindowSettings,
+    load_settings,
+)
+
+__all__ = [
+    "Duration",
+    "HttpSettings",
+    "JoinSettings",
+    "KafkaSecurity",
+    "KafkaSettings",
+    "LabelSettings",
+    "MetricSettings",
+    "Settings",
+    "WindowSettings",
+    "explain_error",
+    "format_duration",
+    "load_settings",
+    "parse_duration",
+    "render_settings",
+]

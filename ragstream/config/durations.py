@@ -1,0 +1,54 @@
+"""Durations as people write them in configuration: `90s`, `5m`, `1h`, `24h`, `7d`."""
+
+from __future__ import annotations
+
+import re
+from typing import Annotated
+
+from pydantic import BeforeValidator, PlainSerializer
+
+__all__ = ["Duration", "format_duration", "parse_duration"]
+
+_UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0, "w": 604800.0}
+_PATTERN = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h|d|w)?\s*$")
+
+
+def parse_duration(value: object) -> float:
+    """Seconds from `"5m"`, `"1.5h"`, `"250ms"`, or a plain number of seconds."""
+    if isinstance(value, bool):
+        raise ValueError("a duration must be a number of seconds or a string like '5m'")
+    if isinstance(value, int | float):
+        seconds = float(value)
+    elif isinstance(value, str):
+        match = _PATTERN.match(value)
+        if match is None:
+            raise ValueError(
+                f"cannot read {value!r} as a duration: use a number and a unit "
+                "(ms, s, m, h, d, w), e.g. '90s', '5m', '1h'"
+            )
+        seconds = float(match.group(1)) * _UNITS[match.group(2) or "s"]
+    else:
+        raise ValueError("a duration must be a number of seconds or a string like '5m'")
+    if seconds < 0 or seconds != seconds or seconds == float("inf"):
+        raise ValueError(f"a duration must be finite and >= 0, got {value!r}")
+    return seconds
+
+
+def format_duration(seconds: float) -> str:
+    """The shortest exact form: 60 -> `1m`, 86400 -> `1d`, 90 -> `90s`, 0.25 -> `250ms`."""
+    for unit in ("w", "d", "h", "m", "s"):
+        count = seconds / _UNITS[unit]
+        if count >= 1 and count == int(count):
+            return f"{int(count)}{unit}"
+    millis = seconds * 1000.0
+    if millis == int(millis):
+        return f"{int(millis)}ms"
+    return f"{seconds}s"
+
+
+Duration = Annotated[
+    float,
+    BeforeValidator(parse_duration),
+    PlainSerializer(format_duration, return_type=str, when_used="json"),
+]
+"""A pydantic field type: accepts `"5m"` or seconds, holds seconds, writes `"5m"` to JSON."""

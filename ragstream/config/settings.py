@@ -1,0 +1,192 @@
+"""The agent's configuration, built only at the edge (CLI and app wiring).
+
+Precedence, highest first: command-line flags, environment (`RAGSTREAM_` prefix, `__` for
+nesting, e.g. `RAGSTREAM_KAFKA__BOOTSTRAP_SERVERS`), the configuration file (YAML or TOML),
+then the defaults below. Secrets are `SecretStr`: they print as `**********`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, ClassVar, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, model_validator
+from pydantic_settings import (
+    BaseSettings,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+    TomlConfigSettingsSource,
+    YamlConfigSettingsSource,
+)
+
+from ragstream.config.durations import Duration
+
+__all__ = [
+    "HttpSettings",
+    "JoinSettings",
+    "KafkaSecurity",
+    "KafkaSettings",
+    "LabelSettings",
+    "MetricSettings",
+    "Settings",
+    "WindowSettings",
+    "load_settings",
+]
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class KafkaSecurity(_Section):
+    """TLS and SASL as Kafka clients configure them."""
+
+    protocol: Literal["PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"] = "PLAINTEXT"
+    sasl_mechanism: Literal["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"] | None = None
+    sasl_username: str | None = None
+    sasl_password: SecretStr | None = None
+    ssl_cafile: Path | None = None
+    ssl_certfile: Path | None = None
+    ssl_keyfile: Path | None = None
+    ssl_password: SecretStr | None = None
+
+    @model_validator(mode="after")
+    def _sasl_complete(self) -> KafkaSecurity:
+        if self.protocol.startswith("SASL") and (
+            self.sasl_mechanism is None or self.sasl_username is None or self.sasl_password is None
+        ):
+            raise ValueError(
+                f"protocol {self.protocol} needs sasl_mechanism, sasl_username and sasl_password"
+            )
+        return self
+
+
+class KafkaSettings(_Section):
+    """Where events come from and how they are consumed."""
+
+    bootstrap_servers: str = "localhost:9092"
+    topics: list[str] = Field(default_factory=lambda: ["rag-events"], min_length=1)
+    group_id: str = "ragstream"
+    client_id: str = "ragstream"
+    auto_offset_reset: Literal["earliest", "latest"] = "latest"
+    max_batch: int = Field(5000, ge=1, description="max records per getmany batch")
+    poll_timeout: Duration = 0.5
+    dead_letter_topic: str | None = None
+    retry_backoff_max: Duration = 30.0
+    security: KafkaSecurity = Field(default_factory=KafkaSecurity)
+
+
+class WindowSettings(_Section):
+    """Sliding windows of time buckets (SPEC §3)."""
+
+    sizes: list[Duration] = Field(default_factory=lambda: [60.0, 300.0, 3600.0, 86400.0])
+    buckets: int = Field(60, ge=1, le=10_000, description="buckets per window")
+    clock: Literal["wall", "event"] = "wall"
+    future_tolerance: Duration = 60.0
+
+    @field_validator("sizes")
+    @classmethod
+    def _positive_sizes(cls, sizes: list[float]) -> list[float]:
+        if not sizes or min(sizes) <= 0:
+            raise ValueError("window sizes must be a non-empty list of positive durations")
+        return sorted(set(sizes))
+
+
+class MetricSettings(_Section):
+    """Which retrieval metrics are kept (SPEC §2)."""
+
+    cutoffs: list[int] = Field(default_factory=lambda: [1, 3, 5, 10])
+    half_lives: list[Duration] = Field(default_factory=lambda: [604_800.0])
+    gain: Literal["linear", "exponential"] = "linear"
+    relevance_threshold: float = 1.0
+    histogram_bins: int = Field(20, ge=2, le=1000)
+
+    @field_validator("cutoffs")
+    @classmethod
+    def _positive_cutoffs(cls, cutoffs: list[int]) -> list[int]:
+        if not cutoffs or min(cutoffs) < 1:
+            raise ValueError("cutoffs must be a non-empty list of integers >= 1")
+        return sorted(set(cutoffs))
+
+    @field_validator("half_lives")
+    @classmethod
+    def _positive_half_lives(cls, half_lives: list[float]) -> list[float]:
+        if min(half_lives, default=1.0) <= 0:
+            raise ValueError("half-lives must be positive durations")
+        return sorted(set(half_lives))
+
+
+class LabelSettings(_Section):
+    """Which event labels become Prometheus labels, and how many values each may take."""
+
+    keys: list[str] = Field(default_factory=list)
+    max_values: int = Field(50, ge=1, description="values per key beyond this become 'other'")
+
+
+class JoinSettings(_Section):
+    """Late labels (SPEC §3)."""
+
+    label_ttl: Duration = 900.0
+    pending_ttl: Duration = 60.0
+    max_open: int = Field(200_000, ge=1)
+    max_pending: int = Field(100_000, ge=1)
+
+
+class HttpSettings(_Section):
+    """The `/metrics`, `/healthz` and `/readyz` server."""
+
+    host: str = "0.0.0.0"
+    port: int = Field(9464, ge=0, le=65535)
+
+
+class Settings(BaseSettings):
+    """Everything `ragstream run` needs."""
+
+    model_config = SettingsConfigDict(
+        env_prefix="RAGSTREAM_",
+        env_nested_delimiter="__",
+        extra="forbid",
+        frozen=True,
+    )
+    _config_file: ClassVar[Path | None] = None
+
+    kafka: KafkaSettings = Field(default_factory=KafkaSettings)
+    windows: WindowSettings = Field(default_factory=WindowSettings)
+    metrics: MetricSettings = Field(default_factory=MetricSettings)
+    labels: LabelSettings = Field(default_factory=LabelSettings)
+    join: JoinSettings = Field(default_factory=JoinSettings)
+    http: HttpSettings = Field(default_factory=HttpSettings)
+    log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        sources: list[PydanticBaseSettingsSource] = [init_settings, env_settings]
+        path = cls._config_file
+        if path is not None:
+            if path.suffix.lower() == ".toml":
+                sources.append(TomlConfigSettingsSource(settings_cls, toml_file=path))
+            else:
+                sources.append(YamlConfigSettingsSource(settings_cls, yaml_file=path))
+        return tuple(sources)
+
+
+def load_settings(
+    config_file: Path | None = None, overrides: Mapping[str, Any] | None = None
+) -> Settings:
+    """Build the settings from flags (`overrides`, nested dicts), environment and file.
+
+    Raises `FileNotFoundError` for a missing file and pydantic's `ValidationError` for
+    values that do not fit; `ragstream.config.explain` turns both into plain words.
+    """
+    if config_file is not None and not config_file.is_file():
+        raise FileNotFoundError(f"configuration file not found: {config_file}")
+    loaded: type[Settings] = type("LoadedSettings", (Settings,), {"_config_file": config_file})
+    return loaded(**dict(overrides or {}))

@@ -1,0 +1,124 @@
+"""Configuration: durations, precedence (file < env < flags), secrets, plain-word errors."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from ragstream.cli import main
+from ragstream.config import format_duration, load_settings, parse_duration
+
+
+@pytest.mark.parametrize(
+    ("text", "seconds"),
+    [
+        ("90s", 90.0),
+        ("5m", 300.0),
+        ("1.5h", 5400.0),
+        ("24h", 86400.0),
+        ("7d", 604800.0),
+        ("250ms", 0.25),
+        ("2w", 1209600.0),
+        (" 10 ", 10.0),
+        (42, 42.0),
+        (0.5, 0.5),
+    ],
+)
+def test_durations_parse(text: str | float, seconds: float) -> None:
+    assert parse_duration(text) == seconds
+
+
+@pytest.mark.parametrize("bad", ["", "5x", "-1s", "m", "1e3s", True, None, [1]])
+def test_bad_durations_say_how_to_write_one(bad: object) -> None:
+    with pytest.raises(ValueError, match="duration"):
+        parse_duration(bad)
+
+
+@pytest.mark.parametrize(
+    ("seconds", "text"),
+    [(60.0, "1m"), (86400.0, "1d"), (90.0, "90s"), (0.25, "250ms"), (5400.0, "90m")],
+)
+def test_durations_format_to_the_shortest_exact_unit(seconds: float, text: str) -> None:
+    assert format_duration(seconds) == text
+    assert parse_duration(text) == seconds
+
+
+def test_flags_override_env_which_overrides_the_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    config = tmp_path / "ragstream.yaml"
+    config.write_text(
+        "kafka:\n  bootstrap_servers: from-file:9092\n  group_id: file-group\n"
+        "windows:\n  sizes: [1h, 1m]\nhttp:\n  port: 1111\n"
+    )
+    monkeypatch.setenv("RAGSTREAM_KAFKA__BOOTSTRAP_SERVERS", "from-env:9092")
+    monkeypatch.setenv("RAGSTREAM_HTTP__PORT", "2222")
+    settings = load_settings(config, {"http": {"port": 3333}})
+    assert settings.kafka.bootstrap_servers == "from-env:9092"
+    assert settings.kafka.group_id == "file-group"
+    assert settings.http.port == 3333
+    assert settings.windows.sizes == [60.0, 3600.0]
+    assert settings.join.label_ttl == 900.0
+
+
+def test_toml_files_work_too(tmp_path: Path) -> None:
+    config = tmp_path / "ragstream.toml"
+    config.write_text('[metrics]\ncutoffs = [10, 5]\nhalf_lives = ["1d"]\n')
+    settings = load_settings(config)
+    assert settings.metrics.cutoffs == [5, 10]
+    assert settings.metrics.half_lives == [86400.0]
+
+
+def test_check_config_masks_secrets(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("RAGSTREAM_KAFKA__SECURITY__PROTOCOL", "SASL_SSL")
+    monkeypatch.setenv("RAGSTREAM_KAFKA__SECURITY__SASL_PASSWORD", "hunter2-secret")
+    args = [
+        "check-config",
+        "--format",
+        "json",
+        "--set",
+        "kafka.security.sasl_mechanism=PLAIN",
+        "--set",
+        "kafka.security.sasl_username=svc",
+        "--topic",
+        "a",
+        "--topic",
+        "b",
+    ]
+    result = CliRunner().invoke(main, args)
+    assert result.exit_code == 0, result.output
+    assert "hunter2" not in result.output
+    data = json.loads(result.output)
+    assert data["kafka"]["security"]["sasl_password"] == "**********"
+    assert data["kafka"]["topics"] == ["a", "b"]
+
+
+def test_check_config_explains_every_problem_in_plain_words(tmp_path: Path) -> None:
+    config = tmp_path / "bad.yaml"
+    config.write_text("kafka:\n  max_batch: 0\n  bootsrap_servers: x\nwindows:\n  sizes: [5x]\n")
+    result = CliRunner().invoke(main, ["check-config", "--config", str(config)])
+    assert result.exit_code == 1
+    assert "3 problem(s)" in result.output
+    assert "kafka.max_batch (given: 0): Input should be greater than or equal to 1" in result.output
+    assert "kafka.bootsrap_servers" in result.output
+    assert "is not a known setting" in result.output
+    assert "cannot read '5x' as a duration" in result.output
+    assert "RAGSTREAM_WINDOWS__SIZES" in result.output
+    assert "Traceback" not in result.output
+
+
+def test_missing_config_file_is_a_clear_error(tmp_path: Path) -> None:
+    result = CliRunner().invoke(main, ["check-config", "--config", str(tmp_path / "nope.yaml")])
+    assert result.exit_code == 1
+    assert "configuration file not found" in result.output
+
+
+def test_sasl_without_credentials_is_rejected() -> None:
+    result = CliRunner().invoke(
+        main, ["check-config", "--set", "kafka.security.protocol=SASL_PLAINTEXT"]
+    )
+    assert result.exit_code == 1
+    assert "needs sasl_mechanism, sasl_username and sasl_password" in result.output
