@@ -1,0 +1,67 @@
+"""Service labels as bounded Prometheus label sets: configured keys only, values capped."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = ["OTHER", "LabelSetMapper"]
+
+OTHER = "other"
+"""The value that label values beyond the cap collapse to."""
+_MISSING = ""
+
+
+@dataclass(slots=True)
+class LabelSetMapper:
+    """Maps an event's `labels` to a tuple of values for the configured `keys`.
+
+    A key the event does not carry maps to the empty string (Prometheus treats an empty label
+    value as absent). Each key admits its first `max_values` distinct values; later ones
+    become `other` and are counted in `collapsed` per key.
+    """
+
+    keys: Sequence[str]
+    max_values: int = 50
+    collapsed: dict[str, int] = field(default_factory=dict)
+    _seen: dict[str, set[str]] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.keys = tuple(self.keys)
+        if self.max_values < 1:
+            raise ValueError("max_values must be >= 1")
+        for key in self.keys:
+            self._seen.setdefault(key, set())
+            self.collapsed.setdefault(key, 0)
+
+    def __call__(self, labels: Mapping[str, str] | None) -> tuple[str, ...]:
+        if not self.keys:
+            return ()
+        if not labels:
+            return (_MISSING,) * len(self.keys)
+        values: list[str] = []
+        for key in self.keys:
+            value = labels.get(key, _MISSING)
+            seen = self._seen[key]
+            if value and value not in seen:
+                if len(seen) >= self.max_values:
+                    self.collapsed[key] += 1
+                    value = OTHER
+                else:
+                    seen.add(value)
+            values.append(value)
+        return tuple(values)
+
+    def snapshot(self) -> dict[str, Any]:
+        """The admitted values and counts, so a restart keeps the same sets."""
+        return {
+            "seen": {key: sorted(values) for key, values in self._seen.items()},
+            "collapsed": dict(self.collapsed),
+        }
+
+    def restore_state(self, data: Mapping[str, Any]) -> None:
+        """Load `snapshot()` output into this mapper (same keys)."""
+        for key in self.keys:
+            self._seen[key] = set(data["seen"].get(key, ()))
+            self.collapsed[key] = int(data["collapsed"].get(key, 0))
