@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NotRequired, TypedDict
 
 import numpy as np
 from numpy.typing import NDArray
@@ -13,16 +13,15 @@ from numpy.typing import NDArray
 __all__ = ["OpenQuery", "RankedDoc", "dedupe_ranking"]
 
 
-@dataclass(frozen=True, slots=True)
-class RankedDoc:
-    """A retrieved document as the join needs it."""
+class RankedDoc(TypedDict):
+    """A retrieved or judged document as the join reads it (the event's own dicts fit)."""
 
     doc_id: str
     """The document's id, as the service reported it."""
-    t_doc: float | None = None
+    t_doc: NotRequired[float | None]
     """The document's own timestamp (Unix seconds), if known."""
-    rel: float | None = None
-    """An inline graded label sent with the retrieval event, if any."""
+    rel: NotRequired[float | None]
+    """A graded label sent with the retrieval event, if any."""
 
 
 def dedupe_ranking(results: Iterable[RankedDoc]) -> tuple[list[RankedDoc], int]:
@@ -31,10 +30,11 @@ def dedupe_ranking(results: Iterable[RankedDoc]) -> tuple[list[RankedDoc], int]:
     ranking: list[RankedDoc] = []
     repeats = 0
     for doc in results:
-        if doc.doc_id in seen:
+        doc_id = doc["doc_id"]
+        if doc_id in seen:
             repeats += 1
             continue
-        seen.add(doc.doc_id)
+        seen.add(doc_id)
         ranking.append(doc)
     return ranking, repeats
 
@@ -93,13 +93,14 @@ class OpenQuery:
             labelset=labelset,
             ts=ts,
             expires_at=ts + ttl,
-            doc_ids=tuple(d.doc_id for d in ranking),
-            doc_times=tuple(_effective_time(d.t_doc, ts) for d in ranking),
+            doc_ids=tuple(d["doc_id"] for d in ranking),
+            doc_times=tuple(_effective_time(d.get("t_doc"), ts) for d in ranking),
             repeats=repeats,
         )
         for doc in (*qrels, *ranking):
-            if doc.rel is not None:
-                query.set_label(doc.doc_id, doc.rel, doc.t_doc)
+            rel = doc.get("rel")
+            if rel is not None:
+                query.set_label(doc["doc_id"], rel, doc.get("t_doc"))
         return query
 
     @property

@@ -17,16 +17,30 @@ def _open(join: LabelJoin, qid: str, ts: float, docs: list[RankedDoc], **kw: obj
 
 
 def test_dedupe_keeps_first_position_and_counts_repeats() -> None:
-    docs = [RankedDoc("a"), RankedDoc("b"), RankedDoc("a"), RankedDoc("c"), RankedDoc("b")]
+    docs = [
+        RankedDoc(doc_id="a"),
+        RankedDoc(doc_id="b"),
+        RankedDoc(doc_id="a"),
+        RankedDoc(doc_id="c"),
+        RankedDoc(doc_id="b"),
+    ]
     ranking, repeats = dedupe_ranking(docs)
-    assert [d.doc_id for d in ranking] == ["a", "b", "c"]
+    assert [d["doc_id"] for d in ranking] == ["a", "b", "c"]
     assert repeats == 2
 
 
 def test_open_merges_qrels_then_inline_labels_and_fixes_doc_times() -> None:
     join = LabelJoin(label_ttl=100.0)
-    results = [RankedDoc("a", t_doc=50.0, rel=1), RankedDoc("b", t_doc=500.0), RankedDoc("c")]
-    qrels = [RankedDoc("a", rel=3), RankedDoc("z", rel=2, t_doc=10.0), RankedDoc("y", rel=1)]
+    results = [
+        RankedDoc(doc_id="a", t_doc=50.0, rel=1),
+        RankedDoc(doc_id="b", t_doc=500.0),
+        RankedDoc(doc_id="c"),
+    ]
+    qrels = [
+        RankedDoc(doc_id="a", rel=3),
+        RankedDoc(doc_id="z", rel=2, t_doc=10.0),
+        RankedDoc(doc_id="y", rel=1),
+    ]
     _open(join, "q", 100.0, results, qrels=qrels)
     query = join.get("q")
     assert query is not None
@@ -40,7 +54,7 @@ def test_open_merges_qrels_then_inline_labels_and_fixes_doc_times() -> None:
 
 def test_labels_apply_in_arrival_order_and_mark_dirty_once() -> None:
     join = LabelJoin(label_ttl=100.0)
-    _open(join, "q", 0.0, [RankedDoc("a"), RankedDoc("b")])
+    _open(join, "q", 0.0, [RankedDoc(doc_id="a"), RankedDoc(doc_id="b")])
     join.take_dirty()
     assert join.label("q", "a", 2, ts=10, t_now=10) is LabelOutcome.APPLIED
     assert join.label("q", "a", 0, ts=5, t_now=11) is LabelOutcome.APPLIED  # later arrival wins
@@ -53,7 +67,7 @@ def test_labels_apply_in_arrival_order_and_mark_dirty_once() -> None:
 
 def test_label_past_ttl_or_after_final_is_late() -> None:
     join = LabelJoin(label_ttl=100.0)
-    _open(join, "q", 0.0, [RankedDoc("a")])
+    _open(join, "q", 0.0, [RankedDoc(doc_id="a")])
     assert join.label("q", "a", 1, ts=100.5, t_now=50) is LabelOutcome.LATE
     assert join.advance(100.0) == []  # expires_at == 100 is still open at t_now = 100
     final = join.advance(100.1)
@@ -68,7 +82,7 @@ def test_feedback_before_retrieval_waits_then_applies() -> None:
     join = LabelJoin(label_ttl=100.0, pending_ttl=60.0)
     assert join.label("q", "b", 2, ts=5, t_now=5) is LabelOutcome.PENDING
     assert join.pending_count == 1
-    _open(join, "q", 4.0, [RankedDoc("a"), RankedDoc("b", rel=0)])
+    _open(join, "q", 4.0, [RankedDoc(doc_id="a"), RankedDoc(doc_id="b", rel=0)])
     query = join.get("q")
     assert query is not None
     assert query.labels == {"b": 2}  # the buffered feedback refers to this retrieval: it wins
@@ -86,7 +100,7 @@ def test_waiting_labels_expire_after_pending_ttl() -> None:
     join.advance(60.5)
     assert join.pending_count == 0
     assert join.counters.pending_expired == 2
-    _open(join, "lost", 2.0, [RankedDoc("a")])
+    _open(join, "lost", 2.0, [RankedDoc(doc_id="a")])
     query = join.get("lost")
     assert query is not None
     assert not query.labeled
@@ -95,7 +109,7 @@ def test_waiting_labels_expire_after_pending_ttl() -> None:
 def test_caps_evict_oldest_and_count() -> None:
     join = LabelJoin(label_ttl=100.0, max_open=2, max_pending=2)
     for i in range(3):
-        _open(join, f"q{i}", float(i), [RankedDoc("a")])
+        _open(join, f"q{i}", float(i), [RankedDoc(doc_id="a")])
     assert join.open_count == 2
     assert join.counters.open_evicted == 1
     final = join.advance(0.0)
@@ -108,8 +122,8 @@ def test_caps_evict_oldest_and_count() -> None:
 
 def test_duplicate_retrieval_is_counted_and_ignored() -> None:
     join = LabelJoin()
-    _open(join, "q", 0.0, [RankedDoc("a", rel=1)])
-    assert join.open("q", partition=0, labelset=LS, ts=1.0, results=[RankedDoc("b")]) is None
+    _open(join, "q", 0.0, [RankedDoc(doc_id="a", rel=1)])
+    assert join.open("q", partition=0, labelset=LS, ts=1.0, results=[RankedDoc(doc_id="b")]) is None
     assert join.counters.duplicate_retrievals == 1
     query = join.get("q")
     assert query is not None
@@ -134,7 +148,7 @@ def test_every_label_is_accounted_for_and_state_is_bounded(
     for kind, n, t in events:
         t_now = max(t_now, t)
         if kind == "open":
-            _open(join, f"q{n}", t, [RankedDoc("a"), RankedDoc("b")])
+            _open(join, f"q{n}", t, [RankedDoc(doc_id="a"), RankedDoc(doc_id="b")])
         elif kind == "label":
             labels += 1
             join.label(f"q{n}", "a", 1.0, ts=t, t_now=t_now)
