@@ -1,0 +1,136 @@
+"""Per-query metric rows for a batch of open queries, in one pass of the kernels.
+
+The columns are fixed by a `MetricLayout` built from the configured cutoffs and half-lives:
+
+- `plain`: rr and, per cutoff, precision, recall, hit_rate, dcg and ndcg;
+- `ratio`: per half-life, ndcg_decayed and recall_decayed per cutoff; they do not change
+  with the read time (the common decay factor cancels), so they are plain window means;
+- `decayed`: per half-life, rr_decayed and, per cutoff, precision_decayed and dcg_decayed,
+  valued at the query's event time `ts`; a window decays them live from there, since
+  `sum_i g_i exp(-lam (t - t_doc_i)) = exp(-lam (t - ts)) * sum_i g_i exp(-lam (ts - t_doc_i))`;
+- `doc_age`: per cutoff, the mean age of the top-k documents at `ts` (NaN without
+  documents); the live age at t adds `t - ts`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import cached_property
+
+import numpy as np
+from numpy.typing import NDArray
+
+from ragstream.join import OpenQuery
+from ragstream.metrics import Gain, RankingBatch, decay_rate, evaluate, mean_doc_age
+
+__all__ = ["MetricLayout", "ScoredQueries", "Scorer"]
+
+_F64 = NDArray[np.float64]
+_PLAIN_FAMILIES = ("precision", "recall", "hit_rate", "dcg", "ndcg")
+_RATIO_FAMILIES = ("ndcg", "recall")
+_SUM_FAMILIES = ("precision", "dcg")
+
+
+@dataclass(frozen=True)
+class MetricLayout:
+    """Which metric columns exist, in a fixed order."""
+
+    cutoffs: tuple[int, ...] = (1, 3, 5, 10)
+    half_lives: tuple[float, ...] = (604_800.0,)
+
+    @cached_property
+    def plain(self) -> tuple[str, ...]:
+        return ("rr", *(f"{f}@{k}" for f in _PLAIN_FAMILIES for k in self.cutoffs))
+
+    @cached_property
+    def ratio(self) -> tuple[str, ...]:
+        """Per half-life (same names for each)."""
+        return tuple(f"{f}_decayed@{k}" for f in _RATIO_FAMILIES for k in self.cutoffs)
+
+    @cached_property
+    def decayed(self) -> tuple[str, ...]:
+        """Per half-life (same names for each)."""
+        return ("rr_decayed", *(f"{f}_decayed@{k}" for f in _SUM_FAMILIES for k in self.cutoffs))
+
+    @cached_property
+    def doc_age(self) -> tuple[str, ...]:
+        return tuple(f"doc_age_seconds@{k}" for k in self.cutoffs)
+
+
+@dataclass(frozen=True, slots=True)
+class ScoredQueries:
+    """Metric rows of n queries; IR columns are NaN for unlabeled queries."""
+
+    labeled: NDArray[np.bool_]
+    """(n,) whether the query has any label."""
+    ts: _F64
+    """(n,) the queries' event times."""
+    plain: _F64
+    """(n, len(layout.plain))"""
+    ratio: _F64
+    """(n, H, len(layout.ratio))"""
+    decayed: _F64
+    """(n, H, len(layout.decayed)), valued at ts."""
+    doc_age: _F64
+    """(n, len(layout.doc_age)), at ts; NaN for queries without documents."""
+
+
+class Scorer:
+    """Turns open queries into metric rows with the batch kernels."""
+
+    def __init__(self, layout: MetricLayout, *, gain: Gain = "linear", threshold: float = 1.0):
+        self.layout = layout
+        self.gain: Gain = gain
+        self.threshold = threshold
+        self._rates = [decay_rate(h) for h in layout.half_lives]
+
+    def score(self, queries: Sequence[OpenQuery]) -> ScoredQueries:
+        """Metric rows for `queries`, in order; one kernel pass per half-life."""
+        n = len(queries)
+        rel: list[float] = []
+        rel_times: list[float] = []
+        judged: list[float] = []
+        judged_times: list[float] = []
+        rel_offsets = np.zeros(n + 1, dtype=np.int64)
+        judged_offsets = np.zeros(n + 1, dtype=np.int64)
+        for i, query in enumerate(queries):
+            labels = query.labels
+            rel.extend(labels.get(doc_id, 0.0) for doc_id in query.doc_ids)
+            rel_times.extend(query.doc_times)
+            judged.extend(labels.values())
+            judged_times.extend(query.label_times[doc_id] for doc_id in labels)
+            rel_offsets[i + 1] = len(rel)
+            judged_offsets[i + 1] = len(judged)
+        ts = np.fromiter((q.ts for q in queries), dtype=np.float64, count=n)
+        labeled = np.fromiter((q.labeled for q in queries), dtype=np.bool_, count=n)
+        batch = RankingBatch.from_ragged(rel, rel_offsets, judged, judged_offsets)
+        times = RankingBatch.from_ragged(rel_times, rel_offsets, judged_times, judged_offsets)
+        layout = self.layout
+        values = evaluate(batch, layout.plain, gain=self.gain, threshold=self.threshold)
+        plain = _stack(values, layout.plain, n)
+        h = len(self._rates)
+        ratio = np.empty((n, h, len(layout.ratio)))
+        decayed = np.empty((n, h, len(layout.decayed)))
+        for j, lam in enumerate(self._rates):
+            weight = np.exp(-lam * (ts[:, None] - times.rel))
+            judged_weight = np.exp(-lam * (ts[:, None] - times.judged))
+            weighted = batch.with_weights(weight, judged_weight)
+            names = (*layout.ratio, *layout.decayed)
+            values = evaluate(weighted, names, gain=self.gain, threshold=self.threshold)
+            ratio[:, j, :] = _stack(values, layout.ratio, n)
+            decayed[:, j, :] = _stack(values, layout.decayed, n)
+        plain[~labeled] = np.nan
+        ratio[~labeled] = np.nan
+        decayed[~labeled] = np.nan
+        doc_age = np.empty((n, len(layout.cutoffs)))
+        for c, k in enumerate(layout.cutoffs):
+            doc_age[:, c] = mean_doc_age(times.rel, times.length, k, ts)
+        return ScoredQueries(labeled, ts, plain, ratio, decayed, doc_age)
+
+
+def _stack(values: dict[str, _F64], names: Sequence[str], n: int) -> _F64:
+    out = np.empty((n, len(names)))
+    for c, name in enumerate(names):
+        out[:, c] = values[name]
+    return out

@@ -1,0 +1,58 @@
+"""Scoring open queries: each column equals a from-scratch computation."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from ragstream.join import OpenQuery, RankedDoc
+from ragstream.pipeline.scoring import MetricLayout, Scorer
+
+DAY = 86_400.0
+
+
+def _query(qid: str, ts: float, docs: list[RankedDoc], qrels: list[RankedDoc]) -> OpenQuery:
+    return OpenQuery.from_retrieval(
+        qid, partition=0, labelset=(), ts=ts, ttl=900.0, results=docs, qrels=qrels
+    )
+
+
+def _dcg(gains: list[float]) -> float:
+    return sum(g / math.log2(i + 2) for i, g in enumerate(gains))
+
+
+def test_rows_match_hand_computation_including_decay() -> None:
+    ts = 100 * DAY
+    docs = [
+        RankedDoc(doc_id="a", t_doc=ts - 7 * DAY),  # one half-life old: weight 1/2
+        RankedDoc(doc_id="b", t_doc=ts),  # fresh: weight 1
+        RankedDoc(doc_id="c"),  # no t_doc: dates from ts
+        RankedDoc(doc_id="a"),  # repeat, ignored
+    ]
+    qrels = [RankedDoc(doc_id="b", rel=2), RankedDoc(doc_id="z", rel=3, t_doc=ts - 14 * DAY)]
+    layout = MetricLayout(cutoffs=(1, 3), half_lives=(7 * DAY,))
+    unlabeled = _query("u", ts, [RankedDoc(doc_id="x", t_doc=ts - 10.0)], [])
+    scored = Scorer(layout).score([_query("q", ts, docs, qrels), unlabeled])
+    row = dict(zip(layout.plain, scored.plain[0], strict=True))
+    assert row["rr"] == 0.5
+    assert row["precision@1"] == 0.0
+    assert row["precision@3"] == pytest.approx(1 / 3)
+    assert row["recall@3"] == 0.5
+    assert row["hit_rate@1"] == 0.0
+    assert row["dcg@3"] == pytest.approx(2 / math.log2(3))
+    assert row["ndcg@3"] == pytest.approx((2 / math.log2(3)) / _dcg([3, 2]))
+    ratio = dict(zip(layout.ratio, scored.ratio[0, 0], strict=True))
+    # judged z is two half-lives old (weight 1/4), b is fresh: decayed ideal = [2, 0.75]
+    assert ratio["ndcg_decayed@3"] == pytest.approx((2 / math.log2(3)) / _dcg([2.0, 0.75]))
+    assert ratio["recall_decayed@3"] == pytest.approx(1.0 / 1.25)
+    decayed = dict(zip(layout.decayed, scored.decayed[0, 0], strict=True))
+    assert decayed["rr_decayed"] == pytest.approx(0.5)
+    assert decayed["precision_decayed@3"] == pytest.approx(1 / 3)
+    assert decayed["dcg_decayed@3"] == pytest.approx(2 / math.log2(3))
+    assert scored.doc_age[0].tolist() == pytest.approx([7 * DAY, 7 * DAY / 3])
+    assert scored.labeled.tolist() == [True, False]
+    assert np.isnan(scored.plain[1]).all()
+    assert np.isnan(scored.decayed[1]).all()
+    assert scored.doc_age[1].tolist() == [10.0, 10.0]
