@@ -1,0 +1,41 @@
+"""Sliding time windows: incremental, mergeable, snapshot-able aggregates.
+
+Rows (one metric vector per query) are added at their event time into rings of time
+buckets, retracted exactly when a late label replaces them, merged across partitions, and
+read at scrape time; decayed sum metrics decay live through forward-decay sums.
+See docs/windows.md.
+"""
+
+from ragstream.windows.aggregate import Aggregate
+from ragstream.windows.clock import Clock, ClockMode, Stamped, Timing
+from ragstream.windows.decay import ForwardDecay, decay_rates
+from ragstream.windows.ring import SlidingWindow
+from ragstream.windows.spec import (
+    DEFAULT_WINDOWS,
+    WindowSpec,
+    bucket_of,
+    format_duration,
+    parse_duration,
+)
+from ragstream.windows.store import LabelSet, WindowStore
+from ragstream.windows.windowset import WindowRead, WindowSet
+
+__all__ = [
+    "DEFAULT_WINDOWS",
+    "Aggregate",
+    "Clock",
+    "ClockMode",
+    "ForwardDecay",
+    "LabelSet",
+    "SlidingWindow",
+    "Stamped",
+    "Timing",
+    "WindowRead",
+    "WindowSet",
+    "WindowSpec",
+    "WindowStore",
+    "bucket_of",
+    "decay_rates",
+    "format_duration",
+    "parse_duration",
+]

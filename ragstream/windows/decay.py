@@ -1,0 +1,178 @@
+"""Forward-decay sums (Cormode, Shkapenyuk, Srivastava, Xu, ICDE 2009).
+
+A value ``v`` stamped at time ``t_i`` is worth ``v · exp(-λ(t - t_i))`` at time ``t``. Keeping
+``S = Σ v_i · exp(λ(t_i - L))`` against a landmark ``L`` gives the decayed sum at any ``t`` in
+O(1): ``Σ v_i · exp(-λ(t - t_i)) = S · exp(-λ(t - L))``. ``S`` grows like ``exp(λ(t - L))``,
+so before any ``λ·(t - L)`` would pass ``max_exponent`` (default 300, far below the float64
+limit of about 709) the landmark moves forward: ``S ← S · exp(-λ(L' - L))``, one rounding
+per rebase, so reads stay exact to about 1e-15 relative.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any, Self
+
+import numpy as np
+import numpy.typing as npt
+
+from ragstream.windows._kernels import Digest, as_rows, as_times, decay_to, scatter_decayed, settle
+from ragstream.windows.spec import F64, I64
+
+__all__ = ["ForwardDecay", "decay_rates"]
+
+_ZERO_SLOT = np.zeros(1, dtype=np.int64)
+
+
+def decay_rates(half_lives: Sequence[float]) -> F64:
+    """``λ = ln 2 / half_life`` for each half-life (seconds)."""
+    return math.log(2.0) / np.asarray(half_lives, dtype=np.float64)
+
+
+class ForwardDecay:
+    """Decayed sums of ``D`` columns, each with its own rate ``λ_d``, plus their counts.
+
+    ``add(t, v)`` stamps ``v`` at ``t``; ``value(t)`` reads ``Σ v_i · exp(-λ(t - t_i))``.
+    NaN means "no value" in that column. Retracting ``(t, v)`` removes exactly what adding it
+    put in, across any rebase. Merging aligns both to the later landmark.
+    """
+
+    __slots__ = ("_count", "_sum", "landmark", "max_exponent", "rates")
+
+    def __init__(
+        self, rates: npt.ArrayLike, landmark: float = 0.0, max_exponent: float = 300.0
+    ) -> None:
+        self.rates: F64 = np.array(rates, dtype=np.float64).reshape(-1)
+        if not (np.isfinite(self.rates).all() and (self.rates > 0).all()):
+            raise ValueError("decay rates must be positive and finite")
+        if not (0 < max_exponent <= 600):
+            raise ValueError("max_exponent must be in (0, 600]")
+        self.landmark = float(landmark)
+        self.max_exponent = float(max_exponent)
+        self._count = np.zeros((1, self.rates.size), dtype=np.int64)
+        self._sum = np.zeros((1, self.rates.size), dtype=np.float64)
+
+    @classmethod
+    def from_arrays(
+        cls, rates: F64, landmark: float, count: I64, total: F64, max_exponent: float = 300.0
+    ) -> Self:
+        """An accumulator holding ``total`` (landmark-relative sums) and ``count`` (copied)."""
+        acc = cls(rates, landmark, max_exponent)
+        acc._count[0] = count
+        acc._sum[0] = total
+        return acc
+
+    # -- updates ---------------------------------------------------------------------------
+
+    def add(self, times: npt.ArrayLike, values: npt.ArrayLike) -> None:
+        """Stamp one row ``(D,)`` or a batch ``(n, D)`` at ``times`` (scalar or ``(n,)``)."""
+        self._apply(times, values, 1)
+
+    def retract(self, times: npt.ArrayLike, values: npt.ArrayLike) -> None:
+        """Remove rows added before with the same times and values."""
+        self._apply(times, values, -1)
+
+    def _apply(self, times: npt.ArrayLike, values: npt.ArrayLike, sign: int) -> None:
+        rows = as_rows(values, self.rates.size, "ForwardDecay")
+        stamps = as_times(times, rows.shape[0])
+        if stamps.size:
+            self.ensure_landmark(float(stamps.max()))
+        local = np.zeros(rows.shape[0], dtype=np.int64)
+        scatter_decayed(
+            self._count,
+            self._sum,
+            _ZERO_SLOT,
+            local,
+            stamps,
+            Digest.of(rows),
+            self.rates,
+            self.landmark,
+            sign,
+        )
+        if sign < 0:
+            settle(self._count, self._sum)
+
+    def ensure_landmark(self, t: float) -> None:
+        """Rebase to ``t`` if a value stamped at ``t`` would pass ``max_exponent``."""
+        if float(self.rates.max(initial=0.0)) * (t - self.landmark) > self.max_exponent:
+            self.rebase(t)
+
+    def rebase(self, landmark: float) -> None:
+        """Move the landmark to a later time: ``S ← S · exp(-λ(L' - L))``; reads are unchanged."""
+        if landmark < self.landmark:
+            raise ValueError("the landmark only moves forward")
+        self._sum[0] = decay_to(self._sum[0], self.rates, landmark - self.landmark)
+        self.landmark = float(landmark)
+
+    # -- merging ---------------------------------------------------------------------------
+
+    def merge(self, other: ForwardDecay) -> ForwardDecay:
+        """A new accumulator equal to one that saw both streams (landmark: the later one)."""
+        if not np.array_equal(self.rates, other.rates):
+            raise ValueError("cannot merge forward-decay sums with different rates")
+        landmark = max(self.landmark, other.landmark)
+        total = decay_to(self._sum[0], self.rates, landmark - self.landmark) + decay_to(
+            other._sum[0], other.rates, landmark - other.landmark
+        )
+        merged = ForwardDecay.from_arrays(
+            self.rates, landmark, self._count[0] + other._count[0], total, self.max_exponent
+        )
+        settle(merged._count, merged._sum)
+        return merged
+
+    def __add__(self, other: ForwardDecay) -> ForwardDecay:
+        return self.merge(other)
+
+    # -- reads -----------------------------------------------------------------------------
+
+    @property
+    def count(self) -> I64:
+        """Values per column (NaN excluded)."""
+        out: I64 = self._count[0].copy()
+        return out
+
+    @property
+    def total(self) -> F64:
+        """The landmark-relative sums ``S`` (for inspection; read with :meth:`value`)."""
+        out: F64 = self._sum[0].copy()
+        return out
+
+    def value(self, t: float) -> F64:
+        """``Σ v_i · exp(-λ(t - t_i)) = S · exp(-λ(t - L))`` per column."""
+        return decay_to(self._sum[0], self.rates, t - self.landmark)
+
+    def mean(self, t: float) -> F64:
+        """Decayed sum divided by count; NaN where a column has no values."""
+        n = self._count[0]
+        with np.errstate(invalid="ignore", divide="ignore"):
+            out: F64 = np.where(n > 0, self.value(t) / n, np.nan)
+        return out
+
+    # -- persistence -----------------------------------------------------------------------
+
+    def snapshot(self) -> dict[str, Any]:
+        """JSON-friendly state."""
+        return {
+            "version": 1,
+            "rates": self.rates.tolist(),
+            "landmark": self.landmark,
+            "max_exponent": self.max_exponent,
+            "count": self._count[0].tolist(),
+            "sum": self._sum[0].tolist(),
+        }
+
+    @classmethod
+    def restore(cls, snapshot: dict[str, Any]) -> Self:
+        """Inverse of :meth:`snapshot`."""
+        rates = np.asarray(snapshot["rates"], dtype=np.float64)
+        return cls.from_arrays(
+            rates,
+            float(snapshot["landmark"]),
+            np.asarray(snapshot["count"], dtype=np.int64).reshape(rates.size),
+            np.asarray(snapshot["sum"], dtype=np.float64).reshape(rates.size),
+            float(snapshot["max_exponent"]),
+        )
+
+    def __repr__(self) -> str:
+        return f"ForwardDecay(rates={self.rates.tolist()!r}, landmark={self.landmark})"

@@ -1,0 +1,160 @@
+"""Window configuration: metric columns, half-lives, window lengths and bucket geometry."""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+__all__ = [
+    "DEFAULT_WINDOWS",
+    "F64",
+    "I64",
+    "WindowSpec",
+    "bucket_of",
+    "format_duration",
+    "parse_duration",
+]
+
+F64 = npt.NDArray[np.float64]
+I64 = npt.NDArray[np.int64]
+
+DEFAULT_WINDOWS: tuple[float, ...] = (60.0, 300.0, 3600.0, 86400.0)
+
+_UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0, "w": 604800.0}
+_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h|d|w)?\s*$")
+
+
+def parse_duration(text: str | float) -> float:
+    """Seconds in a duration such as ``"5m"``, ``"24h"``, ``"90s"`` or a plain number."""
+    if isinstance(text, int | float):
+        seconds = float(text)
+    else:
+        match = _DURATION.match(text)
+        if match is None:
+            raise ValueError(f"not a duration: {text!r} (use e.g. 30s, 5m, 1h, 24h)")
+        seconds = float(match.group(1)) * _UNITS[match.group(2) or "s"]
+    if not (math.isfinite(seconds) and seconds > 0):
+        raise ValueError(f"a duration must be positive and finite, got {text!r}")
+    return seconds
+
+
+def format_duration(seconds: float) -> str:
+    """The label of a window length: the largest of h, m, s that divides it (86400 -> "24h")."""
+    for unit, size in (("h", 3600.0), ("m", 60.0), ("s", 1.0)):
+        count = seconds / size
+        if count >= 1 and count == int(count):
+            return f"{int(count)}{unit}"
+    return f"{seconds:g}s"
+
+
+def bucket_of(times: npt.ArrayLike, width: float) -> I64:
+    """Bucket index ``floor(t / width)``: bucket k covers ``[k·width, (k+1)·width)``."""
+    return np.floor(np.asarray(times, dtype=np.float64) / width).astype(np.int64)
+
+
+@dataclass(frozen=True)
+class WindowSpec:
+    """What every window of a store aggregates, and how its buckets are laid out.
+
+    Rows are vectors: ``columns`` are plain metrics (count, sum, sum of squares and a
+    histogram over [0, 1] each); ``decayed`` are sum metrics that decay live, one value per
+    half-life and metric, laid out half-life-major (``index = h * len(decayed) + d``).
+    """
+
+    columns: tuple[str, ...]
+    """Plain metric columns, e.g. ``("rr", "ndcg@10")``."""
+    decayed: tuple[str, ...] = ()
+    """Decayed sum metrics, e.g. ``("dcg_decayed@10", "rr_decayed")``."""
+    half_lives: tuple[float, ...] = ()
+    """Half-lives in seconds; each decayed metric is kept once per half-life."""
+    windows: tuple[float, ...] = DEFAULT_WINDOWS
+    """Window lengths in seconds, ascending."""
+    buckets: int = 60
+    """Buckets per window; a bucket is ``window / buckets`` seconds wide."""
+    bins: int = 20
+    """Histogram bins over [0, 1]."""
+    horizon: float = 60.0
+    """How far ahead of now a row may be and still land in its own bucket (the clock's
+    future tolerance)."""
+    max_exponent: float = 300.0
+    """Forward-decay sums are rebased before any ``λ·(t - L)`` exceeds this."""
+    names: tuple[str, ...] = field(init=False)
+    """Window labels, e.g. ``("1m", "5m", "1h", "24h")``."""
+
+    def __post_init__(self) -> None:
+        for group in (self.columns, self.decayed):
+            if len(set(group)) != len(group):
+                raise ValueError(f"duplicate column names in {group}")
+        if bool(self.decayed) != bool(self.half_lives):
+            raise ValueError("decayed metrics and half_lives must be given together")
+        if any(not (math.isfinite(h) and h > 0) for h in self.half_lives):
+            raise ValueError("half-lives must be positive and finite")
+        if not self.windows or list(self.windows) != sorted(set(self.windows)):
+            raise ValueError("windows must be distinct and ascending")
+        if any(not (math.isfinite(w) and w > 0) for w in self.windows):
+            raise ValueError("window lengths must be positive and finite")
+        if self.buckets < 1 or self.bins < 1:
+            raise ValueError("buckets and bins must be at least 1")
+        if not (math.isfinite(self.horizon) and self.horizon >= 0):
+            raise ValueError("horizon must be finite and non-negative")
+        if not (0 < self.max_exponent <= 600):
+            raise ValueError("max_exponent must be in (0, 600] to keep sums finite")
+        object.__setattr__(self, "names", tuple(format_duration(w) for w in self.windows))
+        if len(set(self.names)) != len(self.names):
+            raise ValueError(f"window labels collide: {self.names}")
+
+    @property
+    def decayed_width(self) -> int:
+        """Number of decayed values a row carries: ``len(half_lives) * len(decayed)``."""
+        return len(self.half_lives) * len(self.decayed)
+
+    @property
+    def rates(self) -> F64:
+        """Decay rate per decayed value, ``λ = ln 2 / half_life``, half-life-major."""
+        lam = math.log(2.0) / np.asarray(self.half_lives, dtype=np.float64)
+        return np.repeat(lam, len(self.decayed))
+
+    @property
+    def longest(self) -> float:
+        """The longest window: events older than it are late."""
+        return self.windows[-1]
+
+    def width(self, window: float) -> float:
+        """Bucket width of a window, in seconds."""
+        return window / self.buckets
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-friendly form, for snapshots."""
+        return {
+            "columns": list(self.columns),
+            "decayed": list(self.decayed),
+            "half_lives": list(self.half_lives),
+            "windows": list(self.windows),
+            "buckets": self.buckets,
+            "bins": self.bins,
+            "horizon": self.horizon,
+            "max_exponent": self.max_exponent,
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> WindowSpec:
+        """Inverse of :meth:`to_dict`."""
+        return cls(
+            columns=tuple(data["columns"]),
+            decayed=tuple(data["decayed"]),
+            half_lives=tuple(float(h) for h in data["half_lives"]),
+            windows=tuple(float(w) for w in data["windows"]),
+            buckets=int(data["buckets"]),
+            bins=int(data["bins"]),
+            horizon=float(data["horizon"]),
+            max_exponent=float(data["max_exponent"]),
+        )
+
+    def edges(self) -> F64:
+        """Upper edges of the histogram bins: bin j counts values in ``(e[j-1], e[j]]``."""
+        return np.arange(1, self.bins + 1, dtype=np.float64) / self.bins
