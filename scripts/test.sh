@@ -6,6 +6,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 scripts/bootstrap.sh test
+scripts/kafka.sh fetch >/dev/null  # the Kafka broker's jars (cached after the first run)
 
 echo "== ruff"
 .venv/bin/ruff check .

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
-from ragstream.join.query import OpenQuery, RankedDoc
+from ragstream.join.query import DocLike, OpenQuery
 
 __all__ = ["JoinCounters", "LabelJoin", "LabelOutcome", "PendingLabel"]
 
@@ -104,8 +104,8 @@ class LabelJoin:
         partition: int,
         labelset: tuple[str, ...],
         ts: float,
-        results: Sequence[RankedDoc],
-        qrels: Sequence[RankedDoc] = (),
+        results: Sequence[DocLike],
+        qrels: Sequence[DocLike] = (),
     ) -> OpenQuery | None:
         """Open a query from its retrieval event; None if it is a duplicate."""
         if query_id in self._open or query_id in self._final:

@@ -10,7 +10,7 @@ from typing import Any, NotRequired, TypedDict
 import numpy as np
 from numpy.typing import NDArray
 
-__all__ = ["OpenQuery", "RankedDoc", "dedupe_ranking"]
+__all__ = ["DocLike", "OpenQuery", "RankedDoc", "dedupe_ranking"]
 
 
 class RankedDoc(TypedDict):
@@ -24,10 +24,15 @@ class RankedDoc(TypedDict):
     """A graded label sent with the retrieval event, if any."""
 
 
-def dedupe_ranking(results: Iterable[RankedDoc]) -> tuple[list[RankedDoc], int]:
+DocLike = Mapping[str, Any]
+"""Any mapping with `doc_id` and optional `t_doc` and `rel`: a `RankedDoc`, or an event's own
+result and qrel dicts."""
+
+
+def dedupe_ranking(results: Iterable[DocLike]) -> tuple[list[DocLike], int]:
     """Keep each doc id at its first position; return the ranking and the number of repeats."""
     seen: set[str] = set()
-    ranking: list[RankedDoc] = []
+    ranking: list[DocLike] = []
     repeats = 0
     for doc in results:
         doc_id = doc["doc_id"]
@@ -82,8 +87,8 @@ class OpenQuery:
         labelset: tuple[str, ...],
         ts: float,
         ttl: float,
-        results: Sequence[RankedDoc],
-        qrels: Sequence[RankedDoc] = (),
+        results: Sequence[DocLike],
+        qrels: Sequence[DocLike] = (),
     ) -> OpenQuery:
         """Open a query from its retrieval event; qrels first, then inline labels."""
         ranking, repeats = dedupe_ranking(results)
@@ -125,7 +130,9 @@ class OpenQuery:
 
     def snapshot(self) -> dict[str, Any]:
         """A JSON-friendly copy of the query's state (the contribution as a list)."""
-        contribution = None if self.contribution is None else self.contribution.tolist()
+        contribution = None
+        if self.contribution is not None:  # NaN (a metric without value) as null: strict JSON
+            contribution = [None if v != v else v for v in self.contribution.tolist()]
         return {
             "query_id": self.query_id,
             "partition": self.partition,
@@ -157,6 +164,8 @@ class OpenQuery:
             contribution=(
                 None
                 if data["contribution"] is None
-                else np.asarray(data["contribution"], dtype=np.float64)
+                else np.array(
+                    [math.nan if v is None else v for v in data["contribution"]], dtype=np.float64
+                )
             ),
         )

@@ -194,7 +194,9 @@ class SyntheticTraffic:
             if rng.random() >= c.click_share:
                 continue
             delay = float(rng.uniform(*c.feedback_delay))
-            arrival = ts - 1.0 if rng.random() < c.early_feedback_share else ts + delay
+            arrival = ts + delay
+            if rng.random() < c.early_feedback_share:  # overtakes its retrieval event
+                delay, arrival = 0.5, ts - 1.0
             event = {
                 "type": "feedback",
                 "query_id": qid,

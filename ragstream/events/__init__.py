@@ -1,0 +1,69 @@
+"""Event schemas (v1): models, decoding with reason codes, and helpers for producers."""
+
+from ragstream.events.decode import (
+    DECODE_REASONS,
+    DecodeError,
+    DecodeReason,
+    IndexedDecodeError,
+    decode_batch,
+    decode_event,
+)
+from ragstream.events.json_schema import event_json_schema
+from ragstream.events.limits import DEFAULT_LIMITS, Limits
+from ragstream.events.models import (
+    EVENT_ADAPTER,
+    MAX_ABS_REL,
+    AnswerEvent,
+    Context,
+    Event,
+    EventType,
+    FeedbackEvent,
+    Qrel,
+    Ranking,
+    RetrievalEvent,
+    RetrievedDoc,
+    dedupe_results,
+)
+from ragstream.events.producer import (
+    EventProducer,
+    TimeLike,
+    answer_event,
+    encode_event,
+    feedback_event,
+    message_key,
+    retrieval_event,
+)
+from ragstream.events.timestamps import format_rfc3339, parse_rfc3339
+
+__all__ = [
+    "DECODE_REASONS",
+    "DEFAULT_LIMITS",
+    "EVENT_ADAPTER",
+    "MAX_ABS_REL",
+    "AnswerEvent",
+    "Context",
+    "DecodeError",
+    "DecodeReason",
+    "Event",
+    "EventProducer",
+    "EventType",
+    "FeedbackEvent",
+    "IndexedDecodeError",
+    "Limits",
+    "Qrel",
+    "Ranking",
+    "RetrievalEvent",
+    "RetrievedDoc",
+    "TimeLike",
+    "answer_event",
+    "decode_batch",
+    "decode_event",
+    "dedupe_results",
+    "encode_event",
+    "event_json_schema",
+    "feedback_event",
+    "format_rfc3339",
+    "message_key",
+    "parse_rfc3339",
+    "retrieval_event",
+]

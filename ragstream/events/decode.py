@@ -1,0 +1,188 @@
+"""Bytes to events: one fast pydantic pass, and a typed error with a fixed reason code.
+
+Reasons (usable as a Prometheus label, in order of precedence):
+`empty` (null or zero-length value), `too_large` (message bytes or a size limit),
+`bad_json` (not UTF-8 JSON), `not_object` (JSON, but not an object), `unknown_type`
+(`type` is not retrieval/answer/feedback), `bad_timestamp` (`ts`/`t_doc` malformed or
+out of range) and `schema` (anything else: missing or mistyped fields, out-of-range values).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Literal, get_args
+
+from pydantic import ValidationError
+from pydantic_core import ErrorDetails
+
+from ragstream.events.limits import DEFAULT_LIMITS, Limits
+from ragstream.events.models import EVENT_ADAPTER, AnswerEvent, Event, RetrievalEvent
+
+__all__ = [
+    "DECODE_REASONS",
+    "DecodeError",
+    "DecodeReason",
+    "IndexedDecodeError",
+    "decode_batch",
+    "decode_event",
+]
+
+DecodeReason = Literal[
+    "empty", "too_large", "bad_json", "not_object", "unknown_type", "bad_timestamp", "schema"
+]
+DECODE_REASONS: tuple[DecodeReason, ...] = get_args(DecodeReason)
+"""Every reason code, e.g. to pre-create metric series."""
+
+_MAX_DETAIL_CHARS = 300
+_TS_BRANCHES = ("unix_seconds", "rfc3339")
+_TOO_LONG = frozenset({"too_long", "string_too_long"})
+
+
+class DecodeError(ValueError):
+    """A message that is not a valid event: a machine-friendly `reason` and a human `detail`."""
+
+    def __init__(self, reason: DecodeReason, detail: str) -> None:
+        super().__init__(f"{reason}: {detail}")
+        self.reason: DecodeReason = reason
+        self.detail: str = detail
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (type(self), (self.reason, self.detail))
+
+
+@dataclass(frozen=True, slots=True)
+class IndexedDecodeError:
+    """A decode error and the position of its message in the batch."""
+
+    index: int
+    """Position of the message in the batch."""
+    error: DecodeError
+    """Why it is not an event."""
+
+
+def decode_event(data: bytes | bytearray | None, limits: Limits = DEFAULT_LIMITS) -> Event:
+    """Validate one message (UTF-8 JSON object) into an event; raise `DecodeError` otherwise."""
+    if not data:
+        raise DecodeError("empty", "empty message (null or zero-length value)")
+    if len(data) > limits.max_message_bytes:
+        raise DecodeError(
+            "too_large", f"message is {len(data)} bytes, limit {limits.max_message_bytes}"
+        )
+    try:
+        event = EVENT_ADAPTER.validate_json(data)
+    except ValidationError as exc:
+        raise _classify(exc) from None
+    if limits is not DEFAULT_LIMITS and not limits.is_default:
+        problem = _exceeded(event, limits)
+        if problem is not None:
+            raise DecodeError("too_large", problem)
+    return event
+
+
+def decode_batch(
+    messages: Sequence[bytes | bytearray | None], limits: Limits = DEFAULT_LIMITS
+) -> tuple[list[Event], list[IndexedDecodeError]]:
+    """Decode many messages; never raises on bad input.
+
+    Events come back in input order; message `i` is an event unless `i` is among the errors.
+    """
+    events: list[Event] = []
+    errors: list[IndexedDecodeError] = []
+    for index, data in enumerate(messages):
+        try:
+            events.append(decode_event(data, limits))
+        except DecodeError as exc:
+            errors.append(IndexedDecodeError(index=index, error=exc))
+    return events, errors
+
+
+def _classify(exc: ValidationError) -> DecodeError:
+    """The highest-precedence reason among pydantic's errors, with the most telling detail."""
+    errors = exc.errors(include_url=False, include_input=False, include_context=False)
+    kinds = {err["type"] for err in errors}
+    if "json_invalid" in kinds:
+        return DecodeError("bad_json", _detail(errors, "json_invalid"))
+    if any(err["type"] in ("dict_type", "model_type") and not err["loc"] for err in errors):
+        return DecodeError("not_object", "expected a JSON object")
+    if "union_tag_invalid" in kinds:
+        return DecodeError("unknown_type", _detail(errors, "union_tag_invalid"))
+    if "union_tag_not_found" in kinds:
+        return DecodeError("schema", "missing field 'type' (retrieval, answer or feedback)")
+    stamp = [err for err in errors if err["loc"] and err["loc"][-1] in _TS_BRANCHES]
+    if any(err["type"] in _TOO_LONG for err in errors if err not in stamp):
+        return DecodeError("too_large", _detail(errors, *_TOO_LONG))
+    if stamp:
+        return DecodeError("bad_timestamp", _timestamp_detail(stamp))
+    return DecodeError("schema", _detail(errors))
+
+
+def _where(err: ErrorDetails) -> str:
+    """A dotted path without the union tags, e.g. `results.3.doc_id`."""
+    loc = list(err["loc"])
+    if loc and loc[0] in ("retrieval", "answer", "feedback"):
+        loc = loc[1:]
+    if loc and loc[-1] in _TS_BRANCHES:
+        loc = loc[:-1]
+    return ".".join(str(part) for part in loc)
+
+
+def _detail(errors: list[ErrorDetails], *kinds: str) -> str:
+    """`path: message` of the first error of the given kinds (or the first), bounded in length."""
+    chosen = next((err for err in errors if err["type"] in kinds), errors[0])
+    where = _where(chosen)
+    text = f"{where}: {chosen['msg']}" if where else chosen["msg"]
+    if len(errors) > 1:
+        text += f" (and {len(errors) - 1} more)"
+    return text[:_MAX_DETAIL_CHARS]
+
+
+def _timestamp_detail(errors: list[ErrorDetails]) -> str:
+    """The error of the branch that matches the input's JSON type, or a summary of both forms."""
+    path = _where(errors[0])
+    telling = [err for err in errors if err["type"] not in ("float_type", "string_type")]
+    if not telling:
+        return f"{path}: expected Unix seconds (number) or an RFC 3339 date-time string"
+    err = telling[0]
+    if err["type"] == "string_pattern_mismatch":
+        return f"{path}: not an RFC 3339 date-time with a UTC offset (e.g. 2024-05-01T12:00:00Z)"
+    if err["type"] == "less_than":
+        return f"{path}: {err['msg']} (Unix seconds before 3000-01-01; milliseconds?)"
+    return _detail(telling)
+
+
+def _exceeded(event: Event, limits: Limits) -> str | None:
+    """The first limit tighter than the schema caps that the event exceeds, if any."""
+    checks: list[tuple[str, int, int]] = [
+        ("query_id", len(event.query_id), limits.max_id_chars),
+        ("labels", len(event.labels), limits.max_labels),
+    ]
+    longest_label = max((max(len(k), len(v)) for k, v in event.labels.items()), default=0)
+    checks.append(("labels (key or value)", longest_label, limits.max_label_chars))
+    if isinstance(event, RetrievalEvent):
+        qrels = event.qrels or []
+        ids = [doc["doc_id"] for doc in event.results] + [qrel["doc_id"] for qrel in qrels]
+        checks += [
+            ("results", len(event.results), limits.max_results),
+            ("qrels", len(qrels), limits.max_qrels),
+            ("query", len(event.query or ""), limits.max_text_chars),
+            ("doc_id", max(map(len, ids), default=0), limits.max_id_chars),
+        ]
+    elif isinstance(event, AnswerEvent):
+        cited = event.cited_doc_ids or []
+        ids = [ctx.get("doc_id") or "" for ctx in event.contexts] + cited + [event.model or ""]
+        texts = [event.question, event.answer] + [ctx["text"] for ctx in event.contexts]
+        checks += [
+            ("contexts", len(event.contexts), limits.max_contexts),
+            ("cited_doc_ids", len(cited), limits.max_results),
+            ("text", max(map(len, texts)), limits.max_text_chars),
+            ("doc_id or model", max(map(len, ids), default=0), limits.max_id_chars),
+        ]
+    else:
+        checks.append(
+            ("doc_id or source", max(len(event.doc_id), len(event.source)), limits.max_id_chars)
+        )
+    for name, size, limit in checks:
+        if size > limit:
+            return f"{name}: size {size} exceeds the limit {limit}"
+    return None

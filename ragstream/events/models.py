@@ -1,0 +1,189 @@
+"""Event models, schema v1: `retrieval`, `answer` and `feedback`, a union discriminated by `type`.
+
+Strict types (no coercion: `"query_id": 5` or `"rel": "2"` is an error), unknown fields
+ignored (forward compatibility), size caps from `limits`, timestamps normalised to float
+Unix seconds. Events are frozen models; the items of their lists (`RetrievedDoc`, `Qrel`,
+`Context`) are plain typed dicts, about twice as fast to decode as nested models and not
+tracked by the cyclic garbage collector. Optional item keys may be absent or null: read
+them with `.get()`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Annotated, Any, Literal, NamedTuple, NotRequired
+
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints, TypeAdapter, with_config
+from typing_extensions import TypedDict
+
+from ragstream.events.limits import (
+    MAX_CONTEXTS,
+    MAX_ID_CHARS,
+    MAX_LABEL_CHARS,
+    MAX_LABELS,
+    MAX_QRELS,
+    MAX_RESULTS,
+    MAX_TEXT_CHARS,
+)
+from ragstream.events.timestamps import DocTime, EventTime
+
+__all__ = [
+    "EVENT_ADAPTER",
+    "MAX_ABS_REL",
+    "AnswerEvent",
+    "Context",
+    "Event",
+    "EventType",
+    "FeedbackEvent",
+    "Qrel",
+    "Ranking",
+    "RetrievalEvent",
+    "RetrievedDoc",
+    "dedupe_results",
+]
+
+MAX_ABS_REL = 100.0
+"""Relevance grades lie in [-100, 100] (so that the exponential gain 2^rel - 1 stays finite)."""
+
+EventType = Literal["retrieval", "answer", "feedback"]
+
+Id = Annotated[str, StringConstraints(min_length=1, max_length=MAX_ID_CHARS)]
+Text = Annotated[str, StringConstraints(max_length=MAX_TEXT_CHARS)]
+LabelKey = Annotated[str, StringConstraints(min_length=1, max_length=MAX_LABEL_CHARS)]
+LabelValue = Annotated[str, StringConstraints(max_length=MAX_LABEL_CHARS)]
+Rel = Annotated[float, Field(ge=-MAX_ABS_REL, le=MAX_ABS_REL)]
+
+# cache_strings="keys": interning every short string value (doc ids are mostly unique) makes
+# decoding about a third slower; keys repeat, so they are worth caching.
+_CONFIG = ConfigDict(
+    strict=True, extra="ignore", frozen=True, allow_inf_nan=False, cache_strings="keys"
+)
+_ITEM_CONFIG = ConfigDict(strict=True, extra="ignore", allow_inf_nan=False, cache_strings="keys")
+
+
+def _require_type(schema: dict[str, Any]) -> None:
+    """In the JSON Schema, `type` is required (the decoder needs it to pick the event kind)."""
+    required = [name for name in schema.get("required", []) if name != "type"]
+    schema["required"] = ["type", *required]
+
+
+@with_config(_ITEM_CONFIG)
+class RetrievedDoc(TypedDict):
+    """One retrieved document, in rank order within `results` (a plain dict: cheap to build)."""
+
+    doc_id: Annotated[Id, Field(description="Document identifier.")]
+    score: NotRequired[
+        Annotated[float | None, Field(description="Retriever score (any finite number).")]
+    ]
+    t_doc: NotRequired[
+        Annotated[
+            DocTime | None,
+            Field(description="The document's own time, for recency; absent = the event's ts."),
+        ]
+    ]
+    rel: NotRequired[Annotated[Rel | None, Field(description="Inline graded relevance label.")]]
+
+
+@with_config(_ITEM_CONFIG)
+class Qrel(TypedDict):
+    """One graded ground-truth judgment (golden or probe queries)."""
+
+    doc_id: Annotated[Id, Field(description="Document identifier.")]
+    rel: Annotated[Rel, Field(description="Graded relevance; relevant means rel >= 1 by default.")]
+    t_doc: NotRequired[
+        Annotated[DocTime | None, Field(description="The document's own time, for recency.")]
+    ]
+
+
+@with_config(_ITEM_CONFIG)
+class Context(TypedDict):
+    """One chunk given to the model when answering."""
+
+    doc_id: NotRequired[Annotated[Id | None, Field(description="Document the chunk comes from.")]]
+    text: Annotated[Text, Field(description="The chunk's text.")]
+
+
+class _EventBase(BaseModel):
+    """Fields common to every event."""
+
+    model_config = ConfigDict(**_CONFIG, json_schema_extra=_require_type)
+
+    type: EventType = Field(description="Event kind; selects the schema.")
+    query_id: Id = Field(description="Joins the events of one request; also the Kafka key.")
+    ts: EventTime = Field(description="Event time: Unix seconds or an RFC 3339 date-time.")
+    labels: dict[LabelKey, LabelValue] = Field(
+        default_factory=dict,
+        max_length=MAX_LABELS,
+        description="Service labels, e.g. {'app': 'support'}; only configured keys are exported.",
+    )
+
+
+class RetrievalEvent(_EventBase):
+    """The ranked list a retriever returned for one query."""
+
+    type: Literal["retrieval"] = Field("retrieval", description="Always `retrieval`.")
+    results: list[RetrievedDoc] = Field(
+        max_length=MAX_RESULTS,
+        description="Retrieved documents in rank order; a repeated doc_id counts once, first.",
+    )
+    query: Text | None = Field(None, description="The query text.")
+    qrels: list[Qrel] | None = Field(
+        None,
+        max_length=MAX_QRELS,
+        description="Complete graded ground truth for this query (golden or probe queries).",
+    )
+
+    def ranking(self) -> Ranking:
+        """The deduplicated ranking and the number of repeats (see `dedupe_results`)."""
+        return dedupe_results(self.results)
+
+
+class AnswerEvent(_EventBase):
+    """A generated answer and the contexts it was given."""
+
+    type: Literal["answer"] = Field("answer", description="Always `answer`.")
+    question: Text = Field(description="The user's question.")
+    answer: Text = Field(description="The generated answer.")
+    contexts: list[Context] = Field(
+        max_length=MAX_CONTEXTS, description="Chunks given to the model, in prompt order."
+    )
+    model: Id | None = Field(None, description="Generator model name.")
+    cited_doc_ids: list[Id] | None = Field(
+        None, max_length=MAX_RESULTS, description="Documents the answer cites."
+    )
+
+
+class FeedbackEvent(_EventBase):
+    """A late relevance label for one document of one query."""
+
+    type: Literal["feedback"] = Field("feedback", description="Always `feedback`.")
+    doc_id: Id = Field(description="The judged document.")
+    rel: Rel = Field(description="Graded relevance; the latest label for (query_id, doc_id) wins.")
+    source: Id = Field(description="Label source, e.g. click, thumb, annotator, judge.")
+
+
+Event = Annotated[RetrievalEvent | AnswerEvent | FeedbackEvent, Field(discriminator="type")]
+"""Any event; `type` selects the model."""
+
+EVENT_ADAPTER: TypeAdapter[Event] = TypeAdapter(Event, config=ConfigDict(cache_strings="keys"))
+"""Validates and serialises the event union (`validate_json` is the decoder's fast path)."""
+
+
+class Ranking(NamedTuple):
+    """A ranking with repeated documents removed."""
+
+    docs: tuple[RetrievedDoc, ...]
+    """Each doc_id once, at its first position, in rank order (first occurrence kept)."""
+    repeats: int
+    """How many entries were dropped as repeats: len(results) - len(docs)."""
+
+
+def dedupe_results(results: Sequence[RetrievedDoc]) -> Ranking:
+    """Keep the first occurrence of each doc_id (trec_eval-style rank), counting the repeats."""
+    seen: set[str] = set()
+    docs: list[RetrievedDoc] = []
+    for doc in results:
+        if doc["doc_id"] not in seen:
+            seen.add(doc["doc_id"])
+            docs.append(doc)
+    return Ranking(tuple(docs), len(results) - len(docs))

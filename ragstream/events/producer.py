@@ -1,0 +1,201 @@
+"""Helpers for Python services that emit events: builders, encoding, the Kafka key, a producer.
+
+Encoding is compact JSON with `ts` (and `t_doc`) as Unix seconds: numbers round-trip exactly
+(shortest float repr) and are the cheapest form to parse. Absent optional fields are omitted.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable, Mapping, Sequence
+from datetime import datetime
+from types import TracebackType
+from typing import Any
+
+from aiokafka import AIOKafkaProducer
+
+from ragstream.events.models import (
+    EVENT_ADAPTER,
+    AnswerEvent,
+    Context,
+    Event,
+    EventType,
+    FeedbackEvent,
+    Qrel,
+    RetrievalEvent,
+    RetrievedDoc,
+)
+
+__all__ = [
+    "EventProducer",
+    "TimeLike",
+    "answer_event",
+    "encode_event",
+    "feedback_event",
+    "message_key",
+    "retrieval_event",
+]
+
+_EVENT_TYPES: tuple[EventType, ...] = ("retrieval", "answer", "feedback")
+
+TimeLike = float | int | str | datetime
+"""Unix seconds, an RFC 3339 string, or a timezone-aware datetime."""
+
+
+def retrieval_event(
+    query_id: str,
+    results: Iterable[str | RetrievedDoc],
+    *,
+    ts: TimeLike | None = None,
+    labels: Mapping[str, str] | None = None,
+    query: str | None = None,
+    qrels: Iterable[Qrel] | None = None,
+) -> RetrievalEvent:
+    """A validated retrieval event; `results` in rank order, a bare string is a doc_id.
+
+    `ts=None` means now. Raises `pydantic.ValidationError` on invalid input.
+    """
+    docs = [RetrievedDoc(doc_id=doc) if isinstance(doc, str) else doc for doc in results]
+    return RetrievalEvent(
+        query_id=query_id,
+        ts=_seconds(ts),
+        labels=dict(labels or {}),
+        results=docs,
+        query=query,
+        qrels=None if qrels is None else list(qrels),
+    )
+
+
+def answer_event(
+    query_id: str,
+    question: str,
+    answer: str,
+    contexts: Iterable[str | Context],
+    *,
+    ts: TimeLike | None = None,
+    labels: Mapping[str, str] | None = None,
+    model: str | None = None,
+    cited_doc_ids: Iterable[str] | None = None,
+) -> AnswerEvent:
+    """A validated answer event; a bare string context is its text. `ts=None` means now."""
+    chunks = [Context(text=ctx) if isinstance(ctx, str) else ctx for ctx in contexts]
+    return AnswerEvent(
+        query_id=query_id,
+        ts=_seconds(ts),
+        labels=dict(labels or {}),
+        question=question,
+        answer=answer,
+        contexts=chunks,
+        model=model,
+        cited_doc_ids=None if cited_doc_ids is None else list(cited_doc_ids),
+    )
+
+
+def feedback_event(
+    query_id: str,
+    doc_id: str,
+    rel: float,
+    source: str,
+    *,
+    ts: TimeLike | None = None,
+    labels: Mapping[str, str] | None = None,
+) -> FeedbackEvent:
+    """A validated feedback event: a late graded label for one document. `ts=None` means now."""
+    return FeedbackEvent(
+        query_id=query_id,
+        ts=_seconds(ts),
+        labels=dict(labels or {}),
+        doc_id=doc_id,
+        rel=rel,
+        source=source,
+    )
+
+
+def encode_event(event: Event) -> bytes:
+    """Compact UTF-8 JSON of an event (`decode_event(encode_event(e)) == e`)."""
+    return EVENT_ADAPTER.dump_json(event, exclude_none=True)
+
+
+def message_key(event: Event) -> bytes:
+    """The Kafka message key: `query_id` in UTF-8, so one query's events share a partition."""
+    return event.query_id.encode("utf-8")
+
+
+def _seconds(ts: TimeLike | None) -> float | str:
+    """`ts` in a form the models accept: numbers and strings as given, datetimes as seconds."""
+    if ts is None:
+        return time.time()
+    if isinstance(ts, datetime):
+        if ts.tzinfo is None:
+            raise ValueError("naive datetime: give a timezone (e.g. datetime.now(UTC))")
+        return ts.timestamp()
+    if isinstance(ts, bool):
+        raise TypeError("ts must be a number, an RFC 3339 string or a datetime, not bool")
+    return float(ts) if isinstance(ts, int) else ts
+
+
+class EventProducer:
+    """Sends events to Kafka with `aiokafka`, keyed by `query_id`.
+
+    Give either `bootstrap_servers` (the producer is created, started and stopped here; extra
+    keyword arguments such as `security_protocol` or `sasl_mechanism` go to
+    `AIOKafkaProducer`) or an existing `producer`, whose lifecycle stays with the caller.
+    `topic` is one topic for every type or a mapping from type to topic (co-partitioned).
+    """
+
+    def __init__(
+        self,
+        topic: str | Mapping[EventType, str],
+        *,
+        bootstrap_servers: str | Sequence[str] | None = None,
+        producer: Any = None,
+        **producer_options: Any,
+    ) -> None:
+        if (bootstrap_servers is None) == (producer is None):
+            raise ValueError("give exactly one of bootstrap_servers or producer")
+        if producer is not None and producer_options:
+            raise ValueError("producer options only apply when the producer is created here")
+        self._topics: dict[EventType, str] = (
+            dict.fromkeys(_EVENT_TYPES, topic) if isinstance(topic, str) else dict(topic)
+        )
+        self._bootstrap_servers = bootstrap_servers
+        self._options = producer_options
+        self._producer: Any = producer
+        self._owned = producer is None
+
+    def topic_for(self, event: Event) -> str:
+        """The topic an event goes to; `KeyError` when its type has no topic."""
+        return self._topics[event.type]
+
+    async def start(self) -> None:
+        """Create and start the producer (when owned); connects to the cluster."""
+        if self._owned and self._producer is None:
+            producer = AIOKafkaProducer(bootstrap_servers=self._bootstrap_servers, **self._options)
+            await producer.start()
+            self._producer = producer
+
+    async def stop(self) -> None:
+        """Flush pending messages and stop the producer (when owned)."""
+        if self._owned and self._producer is not None:
+            producer, self._producer = self._producer, None
+            await producer.stop()
+
+    async def send(self, event: Event) -> Any:
+        """Send one event and wait for the broker's acknowledgement; returns its RecordMetadata."""
+        if self._producer is None:
+            raise RuntimeError("EventProducer is not started (use `async with` or start())")
+        return await self._producer.send_and_wait(
+            self.topic_for(event), value=encode_event(event), key=message_key(event)
+        )
+
+    async def __aenter__(self) -> EventProducer:
+        await self.start()
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.stop()

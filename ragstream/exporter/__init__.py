@@ -1,0 +1,1 @@
+"""Prometheus exposition: the collectors and the HTTP server."""

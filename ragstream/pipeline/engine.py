@@ -1,0 +1,331 @@
+"""The synchronous heart of the agent: decode -> validate -> apply, one batch at a time.
+
+`Engine.apply(messages)` decodes a batch, stamps event times on the clock, opens queries and
+applies labels in arrival order, scores every query that changed in one kernel pass,
+replaces each changed query's contribution in the windows (retract the old row, add the
+new one), and finalizes queries whose label TTL has ended. It does no I/O: sources, sinks
+and the HTTP server sit around it in `ragstream.pipeline.runner`.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from ragstream.events import (
+    DEFAULT_LIMITS,
+    AnswerEvent,
+    DecodeError,
+    FeedbackEvent,
+    Limits,
+    RetrievalEvent,
+    decode_batch,
+)
+from ragstream.join import LabelJoin, LabelOutcome, OpenQuery
+from ragstream.metrics import Gain
+from ragstream.pipeline.labelsets import LabelSetMapper
+from ragstream.pipeline.scoring import MetricLayout, ScoredQueries, Scorer
+from ragstream.sources.base import Message
+from ragstream.windows import Aggregate, Clock, Timing, WindowSpec, WindowStore
+
+__all__ = ["BatchReport", "Engine", "EngineConfig", "RowParts", "window_columns"]
+
+_F64 = NDArray[np.float64]
+EVENT_TIME = "event_time"
+"""Window column holding `ts - EVENT_TIME_BASE`, for the live mean document age."""
+EVENT_TIME_BASE = 1_600_000_000.0
+_PRUNE_EVERY = 60.0
+
+
+def window_columns(layout: MetricLayout) -> tuple[str, ...]:
+    """Plain window columns: plain metrics, ratio metrics per half-life, doc ages, event time."""
+    ratio = tuple(f"{name}|{h:g}" for h in layout.half_lives for name in layout.ratio)
+    return (*layout.plain, *ratio, *layout.doc_age, EVENT_TIME)
+
+
+@dataclass(frozen=True, slots=True)
+class EngineConfig:
+    """Everything the engine is built from (the app wiring fills it from the settings)."""
+
+    layout: MetricLayout = field(default_factory=MetricLayout)
+    windows: tuple[float, ...] = (60.0, 300.0, 3600.0, 86400.0)
+    buckets: int = 60
+    bins: int = 20
+    clock: str = "wall"
+    future_tolerance: float = 60.0
+    label_keys: tuple[str, ...] = ()
+    max_label_values: int = 50
+    label_ttl: float = 900.0
+    pending_ttl: float = 60.0
+    max_open: int = 200_000
+    max_pending: int = 100_000
+    gain: Gain = "linear"
+    relevance_threshold: float = 1.0
+    limits: Limits = DEFAULT_LIMITS
+
+
+@dataclass(frozen=True, slots=True)
+class RowParts:
+    """One query's contribution row, by part (see `MetricLayout`)."""
+
+    plain: _F64
+    ratio: _F64
+    """(half-lives, ratio metrics)"""
+    doc_age: _F64
+    decayed: _F64
+    """(half-lives, decayed metrics), valued at the query's ts"""
+
+
+@dataclass(slots=True)
+class BatchReport:
+    """What one `apply` did, for the caller's sinks (dead letters, per-query output)."""
+
+    invalid: list[tuple[Message, DecodeError]] = field(default_factory=list)
+    answers: list[AnswerEvent] = field(default_factory=list)
+    final: list[OpenQuery] = field(default_factory=list)
+
+
+class Engine:
+    """Windows, joins and counters of one agent; feed it batches with `apply`."""
+
+    def __init__(self, config: EngineConfig, *, wall: Callable[[], float] | None = None) -> None:
+        self.config = config
+        layout = config.layout
+        self.layout = layout
+        self.columns = window_columns(layout)
+        self.spec = WindowSpec(
+            columns=self.columns,
+            decayed=layout.decayed if layout.half_lives else (),
+            half_lives=layout.half_lives,
+            windows=config.windows,
+            buckets=config.buckets,
+            bins=config.bins,
+            horizon=config.future_tolerance,
+        )
+        clock_kwargs = {} if wall is None else {"wall": wall}
+        self.clock = Clock.for_spec(self.spec, config.clock, **clock_kwargs)
+        self.store = WindowStore(self.spec)
+        self.scorer = Scorer(layout, gain=config.gain, threshold=config.relevance_threshold)
+        self.labelsets = LabelSetMapper(config.label_keys, config.max_label_values)
+        self.joins: dict[int, LabelJoin] = {}
+        self.final: dict[tuple[str, ...], Aggregate] = {}
+        """Per label set: every final query's plain metrics (cumulative histograms)."""
+        self.events: Counter[tuple[str, str]] = Counter()
+        """(type, outcome) -> count; outcome is processed, invalid, late or duplicate."""
+        self.invalid: Counter[str] = Counter()
+        """Invalid messages by reason."""
+        self.clamped: Counter[str] = Counter()
+        """Events from the future, clamped to t_now, by type."""
+        self.last_event_time: dict[str, float] = {}
+        self._final_columns = len(layout.plain)
+        self._next_prune = -math.inf
+        self.pruned_series = 0
+
+    # -- the batch ---------------------------------------------------------------------------
+
+    def apply(self, messages: Sequence[Message]) -> BatchReport:
+        """Apply one batch; never raises on bad input (it is counted and reported)."""
+        report = BatchReport()
+        events, errors = decode_batch([m.value for m in messages], self.config.limits)
+        bad = {e.index for e in errors}
+        for e in errors:
+            report.invalid.append((messages[e.index], e.error))
+            self.invalid[e.error.reason] += 1
+            self.events[("unknown", "invalid")] += 1
+        partitions = [m.partition for i, m in enumerate(messages) if i not in bad]
+        if events:
+            stamped = self.clock.stamp([e.ts for e in events])
+            now = stamped.now
+            for event, partition, ts, timing in zip(
+                events, partitions, stamped.times.tolist(), stamped.timing.tolist(), strict=True
+            ):
+                self._apply_event(event, partition, ts, Timing(timing), now, report)
+        now = self.clock.now()
+        self._rescore(now)
+        report.final = self._advance(now)
+        return report
+
+    def _apply_event(
+        self,
+        event: RetrievalEvent | AnswerEvent | FeedbackEvent,
+        partition: int,
+        ts: float,
+        timing: Timing,
+        now: float,
+        report: BatchReport,
+    ) -> None:
+        kind = event.type
+        self.last_event_time[kind] = max(self.last_event_time.get(kind, -math.inf), event.ts)
+        if timing is Timing.FUTURE:
+            self.clamped[kind] += 1
+        join = self.joins.get(partition) or self._new_join(partition)
+        if isinstance(event, FeedbackEvent):
+            outcome = join.label(event.query_id, event.doc_id, event.rel, ts=event.ts, t_now=now)
+            self.events[(kind, "late" if outcome is LabelOutcome.LATE else "processed")] += 1
+            return
+        if timing is Timing.LATE:
+            self.events[(kind, "late")] += 1
+            return
+        if isinstance(event, AnswerEvent):
+            report.answers.append(event)
+            self.events[(kind, "processed")] += 1
+            return
+        opened = join.open(
+            event.query_id,
+            partition=partition,
+            labelset=self.labelsets(event.labels),
+            ts=ts,
+            results=event.results,
+            qrels=event.qrels or (),
+        )
+        self.events[(kind, "processed" if opened is not None else "duplicate")] += 1
+
+    def _new_join(self, partition: int) -> LabelJoin:
+        c = self.config
+        join = LabelJoin(
+            label_ttl=c.label_ttl,
+            pending_ttl=c.pending_ttl,
+            max_open=c.max_open,
+            max_pending=c.max_pending,
+        )
+        self.joins[partition] = join
+        return join
+
+    # -- windows -----------------------------------------------------------------------------
+
+    def _rescore(self, now: float) -> None:
+        """Replace the contribution of every query that changed in this batch."""
+        dirty = [q for join in self.joins.values() for q in join.take_dirty()]
+        if not dirty:
+            return
+        rows = self._rows(self.scorer.score(dirty))
+        groups: dict[tuple[int, tuple[str, ...]], list[int]] = {}
+        for i, query in enumerate(dirty):
+            groups.setdefault((query.partition, query.labelset), []).append(i)
+        width = len(self.columns)
+        for (partition, labelset), index in groups.items():
+            old = [i for i in index if dirty[i].contribution is not None]
+            if old:
+                previous = np.stack([dirty[i].contribution for i in old])  # type: ignore[misc]
+                times = np.array([dirty[i].ts for i in old])
+                self.store.retract(
+                    partition, labelset, now, times, previous[:, :width], previous[:, width:]
+                )
+            times = np.array([dirty[i].ts for i in index])
+            new = rows[index]
+            self.store.add(partition, labelset, now, times, new[:, :width], new[:, width:])
+            for i, row in zip(index, new, strict=True):
+                dirty[i].contribution = row
+
+    def _rows(self, scored: ScoredQueries) -> _F64:
+        """One row per query: plain window columns, then decayed values (half-life-major)."""
+        n = scored.ts.shape[0]
+        # the event time only serves the live document age: absent where the age is
+        event_time = np.where(np.isnan(scored.doc_age[:, :1]), np.nan, scored.ts[:, None])
+        event_time -= EVENT_TIME_BASE
+        parts = [
+            scored.plain,
+            scored.ratio.reshape(n, -1),
+            scored.doc_age,
+            event_time,
+            scored.decayed.reshape(n, -1),
+        ]
+        return np.concatenate(parts, axis=1)
+
+    def unpack(self, row: _F64) -> RowParts:
+        """Split one contribution row back into its parts (the inverse of `_rows`)."""
+        layout = self.layout
+        h = len(layout.half_lives)
+        p, r, a = len(layout.plain), h * len(layout.ratio), len(layout.doc_age)
+        return RowParts(
+            plain=row[:p],
+            ratio=row[p : p + r].reshape(h, len(layout.ratio)),
+            doc_age=row[p + r : p + r + a],
+            decayed=row[len(self.columns) :].reshape(h, len(layout.decayed)),
+        )
+
+    def _advance(self, now: float) -> list[OpenQuery]:
+        if math.isfinite(now) and now >= self._next_prune:  # quiet label sets leave when empty
+            self.pruned_series += self.store.prune(now)
+            self._next_prune = now + _PRUNE_EVERY
+        final = [q for join in self.joins.values() for q in join.advance(now)]
+        for query in final:
+            if query.contribution is None or not query.labeled:
+                continue
+            aggregate = self.final.get(query.labelset)
+            if aggregate is None:
+                aggregate = self.final[query.labelset] = Aggregate(
+                    self.layout.plain, bins=self.config.bins
+                )
+            aggregate.add(query.contribution[None, : self._final_columns])
+        return final
+
+    def finish(self) -> list[OpenQuery]:
+        """Finalize every open query and drop waiting labels (the end of a replay)."""
+        return self._advance(math.inf)
+
+    # -- partitions and state -----------------------------------------------------------------
+
+    def drop_partitions(self, partitions: set[int]) -> None:
+        """Forget the state of revoked partitions (another replica consumes them now)."""
+        for partition in partitions:
+            self.store.drop_partition(partition)
+            self.joins.pop(partition, None)
+
+    def snapshot(self) -> dict[str, Any]:
+        """Everything the engine knows, JSON-friendly; take it between batches."""
+        return {
+            "version": 1,
+            "clock": self.clock.snapshot(),
+            "store": self.store.snapshot(),
+            "joins": {str(p): j.snapshot() for p, j in sorted(self.joins.items())},
+            "labelsets": self.labelsets.snapshot(),
+            "final": [[list(k), a.snapshot()] for k, a in sorted(self.final.items())],
+            "events": [[t, o, n] for (t, o), n in sorted(self.events.items())],
+            "invalid": dict(self.invalid),
+            "clamped": dict(self.clamped),
+            "last_event_time": dict(self.last_event_time),
+        }
+
+    @classmethod
+    def restore(
+        cls,
+        config: EngineConfig,
+        snapshot: Mapping[str, Any],
+        *,
+        wall: Callable[[], float] | None = None,
+    ) -> Engine:
+        """An engine built from `config` that continues from `snapshot`."""
+        engine = cls(config, wall=wall)
+        clock_kwargs = {} if wall is None else {"wall": wall}
+        engine.clock = Clock.restore(snapshot["clock"], **clock_kwargs)
+        engine.store = WindowStore.restore(snapshot["store"])
+        if engine.store.spec != engine.spec:
+            raise ValueError("the snapshot was taken with other windows or metrics")
+        engine.joins = {int(p): LabelJoin.restore(j) for p, j in snapshot["joins"].items()}
+        engine.labelsets.restore_state(snapshot["labelsets"])
+        engine.final = {tuple(k): Aggregate.restore(a) for k, a in snapshot["final"]}
+        engine.events = Counter({(t, o): int(n) for t, o, n in snapshot["events"]})
+        engine.invalid = Counter(snapshot["invalid"])
+        engine.clamped = Counter(snapshot["clamped"])
+        engine.last_event_time = dict(snapshot["last_event_time"])
+        return engine
+
+    # -- reads -------------------------------------------------------------------------------
+
+    @property
+    def open_queries(self) -> int:
+        return sum(join.open_count for join in self.joins.values())
+
+    @property
+    def pending_labels(self) -> int:
+        return sum(join.pending_count for join in self.joins.values())
+
+    def now(self) -> float:
+        return self.clock.now()

@@ -1,0 +1,117 @@
+"""The asyncio loop around the engine: batches in, apply, side outputs, commit, repeat.
+
+Bad input never stops it: invalid messages are counted by the engine, logged at a bounded
+rate, and optionally sent to a dead-letter topic with their reason. `stop()` (SIGTERM)
+ends the loop after the current batch; the batch is applied and committed first.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from ragstream.events import AnswerEvent, DecodeError
+from ragstream.join import OpenQuery
+from ragstream.pipeline.engine import BatchReport, Engine
+from ragstream.sources.base import Message, Source
+
+__all__ = ["DeadLetterSink", "RateLimitedLog", "Runner"]
+
+_log = logging.getLogger("ragstream.invalid")
+
+
+class DeadLetterSink(Protocol):
+    """Where invalid messages go, with their reason (e.g. a Kafka topic)."""
+
+    async def send(self, invalid: Sequence[tuple[Message, DecodeError]]) -> None: ...
+
+
+@dataclass(slots=True)
+class RateLimitedLog:
+    """A token bucket: at most `rate` lines a second (bursts of `burst`); the rest counted."""
+
+    rate: float = 1.0
+    burst: int = 10
+    suppressed: int = 0
+    _tokens: float = field(default=-1.0)
+    _last: float = field(default=0.0)
+
+    def allow(self, now: float | None = None) -> bool:
+        now = time.monotonic() if now is None else now
+        if self._tokens < 0:
+            self._tokens, self._last = float(self.burst), now
+        self._tokens = min(float(self.burst), self._tokens + (now - self._last) * self.rate)
+        self._last = now
+        if self._tokens >= 1.0:
+            self._tokens -= 1.0
+            return True
+        self.suppressed += 1
+        return False
+
+
+class Runner:
+    """Drives one source through one engine until the source ends or `stop()`."""
+
+    def __init__(
+        self,
+        engine: Engine,
+        source: Source,
+        *,
+        dead_letters: DeadLetterSink | None = None,
+        on_final: Callable[[Sequence[OpenQuery]], None] | None = None,
+        on_answers: Callable[[Sequence[AnswerEvent]], None] | None = None,
+        invalid_log: RateLimitedLog | None = None,
+    ) -> None:
+        self.engine = engine
+        self.source = source
+        self.dead_letters = dead_letters
+        self.on_final = on_final
+        self.on_answers = on_answers
+        self.invalid_log = invalid_log or RateLimitedLog()
+        self.batches = 0
+        self.dead_letter_failures = 0
+        self._stop = asyncio.Event()
+
+    def stop(self) -> None:
+        """Finish the current batch, commit it, and return from `run`."""
+        self._stop.set()
+
+    @property
+    def stopping(self) -> bool:
+        return self._stop.is_set()
+
+    async def run(self) -> None:
+        async for batch in self.source.batches():
+            await self._handle(batch, self.engine.apply(batch))
+            await self.source.commit(batch)
+            self.batches += 1
+            if self._stop.is_set():
+                break
+            await asyncio.sleep(0)  # let the HTTP server answer between batches
+
+    async def _handle(self, batch: Sequence[Message], report: BatchReport) -> None:
+        for message, error in report.invalid:
+            if self.invalid_log.allow():
+                _log.warning(
+                    "invalid event at %s[%d]@%d: %s",
+                    message.topic,
+                    message.partition,
+                    message.offset,
+                    error,
+                )
+        if report.invalid and self.dead_letters is not None:
+            try:
+                await self.dead_letters.send(report.invalid)
+            except Exception:  # the dead-letter topic must not stop consumption
+                self.dead_letter_failures += len(report.invalid)
+                _log.exception(
+                    "could not send %d messages to the dead-letter topic", len(report.invalid)
+                )
+        if report.final and self.on_final is not None:
+            self.on_final(report.final)
+        if report.answers and self.on_answers is not None:
+            self.on_answers(report.answers)

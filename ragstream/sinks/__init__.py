@@ -1,0 +1,1 @@
+"""Where the agent writes besides /metrics: dead letters, per-query records, judgments."""

@@ -1,0 +1,244 @@
+"""Kafka as a source: aiokafka `getmany` batches, manual commits, partition hand-over.
+
+Offsets are committed only after the engine has applied a batch (`commit`), so a crash
+replays at most the uncommitted batch and never loses one. When the group rebalances, the
+revoked partitions' offsets are committed first and their state is handed to
+`on_revoked` (the engine drops it); `on_assigned` hears of new partitions.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import AsyncIterator, Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from aiokafka import AIOKafkaConsumer, ConsumerRebalanceListener, TopicPartition
+from aiokafka.admin import AIOKafkaAdminClient
+from aiokafka.errors import KafkaConnectionError, KafkaError
+from aiokafka.helpers import create_ssl_context
+from tenacity import AsyncRetrying, retry_if_exception_type, stop_never, wait_random_exponential
+
+from ragstream.config import KafkaSecurity
+from ragstream.sources.base import Message
+
+__all__ = ["CoPartitionError", "KafkaSource", "KafkaSourceConfig", "client_security"]
+
+_log = logging.getLogger(__name__)
+
+
+class CoPartitionError(RuntimeError):
+    """Several topics carry one query's events but do not have the same partition count."""
+
+
+@dataclass(frozen=True, slots=True)
+class KafkaSourceConfig:
+    """Connection and consumption settings (built from the settings at the edge)."""
+
+    bootstrap_servers: str
+    topics: tuple[str, ...]
+    group_id: str = "ragstream"
+    client_id: str = "ragstream"
+    auto_offset_reset: str = "latest"
+    max_batch: int = 5000
+    poll_timeout: float = 0.5
+    retry_backoff_max: float = 30.0
+    security: KafkaSecurity = field(default_factory=KafkaSecurity)
+
+
+def client_security(security: KafkaSecurity) -> dict[str, Any]:
+    """aiokafka keyword arguments for TLS and SASL (secrets unwrapped only here)."""
+    kwargs: dict[str, Any] = {"security_protocol": security.protocol}
+    if security.protocol in ("SSL", "SASL_SSL"):
+        kwargs["ssl_context"] = create_ssl_context(
+            cafile=str(security.ssl_cafile) if security.ssl_cafile else None,
+            certfile=str(security.ssl_certfile) if security.ssl_certfile else None,
+            keyfile=str(security.ssl_keyfile) if security.ssl_keyfile else None,
+            password=security.ssl_password.get_secret_value() if security.ssl_password else None,
+        )
+    if security.protocol.startswith("SASL"):
+        assert security.sasl_password is not None  # checked by KafkaSecurity
+        kwargs["sasl_mechanism"] = security.sasl_mechanism
+        kwargs["sasl_plain_username"] = security.sasl_username
+        kwargs["sasl_plain_password"] = security.sasl_password.get_secret_value()
+    return kwargs
+
+
+class _Listener(ConsumerRebalanceListener):  # type: ignore[misc]
+    def __init__(self, source: KafkaSource) -> None:
+        self._source = source
+
+    async def on_partitions_revoked(self, revoked: set[TopicPartition]) -> None:
+        await self._source._revoked(revoked)
+
+    async def on_partitions_assigned(self, assigned: set[TopicPartition]) -> None:
+        self._source._assigned(assigned)
+
+
+class KafkaSource:
+    """Consumes the configured topics as one group member; see the module docstring."""
+
+    def __init__(
+        self,
+        config: KafkaSourceConfig,
+        *,
+        on_revoked: Callable[[set[int]], None] | None = None,
+        on_assigned: Callable[[set[int]], None] | None = None,
+    ) -> None:
+        self.config = config
+        self._on_revoked = on_revoked
+        self._on_assigned = on_assigned
+        self._consumer: AIOKafkaConsumer | None = None
+        self._stopping = asyncio.Event()
+        self._applied: dict[TopicPartition, int] = {}
+        """Next offset to commit per partition: set by `commit`, flushed on revoke too."""
+        self.connected = False
+        self.connect_attempts = 0
+
+    # -- lifecycle ---------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        """Connect (retrying with jittered exponential backoff until stopped), check topics."""
+        c = self.config
+        async for attempt in AsyncRetrying(
+            retry=retry_if_exception_type((KafkaConnectionError, KafkaError, OSError)),
+            wait=wait_random_exponential(multiplier=0.2, max=c.retry_backoff_max),
+            stop=stop_never,
+            reraise=True,
+        ):
+            with attempt:
+                self.connect_attempts += 1
+                if self._stopping.is_set():
+                    return
+                await self._check_copartitioned()
+                await self._connect()
+
+    async def _connect(self) -> None:
+        c = self.config
+        consumer = AIOKafkaConsumer(
+            bootstrap_servers=c.bootstrap_servers,
+            group_id=c.group_id,
+            client_id=c.client_id,
+            enable_auto_commit=False,
+            auto_offset_reset=c.auto_offset_reset,
+            max_poll_records=c.max_batch,
+            **client_security(c.security),
+        )
+        try:
+            await consumer.start()
+        except Exception:
+            _log.warning("Kafka at %s not reachable; retrying", c.bootstrap_servers)
+            await consumer.stop()
+            raise
+        consumer.subscribe(list(c.topics), listener=_Listener(self))
+        self._consumer = consumer
+        self.connected = True
+
+    async def _check_copartitioned(self) -> None:
+        """Every topic must exist, and all must have the same number of partitions."""
+        c = self.config
+        admin = AIOKafkaAdminClient(
+            bootstrap_servers=c.bootstrap_servers,
+            client_id=c.client_id,
+            **client_security(c.security),
+        )
+        await admin.start()
+        try:
+            described = await admin.describe_topics(list(c.topics))
+        finally:
+            await admin.close()
+        counts: dict[str, int] = {}
+        for topic in described:
+            name, partitions = topic["topic"], topic.get("partitions") or []
+            if topic.get("error_code", 0) or not partitions:
+                raise CoPartitionError(f"topic {name!r} does not exist (or has no partitions)")
+            counts[name] = len(partitions)
+        if len(set(counts.values())) > 1:
+            listing = ", ".join(f"{t} has {n}" for t, n in counts.items())
+            raise CoPartitionError(
+                "the topics are not co-partitioned (the events of one query must land on the "
+                f"same partition number in every topic): {listing} partitions"
+            )
+
+    async def stop(self) -> None:
+        """Stop consuming, commit what was applied, leave the group."""
+        self._stopping.set()
+        consumer, self._consumer = self._consumer, None
+        if consumer is not None:
+            try:
+                await self._flush(consumer)
+            finally:
+                await consumer.stop()
+
+    # -- consumption ---------------------------------------------------------------------------
+
+    async def batches(self) -> AsyncIterator[Sequence[Message]]:
+        """Batches from `getmany`, partition after partition, until `stop()`."""
+        consumer = self._require()
+        timeout_ms = int(self.config.poll_timeout * 1000)
+        while not self._stopping.is_set():
+            data = await consumer.getmany(timeout_ms=timeout_ms, max_records=self.config.max_batch)
+            if not data:
+                continue
+            batch = [
+                Message(r.value or b"", r.partition, r.offset, r.topic, r.key)
+                for records in data.values()
+                for r in records
+            ]
+            yield batch
+
+    async def commit(self, batch: Sequence[Message]) -> None:
+        """Commit the offsets after every message of `batch` (it has been applied)."""
+        for m in batch:
+            tp = TopicPartition(m.topic, m.partition)
+            if m.offset + 1 > self._applied.get(tp, -1):
+                self._applied[tp] = m.offset + 1
+        if self._consumer is not None:
+            await self._flush(self._consumer)
+
+    async def _flush(self, consumer: AIOKafkaConsumer) -> None:
+        assigned = consumer.assignment()
+        offsets = {tp: off for tp, off in self._applied.items() if tp in assigned}
+        if offsets:
+            await consumer.commit(offsets)
+        self._applied.clear()
+
+    # -- rebalancing ---------------------------------------------------------------------------
+
+    async def _revoked(self, revoked: set[TopicPartition]) -> None:
+        if self._consumer is not None:
+            try:
+                await self._flush(self._consumer)
+            except KafkaError:
+                _log.warning("could not commit offsets of revoked partitions", exc_info=True)
+        if self._on_revoked is not None and revoked:
+            self._on_revoked({tp.partition for tp in revoked})
+
+    def _assigned(self, assigned: set[TopicPartition]) -> None:
+        if self._on_assigned is not None and assigned:
+            self._on_assigned({tp.partition for tp in assigned})
+
+    # -- introspection -------------------------------------------------------------------------
+
+    def assignment(self) -> set[TopicPartition]:
+        return set() if self._consumer is None else set(self._consumer.assignment())
+
+    async def lag(self) -> dict[tuple[str, int], int]:
+        """Messages behind the high watermark per assigned partition (known after a fetch)."""
+        consumer = self._consumer
+        if consumer is None:
+            return {}
+        out: dict[tuple[str, int], int] = {}
+        for tp in consumer.assignment():
+            high = consumer.highwater(tp)
+            if high is None:
+                continue
+            position = await consumer.position(tp)
+            out[(tp.topic, tp.partition)] = max(0, high - position)
+        return out
+
+    def _require(self) -> AIOKafkaConsumer:
+        if self._consumer is None:
+            raise RuntimeError("the Kafka source is not started")
+        return self._consumer

@@ -1,0 +1,78 @@
+"""EventProducer against the real broker: keys, values, partitions and per-type topics."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, ConsumerRecord
+
+from ragstream.events import (
+    Event,
+    EventProducer,
+    answer_event,
+    decode_event,
+    feedback_event,
+    retrieval_event,
+)
+from ragstream.testing import KafkaBroker, TopicFactory
+
+pytestmark = pytest.mark.kafka
+
+
+async def _read(bootstrap: str, topic: str, count: int) -> list[ConsumerRecord[bytes, bytes]]:
+    """Exactly `count` records from the start of `topic`."""
+    consumer = AIOKafkaConsumer(topic, bootstrap_servers=bootstrap, auto_offset_reset="earliest")
+    await consumer.start()
+    try:
+        records: list[ConsumerRecord[bytes, bytes]] = []
+        deadline = time.monotonic() + 20
+        while len(records) < count:
+            assert time.monotonic() < deadline, f"got {len(records)} of {count} records"
+            for batch in (await consumer.getmany(timeout_ms=500)).values():
+                records.extend(batch)
+        return records
+    finally:
+        await consumer.stop()
+
+
+async def test_events_arrive_keyed_by_query_id(
+    kafka_broker: KafkaBroker, kafka_topic_factory: TopicFactory
+) -> None:
+    topic = await kafka_topic_factory(partitions=3)
+    events: list[Event] = [
+        retrieval_event("q-1", ["a", "b"], ts=1714564800, labels={"app": "x"}),
+        answer_event("q-1", "why?", "because", ["chunk"], ts=1714564801),
+        feedback_event("q-1", "a", 1, "click", ts=1714564802),
+        feedback_event("q-2", "b", 0, "thumb", ts=1714564803),
+    ]
+    async with EventProducer(topic, bootstrap_servers=kafka_broker.bootstrap_servers) as sink:
+        sent = [await sink.send(event) for event in events]
+    assert [meta.topic for meta in sent] == [topic] * 4
+
+    records = await _read(kafka_broker.bootstrap_servers, topic, len(events))
+    records.sort(key=lambda r: decode_event(r.value).ts)
+    assert [r.key for r in records] == [b"q-1", b"q-1", b"q-1", b"q-2"]
+    assert [decode_event(r.value) for r in records] == events
+    assert len({r.partition for r in records[:3]}) == 1  # one query, one partition
+
+
+async def test_per_type_topics_and_an_injected_producer(
+    kafka_broker: KafkaBroker, kafka_topic_factory: TopicFactory
+) -> None:
+    retrievals, feedback = await kafka_topic_factory(), await kafka_topic_factory()
+    kafka = AIOKafkaProducer(bootstrap_servers=kafka_broker.bootstrap_servers)
+    await kafka.start()
+    try:
+        sink = EventProducer({"retrieval": retrievals, "feedback": feedback}, producer=kafka)
+        async with sink:
+            await sink.send(retrieval_event("q", ["a"], ts=1))
+            await sink.send(feedback_event("q", "a", 2, "annotator", ts=2))
+        # The caller's producer outlives the EventProducer.
+        await kafka.send_and_wait(feedback, b"{}", key=b"other")
+    finally:
+        await kafka.stop()
+    (retrieval,) = await _read(kafka_broker.bootstrap_servers, retrievals, 1)
+    assert decode_event(retrieval.value).type == "retrieval"
+    records = await _read(kafka_broker.bootstrap_servers, feedback, 2)
+    assert [r.key for r in records] == [b"q", b"other"]

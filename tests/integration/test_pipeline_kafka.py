@@ -1,0 +1,225 @@
+"""The pipeline on a real Kafka broker: same numbers as in-process, restarts, bad input, DLQ."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+
+import numpy as np
+import pytest
+from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, ConsumerRecord
+
+from ragstream.pipeline.engine import Engine, EngineConfig
+from ragstream.pipeline.runner import Runner
+from ragstream.pipeline.scoring import MetricLayout
+from ragstream.sinks.dead_letters import KafkaDeadLetters
+from ragstream.sources.base import Message
+from ragstream.sources.kafka import CoPartitionError, KafkaSource, KafkaSourceConfig
+from ragstream.sources.synthetic import SyntheticConfig, SyntheticTraffic
+from ragstream.testing import KafkaBroker, TopicFactory
+
+WALL = 1_900_000_000.0
+JUNK = [b"{not json", b'{"type": "retrieval"}', b'{"type": "teleport", "query_id": "x", "ts": 1}']
+
+
+def _config() -> EngineConfig:
+    return EngineConfig(
+        layout=MetricLayout(cutoffs=(1, 5, 10), half_lives=(3600.0,)),
+        windows=(60.0, 300.0, 3600.0),
+        clock="event",
+        label_keys=("app",),
+    )
+
+
+def _events(n: int) -> list[tuple[bytes, bytes]]:
+    traffic = SyntheticTraffic(SyntheticConfig(seed=17, rate=5.0, drift_at=120.0))
+    return [(e.key, e.value) for e in traffic.take(n)]
+
+
+async def _produce(bootstrap: str, topic: str, messages: list[tuple[bytes, bytes]]) -> None:
+    producer = AIOKafkaProducer(bootstrap_servers=bootstrap, linger_ms=5)
+    await producer.start()
+    try:
+        for key, value in messages:
+            await producer.send(topic, value=value, key=key)
+        await producer.flush()
+    finally:
+        await producer.stop()
+
+
+def _source(bootstrap: str, topic: str, group: str, max_batch: int = 400) -> KafkaSource:
+    return KafkaSource(
+        KafkaSourceConfig(
+            bootstrap_servers=bootstrap,
+            topics=(topic,),
+            group_id=group,
+            auto_offset_reset="earliest",
+            max_batch=max_batch,
+            poll_timeout=0.2,
+        )
+    )
+
+
+def _total(engine: Engine) -> int:
+    return sum(engine.events.values())
+
+
+async def _consume(runner: Runner, until: int, within: float = 60.0) -> None:
+    """Run until the engine has seen `until` messages, then stop and wait for the loop."""
+    task = asyncio.create_task(runner.run())
+    deadline = time.monotonic() + within
+    while _total(runner.engine) < until:
+        assert not task.done(), "the runner ended early"
+        assert time.monotonic() < deadline, f"saw {_total(runner.engine)} of {until}"
+        await asyncio.sleep(0.05)
+    runner.stop()
+    await asyncio.wait_for(task, 10)
+
+
+def _direct(messages: list[tuple[bytes, bytes]]) -> Engine:
+    engine = Engine(_config(), wall=lambda: WALL)
+    engine.apply([Message(v, key=k) for k, v in messages])
+    return engine
+
+
+def _assert_same_windows(a: Engine, b: Engine) -> None:
+    now = a.now()
+    assert b.now() == now
+    assert a.store.labelsets() == b.store.labelsets()
+    for labelset in a.store.labelsets():
+        ra, rb = a.store.read(now, labelset), b.store.read(now, labelset)
+        for window in ra:
+            assert ra[window].queries == rb[window].queries
+            np.testing.assert_allclose(ra[window].mean(), rb[window].mean(), rtol=1e-9)
+            np.testing.assert_allclose(
+                ra[window].decayed_mean(), rb[window].decayed_mean(), rtol=1e-9
+            )
+
+
+async def test_windows_from_kafka_equal_the_in_process_engine(
+    kafka_broker: KafkaBroker, kafka_topic_factory: TopicFactory
+) -> None:
+    topic = await kafka_topic_factory(3)
+    messages = _events(3000)
+    mixed = list(messages)
+    for i, junk in enumerate(JUNK):
+        mixed.insert(500 * (i + 1), (b"junk-%d" % i, junk))
+    await _produce(kafka_broker.bootstrap_servers, topic, mixed)
+    source = _source(kafka_broker.bootstrap_servers, topic, "g-equal")
+    await source.start()
+    engine = Engine(_config(), wall=lambda: WALL)
+    runner = Runner(engine, source)
+    try:
+        await _consume(runner, len(mixed))
+    finally:
+        await source.stop()
+    assert engine.events[("unknown", "invalid")] == len(JUNK)
+    assert sum(engine.invalid.values()) == len(JUNK)
+    assert set(engine.joins) == {0, 1, 2}
+    reference = _direct(messages)
+    assert engine.events - reference.events == {("unknown", "invalid"): len(JUNK)}
+    _assert_same_windows(reference, engine)
+
+
+async def test_stop_and_restart_mid_stream_loses_and_doubles_nothing(
+    kafka_broker: KafkaBroker, kafka_topic_factory: TopicFactory
+) -> None:
+    topic = await kafka_topic_factory(3)
+    messages = _events(2400)
+    await _produce(kafka_broker.bootstrap_servers, topic, messages)
+    first_source = _source(kafka_broker.bootstrap_servers, topic, "g-restart", max_batch=150)
+    await first_source.start()
+    engine = Engine(_config(), wall=lambda: WALL)
+    try:
+        await _consume(Runner(engine, first_source), until=1000)
+    finally:
+        await first_source.stop()  # commits what was applied, leaves the group
+    seen = _total(engine)
+    assert 1000 <= seen < len(messages)
+    checkpoint = json.loads(json.dumps(engine.snapshot(), allow_nan=False))
+
+    resumed = Engine.restore(_config(), checkpoint, wall=lambda: WALL)
+    second_source = _source(kafka_broker.bootstrap_servers, topic, "g-restart", max_batch=150)
+    await second_source.start()
+    try:
+        await _consume(Runner(resumed, second_source), until=len(messages))
+        await asyncio.sleep(0.5)
+    finally:
+        await second_source.stop()
+    assert _total(resumed) == len(messages)  # nothing lost, nothing twice
+    reference = _direct(messages)
+    assert resumed.events == reference.events
+    _assert_same_windows(reference, resumed)
+
+
+async def test_invalid_messages_go_to_the_dead_letter_topic_with_their_reason(
+    kafka_broker: KafkaBroker, kafka_topic_factory: TopicFactory
+) -> None:
+    topic, dead = await kafka_topic_factory(1), await kafka_topic_factory(1)
+    messages = _events(200)
+    mixed = [*messages[:50], (b"k0", JUNK[0]), (b"k1", JUNK[2]), *messages[50:]]
+    await _produce(kafka_broker.bootstrap_servers, topic, mixed)
+    source = _source(kafka_broker.bootstrap_servers, topic, "g-dlq")
+    await source.start()
+    letters = KafkaDeadLetters(dead, bootstrap_servers=kafka_broker.bootstrap_servers)
+    await letters.start()
+    engine = Engine(_config(), wall=lambda: WALL)
+    try:
+        await _consume(Runner(engine, source, dead_letters=letters), len(mixed))
+    finally:
+        await source.stop()
+        await letters.stop()
+    assert letters.sent == 2
+    consumer = AIOKafkaConsumer(
+        dead, bootstrap_servers=kafka_broker.bootstrap_servers, auto_offset_reset="earliest"
+    )
+    await consumer.start()
+    try:
+        records: list[ConsumerRecord[bytes, bytes]] = []
+        deadline = time.monotonic() + 15
+        while len(records) < 2 and time.monotonic() < deadline:
+            for batch in (await consumer.getmany(timeout_ms=300)).values():
+                records.extend(batch)
+    finally:
+        await consumer.stop()
+    assert [(r.key, r.value) for r in records] == [(b"k0", JUNK[0]), (b"k1", JUNK[2])]
+    reasons = [dict(r.headers)["ragstream.reason"] for r in records]
+    assert reasons == [b"bad_json", b"unknown_type"]
+    assert dict(records[0].headers)["ragstream.offset"] == b"50"
+
+
+async def test_topics_that_are_not_co_partitioned_are_refused(
+    kafka_broker: KafkaBroker, kafka_topic_factory: TopicFactory
+) -> None:
+    a, b = await kafka_topic_factory(3), await kafka_topic_factory(2)
+    source = KafkaSource(
+        KafkaSourceConfig(bootstrap_servers=kafka_broker.bootstrap_servers, topics=(a, b))
+    )
+    with pytest.raises(CoPartitionError, match="not co-partitioned") as info:
+        await source.start()
+    await source.stop()
+    assert f"{a} has 3" in str(info.value)
+    assert f"{b} has 2" in str(info.value)
+
+
+async def test_a_broker_that_is_down_is_retried_until_stopped() -> None:
+    import socket
+
+    with socket.socket() as sock:  # a port where nothing listens
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    source = KafkaSource(
+        KafkaSourceConfig(
+            bootstrap_servers=f"127.0.0.1:{port}", topics=("t",), retry_backoff_max=0.3
+        )
+    )
+    task = asyncio.create_task(source.start())
+    deadline = time.monotonic() + 20
+    while source.connect_attempts < 3:
+        assert time.monotonic() < deadline
+        assert not task.done()
+        await asyncio.sleep(0.1)
+    await source.stop()
+    await asyncio.wait_for(task, 10)
+    assert not source.connected

@@ -1,0 +1,247 @@
+"""The engine end to end on synthetic traffic: windows equal a from-scratch computation."""
+
+from __future__ import annotations
+
+import json
+import math
+from collections import defaultdict
+from typing import Any
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from ragstream.pipeline.engine import Engine, EngineConfig
+from ragstream.pipeline.scoring import MetricLayout
+from ragstream.sources.base import Message
+from ragstream.sources.synthetic import SyntheticConfig, SyntheticTraffic
+
+WINDOWS = (60.0, 300.0, 3600.0)
+WALL = 1_900_000_000.0  # a fixed wall clock after all synthetic event times
+
+
+def _stream(n: int, seed: int = 3) -> list[Message]:
+    traffic = SyntheticTraffic(SyntheticConfig(seed=seed, rate=5.0, drift_at=120.0))
+    return [
+        Message(e.value, partition=int(e.key[-1]) % 3, offset=i)
+        for i, e in enumerate(traffic.take(n))
+    ]
+
+
+def _engine(label_ttl: float = 900.0) -> Engine:
+    config = EngineConfig(
+        layout=MetricLayout(cutoffs=(1, 5, 10), half_lives=(3600.0,)),
+        windows=WINDOWS,
+        clock="event",
+        label_keys=("app",),
+        label_ttl=label_ttl,
+    )
+    return Engine(config, wall=lambda: WALL)
+
+
+def _reference(messages: list[Message]) -> dict[str, dict[str, Any]]:
+    """Per query: ts, app, ranking, and labels applied as the contract says (no TTL hit)."""
+    queries: dict[str, dict[str, Any]] = {}
+    early: dict[str, list[tuple[str, float]]] = defaultdict(list)
+    for m in messages:
+        e = json.loads(m.value)
+        if e["type"] == "retrieval":
+            labels = {q["doc_id"]: q["rel"] for q in e.get("qrels", [])}
+            ranking: list[str] = []
+            for doc in e["results"]:
+                if doc["doc_id"] not in ranking:
+                    ranking.append(doc["doc_id"])
+                    if doc.get("rel") is not None:
+                        labels[doc["doc_id"]] = doc["rel"]
+            for doc_id, rel in early.pop(e["query_id"], []):
+                labels[doc_id] = rel
+            queries[e["query_id"]] = {
+                "ts": e["ts"],
+                "app": e["labels"]["app"],
+                "ranking": ranking,
+                "labels": labels,
+            }
+        elif e["type"] == "feedback":
+            if e["query_id"] in queries:
+                queries[e["query_id"]]["labels"][e["doc_id"]] = e["rel"]
+            else:
+                early[e["query_id"]].append((e["doc_id"], e["rel"]))
+    return queries
+
+
+def _rr(q: dict[str, Any]) -> float:
+    for rank, doc in enumerate(q["ranking"], start=1):
+        if q["labels"].get(doc, 0) >= 1:
+            return 1.0 / rank
+    return 0.0
+
+
+def _ndcg10(q: dict[str, Any]) -> float:
+    gains = [q["labels"].get(d, 0.0) for d in q["ranking"][:10]]
+    dcg = sum(g / math.log2(i + 2) for i, g in enumerate(gains))
+    ideal = sorted((g for g in q["labels"].values()), reverse=True)[:10]
+    idcg = sum(g / math.log2(i + 2) for i, g in enumerate(ideal) if g > 0)
+    return dcg / idcg if idcg > 0 else 0.0
+
+
+def _in_window(ts: float, now: float, window: float) -> bool:
+    width = window / 60
+    return math.floor(ts / width) >= math.floor(now / width) - 60
+
+
+def _check_windows(engine: Engine, reference: dict[str, dict[str, Any]]) -> int:
+    now = engine.now()
+    checked = 0
+    for (app,) in engine.store.labelsets():
+        reads = engine.store.read(now, (app,))
+        for name, window in zip(("1m", "5m", "1h"), WINDOWS, strict=True):
+            members = [
+                q
+                for q in reference.values()
+                if q["app"] == app and _in_window(q["ts"], now, window)
+            ]
+            labeled = [q for q in members if q["labels"]]
+            read = reads[name]
+            assert read.queries == len(members)
+            mean = dict(zip(engine.columns, read.mean(), strict=True))
+            if labeled:
+                assert mean["rr"] == pytest.approx(np.mean([_rr(q) for q in labeled]), abs=1e-9)
+                assert mean["ndcg@10"] == pytest.approx(
+                    np.mean([_ndcg10(q) for q in labeled]), abs=1e-9
+                )
+                checked += 1
+            else:
+                assert math.isnan(mean["rr"])
+    return checked
+
+
+def test_windows_equal_a_from_scratch_computation_after_every_batch() -> None:
+    messages = _stream(3000)
+    engine = _engine()
+    for start in range(0, len(messages), 250):
+        engine.apply(messages[start : start + 250])
+        checked = _check_windows(engine, _reference(messages[: start + 250]))
+        assert checked > 0
+    assert engine.events[("retrieval", "processed")] == sum(
+        1 for m in messages if b'"type":"retrieval"' in m.value
+    )
+    assert engine.invalid == {}
+
+
+@settings(max_examples=8, deadline=None)
+@given(st.lists(st.integers(1, 400), min_size=1, max_size=12))
+def test_batch_boundaries_do_not_change_the_numbers(sizes: list[int]) -> None:
+    messages = _stream(1200, seed=9)
+    one = _engine()
+    one.apply(messages)
+    many = _engine()
+    start = 0
+    while start < len(messages):
+        size = sizes[start % len(sizes)]
+        many.apply(messages[start : start + size])
+        start += size
+    now = one.now()
+    assert many.now() == now
+    for labelset in one.store.labelsets():
+        a, b = one.store.read(now, labelset), many.store.read(now, labelset)
+        for name in a:
+            assert a[name].queries == b[name].queries
+            np.testing.assert_allclose(a[name].mean(), b[name].mean(), rtol=1e-9, atol=1e-12)
+            np.testing.assert_allclose(
+                a[name].decayed_mean(), b[name].decayed_mean(), rtol=1e-9, atol=1e-12
+            )
+
+
+def test_malformed_messages_are_counted_and_change_nothing_else() -> None:
+    messages = _stream(800)
+    junk = [
+        Message(b"{not json", partition=0),
+        Message(b'{"type": "retrieval"}', partition=1),
+        Message(b'{"type": "teleport", "query_id": "x", "ts": 1}', partition=2),
+        Message(b"[1, 2]", partition=0),
+        Message(b"", partition=0),
+    ]
+    mixed: list[Message] = []
+    for i, m in enumerate(messages):
+        mixed.append(m)
+        if i % 160 == 0:
+            mixed.append(junk[(i // 160) % len(junk)])
+    clean, dirty = _engine(), _engine()
+    for start in range(0, len(messages), 100):
+        clean.apply(messages[start : start + 100])
+    reports = [dirty.apply(mixed[start : start + 100]) for start in range(0, len(mixed), 100)]
+    assert sum(dirty.invalid.values()) == 5
+    assert sum(len(r.invalid) for r in reports) == 5
+    assert dirty.events[("unknown", "invalid")] == 5
+    now = clean.now()
+    for labelset in clean.store.labelsets():
+        a, b = clean.store.read(now, labelset), dirty.store.read(now, labelset)
+        for name in a:
+            np.testing.assert_allclose(a[name].mean(), b[name].mean(), rtol=1e-12)
+
+
+def test_late_feedback_replaces_the_contribution() -> None:
+    engine = _engine()
+    ts = 1_767_225_600.0
+    retrieval = {
+        "type": "retrieval",
+        "query_id": "q1",
+        "ts": ts,
+        "labels": {"app": "a"},
+        "results": [{"doc_id": "x"}, {"doc_id": "y"}, {"doc_id": "z"}],
+    }
+    engine.apply([Message(json.dumps(retrieval).encode())])
+    read = engine.store.read(engine.now(), ("a",))["1m"]
+    assert read.queries == 1
+    assert math.isnan(read.mean()[engine.columns.index("rr")])  # unlabeled: volume only
+
+    def feedback(doc: str, rel: int, dt: float) -> Message:
+        event = {
+            "type": "feedback",
+            "query_id": "q1",
+            "ts": ts + dt,
+            "doc_id": doc,
+            "rel": rel,
+            "source": "click",
+        }
+        return Message(json.dumps(event).encode())
+
+    rr = engine.columns.index("rr")
+    engine.apply([feedback("z", 1, 5.0)])
+    assert engine.store.read(engine.now(), ("a",))["1m"].mean()[rr] == pytest.approx(1 / 3)
+    engine.apply([feedback("y", 2, 6.0)])
+    assert engine.store.read(engine.now(), ("a",))["1m"].mean()[rr] == pytest.approx(1 / 2)
+    engine.apply([feedback("y", 0, 7.0)])  # the latest label wins
+    read = engine.store.read(engine.now(), ("a",))["1m"]
+    assert read.mean()[rr] == pytest.approx(1 / 3)
+    assert read.queries == 1
+    engine.apply([feedback("x", 1, 901.0)])  # past the TTL: late, not applied
+    assert engine.events[("feedback", "late")] == 1
+    assert engine.store.read(engine.now(), ("a",))["1h"].mean()[rr] == pytest.approx(1 / 3)
+
+
+def test_snapshot_restore_continues_exactly_where_it_stopped() -> None:
+    messages = _stream(2400, seed=21)
+    straight = _engine()
+    for start in range(0, len(messages), 300):
+        straight.apply(messages[start : start + 300])
+    first = _engine()
+    for start in range(0, 1200, 300):
+        first.apply(messages[start : start + 300])
+    snapshot = json.loads(json.dumps(first.snapshot(), allow_nan=False))
+    resumed = Engine.restore(first.config, snapshot, wall=lambda: WALL)
+    assert resumed.snapshot() == snapshot
+    for start in range(1200, len(messages), 300):
+        resumed.apply(messages[start : start + 300])
+    now = straight.now()
+    assert resumed.now() == now
+    assert resumed.events == straight.events
+    assert resumed.open_queries == straight.open_queries
+    for labelset in straight.store.labelsets():
+        a, b = straight.store.read(now, labelset), resumed.store.read(now, labelset)
+        for name in a:
+            assert a[name].queries == b[name].queries
+            np.testing.assert_allclose(a[name].mean(), b[name].mean(), rtol=1e-12)
+    for labelset, aggregate in straight.final.items():
+        np.testing.assert_array_equal(aggregate.histogram, resumed.final[labelset].histogram)
