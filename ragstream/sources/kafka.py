@@ -9,6 +9,7 @@ revoked partitions' offsets are committed first and their state is handed to
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field
@@ -105,6 +106,7 @@ class KafkaSource:
             retry=retry_if_exception_type((KafkaConnectionError, KafkaError, OSError)),
             wait=wait_random_exponential(multiplier=0.2, max=c.retry_backoff_max),
             stop=stop_never,
+            sleep=self._pause,
             reraise=True,
         ):
             with attempt:
@@ -113,6 +115,11 @@ class KafkaSource:
                     return
                 await self._check_copartitioned()
                 await self._connect()
+
+    async def _pause(self, seconds: float) -> None:
+        """Wait between connection attempts, but no longer once `stop()` is called."""
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._stopping.wait(), seconds)
 
     async def _connect(self) -> None:
         c = self.config
@@ -174,13 +181,15 @@ class KafkaSource:
     # -- consumption ---------------------------------------------------------------------------
 
     async def batches(self) -> AsyncIterator[Sequence[Message]]:
-        """Batches from `getmany`, partition after partition, until `stop()`."""
+        """Batches from `getmany`, partition after partition, until `stop()`.
+
+        A poll that times out yields an empty batch, so that the caller's clock-driven work
+        (finalizing queries, stopping) goes on while the topics are quiet.
+        """
         consumer = self._require()
         timeout_ms = int(self.config.poll_timeout * 1000)
         while not self._stopping.is_set():
             data = await consumer.getmany(timeout_ms=timeout_ms, max_records=self.config.max_batch)
-            if not data:
-                continue
             batch = [
                 Message(r.value or b"", r.partition, r.offset, r.topic, r.key)
                 for records in data.values()

@@ -1,0 +1,119 @@
+"""The running agent: engine + source + runner + HTTP server, with signals and readiness.
+
+`Agent.run()` serves `/metrics`, `/healthz` and `/readyz` first (so probes answer while a
+broker is still being retried), starts the source, and drives the runner until the source
+ends or SIGTERM / SIGINT arrives. On a signal it stops consuming, applies and commits the
+current batch, leaves the consumer group, stops the server, and returns normally (exit 0).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import signal
+import time
+from collections.abc import Awaitable, Callable, Mapping
+
+from prometheus_client import CollectorRegistry
+
+from ragstream.exporter.collector import EngineCollector
+from ragstream.exporter.http import Health, MetricsServer
+from ragstream.pipeline.engine import Engine
+from ragstream.pipeline.runner import DeadLetterSink, Runner
+from ragstream.sources.base import Source
+
+__all__ = ["Agent"]
+
+_log = logging.getLogger("ragstream")
+
+
+class Agent:
+    """One agent process; build it with its parts, then `await agent.run()`."""
+
+    def __init__(
+        self,
+        engine: Engine,
+        source: Source,
+        *,
+        host: str = "0.0.0.0",
+        port: int = 9464,
+        start_source: Callable[[], Awaitable[None]] | None = None,
+        lag: Callable[[], Awaitable[Mapping[tuple[str, int], int]]] | None = None,
+        assigned: Callable[[], int] | None = None,
+        dead_letters: DeadLetterSink | None = None,
+        caught_up_lag: int = 10_000,
+        drain_timeout: float = 10.0,
+    ) -> None:
+        self.engine = engine
+        self.source = source
+        self.runner = Runner(engine, source, dead_letters=dead_letters)
+        self._start_source = start_source
+        self._lag_fn = lag
+        self._lag: dict[tuple[str, int], int] = {}
+        self._assigned = assigned
+        self._caught_up_lag = caught_up_lag
+        self._drain_timeout = drain_timeout
+        self._started = False
+        self.registry = CollectorRegistry()
+        self.collector = EngineCollector(engine, lag=lambda: self._lag)
+        self.registry.register(self.collector)
+        self.server = MetricsServer(self.registry, host=host, port=port, ready=self.readiness)
+
+    def readiness(self) -> Health:
+        """Ready once consuming, with partitions assigned and the lag below the bound."""
+        if not self._started:
+            return Health(False, "connecting to the source")
+        if self._assigned is not None and self._assigned() == 0:
+            return Health(False, "no partitions assigned")
+        total = sum(self._lag.values())
+        if total > self._caught_up_lag:
+            return Health(False, f"catching up: {total} messages behind")
+        return Health(True, "ready")
+
+    def stop(self) -> None:
+        """Stop after the current batch (what SIGTERM and SIGINT do)."""
+        if not self.runner.stopping:
+            _log.info("stopping: finishing the current batch")
+        self.runner.stop()
+        with contextlib.suppress(RuntimeError):
+            asyncio.get_running_loop().create_task(self._stop_source_if_starting())
+
+    async def _stop_source_if_starting(self) -> None:
+        if not self._started:
+            await self.source.stop()
+
+    async def run(self) -> None:
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(sig, self.stop)
+        await self.server.start()
+        _log.info("serving %s/metrics", self.server.url)
+        lag_task = asyncio.create_task(self._watch_lag()) if self._lag_fn else None
+        try:
+            if self._start_source is not None:
+                await self._start_source()
+            if not self.runner.stopping:
+                self._started = True
+                await self.runner.run()
+        finally:
+            self._started = False
+            if lag_task is not None:
+                lag_task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await lag_task
+            try:
+                await asyncio.wait_for(self.source.stop(), self._drain_timeout)
+            finally:
+                await self.server.stop()
+                for sig in (signal.SIGTERM, signal.SIGINT):
+                    loop.remove_signal_handler(sig)
+        _log.info("stopped after %d batches", self.runner.batches)
+
+    async def _watch_lag(self, every: float = 2.0) -> None:
+        assert self._lag_fn is not None
+        while True:
+            started = time.monotonic()
+            with contextlib.suppress(Exception):  # a failed lag read must not stop the agent
+                self._lag = dict(await self._lag_fn())
+            await asyncio.sleep(max(0.1, every - (time.monotonic() - started)))
