@@ -1,0 +1,114 @@
+"""`ragstream run` as a process: serves its endpoints, drains and commits on SIGTERM."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import socket
+import sys
+import time
+from pathlib import Path
+
+import aiohttp
+from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
+
+from ragstream.sources.synthetic import SyntheticConfig, SyntheticTraffic
+from ragstream.testing import KafkaBroker, TopicFactory
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+async def _get(url: str) -> tuple[int, str]:
+    async with aiohttp.ClientSession() as http, http.get(url) as response:
+        return response.status, await response.text()
+
+
+async def _wait_for(url: str, check: str, within: float, proc: asyncio.subprocess.Process) -> str:
+    deadline = time.monotonic() + within
+    while True:
+        assert proc.returncode is None, "the agent exited early"
+        try:
+            status, body = await _get(url)
+            if status == 200 and check in body:
+                return body
+        except aiohttp.ClientError:
+            pass
+        assert time.monotonic() < deadline, f"{url} never showed {check!r}"
+        await asyncio.sleep(0.2)
+
+
+async def test_run_serves_metrics_and_exits_0_on_sigterm_with_offsets_committed(
+    kafka_broker: KafkaBroker, kafka_topic_factory: TopicFactory, tmp_path: Path
+) -> None:
+    topic = await kafka_topic_factory(2)
+    events = SyntheticTraffic(SyntheticConfig(seed=5, rate=20.0)).take(1500)
+    producer = AIOKafkaProducer(bootstrap_servers=kafka_broker.bootstrap_servers, linger_ms=5)
+    await producer.start()
+    for e in events:
+        await producer.send(topic, value=e.value, key=e.key)
+    await producer.send(topic, value=b"{garbage", key=b"bad")
+    await producer.flush()
+    await producer.stop()
+    port = _free_port()
+    config = tmp_path / "ragstream.yaml"
+    config.write_text(
+        "kafka:\n  group_id: run-test\n  auto_offset_reset: earliest\n"
+        "labels:\n  keys: [app]\nwindows:\n  clock: event\n"
+    )
+    env = {
+        **os.environ,
+        "RAGSTREAM_KAFKA__BOOTSTRAP_SERVERS": kafka_broker.bootstrap_servers,
+        "RAGSTREAM_KAFKA__TOPICS": f'["{topic}"]',
+    }
+    log = (tmp_path / "agent.log").open("wb")
+    proc = await asyncio.create_subprocess_exec(
+        *[
+            sys.executable,
+            "-m",
+            "ragstream",
+            "run",
+            "--config",
+            str(config),
+            "--port",
+            str(port),
+            "--set",
+            "http.host=127.0.0.1",
+        ],
+        env=env,
+        stdout=log,
+        stderr=asyncio.subprocess.STDOUT,
+    )
+    try:
+        base = f"http://127.0.0.1:{port}"
+        await _wait_for(base + "/healthz", "ok", 60, proc)
+        body = await _wait_for(
+            base + "/metrics", 'ragstream_invalid_events_total{reason="bad_json"} 1.0', 90, proc
+        )
+        assert 'ragstream_retrieval_mrr{app="support",window="1h"}' in body
+        await _wait_for(base + "/readyz", "ready", 30, proc)
+        proc.send_signal(signal.SIGTERM)
+        assert await asyncio.wait_for(proc.wait(), 30) == 0
+    finally:
+        if proc.returncode is None:
+            proc.kill()
+            await proc.wait()
+        log.close()
+    output = (tmp_path / "agent.log").read_text()
+    assert "stopped after" in output
+    consumer = AIOKafkaConsumer(
+        bootstrap_servers=kafka_broker.bootstrap_servers, group_id="run-test"
+    )
+    await consumer.start()
+    try:
+        partitions = [TopicPartition(topic, p) for p in range(2)]
+        ends = await consumer.end_offsets(partitions)
+        committed = {tp: await consumer.committed(tp) for tp in partitions}
+    finally:
+        await consumer.stop()
+    assert committed == ends  # every message applied and committed, none left behind
+    assert sum(ends.values()) == len(events) + 1
