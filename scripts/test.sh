@@ -7,6 +7,7 @@ cd "$(dirname "$0")/.."
 
 scripts/bootstrap.sh test
 scripts/kafka.sh fetch >/dev/null  # the Kafka broker's jars (cached after the first run)
+scripts/prometheus.sh  # a real Prometheus server and promtool (Debian package)
 
 echo "== ruff"
 .venv/bin/ruff check .

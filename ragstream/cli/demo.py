@@ -56,9 +56,23 @@ __all__ = ["demo"]
     show_default=True,
     help="Seconds between summaries.",
 )
+@click.option(
+    "--label-ttl",
+    type=click.FloatRange(min=0),
+    default=60.0,
+    show_default=True,
+    help="Seconds a query waits for late labels before its final histograms.",
+)
 @click.option("--seed", type=int, default=7, show_default=True)
 def demo(
-    duration: float, port: int, host: str, rate: float, drift_at: float, refresh: float, seed: int
+    duration: float,
+    port: int,
+    host: str,
+    rate: float,
+    drift_at: float,
+    refresh: float,
+    label_ttl: float,
+    seed: int,
 ) -> None:
     """Run the agent on synthetic traffic, serve /metrics, and print a live summary.
 
@@ -66,17 +80,25 @@ def demo(
     `support` app's ranking gets worse and its index staler, and the summary shows MRR and
     nDCG falling in the 1m window first, then in the 5m window.
     """
-    asyncio.run(_demo(duration, port, host, rate, drift_at, refresh, seed))
+    asyncio.run(_demo(duration, port, host, rate, drift_at, refresh, label_ttl, seed))
 
 
 async def _demo(
-    duration: float, port: int, host: str, rate: float, drift_at: float, refresh: float, seed: int
+    duration: float,
+    port: int,
+    host: str,
+    rate: float,
+    drift_at: float,
+    refresh: float,
+    label_ttl: float,
+    seed: int,
 ) -> None:
     engine = Engine(
         EngineConfig(
             layout=MetricLayout(cutoffs=(1, 3, 5, 10), half_lives=(7 * 86400.0,)),
             label_keys=("app", "index"),
             clock="wall",
+            label_ttl=label_ttl,
         )
     )
     traffic = SyntheticConfig(seed=seed, rate=rate, drift_at=drift_at, feedback_delay=(1.0, 15.0))

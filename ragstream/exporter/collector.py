@@ -25,6 +25,7 @@ from prometheus_client.registry import Collector
 
 from ragstream import __version__
 from ragstream.config.durations import format_duration
+from ragstream.events import DECODE_REASONS
 from ragstream.pipeline.engine import EVENT_TIME, EVENT_TIME_BASE, Engine
 from ragstream.windows import WindowRead
 
@@ -55,6 +56,16 @@ _HELP = {
     "retrieval_recall_decayed": "Mean recency-weighted recall@k (a ratio: constant in time).",
 }
 _HISTOGRAM_FAMILIES = ("rr", "precision", "recall", "ndcg")
+# Exported at 0 from the start, so that rate() and alerts see the series before any event.
+_KNOWN_EVENT_OUTCOMES = [
+    *(
+        (kind, outcome)
+        for kind in ("retrieval", "answer", "feedback")
+        for outcome in ("processed", "late")
+    ),
+    ("retrieval", "duplicate"),
+    ("unknown", "invalid"),
+]
 
 
 def metric_for_column(column: str) -> tuple[str, dict[str, str]]:
@@ -220,13 +231,14 @@ class EngineCollector(Collector):
         events = CounterMetricFamily(
             PREFIX + "events", "Events read, by type and outcome.", labels=["type", "outcome"]
         )
-        for (kind, outcome), n in sorted(engine.events.items()):
+        counts = dict.fromkeys(_KNOWN_EVENT_OUTCOMES, 0) | dict(engine.events)
+        for (kind, outcome), n in sorted(counts.items()):
             events.add_metric([kind, outcome], n)
         yield events
         invalid = CounterMetricFamily(
             PREFIX + "invalid_events", "Malformed messages, by reason.", labels=["reason"]
         )
-        for reason, n in sorted(engine.invalid.items()):
+        for reason, n in sorted((dict.fromkeys(DECODE_REASONS, 0) | dict(engine.invalid)).items()):
             invalid.add_metric([reason], n)
         yield invalid
         clamped = CounterMetricFamily(

@@ -1,0 +1,146 @@
+"""A real Prometheus server in a subprocess, scraping given targets, for end-to-end tests.
+
+It uses the `prometheus` binary on PATH (Debian's package; `scripts/prometheus.sh` installs
+it), listens on a free port of 127.0.0.1, keeps its TSDB in a private temporary directory,
+and scrapes every target once a second. `query()` asks its HTTP API.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import tempfile
+import time
+import urllib.parse
+import urllib.request
+from collections.abc import Sequence
+from pathlib import Path
+from types import TracebackType
+from typing import Any, Self
+
+from ragstream.testing.kafka_files import free_port
+
+__all__ = ["PrometheusError", "PrometheusServer"]
+
+
+class PrometheusError(RuntimeError):
+    """The server could not start, or a query failed."""
+
+
+class PrometheusServer:
+    """`with PrometheusServer(["127.0.0.1:9464"]) as prom: prom.query("up")`."""
+
+    def __init__(
+        self,
+        targets: Sequence[str],
+        *,
+        scrape_interval: str = "1s",
+        binary: str = "prometheus",
+        start_timeout: float = 60.0,
+    ) -> None:
+        self.targets = list(targets)
+        self.scrape_interval = scrape_interval
+        self.binary = binary
+        self.start_timeout = start_timeout
+        self.port = free_port()
+        self._dir = Path(tempfile.mkdtemp(prefix="ragstream-prometheus-"))
+        self._proc: subprocess.Popen[bytes] | None = None
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def start(self) -> None:
+        path = shutil.which(self.binary)
+        if path is None:
+            raise PrometheusError("prometheus is not installed: run scripts/prometheus.sh")
+        config = self._dir / "prometheus.yml"
+        config.write_text(
+            "global:\n"
+            f"  scrape_interval: {self.scrape_interval}\n"
+            f"  evaluation_interval: {self.scrape_interval}\n"
+            "scrape_configs:\n"
+            "  - job_name: ragstream\n"
+            f"    scrape_timeout: {self.scrape_interval}\n"
+            "    static_configs:\n"
+            f"      - targets: {json.dumps(self.targets)}\n"
+        )
+        log = (self._dir / "prometheus.log").open("wb")
+        self._proc = subprocess.Popen(
+            [
+                path,
+                f"--config.file={config}",
+                f"--storage.tsdb.path={self._dir / 'data'}",
+                f"--web.listen-address=127.0.0.1:{self.port}",
+                "--log.level=warn",
+            ],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+        log.close()
+        deadline = time.monotonic() + self.start_timeout
+        while time.monotonic() < deadline:
+            if self._proc.poll() is not None:
+                raise PrometheusError(f"prometheus exited:\n{self.log_tail()}")
+            try:
+                with urllib.request.urlopen(self.url + "/-/ready", timeout=1) as response:
+                    if response.status == 200:
+                        return
+            except OSError:
+                time.sleep(0.2)
+        raise PrometheusError(f"prometheus not ready in {self.start_timeout} s:\n{self.log_tail()}")
+
+    def log_tail(self, lines: int = 30) -> str:
+        path = self._dir / "prometheus.log"
+        if not path.exists():
+            return ""
+        return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
+
+    def stop(self) -> None:
+        proc, self._proc = self._proc, None
+        if proc is not None and proc.poll() is None:
+            proc.terminate()
+            try:
+                proc.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+        shutil.rmtree(self._dir, ignore_errors=True)
+
+    def __enter__(self) -> Self:
+        self.start()
+        return self
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        value: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()
+
+    def query(self, promql: str, at: float | None = None) -> list[dict[str, Any]]:
+        """An instant query; returns the result vector (`[{"metric": {...}, "value": [t, v]}]`)."""
+        params = {"query": promql}
+        if at is not None:
+            params["time"] = f"{at:.3f}"
+        url = f"{self.url}/api/v1/query?{urllib.parse.urlencode(params)}"
+        with urllib.request.urlopen(url, timeout=10) as response:
+            body = json.loads(response.read())
+        if body.get("status") != "success":
+            raise PrometheusError(f"query {promql!r} failed: {body}")
+        result: list[dict[str, Any]] = body["data"]["result"]
+        return result
+
+    def wait_for(self, promql: str, within: float = 30.0, count: int = 1) -> list[dict[str, Any]]:
+        """Poll `promql` until it returns at least `count` series."""
+        deadline = time.monotonic() + within
+        while True:
+            result = self.query(promql)
+            if len(result) >= count:
+                return result
+            if time.monotonic() > deadline:
+                raise PrometheusError(f"{promql!r} returned {len(result)} series after {within} s")
+            time.sleep(0.5)
