@@ -10,7 +10,7 @@ import time
 import click
 
 from ragstream.app import Agent
-from ragstream.config.durations import format_duration
+from ragstream.durations import format_duration
 from ragstream.console import render_summary
 from ragstream.pipeline.engine import Engine, EngineConfig
 from ragstream.pipeline.scoring import MetricLayout

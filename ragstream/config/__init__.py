@@ -1,6 +1,6 @@
 """Configuration, built at the edge: file, then environment, then flags."""
 
-from ragstream.config.durations import Duration, format_duration, parse_duration
+from ragstream.durations import Duration, format_duration, parse_duration
 from ragstream.config.explain import explain_error, render_settings
 from ragstream.config.settings import (
     HttpSettings,

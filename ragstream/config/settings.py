@@ -20,7 +20,7 @@ from pydantic_settings import (
     YamlConfigSettingsSource,
 )
 
-from ragstream.config.durations import Duration
+from ragstream.durations import Duration
 
 __all__ = [
     "HttpSettings",

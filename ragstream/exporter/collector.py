@@ -24,7 +24,7 @@ from prometheus_client.core import (
 from prometheus_client.registry import Collector
 
 from ragstream import __version__
-from ragstream.config.durations import format_duration
+from ragstream.durations import format_duration
 from ragstream.events import DECODE_REASONS
 from ragstream.pipeline.engine import EVENT_TIME, EVENT_TIME_BASE, Engine
 from ragstream.windows import WindowRead

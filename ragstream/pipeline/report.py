@@ -6,7 +6,7 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
-from ragstream.config.durations import format_duration
+from ragstream.durations import format_duration
 from ragstream.join import OpenQuery
 from ragstream.pipeline.engine import Engine
 
