@@ -10,8 +10,8 @@ import time
 import click
 
 from ragstream.app import Agent
-from ragstream.durations import format_duration
 from ragstream.console import render_summary
+from ragstream.durations import format_duration
 from ragstream.pipeline.engine import Engine, EngineConfig
 from ragstream.pipeline.scoring import MetricLayout
 from ragstream.sources.live import LiveSyntheticSource

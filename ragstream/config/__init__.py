@@ -1,6 +1,5 @@
 """Configuration, built at the edge: file, then environment, then flags."""
 
-from ragstream.durations import Duration, format_duration, parse_duration
 from ragstream.config.explain import explain_error, render_settings
 from ragstream.config.settings import (
     HttpSettings,
@@ -13,6 +12,7 @@ from ragstream.config.settings import (
     WindowSettings,
     load_settings,
 )
+from ragstream.durations import Duration, format_duration, parse_duration
 
 __all__ = [
     "Duration",
