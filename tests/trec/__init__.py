@@ -1,0 +1,1 @@
+"""Tests of ragstream.trec and `ragstream eval`."""

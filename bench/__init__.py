@@ -1,0 +1,1 @@
+"""Benchmarks, kept apart from the tests: `scripts/bench.sh [NAME]` runs them."""

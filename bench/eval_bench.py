@@ -1,0 +1,203 @@
+"""Benchmark of `ragstream eval` against pytrec_eval and ranx on the same TREC files.
+
+Usage: `python -m bench.eval_bench [--queries N] [--docs D]` (or `scripts/bench.sh eval`).
+
+Each tool runs in its own fresh Python process that times its whole flow -- parse both
+files, then compute the per-query metrics -- and reports its peak memory (`ru_maxrss`).
+`ragstream` is timed twice: the library function `evaluate_files` inside a worker, and
+the `ragstream eval` command run as a subprocess of a worker (wall time, interpreter
+start-up and imports included).
+ranx compiles its kernels with numba on first use; its worker times parsing, the first
+(cold) `evaluate` call, and a second (warm) call on the same objects: "ranx (warm)" is
+parse + warm compute, what a long-lived process would pay after the first file.
+Per-query values of every tool are compared with pytrec_eval (trec_eval's C code): the
+largest absolute difference is printed for each.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from bench.eval_data import generate
+
+__all__ = ["main"]
+
+METRICS = ["rr", "precision@5", "precision@10", "recall@5", "recall@10", "ndcg@5", "ndcg@10"]
+_PYTREC = {
+    "rr": "recip_rank",
+    "precision@5": "P_5",
+    "precision@10": "P_10",
+    "recall@5": "recall_5",
+    "recall@10": "recall_10",
+    "ndcg@5": "ndcg_cut_5",
+    "ndcg@10": "ndcg_cut_10",
+}
+_RANX = {m: ("mrr" if m == "rr" else m) for m in METRICS}
+_DATA = Path(__file__).resolve().parent / ".data"
+
+Values = dict[str, dict[str, float]]  # metric -> qid -> value
+
+
+def _peak_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def _work_ragstream(qrels: str, run: str) -> tuple[dict[str, float], Values]:
+    from ragstream.trec import evaluate_files
+
+    start = time.perf_counter()
+    result = evaluate_files(qrels, run, METRICS)
+    seconds = time.perf_counter() - start
+    values = {m: dict(zip(result.qids, result.per_query[m].tolist(), strict=True)) for m in METRICS}
+    return {"seconds": seconds}, values
+
+
+def _work_pytrec(qrels: str, run: str) -> tuple[dict[str, float], Values]:
+    import pytrec_eval
+
+    start = time.perf_counter()
+    with open(qrels) as f:
+        qrel = pytrec_eval.parse_qrel(f)
+    with open(run) as f:
+        parsed = pytrec_eval.parse_run(f)
+    measures = {"recip_rank", "P.5,10", "recall.5,10", "ndcg_cut.5,10"}
+    raw = pytrec_eval.RelevanceEvaluator(qrel, measures).evaluate(parsed)
+    seconds = time.perf_counter() - start
+    values = {m: {q: v[_PYTREC[m]] for q, v in raw.items()} for m in METRICS}
+    return {"seconds": seconds}, values
+
+
+def _work_ranx(qrels: str, run: str) -> tuple[dict[str, float], Values]:
+    import ranx
+
+    metrics = list(_RANX.values())
+    start = time.perf_counter()
+    q = ranx.Qrels.from_file(qrels, kind="trec")
+    r = ranx.Run.from_file(run, kind="trec")
+    parsed = time.perf_counter()
+    ranx.evaluate(q, r, metrics, make_comparable=True)  # first call: numba compiles
+    done = time.perf_counter()
+    ranx.evaluate(q, r, metrics, make_comparable=True)  # compiled: the warm compute
+    warm = time.perf_counter() - done
+    timings = {
+        "seconds": done - start,
+        "parse": parsed - start,
+        "compute_cold": done - parsed,
+        "compute_warm": warm,
+        "seconds_warm": parsed - start + warm,
+    }
+    values = {m: {qid: float(v) for qid, v in r.scores[_RANX[m]].items()} for m in METRICS}
+    return timings, values
+
+
+def _worker(tool: str, qrels: str, run: str, out: str) -> None:
+    timings, values = _WORKERS[tool](qrels, run)
+    timings["peak_mb"] = _peak_mb()
+    Path(out).write_text(json.dumps({"timings": timings, "values": values}))
+
+
+def _spawn(tool: str, qrels: Path, run: Path, scratch: Path) -> dict[str, Any]:
+    out = scratch / f"{tool}.json"
+    command = [sys.executable, "-m", "bench.eval_bench", "--worker", tool]
+    subprocess.run([*command, str(qrels), str(run), str(out)], check=True)
+    result: dict[str, Any] = json.loads(out.read_text())
+    return result
+
+
+def _work_cli(qrels: str, run: str) -> tuple[dict[str, float], Values]:
+    """Wall time of the `ragstream eval` command; its peak memory is this worker's only
+    child's (RUSAGE_CHILDREN)."""
+    start = time.perf_counter()
+    subprocess.run(
+        [sys.executable, "-m", "ragstream", "eval", "--qrels", qrels, "--run", run],
+        check=True,
+        stdout=subprocess.DEVNULL,
+    )
+    seconds = time.perf_counter() - start
+    peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+    return {"seconds": seconds, "child_peak_mb": peak}, {}
+
+
+def _max_diff(values: Values, reference: Values) -> tuple[float, int]:
+    """Largest |difference| over the queries both have, and how many queries differ."""
+    worst = 0.0
+    mismatched = 0
+    for metric, ref in reference.items():
+        ours = values.get(metric, {})
+        common = [q for q in ref if q in ours]
+        mismatched = max(mismatched, len(set(ref) ^ set(ours)))
+        diff = np.abs(np.array([ours[q] for q in common]) - np.array([ref[q] for q in common]))
+        worst = max(worst, float(diff.max(initial=0.0)))
+    return worst, mismatched
+
+
+_WORKERS = {
+    "ragstream": _work_ragstream,
+    "pytrec_eval": _work_pytrec,
+    "ranx": _work_ranx,
+    "cli": _work_cli,
+}
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Generate (or reuse) the files, run every tool, print one table."""
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
+    parser.add_argument("--queries", type=int, default=100_000)
+    parser.add_argument("--docs", type=int, default=100, help="documents per query")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--no-ranx", action="store_true", help="skip ranx (numba JIT)")
+    parser.add_argument("--worker", nargs=4, metavar=("TOOL", "QRELS", "RUN", "OUT"))
+    args = parser.parse_args(argv)
+    if args.worker:
+        _worker(*args.worker)
+        return 0
+    start = time.perf_counter()
+    data = generate(_DATA, args.queries, args.docs, args.seed)
+    lines = args.queries * args.docs
+    print(f"files: {data.run} ({data.run.stat().st_size / 1e6:.0f} MB, ~{lines:,} run lines)")
+    print(f"       {data.qrels} (ready in {time.perf_counter() - start:.1f} s)")
+    tools = ["pytrec_eval", "ragstream", "cli"] + ([] if args.no_ranx else ["ranx"])
+    with tempfile.TemporaryDirectory() as scratch:
+        results = {tool: _spawn(tool, data.qrels, data.run, Path(scratch)) for tool in tools}
+    reference = results["pytrec_eval"]["values"]
+    base = results["pytrec_eval"]["timings"]["seconds"]
+    n_queries = len(next(iter(reference.values())))
+    rows: list[tuple[str, float, float, str]] = []
+    for tool in tools:
+        timings = results[tool]["timings"]
+        if tool == "cli":
+            rows.append(("ragstream eval (CLI)", timings["seconds"], timings["child_peak_mb"], ""))
+            continue
+        worst, mismatched = _max_diff(results[tool]["values"], reference)
+        agree = f"{worst:.1e}" + (f" ({mismatched} queries differ)" if mismatched else "")
+        rows.append((tool, timings["seconds"], timings["peak_mb"], agree))
+        if tool == "ranx":
+            rows.append(("ranx (warm)", timings["seconds_warm"], timings["peak_mb"], agree))
+            print(
+                f"ranx: parse {timings['parse']:.1f} s, first evaluate "
+                f"{timings['compute_cold']:.1f} s, second {timings['compute_warm']:.1f} s"
+            )
+    print(f"\n{n_queries:,} evaluated queries, metrics: {', '.join(METRICS)}")
+    print(f"{'tool':<22}{'seconds':>9}{'queries/s':>12}{'peak MB':>9}{'speed-up':>10}  max |diff|")
+    for tool, seconds, peak, agree in rows:
+        print(
+            f"{tool:<22}{seconds:>9.2f}{n_queries / seconds:>12,.0f}{peak:>9.0f}"
+            f"{base / seconds:>9.1f}x  {agree}"
+        )
+    print("(speed-up = pytrec_eval seconds / tool seconds; diff vs pytrec_eval per query)")
+    print("(ragstream eval (CLI): wall time of the command, start-up included)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,29 @@
+"""Offline evaluation of TREC run files against qrels, with trec_eval's conventions.
+
+`evaluate_files(qrels, run, metrics)` reads both files with a vectorized parser (no Python
+loop over lines), orders each query's results as trec_eval does, and computes the metrics
+with the batch kernels of `ragstream.metrics`. `report` formats the result as a table,
+JSON, or trec_eval's own `-q` layout. See docs/eval.md.
+"""
+
+from ragstream.trec.errors import TrecFormatError
+from ragstream.trec.evaluate import (
+    DEFAULT_METRICS,
+    TrecEvaluation,
+    evaluate_files,
+    evaluate_tables,
+)
+from ragstream.trec.qrels import read_qrels
+from ragstream.trec.run import read_run
+from ragstream.trec.table import TrecTable
+
+__all__ = [
+    "DEFAULT_METRICS",
+    "TrecEvaluation",
+    "TrecFormatError",
+    "TrecTable",
+    "evaluate_files",
+    "evaluate_tables",
+    "read_qrels",
+    "read_run",
+]

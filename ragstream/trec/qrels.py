@@ -1,0 +1,30 @@
+"""TREC qrels files: `qid iter docid rel` per line, as trec_eval reads them.
+
+`iter` is ignored. `rel` is an integer grade; a negative grade means "in the pool but not
+judged" to trec_eval: such a document is neither relevant nor gains anything. Lines whose
+first byte is `#` are comments. Blank lines and lines with another number of fields are
+errors, as in trec_eval. A document judged twice for one query is an error too (trec_eval
+stops on it; pytrec_eval's parser asserts).
+"""
+
+from __future__ import annotations
+
+import os
+
+from ragstream.trec._tokenize import Layout
+from ragstream.trec.table import TrecTable, read_table
+
+__all__ = ["QRELS_LAYOUT", "read_qrels"]
+
+QRELS_LAYOUT = Layout(
+    kind="qrels",
+    fields=("qid", "iter", "docid", "rel"),
+    blank_lines_ok=False,
+    comment_after_space=False,
+)
+"""The shape of a qrels line."""
+
+
+def read_qrels(path: str | os.PathLike[str]) -> TrecTable:
+    """Parse a qrels file; `values` are the int64 grades. Raises TrecFormatError."""
+    return read_table(path, QRELS_LAYOUT, "int")

@@ -1,0 +1,159 @@
+"""`ragstream eval` end to end: options, the three formats, and errors."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from ragstream.cli import main
+
+WriteFile = Callable[[str, str | bytes], Path]
+
+QRELS = "q1 0 a 1\nq1 0 b 0\nq1 0 c 2\nq2 0 x 1\nq3 0 y 1\n"
+# q1: z, b tie at 2 -> z, b, a: rr 1/3, P@2 0, ndcg@3 = (1/log2 4) / (2 + 1/log2 3) = 0.190;
+# q2: w, x: rr 1/2, ndcg@3 = 1/log2 3 = 0.631.
+RUN = "q1 Q0 a 1 1 t\nq1 Q0 b 2 2.0 t\nq1 Q0 z 3 2 t\nq2 Q0 w 1 -1 t\nq2 Q0 x 2 -2 t\n"
+
+
+@pytest.fixture
+def files(write: WriteFile) -> list[str]:
+    return ["--qrels", str(write("qrels", QRELS)), "--run", str(write("run", RUN))]
+
+
+def _invoke(args: list[str]) -> tuple[int, str]:
+    result = CliRunner().invoke(main, ["eval", *args])
+    return result.exit_code, result.output
+
+
+def test_trec_format_is_trec_eval_q_layout(files: list[str]) -> None:
+    code, out = _invoke([*files, "-q", "--format", "trec", "-m", "rr,P@2", "-m", "success@2"])
+    assert code == 0
+    assert out == (
+        "recip_rank            \tq1\t0.3333\n"
+        "P_2                   \tq1\t0.0000\n"
+        "success_2             \tq1\t0.0000\n"
+        "recip_rank            \tq2\t0.5000\n"
+        "P_2                   \tq2\t0.5000\n"
+        "success_2             \tq2\t1.0000\n"
+        "recip_rank            \tall\t0.4167\n"
+        "P_2                   \tall\t0.2500\n"
+        "success_2             \tall\t0.5000\n"
+    )
+
+
+def test_trec_format_full_digits_and_c(files: list[str]) -> None:
+    code, out = _invoke([*files, "--format", "trec", "-m", "rr", "-c", "--digits", "full"])
+    assert code == 0
+    assert out == f"recip_rank            \tall\t{(1 / 3 + 1 / 2) / 3!r}\n"
+
+
+def test_table_format(files: list[str]) -> None:
+    code, out = _invoke([*files, "-q", "-m", "rr,ndcg@3", "--digits", "3"])
+    assert code == 0
+    assert out == (
+        "query     rr  ndcg@3\n"
+        "q1     0.333   0.190\n"
+        "q2     0.500   0.631\n"
+        "all    0.417   0.410\n"
+        "mean over 2 queries (queries in both files)\n"
+    )
+
+
+def test_json_format_has_full_precision(files: list[str]) -> None:
+    code, out = _invoke([*files, "--format", "json", "-q", "-m", "rr"])
+    assert code == 0
+    assert json.loads(out) == {
+        "metrics": ["rr"],
+        "num_queries": 2,
+        "num_evaluated": 2,
+        "complete": False,
+        "mean": {"rr": (1 / 3 + 1 / 2) / 2},
+        "per_query": {"q1": {"rr": 1 / 3}, "q2": {"rr": 0.5}},
+    }
+
+
+def test_default_metrics(files: list[str]) -> None:
+    code, out = _invoke([*files, "--format", "json"])
+    assert code == 0
+    assert json.loads(out)["metrics"] == [
+        "rr",
+        "precision@5",
+        "precision@10",
+        "recall@5",
+        "recall@10",
+        "ndcg@5",
+        "ndcg@10",
+    ]
+
+
+@pytest.mark.parametrize(
+    ("qrels", "run", "message"),
+    [
+        (QRELS, "q1 Q0 a 1 1 t\nq1 Q0 b 1\n", "run:2: expected 6 fields"),
+        (QRELS, "q1 Q0 a 1 x t\n", "run:1: score 'x' is not a number"),
+        ("q1 0 a one\n", RUN, "qrels:1: relevance 'one' is not an integer"),
+        ("q1 0 a 1\nq1 0 a 1\n", RUN, "qrels:2: document 'a' judged twice"),
+        (QRELS, "q1 Q0 a 1 1 t\nq1 Q0 a 2 1 t\n", "run:2: document 'a' repeated for query 'q1'"),
+        (QRELS, "", "run: no run lines"),
+    ],
+)
+def test_bad_files_exit_nonzero_with_file_and_line(
+    write: WriteFile, qrels: str, run: str, message: str
+) -> None:
+    args = ["--qrels", str(write("qrels", qrels)), "--run", str(write("run", run))]
+    code, out = _invoke(args)
+    assert code == 1
+    assert out.startswith("Error: ")
+    assert message in out
+    assert "Traceback" not in out
+
+
+def test_keep_best_flag(write: WriteFile) -> None:
+    run = write("run", "q1 Q0 a 1 0.5 t\nq1 Q0 b 2 2 t\nq1 Q0 a 3 3 t\n")
+    args = ["--qrels", str(write("qrels", QRELS)), "--run", str(run), "-m", "rr"]
+    assert _invoke([*args, "--format", "trec"])[0] == 1
+    code, out = _invoke([*args, "--format", "trec", "--keep-best"])
+    assert (code, out) == (0, "recip_rank            \tall\t1.0000\n")
+
+
+@pytest.mark.parametrize(
+    ("option", "message"),
+    [
+        (["-m", "nope@3"], "unknown metric"),
+        (["-m", "ndcg_decayed@3"], "decayed metrics need document timestamps"),
+        (["-m", "dcg@3", "--format", "trec"], "trec_eval has no measure for dcg@3"),
+        (["--digits", "x"], "give 0 to 17, or 'full'"),
+        (["--relevance-level", "0"], "0 is not in the range x>=1"),
+    ],
+)
+def test_bad_options_are_usage_errors(files: list[str], option: list[str], message: str) -> None:
+    code, out = _invoke([*files, *option])
+    assert code == 2
+    assert message in out
+
+
+def test_real_process(files: list[str]) -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "ragstream", "eval", *files, "--format", "trec", "-m", "rr"],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=60,
+    )
+    assert (done.returncode, done.stdout) == (0, "recip_rank            \tall\t0.4167\n")
+    bad = subprocess.run(
+        [sys.executable, "-m", "ragstream", "eval", "--qrels", files[1], "--run", files[1]],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=60,
+    )
+    assert bad.returncode == 1
+    assert bad.stderr.startswith("Error: ")
+    assert ":1: expected 6 fields" in bad.stderr
