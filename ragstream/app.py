@@ -19,6 +19,8 @@ from prometheus_client import CollectorRegistry
 
 from ragstream.exporter.collector import EngineCollector
 from ragstream.exporter.http import Health, MetricsServer
+from ragstream.judging.collector import JudgeCollector
+from ragstream.judging.service import JudgingService
 from ragstream.pipeline.engine import Engine
 from ragstream.pipeline.runner import DeadLetterSink, Runner
 from ragstream.sources.base import Source
@@ -44,10 +46,17 @@ class Agent:
         dead_letters: DeadLetterSink | None = None,
         caught_up_lag: int = 10_000,
         drain_timeout: float = 10.0,
+        judging: JudgingService | None = None,
     ) -> None:
         self.engine = engine
         self.source = source
-        self.runner = Runner(engine, source, dead_letters=dead_letters)
+        self.judging = judging
+        self.runner = Runner(
+            engine,
+            source,
+            dead_letters=dead_letters,
+            on_answers=None if judging is None else judging.on_answers,
+        )
         self._start_source = start_source
         self._lag_fn = lag
         self._lag: dict[tuple[str, int], int] = {}
@@ -58,6 +67,9 @@ class Agent:
         self.registry = CollectorRegistry()
         self.collector = EngineCollector(engine, lag=lambda: self._lag)
         self.registry.register(self.collector)
+        if judging is not None:
+            clock = engine.now if engine.config.clock == "event" else time.time
+            self.registry.register(JudgeCollector(judging, engine.config.label_keys, now=clock))
         self.server = MetricsServer(self.registry, host=host, port=port, ready=self.readiness)
 
     def readiness(self) -> Health:
@@ -90,6 +102,8 @@ class Agent:
         await self.server.start()
         _log.info("serving %s/metrics", self.server.url)
         lag_task = asyncio.create_task(self._watch_lag()) if self._lag_fn else None
+        if self.judging is not None:
+            await self.judging.start()
         try:
             if self._start_source is not None:
                 await self._start_source()
@@ -104,6 +118,8 @@ class Agent:
                     await lag_task
             try:
                 await asyncio.wait_for(self.source.stop(), self._drain_timeout)
+                if self.judging is not None:
+                    await self.judging.stop()  # drains within judge.drain_timeout
             finally:
                 await self.server.stop()
                 for sig in (signal.SIGTERM, signal.SIGINT):

@@ -5,9 +5,10 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
+from ragstream.judging.results import JudgeResults
 from ragstream.pipeline.engine import EVENT_TIME, EVENT_TIME_BASE, Engine
 
-__all__ = ["render_summary"]
+__all__ = ["render_generation", "render_summary"]
 
 _DAY = 86_400.0
 _COLUMNS = (("MRR", "rr"), ("nDCG@10", "ndcg@10"), ("P@5", "precision@5"), ("R@10", "recall@10"))
@@ -41,6 +42,43 @@ def render_summary(engine: Engine, now: float, windows: Sequence[str] = ("1m", "
                 days = (mean[age] + max(0.0, now - mean[event] - EVENT_TIME_BASE)) / _DAY
             share = f"{labeled / read.queries:.0%}"
             rows.append([name, window, str(read.queries), share, *cells, _fmt(days, 1)])
+    widths = [max(len(r[i]) for r in rows) for i in range(len(head))]
+    lines = [
+        "  ".join(
+            c.rjust(w) if i > 1 else c.ljust(w)
+            for i, (c, w) in enumerate(zip(r, widths, strict=True))
+        )
+        for r in rows
+    ]
+    lines.insert(1, "  ".join("-" * w for w in widths))
+    return "\n".join(lines)
+
+
+def render_generation(
+    results: JudgeResults, keys: Sequence[str], now: float, window: str = "5m"
+) -> str:
+    """Judged answers per label set: faithfulness and the hallucination ratio with its
+    Wilson 95% interval and sample size."""
+    head = ["label set", "window", "judged", "faithful", "halluc.", "95% interval"]
+    rows = [head]
+    for labelset, reads in sorted(results.read_all(now).items()):
+        read = reads.get(window)
+        if read is None or read.judged == 0:
+            continue
+        name = ",".join(f"{k}={v or '-'}" for k, v in zip(keys, labelset, strict=True)) or "all"
+        low, high = read.hallucination_interval
+        rows.append(
+            [
+                name,
+                window,
+                str(read.judged),
+                _fmt(read.means["faithfulness"]),
+                _fmt(read.hallucination_ratio),
+                f"[{low:.2f}, {high:.2f}]",
+            ]
+        )
+    if len(rows) == 1:
+        return "(no judged answers yet)"
     widths = [max(len(r[i]) for r in rows) for i in range(len(head))]
     lines = [
         "  ".join(

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import time
+from typing import Any
+
 from ragstream.config import Settings
-from ragstream.pipeline.engine import EngineConfig
+from ragstream.judging.service import JudgingService, engine_label_sink, engine_lookup
+from ragstream.pipeline.engine import Engine, EngineConfig
 from ragstream.pipeline.scoring import MetricLayout
 
-__all__ = ["engine_config"]
+__all__ = ["engine_config", "judging_service"]
 
 
 def engine_config(settings: Settings, *, clock: str | None = None) -> EngineConfig:
@@ -29,4 +33,28 @@ def engine_config(settings: Settings, *, clock: str | None = None) -> EngineConf
         max_pending=settings.join.max_pending,
         gain=settings.metrics.gain,
         relevance_threshold=settings.metrics.relevance_threshold,
+    )
+
+
+def judging_service(
+    settings: Settings, engine: Engine, producer_options: dict[str, Any] | None = None
+) -> JudgingService | None:
+    """The judging service for this engine, or None when `judge.enabled` is false."""
+    judge = settings.judge
+    if not judge.enabled:
+        return None
+    metrics = [rule.metric for rule in judge.sampling.retrieval_rules]
+    clock = engine.now if engine.config.clock == "event" else time.time
+    return JudgingService.from_settings(
+        judge,
+        labelset=engine.labelsets,
+        windows=settings.windows.sizes,
+        buckets=settings.windows.buckets,
+        bins=settings.metrics.histogram_bins,
+        lookup=engine_lookup(engine, metrics),
+        on_labels=engine_label_sink(engine)[0],
+        bootstrap_servers=settings.kafka.bootstrap_servers,
+        producer_options=producer_options,
+        sampler_clock=clock,
+        window_clock=clock,
     )

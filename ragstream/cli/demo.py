@@ -10,8 +10,10 @@ import time
 import click
 
 from ragstream.app import Agent
-from ragstream.console import render_summary
+from ragstream.console import render_generation, render_summary
 from ragstream.durations import format_duration
+from ragstream.judging.service import JudgingService, engine_lookup
+from ragstream.judging.settings import JudgeSettings, SamplingSettings
 from ragstream.pipeline.engine import Engine, EngineConfig
 from ragstream.pipeline.scoring import MetricLayout
 from ragstream.sources.live import LiveSyntheticSource
@@ -63,6 +65,13 @@ __all__ = ["demo"]
     show_default=True,
     help="Seconds a query waits for late labels before its final histograms.",
 )
+@click.option(
+    "--judge-rate",
+    type=click.FloatRange(0, 1),
+    default=0.3,
+    show_default=True,
+    help="Share of answers judged (lexical judge).",
+)
 @click.option("--seed", type=int, default=7, show_default=True)
 def demo(
     duration: float,
@@ -72,15 +81,17 @@ def demo(
     drift_at: float,
     refresh: float,
     label_ttl: float,
+    judge_rate: float,
     seed: int,
 ) -> None:
     """Run the agent on synthetic traffic, serve /metrics, and print a live summary.
 
     Three apps send retrieval, answer and feedback events; after --drift-at seconds the
-    `support` app's ranking gets worse and its index staler, and the summary shows MRR and
-    nDCG falling in the 1m window first, then in the 5m window.
+    `support` app's ranking gets worse, its index staler and its answers less faithful: the
+    summary shows MRR and nDCG falling in the 1m window first, then in the 5m window, and
+    the judged hallucination ratio rising.
     """
-    asyncio.run(_demo(duration, port, host, rate, drift_at, refresh, label_ttl, seed))
+    asyncio.run(_demo(duration, port, host, rate, drift_at, refresh, label_ttl, judge_rate, seed))
 
 
 async def _demo(
@@ -91,6 +102,7 @@ async def _demo(
     drift_at: float,
     refresh: float,
     label_ttl: float,
+    judge_rate: float,
     seed: int,
 ) -> None:
     engine = Engine(
@@ -103,7 +115,11 @@ async def _demo(
     )
     traffic = SyntheticConfig(seed=seed, rate=rate, drift_at=drift_at, feedback_delay=(1.0, 15.0))
     source = LiveSyntheticSource(traffic)
-    agent = Agent(engine, source, host=host, port=port)
+    judge = JudgeSettings(sampling=SamplingSettings(rate=judge_rate, max_per_second=100.0))
+    judging = JudgingService.from_settings(
+        judge, labelset=engine.labelsets, lookup=engine_lookup(engine, [])
+    )
+    agent = Agent(engine, source, host=host, port=port, judging=judging)
     started = time.time()
     interactive = sys.stdout.isatty()
 
@@ -118,9 +134,10 @@ async def _demo(
                 f"metrics: {agent.server.url}/metrics"
             )
             table = render_summary(engine, time.time())
+            judged = render_generation(judging.results, engine.config.label_keys, time.time())
             if interactive:
                 click.echo("\x1b[2J\x1b[H", nl=False)
-            click.echo(f"{head}\n{table}\n")
+            click.echo(f"{head}\n{table}\n\nanswers judged by the lexical heuristic:\n{judged}\n")
 
     async def stop_later() -> None:
         await asyncio.sleep(duration)

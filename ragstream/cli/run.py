@@ -18,7 +18,7 @@ from ragstream.sources.kafka import (
     KafkaSourceConfig,
     client_security,
 )
-from ragstream.wiring import engine_config
+from ragstream.wiring import engine_config, judging_service
 
 __all__ = ["run"]
 
@@ -81,6 +81,7 @@ async def _run(settings: Settings) -> None:
         lag=source.lag,
         assigned=lambda: len(source.assignment()),
         dead_letters=letters,
+        judging=judging_service(settings, engine, client_security(k.security)),
     )
     try:
         await agent.run()

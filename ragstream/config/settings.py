@@ -21,6 +21,7 @@ from pydantic_settings import (
 )
 
 from ragstream.durations import Duration
+from ragstream.judging.settings import JudgeSettings
 
 __all__ = [
     "HttpSettings",
@@ -157,6 +158,7 @@ class Settings(BaseSettings):
     labels: LabelSettings = Field(default_factory=LabelSettings)
     join: JoinSettings = Field(default_factory=JoinSettings)
     http: HttpSettings = Field(default_factory=HttpSettings)
+    judge: JudgeSettings = Field(default_factory=JudgeSettings)
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
 
     @classmethod

@@ -317,6 +317,26 @@ class Engine:
         engine.last_event_time = dict(snapshot["last_event_time"])
         return engine
 
+    # -- lookups from the side (judging) -------------------------------------------------------
+
+    def find_query(self, query_id: str) -> OpenQuery | None:
+        """The open query with this id, on whichever partition it lives."""
+        for join in self.joins.values():
+            query = join.get(query_id)
+            if query is not None:
+                return query
+        return None
+
+    def label(self, query_id: str, doc_id: str, rel: float, *, ts: float) -> LabelOutcome | None:
+        """Apply one label from the side (e.g. the judge) as if it were a feedback event.
+
+        It takes effect with the next batch, like any label; None when the query is not open.
+        """
+        for join in self.joins.values():
+            if join.get(query_id) is not None:
+                return join.label(query_id, doc_id, rel, ts=ts, t_now=self.clock.now())
+        return None
+
     # -- reads -------------------------------------------------------------------------------
 
     @property

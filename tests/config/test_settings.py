@@ -122,3 +122,13 @@ def test_sasl_without_credentials_is_rejected() -> None:
     )
     assert result.exit_code == 1
     assert "needs sasl_mechanism, sasl_username and sasl_password" in result.output
+
+
+def test_the_documented_example_configuration_is_valid(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("RAGSTREAM_KAFKA__SECURITY__SASL_PASSWORD", "from-a-secret")
+    example = Path(__file__).parents[2] / "deploy" / "ragstream.example.yaml"
+    settings = load_settings(example)
+    assert settings.kafka.security.protocol == "SASL_SSL"
+    assert settings.labels.keys == ["app", "index"]
+    assert settings.judge.sampling.label_rules[0].rate == 0.2
+    assert "from-a-secret" not in repr(settings)

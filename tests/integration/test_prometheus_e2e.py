@@ -53,6 +53,14 @@ DEMO_SERIES = [
     "ragstream_last_event_timestamp_seconds",
     "ragstream_series",
     "ragstream_build_info",
+    "ragstream_generation_faithfulness",
+    "ragstream_generation_answer_relevance",
+    "ragstream_generation_context_relevance",
+    "ragstream_generation_hallucination_ratio",
+    "ragstream_generation_judged_queries",
+    "ragstream_judge_samples_total",
+    "ragstream_judge_requests_total",
+    "ragstream_judge_queue_depth",
 ]
 
 

@@ -1,0 +1,95 @@
+"""Generation judging (SPEC §4): sample answers, judge them off the hot path, window the
+scores.
+
+sampler (which answers) -> workers (bounded queue, bounded concurrency) -> judge (`lexical`
+heuristic or `openai`-compatible LLM) -> results (windows, Wilson intervals, judge labels,
+audit topic). See docs/judging.md.
+"""
+
+from ragstream.judging.budget import CostBudget, TokenBucket
+from ragstream.judging.cache import JudgmentCache, cache_key
+from ragstream.judging.circuit import CircuitBreaker, CircuitState
+from ragstream.judging.collector import JudgeCollector
+from ragstream.judging.http import ChatClient, ChatResponse, parse_retry_after
+from ragstream.judging.lexical import LexicalJudge
+from ragstream.judging.model import (
+    AnswerLike,
+    Claim,
+    Judge,
+    JudgeError,
+    JudgeInput,
+    Judgment,
+    Usage,
+)
+from ragstream.judging.openai_judge import OpenAIJudge, TokenAccount
+from ragstream.judging.prompts import PROMPT_VERSION
+from ragstream.judging.publisher import JudgmentPublisher
+from ragstream.judging.results import (
+    GENERATION_COLUMNS,
+    GenerationRead,
+    JudgeLabel,
+    JudgeResults,
+    judge_labels,
+    wilson_interval,
+)
+from ragstream.judging.sampler import (
+    Decision,
+    LabelRule,
+    Outcome,
+    RetrievalRule,
+    Sampler,
+    sample_point,
+)
+from ragstream.judging.service import (
+    JudgingService,
+    build_judge,
+    build_sampler,
+    engine_label_sink,
+    engine_lookup,
+)
+from ragstream.judging.settings import JudgeSettings
+from ragstream.judging.workers import JudgeWorkers
+
+__all__ = [
+    "GENERATION_COLUMNS",
+    "PROMPT_VERSION",
+    "AnswerLike",
+    "ChatClient",
+    "ChatResponse",
+    "CircuitBreaker",
+    "CircuitState",
+    "Claim",
+    "CostBudget",
+    "Decision",
+    "GenerationRead",
+    "Judge",
+    "JudgeCollector",
+    "JudgeError",
+    "JudgeInput",
+    "JudgeLabel",
+    "JudgeResults",
+    "JudgeSettings",
+    "JudgeWorkers",
+    "JudgingService",
+    "Judgment",
+    "JudgmentCache",
+    "JudgmentPublisher",
+    "LabelRule",
+    "LexicalJudge",
+    "OpenAIJudge",
+    "Outcome",
+    "RetrievalRule",
+    "Sampler",
+    "TokenAccount",
+    "TokenBucket",
+    "Usage",
+    "build_judge",
+    "build_sampler",
+    "cache_key",
+    "engine_label_sink",
+    "engine_lookup",
+    "judge_labels",
+    "parse_retry_after",
+    "sample_point",
+    "wilson_interval",
+]

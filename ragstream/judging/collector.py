@@ -1,0 +1,180 @@
+"""Prometheus exposition of judging: windowed generation gauges and judge self-health.
+
+A custom collector (``collect()`` is called on every scrape); register it on the agent's
+registry. Windowed gauges carry ``window`` and the configured service labels; nothing
+carries a query or document id.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable, Iterator, Sequence
+
+from prometheus_client.core import (
+    CounterMetricFamily,
+    GaugeMetricFamily,
+    HistogramMetricFamily,
+    Metric,
+)
+
+from ragstream.judging.circuit import CircuitState
+from ragstream.judging.openai_judge import OpenAIJudge
+from ragstream.judging.sampler import Outcome
+from ragstream.judging.service import JudgingService
+
+__all__ = ["GENERATION_GAUGES", "JudgeCollector"]
+
+GENERATION_GAUGES = {
+    "faithfulness": "ragstream_generation_faithfulness",
+    "answer_relevance": "ragstream_generation_answer_relevance",
+    "context_relevance": "ragstream_generation_context_relevance",
+}
+"""Window column -> gauge name (the hallucination ratio is exported with its interval)."""
+
+_FAILURE_REASONS = (
+    "timeout",
+    "http_error",
+    "client_error",
+    "connection_error",
+    "bad_response",
+    "bad_json",
+    "circuit_open",
+    "internal",
+)
+_DROP_REASONS = ("queue_full", "stopped", "shutdown", "cancelled")
+
+
+class JudgeCollector:
+    """Yields the judging metric families from a `JudgingService` at scrape time."""
+
+    def __init__(
+        self,
+        service: JudgingService,
+        label_keys: Sequence[str] = (),
+        *,
+        now: Callable[[], float] = time.time,
+    ) -> None:
+        self.service = service
+        self.label_keys = tuple(label_keys)
+        self._now = now
+
+    def describe(self) -> list[Metric]:
+        """No up-front description: the families depend on the data (and are unique)."""
+        return []
+
+    def collect(self) -> Iterator[Metric]:
+        yield from self._windowed()
+        yield from self._health()
+
+    def _windowed(self) -> Iterator[Metric]:
+        keys = ["window", *self.label_keys]
+        gauges = {
+            col: GaugeMetricFamily(name, f"Mean judged {col.replace('_', ' ')}", labels=keys)
+            for col, name in GENERATION_GAUGES.items()
+        }
+        ratio = GaugeMetricFamily(
+            "ragstream_generation_hallucination_ratio",
+            "Share of judged answers with an unsupported claim",
+            labels=keys,
+        )
+        bounds = GaugeMetricFamily(
+            "ragstream_generation_hallucination_ratio_bound",
+            "Wilson 95% interval of the hallucination ratio",
+            labels=[*keys, "bound"],
+        )
+        judged = GaugeMetricFamily(
+            "ragstream_generation_judged_queries",
+            "Judged answers behind the generation gauges (the sample size)",
+            labels=keys,
+        )
+        for labelset, reads in self.service.results.read_all(self._now()).items():
+            for window, read in reads.items():
+                values = [window, *labelset]
+                judged.add_metric(values, read.judged)
+                for col in GENERATION_GAUGES:
+                    if read.counts[col] > 0:
+                        gauges[col].add_metric(values, read.means[col])
+                if not math.isnan(read.hallucination_ratio):
+                    ratio.add_metric(values, read.hallucination_ratio)
+                    low, high = read.hallucination_interval
+                    bounds.add_metric([*values, "lower"], low)
+                    bounds.add_metric([*values, "upper"], high)
+        yield from gauges.values()
+        yield from (ratio, bounds, judged)
+
+    def _health(self) -> Iterator[Metric]:
+        service = self.service
+        sampler, workers = service.sampler, service.workers
+        samples = CounterMetricFamily(
+            "ragstream_judge_samples", "Sampling decisions by outcome", labels=["outcome"]
+        )
+        for outcome in Outcome:
+            samples.add_metric([outcome.value], sampler.counts[outcome])
+        yield samples
+        requests = CounterMetricFamily(
+            "ragstream_judge_requests", "Finished judgments by outcome", labels=["outcome"]
+        )
+        for result in ("ok", *_FAILURE_REASONS):
+            requests.add_metric([result], workers.outcomes[result])
+        yield requests
+        dropped = CounterMetricFamily(
+            "ragstream_judge_dropped", "Sampled answers dropped unjudged", labels=["reason"]
+        )
+        for reason in _DROP_REASONS:
+            dropped.add_metric([reason], workers.dropped[reason])
+        yield dropped
+        buckets = workers.latency.cumulative()
+        yield HistogramMetricFamily(
+            "ragstream_judge_latency_seconds",
+            "Seconds per judgment, successful or not",
+            buckets=buckets,
+            sum_value=workers.latency.sum,
+        )
+        yield GaugeMetricFamily(
+            "ragstream_judge_queue_depth", "Sampled answers waiting", value=workers.depth
+        )
+        yield GaugeMetricFamily(
+            "ragstream_judge_in_flight", "Judgments under way", value=workers.in_flight
+        )
+        if sampler.budget is not None:
+            spent = GaugeMetricFamily(
+                "ragstream_judge_budget_spent_usd",
+                "Judge cost charged in the current period",
+                labels=["period"],
+            )
+            spent.add_metric(["hour"], sampler.budget.spent_hour)
+            spent.add_metric(["day"], sampler.budget.spent_day)
+            yield spent
+        judge = service.judge
+        if isinstance(judge, OpenAIJudge):
+            yield from _openai_metrics(judge)
+
+
+def _openai_metrics(judge: OpenAIJudge) -> Iterator[Metric]:
+    tokens = CounterMetricFamily("ragstream_judge_tokens", "Tokens used", labels=["kind"])
+    tokens.add_metric(["prompt"], judge.account.prompt_tokens)
+    tokens.add_metric(["completion"], judge.account.completion_tokens)
+    yield tokens
+    yield CounterMetricFamily(
+        "ragstream_judge_cost_usd", "Judge cost from token usage", value=judge.account.cost
+    )
+    cache = CounterMetricFamily("ragstream_judge_cache", "Cache lookups", labels=["result"])
+    cache.add_metric(["hit"], judge.cache.hits)
+    cache.add_metric(["miss"], judge.cache.misses)
+    yield cache
+    retries = CounterMetricFamily(
+        "ragstream_judge_http_retries", "Retried HTTP attempts", labels=["reason"]
+    )
+    for reason in ("timeout", "http_429", "http_5xx", "connection_error"):
+        retries.add_metric([reason], judge.client.retries[reason])
+    yield retries
+    state = GaugeMetricFamily(
+        "ragstream_judge_circuit_state",
+        "Judge circuit breaker: 1 for the current state",
+        labels=["state"],
+    )
+    current = judge.circuit_state()
+    for s in CircuitState:
+        state.add_metric([s.name.lower()], 1.0 if s is current else 0.0)
+    yield state

@@ -1,0 +1,188 @@
+"""Windowed judge scores per label set, the hallucination ratio with its Wilson interval,
+and judge labels for the retrieval join.
+
+Each successful judgment adds one row ``(faithfulness, answer_relevance,
+context_relevance, hallucination)`` at the answer's event time to a `WindowStore`; a score
+that is undefined for that answer (None) is NaN there, i.e. missing in that column only.
+Failed judgments add no row: they are counted by reason in :attr:`JudgeResults.failures`.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from ragstream.events import FeedbackEvent
+from ragstream.judging.model import JudgeError, JudgeInput, Judgment
+from ragstream.windows import DEFAULT_WINDOWS, WindowSpec, WindowStore
+
+__all__ = [
+    "GENERATION_COLUMNS",
+    "GenerationRead",
+    "JudgeLabel",
+    "JudgeResults",
+    "judge_labels",
+    "wilson_interval",
+]
+
+GENERATION_COLUMNS = ("faithfulness", "answer_relevance", "context_relevance", "hallucination")
+
+
+def wilson_interval(successes: int, n: int, z: float = 1.96) -> tuple[float, float]:
+    """Wilson score interval for a binomial proportion ``p̂ = successes / n``::
+
+        centre = (p̂ + z²/2n) / (1 + z²/n)
+        half   = z · sqrt(p̂(1 - p̂)/n + z²/4n²) / (1 + z²/n)
+
+    Returns ``(centre - half, centre + half)`` clipped to [0, 1]; ``(0, 1)`` when n = 0.
+    """
+    if n < 0 or not 0 <= successes <= n:
+        raise ValueError("need 0 <= successes <= n")
+    if n == 0:
+        return 0.0, 1.0
+    p = successes / n
+    z2 = z * z
+    denom = 1.0 + z2 / n
+    centre = (p + z2 / (2 * n)) / denom
+    half = z * math.sqrt(p * (1 - p) / n + z2 / (4 * n * n)) / denom
+    return max(0.0, centre - half), min(1.0, centre + half)
+
+
+@dataclass(frozen=True, slots=True)
+class GenerationRead:
+    """One window of one label set: mean scores, counts, and the hallucination ratio."""
+
+    window: str
+    judged: int
+    """Judged answers in the window (the sample size)."""
+    means: dict[str, float]
+    """Mean per column (NaN where no answer had that score)."""
+    counts: dict[str, int]
+    """Answers with a value per column."""
+    hallucinations: int
+    hallucination_ratio: float
+    """hallucinations / judged answers (NaN when none)."""
+    hallucination_interval: tuple[float, float]
+    """Wilson 95% interval of the ratio."""
+
+
+@dataclass(frozen=True, slots=True)
+class JudgeLabel:
+    """A retrieval label produced by a judge: (query, document, grade) at the answer's ts."""
+
+    query_id: str
+    doc_id: str
+    rel: float
+    ts: float
+    labels: Mapping[str, str]
+
+    def to_feedback(self) -> FeedbackEvent:
+        """As a `feedback` event with source ``judge``."""
+        return FeedbackEvent(
+            query_id=self.query_id,
+            ts=self.ts,
+            labels=dict(self.labels),
+            doc_id=self.doc_id,
+            rel=self.rel,
+            source="judge",
+        )
+
+
+def judge_labels(item: JudgeInput, judgment: Judgment, threshold: float = 0.5) -> list[JudgeLabel]:
+    """One label per context with a doc id: ``rel = 1`` if its relevance >= threshold, else 0.
+
+    A document given as several contexts takes its best context's score.
+    """
+    best: dict[str, float] = {}
+    for doc_id, score in zip(item.doc_ids, judgment.context_scores, strict=False):
+        if doc_id is not None:
+            best[doc_id] = max(score, best.get(doc_id, -math.inf))
+    return [
+        JudgeLabel(item.query_id, doc_id, 1.0 if score >= threshold else 0.0, item.ts, item.labels)
+        for doc_id, score in best.items()
+    ]
+
+
+def _nan(value: float | None) -> float:
+    return math.nan if value is None else float(value)
+
+
+class JudgeResults:
+    """Windowed judge scores, keyed by partition and label set (see the module docstring)."""
+
+    def __init__(
+        self,
+        *,
+        labelset: Callable[[Mapping[str, str]], tuple[str, ...]] = lambda labels: (),
+        windows: Sequence[float] = DEFAULT_WINDOWS,
+        buckets: int = 60,
+        bins: int = 20,
+        horizon: float = 60.0,
+    ) -> None:
+        self.spec = WindowSpec(
+            columns=GENERATION_COLUMNS,
+            windows=tuple(windows),
+            buckets=buckets,
+            bins=bins,
+            horizon=horizon,
+        )
+        self.store = WindowStore(self.spec)
+        self.labelset = labelset
+        self.recorded = 0
+        self.late = 0
+        """Judgments whose answer time was older than the longest window."""
+        self.failures: Counter[str] = Counter()
+        """Failed judgments by reason; never averaged in."""
+
+    def record(self, item: JudgeInput, judgment: Judgment, now: float) -> bool:
+        """Add one judgment at the answer's time (clamped to ``now``); False if too old."""
+        row = np.array(
+            [
+                [
+                    _nan(judgment.faithfulness),
+                    _nan(judgment.answer_relevance),
+                    _nan(judgment.context_relevance),
+                    1.0 if judgment.hallucination else 0.0,
+                ]
+            ]
+        )
+        ts = min(item.ts, now)
+        landed = bool(self.store.add(item.partition, self.labelset(item.labels), now, [ts], row)[0])
+        if landed:
+            self.recorded += 1
+        else:
+            self.late += 1
+        return landed
+
+    def record_failure(self, item: JudgeInput, error: JudgeError) -> None:
+        """Count a failed judgment by reason."""
+        self.failures[error.reason] += 1
+
+    def read(self, now: float, labels: Sequence[str]) -> dict[str, GenerationRead]:
+        """Every window of one label set at ``now``."""
+        out: dict[str, GenerationRead] = {}
+        for name, window in self.store.read(now, labels).items():
+            agg = window.aggregate
+            means = agg.mean()
+            counts = agg.count
+            h = GENERATION_COLUMNS.index("hallucination")
+            n = int(counts[h])
+            k = round(float(agg.total[h]))
+            out[name] = GenerationRead(
+                window=name,
+                judged=window.queries,
+                means={c: float(means[i]) for i, c in enumerate(GENERATION_COLUMNS)},
+                counts={c: int(counts[i]) for i, c in enumerate(GENERATION_COLUMNS)},
+                hallucinations=k,
+                hallucination_ratio=k / n if n else math.nan,
+                hallucination_interval=wilson_interval(k, n),
+            )
+        return out
+
+    def read_all(self, now: float) -> dict[tuple[str, ...], dict[str, GenerationRead]]:
+        """Every label set's windows at ``now``."""
+        return {key: self.read(now, key) for key in self.store.labelsets()}

@@ -1,0 +1,71 @@
+"""Judgments published to a real Kafka topic, keyed by query id, as JSON."""
+
+from __future__ import annotations
+
+import json
+import time
+
+import pytest
+from aiokafka import AIOKafkaConsumer, ConsumerRecord
+
+from ragstream.judging.lexical import LexicalJudge
+from ragstream.judging.publisher import JudgmentPublisher
+from ragstream.testing import KafkaBroker, TopicFactory
+
+from ._helpers import item
+
+pytestmark = pytest.mark.kafka
+
+
+async def _read(bootstrap: str, topic: str, count: int) -> list[ConsumerRecord[bytes, bytes]]:
+    consumer = AIOKafkaConsumer(topic, bootstrap_servers=bootstrap, auto_offset_reset="earliest")
+    await consumer.start()
+    try:
+        records: list[ConsumerRecord[bytes, bytes]] = []
+        deadline = time.monotonic() + 20
+        while len(records) < count:
+            assert time.monotonic() < deadline, f"got {len(records)} of {count} records"
+            for batch in (await consumer.getmany(timeout_ms=500)).values():
+                records.extend(batch)
+        return records
+    finally:
+        await consumer.stop()
+
+
+async def test_judgments_reach_the_topic(
+    kafka_broker: KafkaBroker, kafka_topic_factory: TopicFactory
+) -> None:
+    topic = await kafka_topic_factory(partitions=2)
+    judge = LexicalJudge()
+    inputs = [item("q-1"), item("q-2", answer="Backups are encrypted with AES.")]
+    async with JudgmentPublisher(
+        topic, bootstrap_servers=kafka_broker.bootstrap_servers, wall=lambda: 42.0
+    ) as publisher:
+        for x in inputs:
+            assert publisher.offer(x, judge.evaluate(x.question, x.answer, x.contexts))
+    assert publisher.counts == {"sent": 2}
+    records = await _read(kafka_broker.bootstrap_servers, topic, 2)
+    by_key = {r.key: json.loads(r.value) for r in records}
+    assert set(by_key) == {b"q-1", b"q-2"}
+    first = by_key[b"q-1"]
+    assert first["type"] == "judgment"
+    assert first["query_id"] == "q-1"
+    assert first["judged_at"] == 42.0
+    assert first["labels"] == {"app": "support"}
+    assert first["judge"] == "lexical"
+    assert first["faithfulness"] == 1.0
+    assert first["hallucination"] is False
+    assert first["doc_ids"] == ["d1", "d2"]
+    assert by_key[b"q-2"]["hallucination"] is True
+
+
+async def test_a_full_queue_drops_and_counts(kafka_broker: KafkaBroker) -> None:
+    publisher = JudgmentPublisher(
+        "unused", bootstrap_servers=kafka_broker.bootstrap_servers, queue_size=1
+    )
+    x = item()
+    judgment = LexicalJudge().evaluate(x.question, x.answer, x.contexts)
+    assert publisher.offer(x, judgment)  # not started: queued
+    assert not publisher.offer(x, judgment)
+    await publisher.stop()
+    assert publisher.counts == {"queue_full": 1, "shutdown": 1}
