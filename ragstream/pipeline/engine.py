@@ -32,7 +32,14 @@ from ragstream.metrics import Gain
 from ragstream.pipeline.labelsets import LabelSetMapper
 from ragstream.pipeline.scoring import MetricLayout, ScoredQueries, Scorer
 from ragstream.sources.base import Message
-from ragstream.windows import Aggregate, Clock, Timing, WindowSpec, WindowStore
+from ragstream.windows import (
+    Aggregate,
+    Clock,
+    Timing,
+    WindowSpec,
+    WindowStore,
+    histogram_columns,
+)
 
 __all__ = ["BatchReport", "Engine", "EngineConfig", "RowParts", "window_columns"]
 
@@ -107,6 +114,7 @@ class Engine:
             buckets=config.buckets,
             bins=config.bins,
             horizon=config.future_tolerance,
+            hist_columns=histogram_columns(self.columns),
         )
         clock_kwargs = {} if wall is None else {"wall": wall}
         self.clock = Clock.for_spec(self.spec, config.clock, **clock_kwargs)
@@ -200,28 +208,30 @@ class Engine:
     # -- windows -----------------------------------------------------------------------------
 
     def _rescore(self, now: float) -> None:
-        """Replace the contribution of every query that changed in this batch."""
+        """Replace the contribution of every query that changed in this batch: one retract
+        of the old rows and one add of the new ones, for all series at once."""
         dirty = [q for join in self.joins.values() for q in join.take_dirty()]
         if not dirty:
             return
         rows = self._rows(self.scorer.score(dirty))
-        groups: dict[tuple[int, tuple[str, ...]], list[int]] = {}
-        for i, query in enumerate(dirty):
-            groups.setdefault((query.partition, query.labelset), []).append(i)
+        ids: dict[tuple[int, tuple[str, ...]], int] = {}
+        index = np.fromiter(
+            (ids.setdefault((q.partition, q.labelset), len(ids)) for q in dirty),
+            dtype=np.int64,
+            count=len(dirty),
+        )
+        series = list(ids)
+        times = np.fromiter((q.ts for q in dirty), dtype=np.float64, count=len(dirty))
         width = len(self.columns)
-        for (partition, labelset), index in groups.items():
-            old = [i for i in index if dirty[i].contribution is not None]
-            if old:
-                previous = np.stack([dirty[i].contribution for i in old])  # type: ignore[misc]
-                times = np.array([dirty[i].ts for i in old])
-                self.store.retract(
-                    partition, labelset, now, times, previous[:, :width], previous[:, width:]
-                )
-            times = np.array([dirty[i].ts for i in index])
-            new = rows[index]
-            self.store.add(partition, labelset, now, times, new[:, :width], new[:, width:])
-            for i, row in zip(index, new, strict=True):
-                dirty[i].contribution = row
+        old = [i for i, q in enumerate(dirty) if q.contribution is not None]
+        if old:
+            previous = np.stack([dirty[i].contribution for i in old])  # type: ignore[misc]
+            self.store.retract_many(
+                now, series, index[old], times[old], previous[:, :width], previous[:, width:]
+            )
+        self.store.add_many(now, series, index, times, rows[:, :width], rows[:, width:])
+        for query, row in zip(dirty, rows, strict=True):
+            query.contribution = row
 
     def _rows(self, scored: ScoredQueries) -> _F64:
         """One row per query: plain window columns, then decayed values (half-life-major)."""

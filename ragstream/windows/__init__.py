@@ -9,27 +9,33 @@ See docs/windows.md.
 from ragstream.windows.aggregate import Aggregate
 from ragstream.windows.clock import Clock, ClockMode, Stamped, Timing
 from ragstream.windows.decay import ForwardDecay, decay_rates
+from ragstream.windows.matrix import WindowMatrix
 from ragstream.windows.ring import SlidingWindow
 from ragstream.windows.spec import (
     DEFAULT_WINDOWS,
+    HISTOGRAM_FAMILIES,
     WindowSpec,
     bucket_of,
     format_duration,
+    histogram_columns,
     parse_duration,
 )
-from ragstream.windows.store import LabelSet, WindowStore
+from ragstream.windows.store import LabelSet, SeriesKey, WindowStore
 from ragstream.windows.windowset import WindowRead, WindowSet
 
 __all__ = [
     "DEFAULT_WINDOWS",
+    "HISTOGRAM_FAMILIES",
     "Aggregate",
     "Clock",
     "ClockMode",
     "ForwardDecay",
     "LabelSet",
+    "SeriesKey",
     "SlidingWindow",
     "Stamped",
     "Timing",
+    "WindowMatrix",
     "WindowRead",
     "WindowSet",
     "WindowSpec",
@@ -37,5 +43,6 @@ __all__ = [
     "bucket_of",
     "decay_rates",
     "format_duration",
+    "histogram_columns",
     "parse_duration",
 ]

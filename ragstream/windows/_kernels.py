@@ -17,10 +17,6 @@ from ragstream.windows.spec import F64, I64
 
 __all__: list[str] = []
 
-_SMALL = 256
-"""Batches up to this many values use ``np.add.at`` (less fixed cost); larger ones
-``np.bincount`` (less cost per value)."""
-
 
 def as_rows(values: npt.ArrayLike, width: int, what: str) -> F64:
     """``values`` as a float64 ``(n, width)`` array: one row (1-D) or rows (2-D or 3-D)."""
@@ -65,14 +61,18 @@ def bin_index(values: F64, edges: F64) -> I64:
 def group(slots: I64, nslots: int) -> tuple[I64, I64]:
     """The distinct slots of a batch (ascending) and each row's index among them.
 
-    Slots are small integers (``< nslots``), so a bincount replaces a sort.
+    Slots are integers ``< nslots``: a bincount replaces a sort when ``nslots`` is small
+    next to the batch, ``np.unique`` does the work otherwise (many series x slots).
     """
     if slots.size <= 1:
         return slots, np.zeros(slots.size, dtype=np.int64)
+    if nslots > 8 * slots.size + 4096:
+        distinct, local = np.unique(slots, return_inverse=True)
+        return distinct, local.astype(np.int64, copy=False).reshape(-1)
     used = np.bincount(slots, minlength=nslots) > 0
     rank = np.cumsum(used) - 1
-    local: I64 = rank[slots]
-    return np.flatnonzero(used), local
+    inverse: I64 = rank[slots]
+    return np.flatnonzero(used), inverse
 
 
 def _cells(local: I64, width: int) -> I64:
@@ -81,124 +81,123 @@ def _cells(local: I64, width: int) -> I64:
     return cells
 
 
-def _add_into(target: npt.NDArray[Any], distinct: I64, update: npt.NDArray[Any]) -> None:
-    """``target[distinct] += update``; a lone slot uses a view (much cheaper than fancy
-    indexing, and the common case: a batch that falls in one bucket)."""
-    if distinct.size == 1 and target.ndim > 1:
-        view = target[int(distinct[0])]
-        view += update[0]
-    else:
-        target[distinct] += update
+def _bincount(cells: I64, keep: npt.NDArray[np.bool_], size: int) -> I64:
+    """How many kept cells fall in each of ``size`` cells."""
+    counts: I64 = np.bincount(np.where(keep, cells, size), minlength=size + 1)[:size]
+    return counts
 
 
 @dataclass(frozen=True)
 class Digest:
     """A batch pre-digested once for every window it goes to: missing values as a mask,
-    values with missing ones set to 0, and (for plain columns) their histogram bins."""
+    values with missing ones set to 0, and (for plain columns) the histogram bins of the
+    histogrammed columns."""
 
     present: npt.NDArray[np.bool_]
     """``(n, width)``: the value is not NaN."""
     values: F64
     """``(n, width)``: the values, 0 where missing."""
     bins: I64 | None
-    """``(n, width)``: histogram bin of each value (plain columns only)."""
+    """``(n, width_hist)``: histogram bin of each histogrammed value (plain columns only)."""
+    hist_present: npt.NDArray[np.bool_] | None
+    """``(n, width_hist)``: the histogrammed value is not NaN."""
 
     @classmethod
-    def of(cls, values: F64, edges: F64 | None = None) -> Digest:
-        """Digest ``(n, width)`` rows; ``edges`` given for plain columns (histograms)."""
+    def of(cls, values: F64, edges: F64 | None = None, hist: I64 | None = None) -> Digest:
+        """Digest ``(n, width)`` rows; ``edges`` given for plain columns (histograms of the
+        columns ``hist``, default all)."""
         present = ~np.isnan(values)
         filled = np.where(present, values, 0.0)
-        return cls(present, filled, None if edges is None else bin_index(filled, edges))
+        if edges is None:
+            return cls(present, filled, None, None)
+        if hist is None or hist.size == values.shape[1]:
+            return cls(present, filled, bin_index(filled, edges), present)
+        return cls(present, filled, bin_index(filled[:, hist], edges), present[:, hist])
 
     @property
     def size(self) -> int:
         """Number of rows."""
         return int(self.values.shape[0])
 
-    def take(self, rows: npt.NDArray[np.bool_]) -> Digest:
+    def take(self, rows: npt.NDArray[np.bool_] | I64) -> Digest:
         """The selected rows."""
         return Digest(
-            self.present[rows], self.values[rows], None if self.bins is None else self.bins[rows]
+            self.present[rows],
+            self.values[rows],
+            None if self.bins is None else self.bins[rows],
+            None if self.hist_present is None else self.hist_present[rows],
         )
 
 
-def scatter_plain(
-    rows: I64,
-    count: I64,
-    total: F64,
-    total_sq: F64,
-    hist: npt.NDArray[np.signedinteger[Any]],
-    distinct: I64,
-    local: I64,
-    batch: Digest,
-    sign: int,
-) -> None:
-    """Add (``sign=1``) or retract (``sign=-1``) row i into slot ``distinct[local[i]]``.
+@dataclass(frozen=True)
+class PlainSums:
+    """What a batch adds to each of ``m`` slots: rows, and per column count, sum, sum of
+    squares and histogram bins."""
 
-    A fixed number of numpy calls whatever the batch size: ``np.add.at`` per statistic for
-    small batches, ``np.bincount`` over the distinct slots touched for large ones.
-    Histogram bins are right-closed (see :func:`bin_index`); cumulative counts are exactly
-    Prometheus ``le`` buckets.
-    """
-    n, width = batch.values.shape
-    if n == 0 or batch.bins is None:
-        return
-    if n * width <= _SMALL:
-        slots = distinct[local]
-        np.add.at(rows, slots, sign)
-        r, c = np.nonzero(batch.present)
-        s, v = slots[r], batch.values[r, c]
-        np.add.at(count, (s, c), sign)
-        np.add.at(total, (s, c), sign * v)
-        np.add.at(total_sq, (s, c), sign * v * v)
-        np.add.at(hist, (s, c, batch.bins[r, c]), sign)
-        return
-    bins = hist.shape[-1]
+    rows: I64
+    """``(m,)``"""
+    count: I64
+    """``(m, C)``"""
+    total: F64
+    """``(m, C)``"""
+    total_sq: F64
+    """``(m, C)``"""
+    hist: I64
+    """``(m, C_hist, bins)``"""
+
+
+def plain_sums(local: I64, m: int, batch: Digest, bins: int) -> PlainSums:
+    """Sum row i into slot ``local[i]`` of ``m``: one ``np.bincount`` per statistic,
+    whatever the batch size. Histogram bins are right-closed (see :func:`bin_index`)."""
+    width = batch.values.shape[1]
+    size = m * width
     cells = _cells(local, width)
-    size = distinct.size * width
-    present = batch.present.ravel()
     v = batch.values.ravel()
-    shape = (distinct.size, width)
-    counted = np.bincount(np.where(present, cells, size), minlength=size + 1)[:size]
-    binned = np.where(present, cells * bins + batch.bins.ravel(), size * bins)
-    _add_into(rows, distinct, sign * np.bincount(local, minlength=distinct.size))
-    _add_into(count, distinct, sign * counted.reshape(shape))
-    _add_into(total, distinct, sign * np.bincount(cells, weights=v, minlength=size).reshape(shape))
-    sq = np.bincount(cells, weights=v * v, minlength=size).reshape(shape)
-    _add_into(total_sq, distinct, sign * sq)
-    binned_counts = np.bincount(binned, minlength=size * bins + 1)[:-1]
-    _add_into(hist, distinct, sign * binned_counts.reshape((*shape, bins)))
+    shape = (m, width)
+    assert batch.bins is not None
+    assert batch.hist_present is not None
+    hwidth = batch.bins.shape[1]
+    hcells = _cells(local, hwidth) * bins + batch.bins.ravel()
+    hsize = m * hwidth * bins
+    total: F64 = np.bincount(cells, weights=v, minlength=size).astype(np.float64, copy=False)
+    total_sq: F64 = np.bincount(cells, weights=v * v, minlength=size).astype(np.float64, copy=False)
+    return PlainSums(
+        np.bincount(local, minlength=m),
+        _bincount(cells, batch.present.ravel(), size).reshape(shape),
+        total.reshape(shape),
+        total_sq.reshape(shape),
+        _bincount(hcells, batch.hist_present.ravel(), hsize).reshape(m, hwidth, bins),
+    )
 
 
-def scatter_decayed(
-    count: I64,
-    total: F64,
-    distinct: I64,
-    local: I64,
-    times: F64,
-    batch: Digest,
-    rates: F64,
-    landmark: float,
-    sign: int,
-) -> None:
-    """Forward-decay scatter: slot total += ``sign · v · exp(λ·(t - L))`` per column."""
-    n, width = batch.values.shape
-    if n == 0 or width == 0:
-        return
-    contrib = batch.values * np.exp(rates * (times.reshape(-1, 1) - landmark))
-    if n * width <= _SMALL:
-        r, c = np.nonzero(batch.present)
-        s = distinct[local][r]
-        np.add.at(count, (s, c), sign)
-        np.add.at(total, (s, c), sign * contrib[r, c])
-        return
+def decayed_sums(
+    local: I64, m: int, times: F64, batch: Digest, rates: F64, landmark: float
+) -> tuple[I64, F64]:
+    """Forward-decay sums per slot: count and ``Σ v · exp(λ·(t - L))`` per column."""
+    width = batch.values.shape[1]
+    size = m * width
     cells = _cells(local, width)
-    size = distinct.size * width
-    shape = (distinct.size, width)
-    counted = np.bincount(np.where(batch.present.ravel(), cells, size), minlength=size + 1)
-    _add_into(count, distinct, sign * counted[:size].reshape(shape))
-    summed = np.bincount(cells, weights=contrib.ravel(), minlength=size).reshape(shape)
-    _add_into(total, distinct, sign * summed)
+    contrib = batch.values * np.exp(rates * (times.reshape(-1, 1) - landmark))
+    counted = _bincount(cells, batch.present.ravel(), size).reshape(m, width)
+    summed: F64 = np.bincount(cells, weights=contrib.ravel(), minlength=size).astype(
+        np.float64, copy=False
+    )
+    return counted, summed.reshape(m, width)
+
+
+def add_into(target: npt.NDArray[Any], distinct: I64, update: npt.NDArray[Any], sign: int) -> None:
+    """``target[distinct] += sign · update`` for distinct indices; a lone slot uses a view
+    (much cheaper than fancy indexing, and the common case: one bucket per batch)."""
+    if distinct.size == 1 and target.ndim > 1:
+        view = target[int(distinct[0])]
+        if sign > 0:
+            view += update[0]
+        else:
+            view -= update[0]
+    elif sign > 0:
+        target[distinct] += update
+    else:
+        target[distinct] -= update
 
 
 def settle(count: I64, *sums: F64) -> None:

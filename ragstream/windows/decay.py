@@ -17,7 +17,15 @@ from typing import Any, Self
 import numpy as np
 import numpy.typing as npt
 
-from ragstream.windows._kernels import Digest, as_rows, as_times, decay_to, scatter_decayed, settle
+from ragstream.windows._kernels import (
+    Digest,
+    add_into,
+    as_rows,
+    as_times,
+    decay_to,
+    decayed_sums,
+    settle,
+)
 from ragstream.windows.spec import F64, I64
 
 __all__ = ["ForwardDecay", "decay_rates"]
@@ -76,20 +84,13 @@ class ForwardDecay:
     def _apply(self, times: npt.ArrayLike, values: npt.ArrayLike, sign: int) -> None:
         rows = as_rows(values, self.rates.size, "ForwardDecay")
         stamps = as_times(times, rows.shape[0])
-        if stamps.size:
-            self.ensure_landmark(float(stamps.max()))
+        if not stamps.size:
+            return
+        self.ensure_landmark(float(stamps.max()))
         local = np.zeros(rows.shape[0], dtype=np.int64)
-        scatter_decayed(
-            self._count,
-            self._sum,
-            _ZERO_SLOT,
-            local,
-            stamps,
-            Digest.of(rows),
-            self.rates,
-            self.landmark,
-            sign,
-        )
+        count, total = decayed_sums(local, 1, stamps, Digest.of(rows), self.rates, self.landmark)
+        add_into(self._count, _ZERO_SLOT, count, sign)
+        add_into(self._sum, _ZERO_SLOT, total, sign)
         if sign < 0:
             settle(self._count, self._sum)
 

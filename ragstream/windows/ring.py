@@ -1,4 +1,4 @@
-"""One sliding window: a ring of event-time buckets holding aggregates and decayed sums.
+"""One sliding window: a ring of event-time buckets, for one series or many side by side.
 
 Bucket ``k = floor(t / w)`` covers ``[k·w, (k+1)·w)`` with ``w = window / buckets``. With
 ``k_now = floor(now / w)``, the window covers the buckets that *end after* ``now - window``:
@@ -7,9 +7,14 @@ outside the window), plus up to ``ceil(horizon / w)`` buckets ahead of now for r
 slightly in the future. So a read includes every row younger than the window and never one
 older than ``window + w``.
 
-The ring position ``k_now`` only moves forward (the largest ``now`` seen). Each slot
-remembers its bucket index; a slot whose bucket has left the live range is ignored by reads
-and reset when a new bucket reuses it, so rotation costs nothing per tick.
+The ring position ``k_now`` only moves forward (the largest ``now`` seen) and is shared by
+every series of the ring: slot ``k mod slots`` holds bucket ``k`` for all of them. When the
+position moves, buckets that leave the live range are subtracted from a running total per
+series and cleared, so a read of every series at once is O(series), not O(series x slots).
+
+State arrays are ``(slots, series, ...)`` (the *planes*, one per bucket) plus
+``(series, ...)`` (the running totals of the live buckets). A batch of rows of any number of
+series is applied with a fixed number of numpy calls.
 """
 
 from __future__ import annotations
@@ -22,13 +27,13 @@ import numpy.typing as npt
 
 from ragstream.windows._kernels import (
     Digest,
+    add_into,
     as_rows,
     as_times,
     decay_to,
+    decayed_sums,
     group,
-    scatter_decayed,
-    scatter_plain,
-    settle,
+    plain_sums,
 )
 from ragstream.windows.aggregate import Aggregate
 from ragstream.windows.decay import ForwardDecay
@@ -37,7 +42,9 @@ from ragstream.windows.spec import F64, I64, WindowSpec
 __all__ = ["SlidingWindow", "prepare_rows"]
 
 _NO_KEY = np.iinfo(np.int64).min
-_STATE_ARRAYS = ("_rows", "_count", "_sum", "_sum_sq", "_hist", "_dcount", "_dsum")
+_NAMES = ("rows", "count", "sum", "sum_sq", "hist", "dcount", "dsum")
+_SETTLE = (("count", ("sum", "sum_sq")), ("dcount", ("dsum",)))
+State = dict[str, npt.NDArray[Any]]
 
 
 def prepare_rows(
@@ -55,30 +62,70 @@ def prepare_rows(
         if drows.shape[0] != plain.shape[0]:
             raise ValueError("values and decayed values must have the same number of rows")
         digest = Digest.of(drows)
-    return as_times(times, plain.shape[0]), Digest.of(plain, spec.edges()), digest
+    return as_times(times, plain.shape[0]), Digest.of(plain, spec.edges(), spec.hist_index), digest
+
+
+def _layout(spec: WindowSpec) -> dict[str, tuple[tuple[int, ...], type[np.generic]]]:
+    c, d = len(spec.columns), spec.decayed_width
+    return {
+        "rows": ((), np.int64),
+        "count": ((c,), np.int64),
+        "sum": ((c,), np.float64),
+        "sum_sq": ((c,), np.float64),
+        "hist": ((len(spec.histogrammed), spec.bins), np.int32),  # int32: half the memory
+        "dcount": ((d,), np.int64),
+        "dsum": ((d,), np.float64),
+    }
+
+
+def _settle(state: State, index: Any) -> None:
+    """Exact zeros for sums whose count is back to zero, at ``index`` of each array."""
+    for counts, sums in _SETTLE:
+        empty = state[counts][index] == 0
+        if empty.any():
+            for name in sums:
+                part = state[name][index]
+                part[empty] = 0.0
+                state[name][index] = part
 
 
 class SlidingWindow:
-    """A ring of ``buckets + 1 + ceil(horizon / w)`` time buckets for one window length."""
+    """A ring of ``buckets + 1 + ceil(horizon / w)`` time buckets for one window length,
+    holding ``capacity`` series (series 0 unless told otherwise)."""
 
-    def __init__(self, spec: WindowSpec, length: float) -> None:
+    def __init__(self, spec: WindowSpec, length: float, capacity: int = 1) -> None:
         self.spec = spec
         self.length = float(length)
         self.width = spec.width(self.length)
         self.ahead = math.ceil(spec.horizon / self.width)
         self.slots = spec.buckets + 1 + self.ahead
         self.rates = spec.rates
+        self.capacity = max(1, int(capacity))
         self._top = _NO_KEY
         self.landmark = 0.0
-        width, dwidth, slots = len(spec.columns), spec.decayed_width, self.slots
-        self._keys = np.full(slots, _NO_KEY, dtype=np.int64)
-        self._rows = np.zeros(slots, dtype=np.int64)
-        self._count = np.zeros((slots, width), dtype=np.int64)
-        self._sum = np.zeros((slots, width), dtype=np.float64)
-        self._sum_sq = np.zeros((slots, width), dtype=np.float64)
-        self._hist = np.zeros((slots, width, spec.bins), dtype=np.int32)  # half the memory
-        self._dcount = np.zeros((slots, dwidth), dtype=np.int64)
-        self._dsum = np.zeros((slots, dwidth), dtype=np.float64)
+        self._moved = 0
+        self._keys = np.full(self.slots, _NO_KEY, dtype=np.int64)
+        layout = _layout(spec)
+        self._planes: State = {
+            n: np.zeros((self.slots, self.capacity, *s), dtype=t) for n, (s, t) in layout.items()
+        }
+        self._totals: State = {
+            n: np.zeros((self.capacity, *s), dtype=np.int64 if n == "hist" else t)
+            for n, (s, t) in layout.items()
+        }
+
+    def reserve(self, capacity: int) -> None:
+        """Make room for series ids below ``capacity`` (arrays are copied once)."""
+        if capacity <= self.capacity:
+            return
+        for state, axis in ((self._planes, 1), (self._totals, 0)):
+            for name, old in state.items():
+                shape = list(old.shape)
+                shape[axis] = capacity
+                new = np.zeros(shape, dtype=old.dtype)
+                new[(slice(None),) * axis + (slice(0, self.capacity),)] = old
+                state[name] = new
+        self.capacity = capacity
 
     # -- geometry --------------------------------------------------------------------------
 
@@ -91,14 +138,43 @@ class SlidingWindow:
         top = self.position(now)
         return top - self.spec.buckets, top + self.ahead
 
-    def _live(self, now: float | None = None) -> npt.NDArray[np.bool_]:
-        """Slots holding a live bucket at ``now`` (default: at the ring's own position)."""
-        return self._live_keys(self._top if now is None else self.position(now))
-
     def _live_keys(self, top: int) -> npt.NDArray[np.bool_]:
         if top == _NO_KEY:
             return np.zeros(self.slots, dtype=np.bool_)
         return (self._keys >= top - self.spec.buckets) & (self._keys <= top + self.ahead)
+
+    def _advance(self, top: int) -> None:
+        """Move the ring to ``top``: buckets that leave the live range leave the totals."""
+        old = self._top
+        if top <= old:
+            return
+        self._top = top
+        if old == _NO_KEY:
+            return
+        gone = (self._keys != _NO_KEY) & (self._keys < top - self.spec.buckets)
+        if gone.any():
+            idx = np.flatnonzero(gone)
+            everything = bool((self._keys[~gone] == _NO_KEY).all())
+            for name, plane in self._planes.items():
+                if not everything:
+                    self._totals[name] -= plane[idx].sum(axis=0)
+                plane[idx] = 0
+            self._keys[idx] = _NO_KEY
+            if everything:
+                for total in self._totals.values():
+                    total[...] = 0
+            else:
+                _settle(self._totals, slice(None))
+        self._moved += top - old
+        if self._moved >= self.slots:
+            self.refresh()
+
+    def refresh(self) -> None:
+        """Recompute the running totals from the buckets (bounds float drift in the sums;
+        done whenever the ring has moved by its own length)."""
+        for name, plane in self._planes.items():
+            self._totals[name][...] = plane.sum(axis=0)
+        self._moved = 0
 
     # -- updates ---------------------------------------------------------------------------
 
@@ -108,13 +184,13 @@ class SlidingWindow:
         times: npt.ArrayLike,
         values: npt.ArrayLike,
         decayed: npt.ArrayLike | None = None,
+        series: npt.ArrayLike | None = None,
     ) -> npt.NDArray[np.bool_]:
-        """Add rows stamped at ``times`` into their buckets; returns which rows landed.
-
-        Rows whose bucket is no longer live are skipped. A row further ahead than the
-        horizon moves the ring forward to make room for it.
-        """
-        return self._apply(now, times, values, decayed, 1)
+        """Add rows stamped at ``times`` into their buckets (of series ``series[i]``, default
+        0); returns which rows landed. Rows whose bucket is no longer live are skipped. A
+        row further ahead than the horizon moves the ring forward to make room for it."""
+        rows = prepare_rows(self.spec, times, values, decayed)
+        return self.apply_rows(now, *rows, 1, _series(series, rows[0].size))
 
     def retract(
         self,
@@ -122,90 +198,71 @@ class SlidingWindow:
         times: npt.ArrayLike,
         values: npt.ArrayLike,
         decayed: npt.ArrayLike | None = None,
+        series: npt.ArrayLike | None = None,
     ) -> npt.NDArray[np.bool_]:
         """Retract rows added before (same times and values); returns which rows were still
         live. A row whose bucket has rotated out is a no-op (``False``)."""
-        return self._apply(now, times, values, decayed, -1)
-
-    def _apply(
-        self,
-        now: float,
-        times: npt.ArrayLike,
-        values: npt.ArrayLike,
-        decayed: npt.ArrayLike | None,
-        sign: int,
-    ) -> npt.NDArray[np.bool_]:
-        return self.apply_rows(now, *prepare_rows(self.spec, times, values, decayed), sign)
+        rows = prepare_rows(self.spec, times, values, decayed)
+        return self.apply_rows(now, *rows, -1, _series(series, rows[0].size))
 
     def apply_rows(
-        self, now: float, stamps: F64, plain: Digest, drows: Digest | None, sign: int
+        self,
+        now: float,
+        stamps: F64,
+        plain: Digest,
+        drows: Digest | None,
+        sign: int,
+        series: I64 | None = None,
     ) -> npt.NDArray[np.bool_]:
         """:meth:`add` (``sign=1``) or :meth:`retract` (``-1``) of rows checked by
-        :func:`prepare_rows`."""
+        :func:`prepare_rows`; ``series`` (default all 0) must be below :attr:`capacity`."""
         spec = self.spec
         keys = np.floor(stamps / self.width).astype(np.int64)
         top = max(self._top, math.floor(now / self.width))
         if keys.size:
             top = max(top, int(keys.max()) - self.ahead)
-        self._top = top
+        self._advance(top)
         live = keys >= top - spec.buckets
-        if not keys.size:
+        if not keys.size or not live.any():
             return live
         if not live.all():
-            if not live.any():
-                return live
             keys, stamps, plain = keys[live], stamps[live], plain.take(live)
             drows = None if drows is None else drows.take(live)
-        distinct, local = group(keys % self.slots, self.slots)
-        distinct_keys = np.empty(distinct.size, dtype=np.int64)
-        distinct_keys[local] = keys
-        stale = self._keys[distinct] != distinct_keys
-        if stale.any():
-            self._reset(distinct[stale])
-            self._keys[distinct] = distinct_keys
-        scatter_plain(
-            self._rows,
-            self._count,
-            self._sum,
-            self._sum_sq,
-            self._hist,
-            distinct,
-            local,
-            plain,
-            sign,
-        )
+            series = None if series is None else series[live]
+        pos = keys % self.slots
+        self._keys[pos] = keys
+        if series is None:
+            series = np.zeros(keys.size, dtype=np.int64)
+        # series-major cell keys, so the cells of one series are adjacent (ascending)
+        cell, local = group(series * self.slots + pos, self.slots * self.capacity)
+        owner = cell // self.slots
+        distinct = (cell % self.slots) * self.capacity + owner  # index into the planes
+        starts = np.flatnonzero(np.r_[True, owner[1:] != owner[:-1]])
+        owners = owner[starts]
+        m = distinct.size
+        flat = {
+            n: p.reshape(self.slots * self.capacity, *p.shape[2:]) for n, p in self._planes.items()
+        }
+        sums = plain_sums(local, m, plain, spec.bins)
+        updates: list[tuple[str, npt.NDArray[Any]]] = [
+            ("rows", sums.rows),
+            ("count", sums.count),
+            ("sum", sums.total),
+            ("sum_sq", sums.total_sq),
+            ("hist", sums.hist),
+        ]
         if drows is not None:
             self._ensure_landmark(float(stamps.max()))
-            scatter_decayed(
-                self._dcount,
-                self._dsum,
-                distinct,
-                local,
-                stamps,
-                drows,
-                self.rates,
-                self.landmark,
-                sign,
-            )
+            dcount, dsum = decayed_sums(local, m, stamps, drows, self.rates, self.landmark)
+            updates += [("dcount", dcount), ("dsum", dsum)]
+        for name, update in updates:
+            add_into(flat[name], distinct, update, sign)
+            per_series = update if starts.size == owner.size else np.add.reduceat(update, starts)
+            add_into(self._totals[name], owners, per_series, sign)
         if sign < 0:
-            self._settle(distinct)
+            _settle(flat, distinct)
+            _settle(self._totals, owners)
         return live
-
-    def _settle(self, slots: I64) -> None:
-        """Exact zeros for sums whose count is back to zero, in the given slots."""
-        for counts, sums in (
-            (self._count, (self._sum, self._sum_sq)),
-            (self._dcount, (self._dsum,)),
-        ):
-            empty = counts[slots] == 0
-            for array in sums:
-                part = array[slots]
-                part[empty] = 0.0
-                array[slots] = part
-
-    def _reset(self, slots: I64) -> None:
-        for name in _STATE_ARRAYS:
-            getattr(self, name)[slots] = 0
 
     def _ensure_landmark(self, t: float) -> None:
         if float(self.rates.max()) * (t - self.landmark) > self.spec.max_exponent:
@@ -215,57 +272,105 @@ class SlidingWindow:
         """Move the decay landmark forward; reads are unchanged up to one rounding."""
         if landmark < self.landmark:
             raise ValueError("the landmark only moves forward")
-        self._dsum = decay_to(self._dsum, self.rates, landmark - self.landmark)
+        shift = landmark - self.landmark
+        for state in (self._planes, self._totals):  # in place: callers may hold views
+            state["dsum"][...] = decay_to(state["dsum"], self.rates, shift)
         self.landmark = float(landmark)
+
+    def clear(self, series: npt.ArrayLike) -> None:
+        """Forget everything of the given series (their ids can be reused)."""
+        index = np.asarray(series, dtype=np.int64)
+        for name in _NAMES:
+            self._planes[name][:, index] = 0
+            self._totals[name][index] = 0
 
     # -- reads -----------------------------------------------------------------------------
 
-    def aggregate(self, now: float) -> Aggregate:
-        """The plain aggregate over the live buckets at ``now``."""
-        live = self._live(now)
+    def _held(self, now: float) -> I64:
+        """Slots holding a bucket that is live at ``now``."""
+        return np.flatnonzero(self._live_keys(self.position(now)))
+
+    def aggregate(self, now: float, series: int = 0) -> Aggregate:
+        """The plain aggregate of one series over the live buckets at ``now``."""
+        idx = self._held(now)
+        p = self._planes
         return Aggregate.from_arrays(
             self.spec.columns,
-            int(self._rows[live].sum()),
-            self._count[live].sum(axis=0),
-            self._sum[live].sum(axis=0),
-            self._sum_sq[live].sum(axis=0),
-            self._hist[live].sum(axis=0, dtype=np.int64),
+            int(p["rows"][idx, series].sum()),
+            p["count"][idx, series].sum(axis=0),
+            p["sum"][idx, series].sum(axis=0),
+            p["sum_sq"][idx, series].sum(axis=0),
+            p["hist"][idx, series].sum(axis=0, dtype=np.int64),
+            self.spec.histogrammed,
         )
 
-    def decay(self, now: float) -> ForwardDecay:
-        """The forward-decay sums over the live buckets at ``now`` (read with ``.value(t)``)."""
-        live = self._live(now)
+    def decay(self, now: float, series: int = 0) -> ForwardDecay:
+        """The forward-decay sums of one series over the live buckets at ``now`` (read with
+        ``.value(t)``)."""
+        idx = self._held(now)
         return ForwardDecay.from_arrays(
             self.rates,
             self.landmark,
-            self._dcount[live].sum(axis=0),
-            self._dsum[live].sum(axis=0),
+            self._planes["dcount"][idx, series].sum(axis=0),
+            self._planes["dsum"][idx, series].sum(axis=0),
             self.spec.max_exponent,
         )
 
-    def is_empty(self, now: float) -> bool:
-        """True when no live bucket holds anything."""
-        live = self._live(now)
-        return not (self._rows[live].any() or self._count[live].any() or self._dcount[live].any())
+    def totals(self, now: float, names: tuple[str, ...] = _NAMES) -> State:
+        """Every series' totals over the live buckets at ``now``, arrays ``(capacity, ...)``
+        (``dsum`` landmark-relative) for the given state names: the running totals less the
+        buckets that ``now`` has moved out, without moving the ring. Sums are exactly 0
+        where their count is. Do not modify the arrays."""
+        top = self.position(now)
+        gone = (self._keys != _NO_KEY) & (self._keys < top - self.spec.buckets)
+        if self._top == _NO_KEY or top == self._top or not gone.any():
+            return {n: self._totals[n] for n in names}
+        if (self._keys[~gone] == _NO_KEY).all():
+            return {n: np.zeros_like(self._totals[n]) for n in names}
+        idx = np.flatnonzero(gone)
+        out = {n: self._totals[n] - self._planes[n][idx].sum(axis=0) for n in names}
+        if set(names) >= {"count", "sum", "sum_sq", "dcount", "dsum"}:
+            _settle(out, slice(None))
+        else:
+            for counts, sums in _SETTLE:
+                for name in sums:
+                    if name in out:
+                        out[name][out[counts] == 0] = 0.0
+        return out
 
-    def live_buckets(self, now: float) -> I64:
-        """Indices ``k`` of the live buckets that hold something, ascending."""
-        live = self._live(now) & self._nonempty()
-        return np.sort(self._keys[live])
+    def empty_series(self, now: float) -> npt.NDArray[np.bool_]:
+        """Per series: nothing is held in a live bucket at ``now``."""
+        t = self.totals(now, ("rows", "count", "dcount"))
+        empty: npt.NDArray[np.bool_] = (
+            (t["rows"] == 0) & ~t["count"].any(axis=1) & ~t["dcount"].any(axis=1)
+        )
+        return empty
 
-    def _nonempty(self) -> npt.NDArray[np.bool_]:
+    def is_empty(self, now: float, series: int = 0) -> bool:
+        """True when no live bucket of the series holds anything."""
+        return bool(self.empty_series(now)[series])
+
+    def live_buckets(self, now: float, series: int = 0) -> I64:
+        """Indices ``k`` of the live buckets that hold something for the series, ascending."""
+        idx = self._held(now)
+        idx = idx[self._nonempty(idx, series)]
+        return np.sort(self._keys[idx])
+
+    def _nonempty(self, idx: I64, series: int) -> npt.NDArray[np.bool_]:
+        p = self._planes
         out: npt.NDArray[np.bool_] = (
-            (self._rows != 0)
-            | (self._count != 0).any(axis=1)
-            | (self._dcount != 0).any(axis=1)
-            | (self._hist != 0).any(axis=(1, 2))
+            (p["rows"][idx, series] != 0)
+            | (p["count"][idx, series] != 0).any(axis=1)
+            | (p["dcount"][idx, series] != 0).any(axis=1)
+            | (p["hist"][idx, series] != 0).any(axis=(1, 2))
         )
         return out
 
     @property
     def nbytes(self) -> int:
-        """Bytes held by the ring's arrays (fixed at construction)."""
-        return int(self._keys.nbytes) + sum(int(getattr(self, a).nbytes) for a in _STATE_ARRAYS)
+        """Bytes held by the ring's arrays (fixed by the capacity, never by the events)."""
+        arrays = (self._keys, *self._planes.values(), *self._totals.values())
+        return sum(int(a.nbytes) for a in arrays)
 
     # -- merging ---------------------------------------------------------------------------
 
@@ -278,79 +383,101 @@ class SlidingWindow:
     def __add__(self, other: SlidingWindow) -> SlidingWindow:
         return self.merge(other)
 
-    def absorb(self, other: SlidingWindow) -> None:
-        """Add ``other``'s live buckets into this ring, in place."""
+    def absorb(self, other: SlidingWindow, series: npt.ArrayLike | None = None) -> None:
+        """Add ``other``'s live buckets into this ring, in place: other's series ``i`` into
+        this ring's series ``series[i]`` (distinct ids; default the same id)."""
         if other.spec != self.spec or other.length != self.length:
             raise ValueError("cannot merge windows of different specs or lengths")
-        self._top = max(self._top, other._top)
+        if series is None:
+            target = np.arange(other.capacity, dtype=np.int64)
+        else:
+            target = np.asarray(series, dtype=np.int64).reshape(-1)
+            if target.size != other.capacity:
+                raise ValueError("one target series per series of the other ring")
+        self.reserve(int(target.max()) + 1)
+        self._advance(max(self._top, other._top))
         if self.spec.decayed_width and other.landmark > self.landmark:
             self.rebase(other.landmark)
-        mine = self._live()
-        self._reset(np.nonzero(~mine)[0])
-        self._keys[~mine] = _NO_KEY
-        # Live keys of both rings lie in one range shorter than the ring, so equal slots
-        # hold equal keys (or this ring's slot is empty).
-        idx = np.nonzero(other._live_keys(self._top))[0]
+        # Live keys of both rings lie in one range as long as the ring, so equal slots hold
+        # equal keys (or this ring's slot is empty).
+        idx = np.flatnonzero(other._live_keys(self._top))
+        if not idx.size:
+            return
         self._keys[idx] = other._keys[idx]
-        for name in _STATE_ARRAYS[:-1]:
-            target = getattr(self, name)
-            target[idx] += getattr(other, name)[idx]
         shift = self.landmark - other.landmark
-        self._dsum[idx] += decay_to(other._dsum[idx], self.rates, shift)
-        settle(self._count, self._sum, self._sum_sq)
-        settle(self._dcount, self._dsum)
+        cells = np.ix_(idx, target)
+        for name in _NAMES:
+            incoming = other._planes[name][idx]
+            if name == "dsum":
+                incoming = decay_to(incoming, self.rates, shift)
+            self._planes[name][cells] += incoming
+            self._totals[name][target] += incoming.sum(axis=0)
+        _settle(self._planes, cells)
+        _settle(self._totals, target)
 
     def copy(self) -> SlidingWindow:
         """An independent copy."""
-        twin = SlidingWindow(self.spec, self.length)
-        twin._top = self._top
-        twin.landmark = self.landmark
+        twin = SlidingWindow(self.spec, self.length, self.capacity)
+        twin._top, twin.landmark, twin._moved = self._top, self.landmark, self._moved
         twin._keys = self._keys.copy()
-        for name in _STATE_ARRAYS:
-            setattr(twin, name, getattr(self, name).copy())
+        twin._planes = {n: a.copy() for n, a in self._planes.items()}
+        twin._totals = {n: a.copy() for n, a in self._totals.items()}
         return twin
 
     # -- persistence -----------------------------------------------------------------------
 
-    def state(self) -> dict[str, Any]:
-        """JSON-friendly state without the spec: the live, non-empty buckets only."""
-        keep = np.nonzero(self._live() & self._nonempty())[0]
+    def state(self, series: int = 0) -> dict[str, Any]:
+        """JSON-friendly state of one series without the spec: its live, non-empty buckets
+        only, in ascending order."""
+        keep = np.flatnonzero(self._live_keys(self._top))
+        keep = keep[self._nonempty(keep, series)]
         keep = keep[np.argsort(self._keys[keep])]
+        p = self._planes
         return {
             "length": self.length,
             "top": None if self._top == _NO_KEY else self._top,
             "landmark": self.landmark,
             "keys": self._keys[keep].tolist(),
-            "rows": self._rows[keep].tolist(),
-            "count": self._count[keep].tolist(),
-            "sum": self._sum[keep].tolist(),
-            "sum_sq": self._sum_sq[keep].tolist(),
-            "hist": self._hist[keep].tolist(),
-            "decayed_count": self._dcount[keep].tolist(),
-            "decayed_sum": self._dsum[keep].tolist(),
+            "rows": p["rows"][keep, series].tolist(),
+            "count": p["count"][keep, series].tolist(),
+            "sum": p["sum"][keep, series].tolist(),
+            "sum_sq": p["sum_sq"][keep, series].tolist(),
+            "hist": p["hist"][keep, series].tolist(),
+            "decayed_count": p["dcount"][keep, series].tolist(),
+            "decayed_sum": p["dsum"][keep, series].tolist(),
         }
 
     @classmethod
     def from_state(cls, spec: WindowSpec, state: dict[str, Any]) -> Self:
-        """Inverse of :meth:`state`."""
+        """Inverse of :meth:`state`: a one-series ring."""
         ring = cls(spec, float(state["length"]))
         ring._top = _NO_KEY if state["top"] is None else int(state["top"])
         ring.landmark = float(state["landmark"])
         keys = np.asarray(state["keys"], dtype=np.int64)
         idx = keys % ring.slots
         ring._keys[idx] = keys
-        width, dwidth = len(spec.columns), spec.decayed_width
-        ring._rows[idx] = np.asarray(state["rows"], dtype=np.int64)
-        ring._count[idx] = np.asarray(state["count"], dtype=np.int64).reshape(-1, width)
-        ring._sum[idx] = np.asarray(state["sum"], dtype=np.float64).reshape(-1, width)
-        ring._sum_sq[idx] = np.asarray(state["sum_sq"], dtype=np.float64).reshape(-1, width)
-        ring._hist[idx] = np.asarray(state["hist"], dtype=np.int32).reshape(-1, width, spec.bins)
-        ring._dcount[idx] = np.asarray(state["decayed_count"], dtype=np.int64).reshape(-1, dwidth)
-        ring._dsum[idx] = np.asarray(state["decayed_sum"], dtype=np.float64).reshape(-1, dwidth)
+        layout = _layout(spec)
+        for name, field in (
+            ("rows", "rows"),
+            ("count", "count"),
+            ("sum", "sum"),
+            ("sum_sq", "sum_sq"),
+            ("hist", "hist"),
+            ("dcount", "decayed_count"),
+            ("dsum", "decayed_sum"),
+        ):
+            shape, dtype = layout[name]
+            data = np.asarray(state[field], dtype=dtype).reshape(-1, *shape)
+            ring._planes[name][idx, 0] = data
+        ring.refresh()
         return ring
 
+    def load(self, series: int, state: dict[str, Any]) -> None:
+        """Merge one series' :meth:`state` into series ``series`` of this ring."""
+        self.absorb(type(self).from_state(self.spec, state), [series])
+
     def snapshot(self) -> dict[str, Any]:
-        """JSON-friendly state including the spec."""
+        """JSON-friendly state (of series 0) including the spec."""
         return {"version": 1, "spec": self.spec.to_dict(), **self.state()}
 
     @classmethod
@@ -359,4 +486,18 @@ class SlidingWindow:
         return cls.from_state(WindowSpec.from_dict(snapshot["spec"]), snapshot)
 
     def __repr__(self) -> str:
-        return f"SlidingWindow(length={self.length}, buckets={self.spec.buckets})"
+        return (
+            f"SlidingWindow(length={self.length}, buckets={self.spec.buckets}, "
+            f"capacity={self.capacity})"
+        )
+
+
+def _series(series: npt.ArrayLike | None, n: int) -> I64 | None:
+    if series is None:
+        return None
+    out = np.asarray(series, dtype=np.int64).reshape(-1)
+    if out.size == 1 and n != 1:
+        out = np.full(n, int(out[0]), dtype=np.int64)
+    if out.shape != (n,):
+        raise ValueError(f"expected {n} series ids, got shape {out.shape}")
+    return out

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -13,10 +14,12 @@ import numpy.typing as npt
 __all__ = [
     "DEFAULT_WINDOWS",
     "F64",
+    "HISTOGRAM_FAMILIES",
     "I64",
     "WindowSpec",
     "bucket_of",
     "format_duration",
+    "histogram_columns",
     "parse_duration",
 ]
 
@@ -24,6 +27,10 @@ F64 = npt.NDArray[np.float64]
 I64 = npt.NDArray[np.int64]
 
 DEFAULT_WINDOWS: tuple[float, ...] = (60.0, 300.0, 3600.0, 86400.0)
+
+HISTOGRAM_FAMILIES: tuple[str, ...] = ("rr", "ndcg", "precision", "recall")
+"""Metric families whose window histograms are kept by default: the headline ratios in
+[0, 1] that quantiles and PSI are asked of."""
 
 _UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0, "w": 604800.0}
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h|d|w)?\s*$")
@@ -50,6 +57,19 @@ def format_duration(seconds: float) -> str:
         if count >= 1 and count == int(count):
             return f"{int(count)}{unit}"
     return f"{seconds:g}s"
+
+
+def histogram_columns(
+    columns: Sequence[str], families: Sequence[str] = HISTOGRAM_FAMILIES
+) -> tuple[str, ...]:
+    """The columns of the given metric families (the name before ``@``), in column order.
+
+    Per-half-life columns (named ``metric|half_life``) are left out: one histogram per
+    metric is what quantiles and PSI need. With the default families and cutoffs 1, 3, 5,
+    10 that is ``rr`` and ``ndcg``, ``precision``, ``recall`` at each cutoff: 13 columns.
+    """
+    wanted = set(families)
+    return tuple(c for c in columns if "|" not in c and c.partition("@")[0] in wanted)
 
 
 def bucket_of(times: npt.ArrayLike, width: float) -> I64:
@@ -83,6 +103,9 @@ class WindowSpec:
     future tolerance)."""
     max_exponent: float = 300.0
     """Forward-decay sums are rebased before any ``λ·(t - L)`` exceeds this."""
+    hist_columns: tuple[str, ...] | None = None
+    """Columns that keep a histogram (in column order); ``None``: every column. A
+    histogram is ``4 · bins`` bytes per slot, the bulk of a series' memory."""
     names: tuple[str, ...] = field(init=False)
     """Window labels, e.g. ``("1m", "5m", "1h", "24h")``."""
 
@@ -102,6 +125,13 @@ class WindowSpec:
             raise ValueError("buckets and bins must be at least 1")
         if not (math.isfinite(self.horizon) and self.horizon >= 0):
             raise ValueError("horizon must be finite and non-negative")
+        if self.hist_columns is not None:
+            unknown = set(self.hist_columns) - set(self.columns)
+            if unknown:
+                raise ValueError(f"hist_columns not among the columns: {sorted(unknown)}")
+            ordered = tuple(c for c in self.columns if c in set(self.hist_columns))
+            if ordered != tuple(self.hist_columns):
+                raise ValueError("hist_columns must be distinct and in column order")
         if not (0 < self.max_exponent <= 600):
             raise ValueError("max_exponent must be in (0, 600] to keep sums finite")
         object.__setattr__(self, "names", tuple(format_duration(w) for w in self.windows))
@@ -112,6 +142,36 @@ class WindowSpec:
     def decayed_width(self) -> int:
         """Number of decayed values a row carries: ``len(half_lives) * len(decayed)``."""
         return len(self.half_lives) * len(self.decayed)
+
+    @property
+    def histogrammed(self) -> tuple[str, ...]:
+        """The columns that keep a histogram."""
+        return self.columns if self.hist_columns is None else self.hist_columns
+
+    @property
+    def hist_index(self) -> I64:
+        """Column index of each histogrammed column."""
+        names = set(self.histogrammed)
+        return np.asarray([i for i, c in enumerate(self.columns) if c in names], dtype=np.int64)
+
+    def slot_nbytes(self) -> int:
+        """Bytes of one bucket of one series:
+        ``8 + 24·C + 4·bins·C_hist + 16·H·D`` (rows, count/sum/sum of squares,
+        int32 histogram bins, decayed count and sum)."""
+        c, ch = len(self.columns), len(self.histogrammed)
+        return 8 + 24 * c + 4 * self.bins * ch + 16 * self.decayed_width
+
+    def series_nbytes(self) -> int:
+        """Bytes of one series over all windows:
+        ``Σ_w (slots_w + 1) · slot_nbytes + 4 · bins · C_hist`` with
+        ``slots_w = buckets + 1 + ceil(horizon / (window / buckets))``; the ``+ 1`` is the
+        running window total (its histogram in int64) that makes whole-store reads
+        O(series)."""
+        slots = sum(
+            self.buckets + 1 + math.ceil(self.horizon / self.width(w)) for w in self.windows
+        )
+        total = len(self.windows) * 4 * self.bins * len(self.histogrammed)
+        return (slots + len(self.windows)) * self.slot_nbytes() + total
 
     @property
     def rates(self) -> F64:
@@ -139,11 +199,14 @@ class WindowSpec:
             "bins": self.bins,
             "horizon": self.horizon,
             "max_exponent": self.max_exponent,
+            "hist_columns": None if self.hist_columns is None else list(self.hist_columns),
         }
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> WindowSpec:
-        """Inverse of :meth:`to_dict`."""
+        """Inverse of :meth:`to_dict` (a spec saved without ``hist_columns`` keeps every
+        histogram, as before the option existed)."""
+        hist = data.get("hist_columns")
         return cls(
             columns=tuple(data["columns"]),
             decayed=tuple(data["decayed"]),
@@ -153,6 +216,7 @@ class WindowSpec:
             bins=int(data["bins"]),
             horizon=float(data["horizon"]),
             max_exponent=float(data["max_exponent"]),
+            hist_columns=None if hist is None else tuple(hist),
         )
 
     def edges(self) -> F64:

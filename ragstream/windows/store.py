@@ -1,37 +1,84 @@
 """Windows kept per Kafka partition and label set, merged across partitions when read.
 
-State is keyed ``(partition, labelset) -> WindowSet``, so a partition's state can be
-dropped when the partition is revoked, exported, and imported by the replica that gets it.
-Memory is ``series x windows x slots x columns``: fixed per series, never per event. Label
-sets whose windows are all empty can be pruned.
+State is keyed ``(partition, labelset) -> series id`` over one :class:`WindowSet` that holds
+every series side by side, so a whole batch of many series is applied with a fixed number of
+numpy calls, and a scrape reads every label set at once (:meth:`WindowStore.read_matrix`). A
+partition's state can be dropped when the partition is revoked, exported, and imported by
+the replica that gets it. Memory is ``series x windows x slots x columns``: fixed per
+series, never per event. Label sets whose windows are all empty can be pruned.
+
+All series share one ring position per window length: the store follows one clock.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from typing import Any, Self
 
 import numpy as np
 import numpy.typing as npt
 
-from ragstream.windows._kernels import as_rows
-from ragstream.windows.spec import WindowSpec
+from ragstream.windows._kernels import as_rows, decay_to
+from ragstream.windows.matrix import WindowMatrix
+from ragstream.windows.spec import I64, WindowSpec
 from ragstream.windows.windowset import WindowRead, WindowSet
 
-__all__ = ["LabelSet", "WindowStore"]
+__all__ = ["LabelSet", "SeriesKey", "WindowStore"]
 
 LabelSet = tuple[str, ...]
 """Label values in the order of the configured label keys."""
+SeriesKey = tuple[int, LabelSet]
+"""``(partition, labelset)``: one series."""
+
+_GROWTH = 8
+_PLAIN_TOTALS = ("rows", "count", "sum", "sum_sq")
 
 
 class WindowStore:
-    """``(partition, labelset) -> WindowSet``, with reads merged across partitions."""
+    """``(partition, labelset) -> series``, with reads merged across partitions."""
 
     def __init__(self, spec: WindowSpec) -> None:
         self.spec = spec
-        self._parts: dict[int, dict[LabelSet, WindowSet]] = {}
+        self._table = WindowSet(spec)
+        self._ids: dict[int, dict[LabelSet, int]] = {}
+        self._free: list[int] = []
+        self._next = 0
+        self._layout: tuple[list[LabelSet], I64, I64] | None = None
+        """Cached for whole-store reads: label sets, series ids by label set, group starts."""
         self.expired_retracts = 0
         """Rows whose retract found their bucket rotated out of every window."""
+
+    # -- series ids ------------------------------------------------------------------------
+
+    def _id(self, partition: int, labels: Sequence[str], create: bool) -> int:
+        """The series id of ``(partition, labels)``; -1 when unknown and not created."""
+        key = tuple(labels)
+        series = self._ids.get(partition)
+        if series is not None and key in series:
+            return series[key]
+        if not create:
+            return -1
+        if self._free:
+            sid = self._free.pop()
+        else:
+            sid = self._next
+            self._next += 1
+            capacity = self._table.capacity
+            if sid >= capacity:
+                self._table.reserve(max(sid + 1, capacity + max(_GROWTH, capacity // 4)))
+        self._ids.setdefault(partition, {})[key] = sid
+        self._layout = None
+        return sid
+
+    def _release(self, partition: int, keys: Sequence[LabelSet]) -> None:
+        series = self._ids[partition]
+        sids = [series.pop(k) for k in keys]
+        self._layout = None
+        if sids:
+            self._table.clear(sids)
+            self._free.extend(sids)
+        if not series:
+            del self._ids[partition]
 
     # -- updates ---------------------------------------------------------------------------
 
@@ -45,12 +92,8 @@ class WindowStore:
         decayed: npt.ArrayLike | None = None,
     ) -> npt.NDArray[np.bool_]:
         """Add rows of one series; returns which rows landed in at least one window."""
-        series = self._parts.setdefault(partition, {})
-        key = tuple(labels)
-        windows = series.get(key)
-        if windows is None:
-            windows = series[key] = WindowSet(self.spec)
-        return windows.add(now, times, values, decayed)
+        sid = self._id(partition, labels, create=True)
+        return self._table.add(now, times, values, decayed, [sid])
 
     def retract(
         self,
@@ -63,12 +106,60 @@ class WindowStore:
     ) -> npt.NDArray[np.bool_]:
         """Retract rows of one series by their original times; ``False`` rows had rotated
         out of every window (a no-op, counted in :attr:`expired_retracts`)."""
-        windows = self._parts.get(partition, {}).get(tuple(labels))
-        if windows is None:
-            n = as_rows(values, len(self.spec.columns), "values").shape[0]
-            done = np.zeros(n, dtype=np.bool_)
+        n = as_rows(values, len(self.spec.columns), "values").shape[0]
+        return self.retract_many(
+            now, [(partition, tuple(labels))], np.zeros(n), times, values, decayed
+        )
+
+    def add_many(
+        self,
+        now: float,
+        series: Sequence[SeriesKey],
+        index: npt.ArrayLike,
+        times: npt.ArrayLike,
+        values: npt.ArrayLike,
+        decayed: npt.ArrayLike | None = None,
+    ) -> npt.NDArray[np.bool_]:
+        """Add rows of many series at once: row i belongs to ``series[index[i]]``. Equal to
+        :meth:`add` per series, with a fixed number of numpy calls per window whatever the
+        number of series. Returns which rows landed in at least one window."""
+        rows = _index(index, len(series))
+        if not rows.size:  # like add per series: no rows, no series, no call
+            return np.zeros(0, dtype=np.bool_)
+        ids = np.full(len(series), -1, dtype=np.int64)
+        for s in np.unique(rows).tolist():  # only the series that get rows
+            ids[s] = self._id(series[s][0], series[s][1], create=True)
+        return self._table.add(now, times, values, decayed, ids[rows])
+
+    def retract_many(
+        self,
+        now: float,
+        series: Sequence[SeriesKey],
+        index: npt.ArrayLike,
+        times: npt.ArrayLike,
+        values: npt.ArrayLike,
+        decayed: npt.ArrayLike | None = None,
+    ) -> npt.NDArray[np.bool_]:
+        """Retract rows of many series at once (row i of ``series[index[i]]``); equal to
+        :meth:`retract` per series. ``False`` rows were no-ops (counted)."""
+        ids = np.asarray([self._id(p, labels, create=False) for p, labels in series], np.int64)
+        rows = ids[_index(index, len(series))]
+        if not rows.size:
+            return np.zeros(0, dtype=np.bool_)
+        known = rows >= 0
+        if known.all():
+            done = self._table.retract(now, times, values, decayed, rows)
         else:
-            done = windows.retract(now, times, values, decayed)
+            done = np.zeros(rows.size, dtype=np.bool_)
+            if known.any():
+                plain = as_rows(values, len(self.spec.columns), "values")
+                drows = None
+                if decayed is not None and self.spec.decayed_width:
+                    drows = as_rows(decayed, self.spec.decayed_width, "decayed values")[known]
+                stamps = np.broadcast_to(np.asarray(times, dtype=np.float64), rows.shape)
+                done[known] = self._table.retract(
+                    now, stamps[known], plain[known], drows, rows[known]
+                )
         self.expired_retracts += int((~done).sum())
         return done
 
@@ -77,54 +168,120 @@ class WindowStore:
     def read(self, now: float, labels: Sequence[str]) -> dict[str, WindowRead]:
         """One label set's windows at ``now``, merged across partitions (empty if unseen)."""
         key = tuple(labels)
-        found = [series[key] for series in self._parts.values() if key in series]
-        return self._merge_reads(now, found)
+        merged: dict[str, WindowRead] | None = None
+        for series in self._ids.values():
+            if key not in series:
+                continue
+            reads = self._table.read(now, series[key])
+            merged = reads if merged is None else {n: merged[n] + r for n, r in reads.items()}
+        return WindowSet(self.spec).read(now) if merged is None else merged
 
     def read_all(self, now: float) -> dict[LabelSet, dict[str, WindowRead]]:
         """Every label set's windows at ``now``, merged across partitions."""
         return {key: self.read(now, key) for key in self.labelsets()}
 
-    def _merge_reads(self, now: float, found: Iterable[WindowSet]) -> dict[str, WindowRead]:
-        merged: dict[str, WindowRead] | None = None
-        for windows in found:
-            reads = windows.read(now)
-            merged = reads if merged is None else {n: merged[n] + r for n, r in reads.items()}
-        return WindowSet(self.spec).read(now) if merged is None else merged
+    def read_matrix(self, now: float) -> WindowMatrix:
+        """Every label set's totals in every window at ``now`` as arrays (merged across
+        partitions): O(series x columns) numpy work, from the rings' running totals.
+
+        Equal to :meth:`read` per label set, counts exactly, sums up to float rounding.
+        """
+        labelsets, sids, starts = self._series_layout()
+        alone = starts.size == sids.size  # one partition per label set: nothing to merge
+
+        def merged(array: npt.NDArray[Any]) -> npt.NDArray[Any]:
+            picked = array[sids]
+            return picked if alone else np.add.reduceat(picked, starts, axis=0)
+
+        spec = self.spec
+        w, c, d = len(spec.windows), len(spec.columns), spec.decayed_width
+        n = len(labelsets)
+        queries = np.zeros((w, n), dtype=np.int64)
+        count = np.zeros((w, n, c), dtype=np.int64)
+        total = np.zeros((w, n, c))
+        total_sq = np.zeros((w, n, c))
+        dcount = np.zeros((w, n, d), dtype=np.int64)
+        dtotal = np.zeros((w, n, d))
+        names = ("rows", "count", "sum", "sum_sq", "dcount", "dsum") if d else _PLAIN_TOTALS
+        for j, ring in enumerate(self._table.windows.values() if n else ()):
+            t = ring.totals(now, names)
+            queries[j] = merged(t["rows"])
+            count[j] = merged(t["count"])
+            total[j] = merged(t["sum"])
+            total_sq[j] = merged(t["sum_sq"])
+            if d:  # per-series sums are exactly 0 where empty, so merged ones are too
+                dcount[j] = merged(t["dcount"])
+                dtotal[j] = decay_to(merged(t["dsum"]), ring.rates, now - ring.landmark)
+        return WindowMatrix(
+            spec,
+            now,
+            labelsets,
+            queries.T,
+            count.transpose(1, 0, 2),
+            total.transpose(1, 0, 2),
+            total_sq.transpose(1, 0, 2),
+            dcount.transpose(1, 0, 2),
+            dtotal.transpose(1, 0, 2),
+        )
+
+    def _series_layout(self) -> tuple[list[LabelSet], I64, I64]:
+        """Label sets (sorted), series ids ordered by label set, and where each label set's
+        run of ids starts; recomputed only when series come or go."""
+        if self._layout is None:
+            labelsets = self.labelsets()
+            where = {key: i for i, key in enumerate(labelsets)}
+            pairs = sorted((where[k], sid) for s in self._ids.values() for k, sid in s.items())
+            sids = np.asarray([sid for _, sid in pairs], dtype=np.int64)
+            owner = np.asarray([o for o, _ in pairs], dtype=np.int64)
+            starts = np.flatnonzero(np.r_[True, owner[1:] != owner[:-1]]) if pairs else owner
+            self._layout = (labelsets, sids, starts)
+        return self._layout
 
     def labelsets(self) -> list[LabelSet]:
         """Every label set held by any partition, sorted."""
-        return sorted({key for series in self._parts.values() for key in series})
+        return sorted({key for series in self._ids.values() for key in series})
 
     def partitions(self) -> list[int]:
         """Partitions holding state, ascending."""
-        return sorted(self._parts)
+        return sorted(self._ids)
 
     def __len__(self) -> int:
         """Number of series ``(partition, labelset)``."""
-        return sum(len(series) for series in self._parts.values())
+        return sum(len(series) for series in self._ids.values())
+
+    @property
+    def capacity(self) -> int:
+        """Series the arrays have room for (grows by a quarter when full, never shrinks;
+        ids of dropped series are reused)."""
+        return self._table.capacity
 
     @property
     def nbytes(self) -> int:
-        """Bytes held by all windows: ``series x per-series bytes``."""
-        return sum(w.nbytes for series in self._parts.values() for w in series.values())
+        """Bytes held by all windows: ``capacity x spec.series_nbytes()`` plus the rings'
+        bucket keys."""
+        return self._table.nbytes
 
     # -- housekeeping ----------------------------------------------------------------------
 
     def prune(self, now: float) -> int:
         """Drop series whose windows are all empty at ``now``; returns how many."""
+        if not self._ids:
+            return 0
+        empty = self._table.empty_series(now)
         dropped = 0
-        for partition in list(self._parts):
-            series = self._parts[partition]
-            for key in [k for k, w in series.items() if w.is_empty(now)]:
-                del series[key]
-                dropped += 1
-            if not series:
-                del self._parts[partition]
+        for partition in list(self._ids):
+            gone = [k for k, sid in self._ids[partition].items() if empty[sid]]
+            self._release(partition, gone)
+            dropped += len(gone)
         return dropped
 
     def drop_partition(self, partition: int) -> int:
         """Forget a partition's state (it was revoked); returns the series dropped."""
-        return len(self._parts.pop(partition, {}))
+        if partition not in self._ids:
+            return 0
+        keys = list(self._ids[partition])
+        self._release(partition, keys)
+        return len(keys)
 
     def export_partition(self, partition: int) -> dict[str, Any]:
         """One partition's state, JSON-friendly, for the replica that takes it over."""
@@ -132,33 +289,29 @@ class WindowStore:
             "version": 1,
             "spec": self.spec.to_dict(),
             "partition": partition,
-            "series": self._series_state(self._parts.get(partition, {})),
+            "series": self._series_state(partition),
         }
 
     def import_partition(self, snapshot: dict[str, Any]) -> int:
         """Merge an exported partition into this store; returns the series imported."""
+        _check_version(snapshot)
         if WindowSpec.from_dict(snapshot["spec"]) != self.spec:
             raise ValueError("the exported partition was kept with a different window spec")
-        partition = int(snapshot["partition"])
-        incoming = self._series_from_state(snapshot["series"])
-        series = self._parts.setdefault(partition, {})
-        for key, windows in incoming.items():
-            if key in series:
-                series[key].absorb(windows)
-            else:
-                series[key] = windows
-        return len(incoming)
+        return self._load_series(int(snapshot["partition"]), snapshot["series"])
 
     # -- persistence -----------------------------------------------------------------------
 
-    def _series_state(self, series: dict[LabelSet, WindowSet]) -> list[dict[str, Any]]:
-        return [{"labels": list(k), "windows": series[k].state()} for k in sorted(series)]
+    def _series_state(self, partition: int) -> list[dict[str, Any]]:
+        series = self._ids.get(partition, {})
+        return [
+            {"labels": list(k), "windows": self._table.state(series[k])} for k in sorted(series)
+        ]
 
-    def _series_from_state(self, items: list[dict[str, Any]]) -> dict[LabelSet, WindowSet]:
-        return {
-            tuple(item["labels"]): WindowSet.from_state(self.spec, item["windows"])
-            for item in items
-        }
+    def _load_series(self, partition: int, items: list[dict[str, Any]]) -> int:
+        for item in items:
+            sid = self._id(partition, item["labels"], create=True)
+            self._table.load(sid, item["windows"])
+        return len(items)
 
     def snapshot(self) -> dict[str, Any]:
         """JSON-friendly state of every partition."""
@@ -167,16 +320,29 @@ class WindowStore:
             "spec": self.spec.to_dict(),
             "expired_retracts": self.expired_retracts,
             "partitions": [
-                {"partition": p, "series": self._series_state(self._parts[p])}
-                for p in sorted(self._parts)
+                {"partition": p, "series": self._series_state(p)} for p in sorted(self._ids)
             ],
         }
 
     @classmethod
     def restore(cls, snapshot: dict[str, Any]) -> Self:
         """Inverse of :meth:`snapshot`."""
+        _check_version(snapshot)
         store = cls(WindowSpec.from_dict(snapshot["spec"]))
         store.expired_retracts = int(snapshot["expired_retracts"])
+        store._table.reserve(sum(len(part["series"]) for part in snapshot["partitions"]))
         for part in snapshot["partitions"]:
-            store._parts[int(part["partition"])] = store._series_from_state(part["series"])
+            store._load_series(int(part["partition"]), part["series"])
         return store
+
+
+def _index(index: npt.ArrayLike, size: int) -> I64:
+    rows = np.asarray(index, dtype=np.int64).reshape(-1)
+    if rows.size and (rows.min() < 0 or rows.max() >= size):
+        raise ValueError(f"series index out of range [0, {size})")
+    return rows
+
+
+def _check_version(snapshot: dict[str, Any]) -> None:
+    if snapshot.get("version") != 1:
+        raise ValueError(f"unsupported window snapshot version {snapshot.get('version')!r}")

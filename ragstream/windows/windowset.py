@@ -66,14 +66,25 @@ class WindowRead:
 
 
 class WindowSet:
-    """One :class:`SlidingWindow` per configured window length, fed the same rows."""
+    """One :class:`SlidingWindow` per configured window length, fed the same rows; holds
+    ``capacity`` series side by side (series 0 unless told otherwise)."""
 
-    def __init__(self, spec: WindowSpec) -> None:
+    def __init__(self, spec: WindowSpec, capacity: int = 1) -> None:
         self.spec = spec
         self.windows: dict[str, SlidingWindow] = {
-            name: SlidingWindow(spec, length)
+            name: SlidingWindow(spec, length, capacity)
             for name, length in zip(spec.names, spec.windows, strict=True)
         }
+
+    @property
+    def capacity(self) -> int:
+        """Series ids below this have room."""
+        return next(iter(self.windows.values())).capacity
+
+    def reserve(self, capacity: int) -> None:
+        """Make room for series ids below ``capacity``."""
+        for ring in self.windows.values():
+            ring.reserve(capacity)
 
     def add(
         self,
@@ -81,9 +92,11 @@ class WindowSet:
         times: npt.ArrayLike,
         values: npt.ArrayLike,
         decayed: npt.ArrayLike | None = None,
+        series: npt.ArrayLike | None = None,
     ) -> npt.NDArray[np.bool_]:
-        """Add rows to every window; returns which rows landed in at least one window."""
-        return self._apply(now, times, values, decayed, retract=False)
+        """Add rows to every window (row i to series ``series[i]``, default 0); returns
+        which rows landed in at least one window."""
+        return self.apply(now, times, values, decayed, 1, series)
 
     def retract(
         self,
@@ -91,43 +104,70 @@ class WindowSet:
         times: npt.ArrayLike,
         values: npt.ArrayLike,
         decayed: npt.ArrayLike | None = None,
+        series: npt.ArrayLike | None = None,
     ) -> npt.NDArray[np.bool_]:
         """Retract rows from every window where their bucket is still live; returns which
         rows were live somewhere (``False``: the retract was a no-op everywhere)."""
-        return self._apply(now, times, values, decayed, retract=True)
+        return self.apply(now, times, values, decayed, -1, series)
 
-    def _apply(
+    def apply(
         self,
         now: float,
         times: npt.ArrayLike,
         values: npt.ArrayLike,
         decayed: npt.ArrayLike | None,
-        *,
-        retract: bool,
+        sign: int,
+        series: npt.ArrayLike | None = None,
     ) -> npt.NDArray[np.bool_]:
-        rows = prepare_rows(self.spec, times, values, decayed)
-        sign = -1 if retract else 1
+        """:meth:`add` (``sign=1``) or :meth:`retract` (``-1``)."""
+        stamps, plain, drows = prepare_rows(self.spec, times, values, decayed)
+        ids = None
+        if series is not None:
+            ids = np.asarray(series, dtype=np.int64).reshape(-1)
+            if ids.size == 1 and stamps.size != 1:
+                ids = np.full(stamps.size, int(ids[0]), dtype=np.int64)
+            if ids.shape != stamps.shape:
+                raise ValueError(f"expected {stamps.size} series ids, got shape {ids.shape}")
+            if ids.size and (ids.min() < 0 or ids.max() >= self.capacity):
+                raise ValueError("series ids must be in [0, capacity)")
         landed: npt.NDArray[np.bool_] | None = None
         for ring in self.windows.values():
-            live = ring.apply_rows(now, *rows, sign)
+            live = ring.apply_rows(now, stamps, plain, drows, sign, ids)
             landed = live if landed is None else landed | live
         assert landed is not None  # a spec has at least one window
         return landed
 
-    def read(self, now: float) -> dict[str, WindowRead]:
-        """Every window's contents at ``now`` (decayed values evaluated at ``now``)."""
+    def read(self, now: float, series: int = 0) -> dict[str, WindowRead]:
+        """Every window's contents for one series at ``now`` (decayed values evaluated at
+        ``now``)."""
         return {
-            name: WindowRead(ring.aggregate(now), ring.decay(now), now, self.spec.half_lives)
+            name: WindowRead(
+                ring.aggregate(now, series), ring.decay(now, series), now, self.spec.half_lives
+            )
             for name, ring in self.windows.items()
         }
 
-    def is_empty(self, now: float) -> bool:
-        """True when every window is empty at ``now`` (the series can be pruned)."""
-        return all(ring.is_empty(now) for ring in self.windows.values())
+    def is_empty(self, now: float, series: int = 0) -> bool:
+        """True when every window of the series is empty at ``now`` (it can be pruned)."""
+        return bool(self.empty_series(now)[series])
+
+    def empty_series(self, now: float) -> npt.NDArray[np.bool_]:
+        """Per series id: every window is empty at ``now``."""
+        empty: npt.NDArray[np.bool_] | None = None
+        for ring in self.windows.values():
+            mine = ring.empty_series(now)
+            empty = mine if empty is None else empty & mine
+        assert empty is not None
+        return empty
+
+    def clear(self, series: npt.ArrayLike) -> None:
+        """Forget the given series in every window."""
+        for ring in self.windows.values():
+            ring.clear(series)
 
     @property
     def nbytes(self) -> int:
-        """Bytes held by the windows' arrays (fixed at construction)."""
+        """Bytes held by the windows' arrays (fixed by the capacity)."""
         return sum(ring.nbytes for ring in self.windows.values())
 
     def merge(self, other: WindowSet) -> WindowSet:
@@ -139,12 +179,13 @@ class WindowSet:
     def __add__(self, other: WindowSet) -> WindowSet:
         return self.merge(other)
 
-    def absorb(self, other: WindowSet) -> None:
-        """Merge ``other`` into this set, in place."""
+    def absorb(self, other: WindowSet, series: npt.ArrayLike | None = None) -> None:
+        """Merge ``other`` into this set, in place (other's series i into ``series[i]``,
+        default the same ids)."""
         if other.spec != self.spec:
             raise ValueError("cannot merge window sets of different specs")
         for name, ring in self.windows.items():
-            ring.absorb(other.windows[name])
+            ring.absorb(other.windows[name], series)
 
     def copy(self) -> WindowSet:
         """An independent copy."""
@@ -152,19 +193,24 @@ class WindowSet:
         twin.windows = {name: ring.copy() for name, ring in self.windows.items()}
         return twin
 
-    def state(self) -> dict[str, Any]:
-        """JSON-friendly state without the spec."""
-        return {name: ring.state() for name, ring in self.windows.items()}
+    def state(self, series: int = 0) -> dict[str, Any]:
+        """JSON-friendly state of one series without the spec."""
+        return {name: ring.state(series) for name, ring in self.windows.items()}
 
     @classmethod
     def from_state(cls, spec: WindowSpec, state: dict[str, Any]) -> Self:
-        """Inverse of :meth:`state`."""
+        """Inverse of :meth:`state`: a one-series set."""
         windows = cls(spec)
         windows.windows = {name: SlidingWindow.from_state(spec, state[name]) for name in spec.names}
         return windows
 
+    def load(self, series: int, state: dict[str, Any]) -> None:
+        """Merge one series' :meth:`state` into series ``series``."""
+        for name, ring in self.windows.items():
+            ring.load(series, state[name])
+
     def snapshot(self) -> dict[str, Any]:
-        """JSON-friendly state including the spec."""
+        """JSON-friendly state (of series 0) including the spec."""
         return {"version": 1, "spec": self.spec.to_dict(), "windows": self.state()}
 
     @classmethod

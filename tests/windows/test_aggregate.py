@@ -135,3 +135,20 @@ def test_snapshot_round_trip(rows: list[tuple[float, ...]], later: list[tuple[fl
         x.add(later)
         x.retract(rows[:1])
     assert twin.snapshot() == agg.snapshot()
+
+
+def test_histograms_of_some_columns_and_legacy_snapshots() -> None:
+    agg = Aggregate(COLUMNS, BINS, hist_columns=("c", "a"))  # kept in column order
+    assert agg.hist_columns == ("a", "c")
+    agg.add([[0.1, 0.5, 0.9], [math.nan, 0.2, 1.0]])
+    assert agg.histogram.tolist() == [[1, 0, 0, 0, 0], [0, 0, 0, 0, 2]]
+    assert Aggregate.restore(json.loads(json.dumps(agg.snapshot()))).snapshot() == agg.snapshot()
+    full = Aggregate(COLUMNS, BINS)
+    full.add([[0.1, 0.5, 0.9]])
+    legacy = full.snapshot()
+    del legacy["hist_columns"]  # written before the option existed
+    assert Aggregate.restore(legacy).snapshot() == full.snapshot()
+    with pytest.raises(ValueError, match="different columns"):
+        _ = agg + full
+    with pytest.raises(ValueError, match="among the columns"):
+        Aggregate(COLUMNS, BINS, hist_columns=("z",))

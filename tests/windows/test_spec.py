@@ -7,7 +7,14 @@ import math
 import numpy as np
 import pytest
 
-from ragstream.windows import WindowSpec, bucket_of, format_duration, parse_duration
+from ragstream.windows import (
+    WindowSet,
+    WindowSpec,
+    bucket_of,
+    format_duration,
+    histogram_columns,
+    parse_duration,
+)
 
 
 @pytest.mark.parametrize(
@@ -69,8 +76,70 @@ def test_bucket_of_is_floor() -> None:
         {"columns": ("a",), "buckets": 0},
         {"columns": ("a",), "max_exponent": 800.0},
         {"columns": ("a",), "windows": (60.0000001, 60.0000002)},  # both "60s"
+        {"columns": ("a", "b"), "hist_columns": ("c",)},
+        {"columns": ("a", "b"), "hist_columns": ("b", "a")},  # not in column order
+        {"columns": ("a", "b"), "hist_columns": ("a", "a")},
     ],
 )
 def test_rejects_bad_specs(kwargs: dict[str, object]) -> None:
     with pytest.raises(ValueError):  # noqa: PT011 - each case has its own message
         WindowSpec(**kwargs)  # type: ignore[arg-type]
+
+
+def test_histogram_columns_pick_the_headline_ratios() -> None:
+    columns = (
+        "rr",
+        "precision@1",
+        "dcg@10",
+        "hit_rate@3",
+        "ndcg@10",
+        "recall@5",
+        "ndcg_decayed@10|604800",
+        "doc_age_seconds@10",
+        "event_time",
+    )
+    assert histogram_columns(columns) == ("rr", "precision@1", "ndcg@10", "recall@5")
+    assert histogram_columns(columns, ("hit_rate",)) == ("hit_rate@3",)
+
+
+def test_hist_columns_set_memory_and_round_trip() -> None:
+    full = WindowSpec(columns=("a", "b", "c", "d"), decayed=("x",), half_lives=(60.0,), bins=10)
+    some = WindowSpec(
+        columns=("a", "b", "c", "d"),
+        decayed=("x",),
+        half_lives=(60.0,),
+        bins=10,
+        hist_columns=("b", "d"),
+    )
+    assert full.histogrammed == full.columns
+    assert some.hist_index.tolist() == [1, 3]
+    # 8 (rows) + 24 per column + 4·bins per histogram + 16 per decayed value
+    assert full.slot_nbytes() == 8 + 24 * 4 + 40 * 4 + 16
+    assert some.slot_nbytes() == 8 + 24 * 4 + 40 * 2 + 16
+    slots = sum(60 + 1 + math.ceil(60.0 / (w / 60)) + 1 for w in some.windows)
+    assert some.series_nbytes() == slots * some.slot_nbytes() + 4 * 40 * 2  # int64 totals
+    keys = 8 * sum(60 + 1 + math.ceil(60.0 / (w / 60)) for w in some.windows)
+    assert WindowSet(some).nbytes == keys + some.series_nbytes()
+    assert WindowSet(full).nbytes == keys + full.series_nbytes()
+    assert WindowSpec.from_dict(some.to_dict()) == some
+    legacy = full.to_dict()
+    del legacy["hist_columns"]  # saved before the option existed: every column
+    assert WindowSpec.from_dict(legacy) == full
+
+
+def test_histograms_of_some_columns_equal_the_full_ones() -> None:
+    full = WindowSpec(columns=("a", "b", "c"), bins=4)
+    some = WindowSpec(columns=("a", "b", "c"), bins=4, hist_columns=("a", "c"))
+    rng = np.random.default_rng(2)
+    values = rng.uniform(-0.2, 1.2, (300, 3))
+    values[rng.uniform(size=values.shape) < 0.2] = np.nan
+    times = 1_700_000_000.0 - rng.uniform(0, 100.0, 300)
+    a, b = WindowSet(full), WindowSet(some)
+    a.add(1_700_000_000.0, times, values)
+    b.add(1_700_000_000.0, times, values)
+    for name in full.names:
+        x, y = a.read(1_700_000_000.0)[name].aggregate, b.read(1_700_000_000.0)[name].aggregate
+        assert y.hist_columns == ("a", "c")
+        assert y.histogram.tolist() == x.histogram[[0, 2]].tolist()
+        assert y.count.tolist() == x.count.tolist()
+        assert y.total.tolist() == x.total.tolist()

@@ -134,10 +134,14 @@ def test_memory_is_series_times_windows_times_buckets() -> None:
                 store.add(
                     p, labels, now, times, rng.uniform(0, 1, (500, 2)), rng.uniform(0, 1, (500, 2))
                 )
-    one = WindowStore(SPEC)
-    one.add(0, LABELS[0], T0, [T0], [[0.0, 0.0]])
     assert len(store) == 6
-    assert store.nbytes == 6 * one.nbytes
+    assert 6 <= store.capacity <= 16
+    # every ring's bucket keys, plus per series (slots + 1 totals) x slot bytes
+    keys = 8 * (12 + 1 + 12 + 12 + 1 + 1)
+    per_slot = 8 + 24 * 2 + 4 * 10 * 2 + 16 * 2
+    assert SPEC.slot_nbytes() == per_slot
+    assert SPEC.series_nbytes() == (26 + 15) * per_slot + 2 * 4 * 10 * 2
+    assert store.nbytes == keys + store.capacity * SPEC.series_nbytes()
 
 
 def test_snapshot_round_trip_and_future_behaviour() -> None:

@@ -1,0 +1,72 @@
+"""Every label set's windows at once, as arrays: what a scrape reads in one pass."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ragstream.windows.spec import F64, I64, WindowSpec
+
+__all__ = ["WindowMatrix"]
+
+LabelSet = tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class WindowMatrix:
+    """Totals of every label set (merged over partitions) in every window at time ``at``.
+
+    Arrays are indexed ``[labelset, window, ...]`` in the order of :attr:`labelsets` and
+    ``spec.names``. Decayed values are evaluated at ``at`` and laid out half-life-major
+    (``index = h * len(spec.decayed) + d``).
+    """
+
+    spec: WindowSpec
+    at: float
+    """The read time."""
+    labelsets: list[LabelSet]
+    """Label sets, sorted."""
+    queries: I64
+    """``(L, W)``: rows (queries) in the window."""
+    count: I64
+    """``(L, W, C)``: values per plain column."""
+    total: F64
+    """``(L, W, C)``: sums per plain column."""
+    total_sq: F64
+    """``(L, W, C)``: sums of squares per plain column."""
+    decayed_count: I64
+    """``(L, W, H·D)``: values per decayed column."""
+    decayed_total: F64
+    """``(L, W, H·D)``: ``Σ v · exp(-λ(at - t))`` per decayed column."""
+
+    def index(self, labels: LabelSet) -> int:
+        """Row of a label set (``ValueError`` if absent)."""
+        return self.labelsets.index(tuple(labels))
+
+    def mean(self) -> F64:
+        """``(L, W, C)``: mean per plain column, NaN where empty."""
+        with np.errstate(invalid="ignore", divide="ignore"):
+            out: F64 = np.where(self.count > 0, self.total / self.count, np.nan)
+        return out
+
+    def variance(self) -> F64:
+        """``(L, W, C)``: sample variance ``(Σx² - (Σx)²/n) / (n - 1)``, clipped at 0."""
+        n = self.count.astype(np.float64)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            ss = self.total_sq - self.total**2 / n
+            out: F64 = np.where(n > 1, np.maximum(ss, 0.0) / (n - 1), np.nan)
+        return out
+
+    def stderr(self) -> F64:
+        """``(L, W, C)``: standard error of the mean, NaN below 2 values."""
+        with np.errstate(invalid="ignore", divide="ignore"):
+            out: F64 = np.sqrt(self.variance() / self.count)
+        return out
+
+    def decayed_mean(self) -> F64:
+        """``(L, W, H, D)``: live decayed mean per half-life and metric, NaN where empty."""
+        with np.errstate(invalid="ignore", divide="ignore"):
+            flat = np.where(self.decayed_count > 0, self.decayed_total / self.decayed_count, np.nan)
+        out: F64 = flat.reshape(*flat.shape[:2], len(self.spec.half_lives), len(self.spec.decayed))
+        return out
