@@ -64,13 +64,23 @@ class Agent:
         self._caught_up_lag = caught_up_lag
         self._drain_timeout = drain_timeout
         self._started = False
-        self.registry = CollectorRegistry()
+        self.registry = CollectorRegistry()  # everything (OpenMetrics, tests)
+        rest = CollectorRegistry()  # all but the windowed families, for the fast text path
         self.collector = EngineCollector(engine, lag=lambda: self._lag)
         self.registry.register(self.collector)
+        rest.register(self.collector.health_only())
         if judging is not None:
             clock = engine.now if engine.config.clock == "event" else time.time
-            self.registry.register(JudgeCollector(judging, engine.config.label_keys, now=clock))
-        self.server = MetricsServer(self.registry, host=host, port=port, ready=self.readiness)
+            judge = JudgeCollector(judging, engine.config.label_keys, now=clock)
+            self.registry.register(judge)
+            rest.register(judge)
+        self.server = MetricsServer(
+            self.registry,
+            host=host,
+            port=port,
+            ready=self.readiness,
+            fast_text=(self.collector.windowed_text, rest),
+        )
 
     def readiness(self) -> Health:
         """Ready once consuming, with partitions assigned and the lag below the bound."""

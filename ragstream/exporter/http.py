@@ -34,7 +34,10 @@ class MetricsServer:
     """An aiohttp server for one registry and two health probes.
 
     `alive` answers `/healthz` (the process works); `ready` answers `/readyz` (assigned
-    partitions and caught up, or whatever the agent's mode means by ready).
+    partitions and caught up, or whatever the agent's mode means by ready). `fast_text`,
+    if given, is `(render, rest)`: for the text format the body is `render()` followed by
+    the `rest` registry, which must hold everything else of `registry`; OpenMetrics always
+    encodes `registry` whole.
     """
 
     def __init__(
@@ -45,8 +48,10 @@ class MetricsServer:
         port: int = 9464,
         alive: Callable[[], Health] = _always_ok,
         ready: Callable[[], Health] = _always_ok,
+        fast_text: tuple[Callable[[], bytes], CollectorRegistry] | None = None,
     ) -> None:
         self.registry = registry
+        self._fast_text = fast_text
         self.host = host
         self.port = port
         self._alive = alive
@@ -91,7 +96,12 @@ class MetricsServer:
 
     async def _metrics(self, request: web.Request) -> web.Response:
         encoder, content_type = choose_encoder(request.headers.get("Accept", ""))
-        body = encoder(self.registry)
+        if self._fast_text is not None and content_type.startswith("text/plain"):
+            # the bulk of the series, written directly; the rest by prometheus_client
+            render, rest = self._fast_text
+            body = render() + encoder(rest)
+        else:
+            body = encoder(self.registry)
         response = web.Response(body=body)
         response.headers["Content-Type"] = content_type
         return response

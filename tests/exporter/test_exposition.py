@@ -143,13 +143,23 @@ async def test_http_endpoints_and_content_negotiation() -> None:
     registry = CollectorRegistry()
     registry.register(EngineCollector(engine, clock=lambda: WALL))
     ready = [Health(False, "no partitions assigned")]
-    server = MetricsServer(registry, host="127.0.0.1", port=0, ready=lambda: ready[0])
+    collector = EngineCollector(engine, clock=lambda: WALL)
+    rest = CollectorRegistry()
+    rest.register(collector.health_only())
+    server = MetricsServer(
+        registry,
+        host="127.0.0.1",
+        port=0,
+        ready=lambda: ready[0],
+        fast_text=(collector.windowed_text, rest),
+    )
     async with server, aiohttp.ClientSession() as http:
         async with http.get(server.url + "/metrics") as response:
             assert response.status == 200
             assert response.headers["Content-Type"].startswith("text/plain")
             body = await response.text()
             assert 'ragstream_retrieval_mrr{app="support",window="1m"} 1.0' in body
+            assert 'ragstream_invalid_events_total{reason="bad_json"} 0.0' in body
         headers = {"Accept": "application/openmetrics-text; version=1.0.0"}
         async with http.get(server.url + "/metrics", headers=headers) as response:
             assert response.headers["Content-Type"].startswith("application/openmetrics-text")
@@ -162,3 +172,59 @@ async def test_http_endpoints_and_content_negotiation() -> None:
         ready[0] = Health(True, "ready")
         async with http.get(server.url + "/readyz") as response:
             assert response.status == 200
+
+
+def test_the_fast_text_writer_equals_prometheus_clients_encoding() -> None:
+    from prometheus_client import generate_latest
+
+    engine = _engine(label_ttl=0.0)
+    engine.apply(
+        [
+            _retrieval("q1", 'sup"port\\x', [("a", 0), ("b", 1), ("c", 2)]),
+            _retrieval("q2", "search", [("a", 1)], ts=T0 + 1.0),
+            _retrieval("q3", "search", [("z", None)], ts=T0 + 2.0),
+        ]
+    )
+    engine.finish()  # fills the histograms too
+    engine.apply([_retrieval("q4", "search", [("a", 3), ("b", 1)], ts=T0 + 3.0)])
+    collector = EngineCollector(engine, clock=lambda: WALL)
+    windowed_only = CollectorRegistry()
+
+    class _Windowed:
+        def collect(self):  # type: ignore[no-untyped-def]
+            return [
+                m
+                for m in collector.collect()
+                if not m.name.startswith(
+                    (
+                        "ragstream_events",
+                        "ragstream_invalid",
+                        "ragstream_labels",
+                        "ragstream_open",
+                        "ragstream_pending",
+                        "ragstream_queries_finalized",
+                        "ragstream_repeated",
+                        "ragstream_last_event",
+                        "ragstream_label_values",
+                        "ragstream_series",
+                        "ragstream_window_retracts",
+                        "ragstream_build",
+                        "ragstream_events_clamped",
+                    )
+                )
+            ]
+
+    windowed_only.register(_Windowed())
+
+    def samples(text: str) -> dict[tuple[str, frozenset[tuple[str, str]]], float]:
+        return {
+            (s.name, frozenset(s.labels.items())): s.value
+            for family in text_string_to_metric_families(text)
+            for s in family.samples
+        }
+
+    fast = samples(collector.windowed_text().decode())
+    reference = samples(generate_latest(windowed_only).decode())
+    assert fast == reference
+    assert len(fast) > 100
+    assert any(dict(labels).get("app") == 'sup"port\\x' for _, labels in fast)
