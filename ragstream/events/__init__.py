@@ -1,4 +1,9 @@
-"""Event schemas (v1): models, decoding with reason codes, and helpers for producers."""
+"""Event schemas (v1): models, decoding with reason codes, and helpers for producers.
+
+The pydantic models (`RetrievalEvent`, `AnswerEvent`, `FeedbackEvent`) are the published
+contract and what the producer helpers build; `decode_event` returns their msgspec
+counterparts (`DecodedRetrieval`, `DecodedAnswer`, `DecodedFeedback`), with the same fields.
+"""
 
 from ragstream.events.decode import (
     DECODE_REASONS,
@@ -7,7 +12,19 @@ from ragstream.events.decode import (
     IndexedDecodeError,
     decode_batch,
     decode_event,
+    decode_reference,
 )
+from ragstream.events.decoded import (
+    DecodedAnswer,
+    DecodedContext,
+    DecodedDoc,
+    DecodedEvent,
+    DecodedFeedback,
+    DecodedQrel,
+    DecodedRetrieval,
+    to_decoded,
+)
+from ragstream.events.fast import fast_decode
 from ragstream.events.json_schema import event_json_schema
 from ragstream.events.limits import DEFAULT_LIMITS, Limits
 from ragstream.events.models import (
@@ -44,6 +61,13 @@ __all__ = [
     "Context",
     "DecodeError",
     "DecodeReason",
+    "DecodedAnswer",
+    "DecodedContext",
+    "DecodedDoc",
+    "DecodedEvent",
+    "DecodedFeedback",
+    "DecodedQrel",
+    "DecodedRetrieval",
     "Event",
     "EventProducer",
     "EventType",
@@ -58,12 +82,15 @@ __all__ = [
     "answer_event",
     "decode_batch",
     "decode_event",
+    "decode_reference",
     "dedupe_results",
     "encode_event",
     "event_json_schema",
+    "fast_decode",
     "feedback_event",
     "format_rfc3339",
     "message_key",
     "parse_rfc3339",
     "retrieval_event",
+    "to_decoded",
 ]

@@ -1,4 +1,10 @@
-"""Bytes to events: one fast pydantic pass, and a typed error with a fixed reason code.
+"""Bytes to events: msgspec on the hot path, and a typed error with a fixed reason code.
+
+`decode_event` returns the msgspec Structs of `ragstream.events.decoded`. A message msgspec
+rejects goes to the pydantic reference (`EVENT_ADAPTER`), which names the reason: rejected
+messages are rare, and the reason codes and details stay exactly the reference's. (Should
+the reference accept a message msgspec rejected, its event is returned: the two are meant
+to agree on every input, which the differential tests check.)
 
 Reasons (usable as a Prometheus label, in order of precedence):
 `empty` (null or zero-length value), `too_large` (message bytes or a size limit),
@@ -16,6 +22,8 @@ from typing import Any, Literal, get_args
 from pydantic import ValidationError
 from pydantic_core import ErrorDetails
 
+from ragstream.events.decoded import DecodedAnswer, DecodedEvent, DecodedRetrieval, to_decoded
+from ragstream.events.fast import fast_decode
 from ragstream.events.limits import DEFAULT_LIMITS, Limits
 from ragstream.events.models import EVENT_ADAPTER, AnswerEvent, Event, RetrievalEvent
 
@@ -26,6 +34,7 @@ __all__ = [
     "IndexedDecodeError",
     "decode_batch",
     "decode_event",
+    "decode_reference",
 ]
 
 DecodeReason = Literal[
@@ -61,33 +70,38 @@ class IndexedDecodeError:
     """Why it is not an event."""
 
 
-def decode_event(data: bytes | bytearray | None, limits: Limits = DEFAULT_LIMITS) -> Event:
+def decode_event(data: bytes | bytearray | None, limits: Limits = DEFAULT_LIMITS) -> DecodedEvent:
     """Validate one message (UTF-8 JSON object) into an event; raise `DecodeError` otherwise."""
-    if not data:
-        raise DecodeError("empty", "empty message (null or zero-length value)")
-    if len(data) > limits.max_message_bytes:
-        raise DecodeError(
-            "too_large", f"message is {len(data)} bytes, limit {limits.max_message_bytes}"
-        )
-    try:
-        event = EVENT_ADAPTER.validate_json(data)
-    except ValidationError as exc:
-        raise _classify(exc) from None
+    data = _sized(data, limits)
+    event = fast_decode(data)
+    if event is None:  # invalid (or, should they ever disagree, valid for the reference)
+        event = to_decoded(_validate(data))
     if limits is not DEFAULT_LIMITS and not limits.is_default:
-        problem = _exceeded(event, limits)
-        if problem is not None:
-            raise DecodeError("too_large", problem)
+        _check_limits(event, limits)
+    return event
+
+
+def decode_reference(data: bytes | bytearray | None, limits: Limits = DEFAULT_LIMITS) -> Event:
+    """The pydantic reference decoder: the same checks and reasons, pydantic models out.
+
+    Several times slower than `decode_event`; the differential tests and the benchmark
+    compare the two.
+    """
+    data = _sized(data, limits)
+    event = _validate(data)
+    if limits is not DEFAULT_LIMITS and not limits.is_default:
+        _check_limits(event, limits)
     return event
 
 
 def decode_batch(
     messages: Sequence[bytes | bytearray | None], limits: Limits = DEFAULT_LIMITS
-) -> tuple[list[Event], list[IndexedDecodeError]]:
+) -> tuple[list[DecodedEvent], list[IndexedDecodeError]]:
     """Decode many messages; never raises on bad input.
 
     Events come back in input order; message `i` is an event unless `i` is among the errors.
     """
-    events: list[Event] = []
+    events: list[DecodedEvent] = []
     errors: list[IndexedDecodeError] = []
     for index, data in enumerate(messages):
         try:
@@ -95,6 +109,25 @@ def decode_batch(
         except DecodeError as exc:
             errors.append(IndexedDecodeError(index=index, error=exc))
     return events, errors
+
+
+def _sized(data: bytes | bytearray | None, limits: Limits) -> bytes | bytearray:
+    """`data` when it is neither empty nor over the message size limit (checked first)."""
+    if not data:
+        raise DecodeError("empty", "empty message (null or zero-length value)")
+    if len(data) > limits.max_message_bytes:
+        raise DecodeError(
+            "too_large", f"message is {len(data)} bytes, limit {limits.max_message_bytes}"
+        )
+    return data
+
+
+def _validate(data: bytes | bytearray) -> Event:
+    """The pydantic model of a message, or its reason (the reference names every reason)."""
+    try:
+        return EVENT_ADAPTER.validate_json(data)
+    except ValidationError as exc:
+        raise _classify(exc) from None
 
 
 def _classify(exc: ValidationError) -> DecodeError:
@@ -151,15 +184,15 @@ def _timestamp_detail(errors: list[ErrorDetails]) -> str:
     return _detail(telling)
 
 
-def _exceeded(event: Event, limits: Limits) -> str | None:
-    """The first limit tighter than the schema caps that the event exceeds, if any."""
+def _check_limits(event: Event | DecodedEvent, limits: Limits) -> None:
+    """Raise `too_large` for the first limit tighter than the schema caps that is exceeded."""
     checks: list[tuple[str, int, int]] = [
         ("query_id", len(event.query_id), limits.max_id_chars),
         ("labels", len(event.labels), limits.max_labels),
     ]
     longest_label = max((max(len(k), len(v)) for k, v in event.labels.items()), default=0)
     checks.append(("labels (key or value)", longest_label, limits.max_label_chars))
-    if isinstance(event, RetrievalEvent):
+    if isinstance(event, RetrievalEvent | DecodedRetrieval):
         qrels = event.qrels or []
         ids = [doc["doc_id"] for doc in event.results] + [qrel["doc_id"] for qrel in qrels]
         checks += [
@@ -168,7 +201,7 @@ def _exceeded(event: Event, limits: Limits) -> str | None:
             ("query", len(event.query or ""), limits.max_text_chars),
             ("doc_id", max(map(len, ids), default=0), limits.max_id_chars),
         ]
-    elif isinstance(event, AnswerEvent):
+    elif isinstance(event, AnswerEvent | DecodedAnswer):
         cited = event.cited_doc_ids or []
         ids = [ctx.get("doc_id") or "" for ctx in event.contexts] + cited + [event.model or ""]
         texts = [event.question, event.answer] + [ctx["text"] for ctx in event.contexts]
@@ -184,5 +217,4 @@ def _exceeded(event: Event, limits: Limits) -> str | None:
         )
     for name, size, limit in checks:
         if size > limit:
-            return f"{name}: size {size} exceeds the limit {limit}"
-    return None
+            raise DecodeError("too_large", f"{name}: size {size} exceeds the limit {limit}")

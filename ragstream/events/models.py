@@ -47,11 +47,11 @@ MAX_ABS_REL = 100.0
 
 EventType = Literal["retrieval", "answer", "feedback"]
 
-Id = Annotated[str, StringConstraints(min_length=1, max_length=MAX_ID_CHARS)]
-Text = Annotated[str, StringConstraints(max_length=MAX_TEXT_CHARS)]
-LabelKey = Annotated[str, StringConstraints(min_length=1, max_length=MAX_LABEL_CHARS)]
-LabelValue = Annotated[str, StringConstraints(max_length=MAX_LABEL_CHARS)]
-Rel = Annotated[float, Field(ge=-MAX_ABS_REL, le=MAX_ABS_REL)]
+_Id = Annotated[str, StringConstraints(min_length=1, max_length=MAX_ID_CHARS)]
+_Text = Annotated[str, StringConstraints(max_length=MAX_TEXT_CHARS)]
+_LabelKey = Annotated[str, StringConstraints(min_length=1, max_length=MAX_LABEL_CHARS)]
+_LabelValue = Annotated[str, StringConstraints(max_length=MAX_LABEL_CHARS)]
+_Rel = Annotated[float, Field(ge=-MAX_ABS_REL, le=MAX_ABS_REL)]
 
 # cache_strings="keys": interning every short string value (doc ids are mostly unique) makes
 # decoding about a third slower; keys repeat, so they are worth caching.
@@ -71,7 +71,7 @@ def _require_type(schema: dict[str, Any]) -> None:
 class RetrievedDoc(TypedDict):
     """One retrieved document, in rank order within `results` (a plain dict: cheap to build)."""
 
-    doc_id: Annotated[Id, Field(description="Document identifier.")]
+    doc_id: Annotated[_Id, Field(description="Document identifier.")]
     score: NotRequired[
         Annotated[float | None, Field(description="Retriever score (any finite number).")]
     ]
@@ -81,15 +81,15 @@ class RetrievedDoc(TypedDict):
             Field(description="The document's own time, for recency; absent = the event's ts."),
         ]
     ]
-    rel: NotRequired[Annotated[Rel | None, Field(description="Inline graded relevance label.")]]
+    rel: NotRequired[Annotated[_Rel | None, Field(description="Inline graded relevance label.")]]
 
 
 @with_config(_ITEM_CONFIG)
 class Qrel(TypedDict):
     """One graded ground-truth judgment (golden or probe queries)."""
 
-    doc_id: Annotated[Id, Field(description="Document identifier.")]
-    rel: Annotated[Rel, Field(description="Graded relevance; relevant means rel >= 1 by default.")]
+    doc_id: Annotated[_Id, Field(description="Document identifier.")]
+    rel: Annotated[_Rel, Field(description="Graded relevance; relevant means rel >= 1 by default.")]
     t_doc: NotRequired[
         Annotated[DocTime | None, Field(description="The document's own time, for recency.")]
     ]
@@ -99,8 +99,8 @@ class Qrel(TypedDict):
 class Context(TypedDict):
     """One chunk given to the model when answering."""
 
-    doc_id: NotRequired[Annotated[Id | None, Field(description="Document the chunk comes from.")]]
-    text: Annotated[Text, Field(description="The chunk's text.")]
+    doc_id: NotRequired[Annotated[_Id | None, Field(description="Document the chunk comes from.")]]
+    text: Annotated[_Text, Field(description="The chunk's text.")]
 
 
 class _EventBase(BaseModel):
@@ -109,9 +109,9 @@ class _EventBase(BaseModel):
     model_config = ConfigDict(**_CONFIG, json_schema_extra=_require_type)
 
     type: EventType = Field(description="Event kind; selects the schema.")
-    query_id: Id = Field(description="Joins the events of one request; also the Kafka key.")
+    query_id: _Id = Field(description="Joins the events of one request; also the Kafka key.")
     ts: EventTime = Field(description="Event time: Unix seconds or an RFC 3339 date-time.")
-    labels: dict[LabelKey, LabelValue] = Field(
+    labels: dict[_LabelKey, _LabelValue] = Field(
         default_factory=dict,
         max_length=MAX_LABELS,
         description="Service labels, e.g. {'app': 'support'}; only configured keys are exported.",
@@ -126,7 +126,7 @@ class RetrievalEvent(_EventBase):
         max_length=MAX_RESULTS,
         description="Retrieved documents in rank order; a repeated doc_id counts once, first.",
     )
-    query: Text | None = Field(None, description="The query text.")
+    query: _Text | None = Field(None, description="The query text.")
     qrels: list[Qrel] | None = Field(
         None,
         max_length=MAX_QRELS,
@@ -142,13 +142,13 @@ class AnswerEvent(_EventBase):
     """A generated answer and the contexts it was given."""
 
     type: Literal["answer"] = Field("answer", description="Always `answer`.")
-    question: Text = Field(description="The user's question.")
-    answer: Text = Field(description="The generated answer.")
+    question: _Text = Field(description="The user's question.")
+    answer: _Text = Field(description="The generated answer.")
     contexts: list[Context] = Field(
         max_length=MAX_CONTEXTS, description="Chunks given to the model, in prompt order."
     )
-    model: Id | None = Field(None, description="Generator model name.")
-    cited_doc_ids: list[Id] | None = Field(
+    model: _Id | None = Field(None, description="Generator model name.")
+    cited_doc_ids: list[_Id] | None = Field(
         None, max_length=MAX_RESULTS, description="Documents the answer cites."
     )
 
@@ -157,9 +157,9 @@ class FeedbackEvent(_EventBase):
     """A late relevance label for one document of one query."""
 
     type: Literal["feedback"] = Field("feedback", description="Always `feedback`.")
-    doc_id: Id = Field(description="The judged document.")
-    rel: Rel = Field(description="Graded relevance; the latest label for (query_id, doc_id) wins.")
-    source: Id = Field(description="Label source, e.g. click, thumb, annotator, judge.")
+    doc_id: _Id = Field(description="The judged document.")
+    rel: _Rel = Field(description="Graded relevance; the latest label for (query_id, doc_id) wins.")
+    source: _Id = Field(description="Label source, e.g. click, thumb, annotator, judge.")
 
 
 Event = Annotated[RetrievalEvent | AnswerEvent | FeedbackEvent, Field(discriminator="type")]

@@ -12,8 +12,10 @@ from datetime import datetime
 from types import TracebackType
 from typing import Any
 
+import msgspec
 from aiokafka import AIOKafkaProducer
 
+from ragstream.events.decoded import DecodedEvent
 from ragstream.events.models import (
     EVENT_ADAPTER,
     AnswerEvent,
@@ -111,12 +113,20 @@ def feedback_event(
     )
 
 
-def encode_event(event: Event) -> bytes:
-    """Compact UTF-8 JSON of an event (`decode_event(encode_event(e)) == e`)."""
+def encode_event(event: Event | DecodedEvent) -> bytes:
+    """Compact UTF-8 JSON of a model or a decoded event, absent (None) fields omitted.
+
+    `decode_event(encode_event(e))` equals `e` for a decoded event and `to_decoded(e)` for a model.
+    """
+    if isinstance(event, msgspec.Struct):
+        return _STRUCT_ENCODER.encode(event)
     return EVENT_ADAPTER.dump_json(event, exclude_none=True)
 
 
-def message_key(event: Event) -> bytes:
+_STRUCT_ENCODER = msgspec.json.Encoder()
+
+
+def message_key(event: Event | DecodedEvent) -> bytes:
     """The Kafka message key: `query_id` in UTF-8, so one query's events share a partition."""
     return event.query_id.encode("utf-8")
 
@@ -163,7 +173,7 @@ class EventProducer:
         self._producer: Any = producer
         self._owned = producer is None
 
-    def topic_for(self, event: Event) -> str:
+    def topic_for(self, event: Event | DecodedEvent) -> str:
         """The topic an event goes to; `KeyError` when its type has no topic."""
         return self._topics[event.type]
 
@@ -180,7 +190,7 @@ class EventProducer:
             producer, self._producer = self._producer, None
             await producer.stop()
 
-    async def send(self, event: Event) -> Any:
+    async def send(self, event: Event | DecodedEvent) -> Any:
         """Send one event and wait for the broker's acknowledgement; returns its RecordMetadata."""
         if self._producer is None:
             raise RuntimeError("EventProducer is not started (use `async with` or start())")

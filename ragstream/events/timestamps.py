@@ -1,7 +1,7 @@
 """Event and document timestamps: RFC 3339 strings or Unix seconds, normalised to float seconds.
 
 Numbers are validated in pydantic-core (no Python call on the hot path); only strings reach
-`parse_rfc3339`. Bounds reject absurd values, notably Unix *milliseconds*: any time after
+the RFC 3339 parser. Bounds reject absurd values, notably Unix *milliseconds*: any time after
 1971-01-12 in milliseconds is past the upper bound (year 3000) and fails loudly.
 """
 
@@ -17,6 +17,7 @@ from pydantic_core import CoreSchema, PydanticCustomError, core_schema
 
 __all__ = [
     "MAX_TS",
+    "MAX_TS_TEXT",
     "MIN_DOC_TS",
     "MIN_EVENT_TS",
     "RFC3339_PATTERN",
@@ -24,6 +25,7 @@ __all__ = [
     "EventTime",
     "format_rfc3339",
     "parse_rfc3339",
+    "rfc3339_seconds",
 ]
 
 MIN_EVENT_TS = 0.0
@@ -42,7 +44,8 @@ _RFC3339 = re.compile(
     r"([0-9]{4})-([0-9]{2})-([0-9]{2})[Tt ]([0-9]{2}):([0-9]{2}):([0-9]{2})(\.[0-9]+)?"
     r"(?:([Zz])|([+-])([0-9]{2}):([0-9]{2}))"
 )
-_MAX_TS_TEXT = 64
+MAX_TS_TEXT = 64
+"""Longest accepted RFC 3339 string (characters)."""
 
 
 def parse_rfc3339(text: str) -> float:
@@ -55,6 +58,35 @@ def parse_rfc3339(text: str) -> float:
     if match is None:
         raise ValueError("not an RFC 3339 date-time with a UTC offset (e.g. 2024-05-01T12:00:00Z)")
     return _matched_seconds(text, match)
+
+
+def rfc3339_seconds(text: str) -> float | None:
+    """Unix seconds of an RFC 3339 string of at most `MAX_TS_TEXT` characters, else None.
+
+    The decoder's form of `parse_rfc3339` (no range check, no exception). The usual shapes
+    (`YYYY-MM-DDTHH:MM:SS[.f+](Z|+HH:MM)`) are recognised by their separators and parsed by
+    `datetime.fromisoformat` alone, which checks every digit; anything else takes the regex.
+    """
+    size = len(text)
+    if size > MAX_TS_TEXT:
+        return None
+    if (
+        size >= 20
+        and text[4] == "-" == text[7]
+        and text[10] in "Tt "
+        and text[13] == ":" == text[16]
+        and (text[-1] == "Z" or (text[-6] in "+-" and text[-3] == ":"))
+    ):
+        fraction = text[19 : size - 1 if text[-1] == "Z" else size - 6]
+        if not fraction or (fraction[0] == "." and len(fraction) > 1):
+            try:
+                return datetime.fromisoformat(text).timestamp()
+            except (ValueError, OverflowError):
+                pass
+    try:
+        return parse_rfc3339(text)
+    except (ValueError, OverflowError):
+        return None
 
 
 def _matched_seconds(text: str, match: re.Match[str] | None = None) -> float:
@@ -108,7 +140,7 @@ class _Timestamp:
     def _from_text(self, text: str) -> float:
         try:
             value = _matched_seconds(text)
-        except ValueError as exc:
+        except (ValueError, OverflowError) as exc:
             raise PydanticCustomError("rfc3339", "{error}", {"error": str(exc)}) from None
         if not self._low <= value < MAX_TS:
             raise PydanticCustomError(
@@ -128,7 +160,7 @@ class _Timestamp:
         number = core_schema.float_schema(ge=self._low, lt=MAX_TS, allow_inf_nan=False, strict=True)
         text = core_schema.no_info_after_validator_function(
             self._from_text,
-            core_schema.str_schema(max_length=_MAX_TS_TEXT, pattern=RFC3339_PATTERN, strict=True),
+            core_schema.str_schema(max_length=MAX_TS_TEXT, pattern=RFC3339_PATTERN, strict=True),
         )
         return core_schema.union_schema([(number, "unix_seconds"), (text, "rfc3339")])
 
@@ -147,7 +179,7 @@ class _Timestamp:
                     "type": "string",
                     "format": "date-time",
                     "pattern": RFC3339_PATTERN,
-                    "maxLength": _MAX_TS_TEXT,
+                    "maxLength": MAX_TS_TEXT,
                     "description": "RFC 3339 date-time with a UTC offset",
                 },
             ]

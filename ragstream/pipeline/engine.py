@@ -20,11 +20,11 @@ from numpy.typing import NDArray
 
 from ragstream.events import (
     DEFAULT_LIMITS,
-    AnswerEvent,
+    DecodedAnswer,
+    DecodedEvent,
+    DecodedFeedback,
     DecodeError,
-    FeedbackEvent,
     Limits,
-    RetrievalEvent,
     decode_batch,
 )
 from ragstream.join import LabelJoin, LabelOutcome, OpenQuery
@@ -94,7 +94,7 @@ class BatchReport:
     """What one `apply` did, for the caller's sinks (dead letters, per-query output)."""
 
     invalid: list[tuple[Message, DecodeError]] = field(default_factory=list)
-    answers: list[AnswerEvent] = field(default_factory=list)
+    answers: list[DecodedAnswer] = field(default_factory=list)
     final: list[OpenQuery] = field(default_factory=list)
 
 
@@ -161,7 +161,7 @@ class Engine:
 
     def _apply_event(
         self,
-        event: RetrievalEvent | AnswerEvent | FeedbackEvent,
+        event: DecodedEvent,
         partition: int,
         ts: float,
         timing: Timing,
@@ -173,14 +173,14 @@ class Engine:
         if timing is Timing.FUTURE:
             self.clamped[kind] += 1
         join = self.joins.get(partition) or self._new_join(partition)
-        if isinstance(event, FeedbackEvent):
+        if isinstance(event, DecodedFeedback):
             outcome = join.label(event.query_id, event.doc_id, event.rel, ts=event.ts, t_now=now)
             self.events[(kind, "late" if outcome is LabelOutcome.LATE else "processed")] += 1
             return
         if timing is Timing.LATE:
             self.events[(kind, "late")] += 1
             return
-        if isinstance(event, AnswerEvent):
+        if isinstance(event, DecodedAnswer):
             report.answers.append(event)
             self.events[(kind, "processed")] += 1
             return

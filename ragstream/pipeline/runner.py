@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from ragstream.events import AnswerEvent, DecodeError
+from ragstream.events import DecodedAnswer, DecodeError
 from ragstream.join import OpenQuery
 from ragstream.pipeline.engine import BatchReport, Engine
 from ragstream.sources.base import Message, Source
@@ -67,7 +67,7 @@ class Runner:
         *,
         dead_letters: DeadLetterSink | None = None,
         on_final: Callable[[Sequence[OpenQuery]], None] | None = None,
-        on_answers: Callable[[Sequence[AnswerEvent]], None] | None = None,
+        on_answers: Callable[[Sequence[DecodedAnswer]], None] | None = None,
         invalid_log: RateLimitedLog | None = None,
     ) -> None:
         self.engine = engine

@@ -6,15 +6,17 @@ import pickle
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from ragstream.events import (
     DECODE_REASONS,
     DEFAULT_LIMITS,
-    AnswerEvent,
+    DecodedAnswer,
+    DecodedFeedback,
+    DecodedRetrieval,
     DecodeError,
-    FeedbackEvent,
     Limits,
-    RetrievalEvent,
     decode_batch,
     decode_event,
 )
@@ -32,9 +34,10 @@ def _reason(data: bytes | None, limits: Limits = DEFAULT_LIMITS) -> str:
     return caught.value.reason
 
 
-def test_examples_decode_to_their_models_with_normalised_values() -> None:
+def test_examples_decode_to_their_types_with_normalised_values() -> None:
     retrieval = decode_event(to_bytes(RETRIEVAL))
-    assert isinstance(retrieval, RetrievalEvent)
+    assert isinstance(retrieval, DecodedRetrieval)
+    assert retrieval.type == "retrieval"
     assert retrieval.ts == 1714564800.25  # 2024-05-01T12:00:00.250Z
     assert retrieval.results[0] == {"doc_id": "kb-12", "score": 12.5, "t_doc": 1714456800.0}
     assert retrieval.results[1]["t_doc"] == 1714000000.0
@@ -43,7 +46,7 @@ def test_examples_decode_to_their_models_with_normalised_values() -> None:
     assert retrieval.ranking().repeats == 1
 
     golden = decode_event(to_bytes(GOLDEN))
-    assert isinstance(golden, RetrievalEvent)
+    assert isinstance(golden, DecodedRetrieval)
     assert golden.qrels == [
         {"doc_id": "d2", "rel": 2.0},
         {"doc_id": "d9", "rel": 1.0, "t_doc": 1.7e9},
@@ -51,15 +54,17 @@ def test_examples_decode_to_their_models_with_normalised_values() -> None:
     assert golden.labels == {}
 
     answer = decode_event(to_bytes(ANSWER))
-    assert isinstance(answer, AnswerEvent)
-    assert answer.ts == 1714564801.0
+    assert isinstance(answer, DecodedAnswer)
+    assert (answer.type, answer.ts) == ("answer", 1714564801.0)
+    assert type(answer.ts) is float
     assert answer.contexts[0]["doc_id"] == "kb-12"
     assert answer.cited_doc_ids == ["kb-12"]
 
     feedback = decode_event(to_bytes(FEEDBACK))
-    assert feedback == FeedbackEvent(
+    assert feedback == DecodedFeedback(
         query_id="q-7f3a", ts=1714564990.0, doc_id="kb-12", rel=1.0, source="click"
     )
+    assert feedback.type == "feedback"
 
 
 @pytest.mark.parametrize(
@@ -123,7 +128,7 @@ def test_unknown_fields_are_ignored_at_every_level() -> None:
         results=[{"doc_id": "a", "page": 3, "chunk": {"i": 1}}],
     )
     event = decode_event(to_bytes(message))
-    assert isinstance(event, RetrievalEvent)
+    assert isinstance(event, DecodedRetrieval)
     assert event.results == [{"doc_id": "a"}]
     assert not hasattr(event, "schema_version")
 
@@ -131,14 +136,14 @@ def test_unknown_fields_are_ignored_at_every_level() -> None:
 def test_null_optional_fields_are_accepted_as_absent() -> None:
     message = with_changes(ANSWER, model=None, cited_doc_ids=None, labels={})
     event = decode_event(to_bytes(message))
-    assert isinstance(event, AnswerEvent)
+    assert isinstance(event, DecodedAnswer)
     assert event.model is None
     assert event.cited_doc_ids is None
 
 
 def test_message_size_is_checked_before_parsing() -> None:
     big = to_bytes(with_changes(ANSWER, answer="x" * 50_000))
-    assert isinstance(decode_event(big), AnswerEvent)
+    assert isinstance(decode_event(big), DecodedAnswer)
     assert _reason(big, Limits(max_message_bytes=len(big) - 1)) == "too_large"
     assert _reason(b"{" * (DEFAULT_LIMITS.max_message_bytes + 1)) == "too_large"
 
@@ -221,3 +226,29 @@ def test_decode_error_is_a_value_error_that_pickles() -> None:
     assert str(error) == "schema: rel: Input should be a valid number"
     copy = pickle.loads(pickle.dumps(error))
     assert (copy.reason, copy.detail) == (error.reason, error.detail)
+
+
+_json = st.recursive(
+    st.none() | st.booleans() | st.floats() | st.integers() | st.text(max_size=30),
+    lambda inner: (
+        st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4)
+    ),
+    max_leaves=12,
+)
+_near_valid = st.builds(
+    lambda base, key, value: {**base, key: value},
+    st.sampled_from([RETRIEVAL, GOLDEN, ANSWER, FEEDBACK]),
+    st.sampled_from(["type", "query_id", "ts", "labels", "results", "qrels", "contexts", "rel"]),
+    _json,
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.binary(max_size=64) | _json.map(to_bytes) | _near_valid.map(to_bytes))
+def test_any_input_decodes_or_raises_a_decode_error(data: bytes) -> None:
+    reason = "ok"
+    try:
+        decode_event(data)
+    except DecodeError as exc:
+        reason = exc.reason
+    assert reason == "ok" or reason in DECODE_REASONS

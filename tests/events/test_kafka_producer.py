@@ -14,6 +14,7 @@ from ragstream.events import (
     decode_event,
     feedback_event,
     retrieval_event,
+    to_decoded,
 )
 from ragstream.testing import KafkaBroker, TopicFactory
 
@@ -53,7 +54,7 @@ async def test_events_arrive_keyed_by_query_id(
     records = await _read(kafka_broker.bootstrap_servers, topic, len(events))
     records.sort(key=lambda r: decode_event(r.value).ts)
     assert [r.key for r in records] == [b"q-1", b"q-1", b"q-1", b"q-2"]
-    assert [decode_event(r.value) for r in records] == events
+    assert [decode_event(r.value) for r in records] == [to_decoded(e) for e in events]
     assert len({r.partition for r in records[:3]}) == 1  # one query, one partition
 
 

@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ragstream.events import RetrievalEvent, decode_event, format_rfc3339, parse_rfc3339
-from ragstream.events.timestamps import MAX_TS, MIN_DOC_TS
+from ragstream.events import DecodedRetrieval, decode_event, format_rfc3339, parse_rfc3339
+from ragstream.events.timestamps import MAX_TS, MIN_DOC_TS, rfc3339_seconds
 
 from ._examples import FEEDBACK, to_bytes, with_changes
 
@@ -63,6 +63,7 @@ def test_rfc3339_forms(text: str, seconds: float) -> None:
 def test_malformed_rfc3339_is_rejected(text: str) -> None:
     with pytest.raises(ValueError):  # noqa: PT011 - the message varies by cause
         parse_rfc3339(text)
+    assert rfc3339_seconds(text) is None
     with pytest.raises(ValueError, match="bad_timestamp"):
         decode_event(to_bytes(with_changes(FEEDBACK, ts=text)))
 
@@ -107,28 +108,24 @@ def test_document_times_may_predate_1970() -> None:
         to_bytes({"type": "retrieval", "query_id": "q", "ts": _BASE, "results": results})
     )
     reference = datetime(1066, 10, 14, 9, tzinfo=UTC) - datetime(1970, 1, 1, tzinfo=UTC)
-    assert isinstance(event, RetrievalEvent)
+    assert isinstance(event, DecodedRetrieval)
     assert event.results[0].get("t_doc") == reference.total_seconds()
     assert event.results[1].get("t_doc") == MIN_DOC_TS
 
 
 @pytest.mark.parametrize(
-    "text",
+    ("text", "seconds"),
     [
-        "2024-05-01T12:00:00.1234567Z",
-        "2024-05-01T12:00:00.999999999+05:30",
-        "0001-01-01T00:00:00+01:00",
-        "2024-05-01T12:00:00.000001Z",
+        ("2024-05-01T12:00:00.1234567Z", _BASE + 0.123456),
+        ("2024-05-01T17:30:00.999999999+05:30", _BASE + 0.999999),
+        ("0001-01-01T01:00:00+01:00", MIN_DOC_TS),
+        ("2024-05-01T12:00:00.000001Z", _BASE + 0.000001),
     ],
 )
-def test_fast_and_slow_parsers_agree_to_the_microsecond(text: str) -> None:
+def test_fast_and_slow_parsers_agree_to_the_microsecond(text: str, seconds: float) -> None:
     """Lowercase `t`/`z` forces the regex path; the uppercase form takes the C parser."""
     slow = text.replace("T", "t").replace("Z", "z")
-    assert parse_rfc3339(slow) == parse_rfc3339(text)
-    fraction = text[19:].partition(".")[2].rstrip("Z").split("+")[0]
-    assert round(parse_rfc3339(text) % 1, 6) == round(
-        float("0." + fraction[:6] if fraction else "0"), 6
-    )
+    assert parse_rfc3339(slow) == parse_rfc3339(text) == pytest.approx(seconds, abs=1e-7)
 
 
 def test_format_rfc3339() -> None:
@@ -158,3 +155,30 @@ def test_parse_agrees_with_datetime_for_any_offset(moment: datetime, offset_minu
 def test_format_then_parse_is_exact_to_the_microsecond(seconds: float) -> None:
     # Microseconds, or the float's own resolution far from 1970 (about 4e-6 s in year 2999).
     assert parse_rfc3339(format_rfc3339(seconds)) == pytest.approx(seconds, abs=1e-6, rel=1e-15)
+
+
+def _parsed(text: str) -> float | None:
+    try:
+        return parse_rfc3339(text)
+    except (ValueError, OverflowError):
+        return None
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.builds(
+        "{:04d}-{:02d}-{:02d}{}{:02d}:{:02d}:{:02d}{}{}".format,
+        st.integers(0, 9999),
+        st.integers(0, 13),
+        st.integers(0, 32),
+        st.sampled_from("Tt _x"),
+        st.integers(0, 25),
+        st.integers(0, 61),
+        st.integers(0, 61),
+        st.sampled_from(["", ".5", ".1234567", ".", ",5", ".5.5", "5"]),
+        st.sampled_from(["Z", "z", "", "+01:30", "-23:59", "+24:00", "+0530", "+05", "+05:30:10"]),
+    )
+)
+def test_the_decoders_parser_agrees_with_parse_rfc3339(text: str) -> None:
+    assert rfc3339_seconds(text) == _parsed(text)
+    assert rfc3339_seconds(text + "x" * 64) is None

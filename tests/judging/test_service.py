@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from ragstream.events import AnswerEvent, decode_event
+from ragstream.events import AnswerEvent, DecodedAnswer, decode_event
 from ragstream.judging.model import JudgeInput, Judgment
 from ragstream.judging.sampler import Outcome
 from ragstream.judging.service import JudgingService, engine_label_sink, engine_lookup
@@ -245,7 +245,7 @@ def test_judge_input_from_either_answer_type() -> None:
         "model": "gen-1",
     }
     decoded = decode_event(json.dumps(raw).encode())
-    assert decoded.type == "answer"
+    assert isinstance(decoded, DecodedAnswer)
     model = AnswerEvent.model_validate(raw)
     expected = JudgeInput(
         query_id="q",

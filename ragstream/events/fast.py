@@ -1,0 +1,74 @@
+"""The msgspec decoding path: bytes to `DecodedEvent`, or None when msgspec rejects them.
+
+Two steps, both in msgspec's C code except for RFC 3339 strings:
+
+1. A typed decode into the Structs, where `ts` and `t_doc` are numbers: parsing and every
+   check (types, lengths, ranges, finiteness) happen in one pass, with no Python call.
+2. Only when step 1 met a string (a timestamp may be an RFC 3339 string): a generic decode,
+   each RFC 3339 `ts`/`t_doc` string replaced by its Unix seconds (`rfc3339_seconds`, the
+   models' parser with a shortcut for the usual shapes), then `msgspec.convert` into the
+   same Structs, so the same bounds apply to both forms.
+
+It never explains a rejection: `decode_event` asks the pydantic reference why, so reason
+codes and details are the reference's.
+"""
+
+from __future__ import annotations
+
+import msgspec
+
+from ragstream.events.decoded import DecodedEvent
+from ragstream.events.timestamps import rfc3339_seconds
+
+__all__ = ["fast_decode"]
+
+_TYPED = msgspec.json.Decoder(DecodedEvent)
+_ANY = msgspec.json.Decoder()
+_TIMED_LISTS = ("results", "qrels")
+
+
+def fast_decode(data: bytes | bytearray) -> DecodedEvent | None:
+    """The event in `data` (UTF-8 JSON), or None when it is not a valid event for msgspec."""
+    try:
+        return _TYPED.decode(data)
+    except msgspec.ValidationError as exc:
+        if "got `str`" not in str(exc):  # no timestamp string to normalise: step 2 would fail
+            return None
+    except msgspec.DecodeError:
+        return None
+    return _decode_with_text_times(data)
+
+
+def _decode_with_text_times(data: bytes | bytearray) -> DecodedEvent | None:
+    """Step 2: RFC 3339 strings in `ts` and `t_doc` to seconds, then validate as in step 1."""
+    try:
+        message = _ANY.decode(data)
+    except msgspec.DecodeError:
+        return None
+    if type(message) is not dict:
+        return None
+    _to_seconds(message, "ts")
+    for name in _TIMED_LISTS:
+        items = message.get(name)
+        if type(items) is list:
+            for item in items:
+                if type(item) is dict:
+                    _to_seconds(item, "t_doc")
+    try:
+        event: DecodedEvent = msgspec.convert(message, DecodedEvent)
+    except msgspec.ValidationError:
+        return None
+    return event
+
+
+def _to_seconds(mapping: dict[str, object], key: str) -> None:
+    """Replace a valid RFC 3339 string at `key` by Unix seconds; leave anything else.
+
+    A malformed string stays a string, which the typed conversion then rejects; a date out
+    of range becomes seconds out of range, rejected by the same bounds as numbers.
+    """
+    text = mapping.get(key)
+    if type(text) is str:
+        seconds = rfc3339_seconds(text)
+        if seconds is not None:
+            mapping[key] = seconds
