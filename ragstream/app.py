@@ -23,6 +23,7 @@ from ragstream.judging.collector import JudgeCollector
 from ragstream.judging.service import JudgingService
 from ragstream.pipeline.engine import Engine
 from ragstream.pipeline.runner import DeadLetterSink, Runner
+from ragstream.runtime import tune_gc
 from ragstream.sources.base import Source
 
 __all__ = ["Agent"]
@@ -106,6 +107,7 @@ class Agent:
             await self.source.stop()
 
     async def run(self) -> None:
+        tune_gc()
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, self.stop)

@@ -12,6 +12,7 @@ from ragstream.cli._settings import settings_options, with_settings
 from ragstream.config import Settings
 from ragstream.pipeline.engine import Engine
 from ragstream.pipeline.report import query_record, summary
+from ragstream.runtime import tune_gc
 from ragstream.sources.jsonl import read_jsonl
 from ragstream.wiring import engine_config
 
@@ -39,6 +40,7 @@ def replay(
     The clock is the event clock (t_now = the largest event time seen), so two replays of
     one file give the same output. Malformed lines are counted by reason, never fatal.
     """
+    tune_gc()
     engine = Engine(engine_config(settings, clock="event"))
     out: TextIO | None = per_query.open("w", encoding="utf-8") if per_query else None
     try:
