@@ -91,18 +91,31 @@ class OpenQuery:
         qrels: Sequence[DocLike] = (),
     ) -> OpenQuery:
         """Open a query from its retrieval event; qrels first, then inline labels."""
-        ranking, repeats = dedupe_ranking(results)
+        doc_ids: list[str] = []
+        doc_times: list[float] = []
+        seen: set[str] = set()
+        inline: list[DocLike] = []
+        for doc in results:  # one pass: dedupe, effective times (SPEC §2), inline labels
+            doc_id = doc["doc_id"]
+            if doc_id in seen:
+                continue
+            seen.add(doc_id)
+            doc_ids.append(doc_id)
+            t_doc = doc.get("t_doc")
+            doc_times.append(ts if t_doc is None or t_doc != t_doc or t_doc > ts else t_doc)
+            if doc.get("rel") is not None:
+                inline.append(doc)
         query = cls(
             query_id=query_id,
             partition=partition,
             labelset=labelset,
             ts=ts,
             expires_at=ts + ttl,
-            doc_ids=tuple(d["doc_id"] for d in ranking),
-            doc_times=tuple(_effective_time(d.get("t_doc"), ts) for d in ranking),
-            repeats=repeats,
+            doc_ids=tuple(doc_ids),
+            doc_times=tuple(doc_times),
+            repeats=len(results) - len(doc_ids),
         )
-        for doc in (*qrels, *ranking):
+        for doc in (*qrels, *inline):  # qrels first: an inline label arrives with the event
             rel = doc.get("rel")
             if rel is not None:
                 query.set_label(doc["doc_id"], rel, doc.get("t_doc"))

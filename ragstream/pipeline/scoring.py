@@ -86,7 +86,25 @@ class Scorer:
         self._rates = [decay_rate(h) for h in layout.half_lives]
 
     def score(self, queries: Sequence[OpenQuery]) -> ScoredQueries:
-        """Metric rows for `queries`, in order; one kernel pass per half-life."""
+        """Metric rows for `queries`, in order; the kernels run on the labeled ones only."""
+        n = len(queries)
+        layout = self.layout
+        ts = np.fromiter((q.ts for q in queries), dtype=np.float64, count=n)
+        labeled = np.fromiter((q.labeled for q in queries), dtype=np.bool_, count=n)
+        h = len(self._rates)
+        plain = np.full((n, len(layout.plain)), np.nan)
+        ratio = np.full((n, h, len(layout.ratio)), np.nan)
+        decayed = np.full((n, h, len(layout.decayed)), np.nan)
+        chosen = np.flatnonzero(labeled)
+        if chosen.size:
+            subset = [queries[i] for i in chosen.tolist()]
+            p, r, d = self._kernels(subset, ts[chosen])
+            plain[chosen], ratio[chosen], decayed[chosen] = p, r, d
+        doc_age = self._doc_ages(queries, ts)
+        return ScoredQueries(labeled, ts, plain, ratio, decayed, doc_age)
+
+    def _kernels(self, queries: Sequence[OpenQuery], ts: _F64) -> tuple[_F64, _F64, _F64]:
+        """Plain, ratio and decayed rows of labeled queries: one kernel pass per half-life."""
         n = len(queries)
         rel: list[float] = []
         rel_times: list[float] = []
@@ -96,14 +114,13 @@ class Scorer:
         judged_offsets = np.zeros(n + 1, dtype=np.int64)
         for i, query in enumerate(queries):
             labels = query.labels
-            rel.extend(labels.get(doc_id, 0.0) for doc_id in query.doc_ids)
+            rel.extend([labels.get(doc_id, 0.0) for doc_id in query.doc_ids])
             rel_times.extend(query.doc_times)
             judged.extend(labels.values())
-            judged_times.extend(query.label_times[doc_id] for doc_id in labels)
+            label_times = query.label_times
+            judged_times.extend([label_times[doc_id] for doc_id in labels])
             rel_offsets[i + 1] = len(rel)
             judged_offsets[i + 1] = len(judged)
-        ts = np.fromiter((q.ts for q in queries), dtype=np.float64, count=n)
-        labeled = np.fromiter((q.labeled for q in queries), dtype=np.bool_, count=n)
         batch = RankingBatch.from_ragged(rel, rel_offsets, judged, judged_offsets)
         times = RankingBatch.from_ragged(rel_times, rel_offsets, judged_times, judged_offsets)
         layout = self.layout
@@ -112,21 +129,31 @@ class Scorer:
         h = len(self._rates)
         ratio = np.empty((n, h, len(layout.ratio)))
         decayed = np.empty((n, h, len(layout.decayed)))
+        names = (*layout.ratio, *layout.decayed)
         for j, lam in enumerate(self._rates):
             weight = np.exp(-lam * (ts[:, None] - times.rel))
             judged_weight = np.exp(-lam * (ts[:, None] - times.judged))
             weighted = batch.with_weights(weight, judged_weight)
-            names = (*layout.ratio, *layout.decayed)
             values = evaluate(weighted, names, gain=self.gain, threshold=self.threshold)
             ratio[:, j, :] = _stack(values, layout.ratio, n)
             decayed[:, j, :] = _stack(values, layout.decayed, n)
-        plain[~labeled] = np.nan
-        ratio[~labeled] = np.nan
-        decayed[~labeled] = np.nan
-        doc_age = np.empty((n, len(layout.cutoffs)))
-        for c, k in enumerate(layout.cutoffs):
-            doc_age[:, c] = mean_doc_age(times.rel, times.length, k, ts)
-        return ScoredQueries(labeled, ts, plain, ratio, decayed, doc_age)
+        return plain, ratio, decayed
+
+    def _doc_ages(self, queries: Sequence[OpenQuery], ts: _F64) -> _F64:
+        """Mean age of the top-k documents at ts, per cutoff (NaN without documents)."""
+        n = len(queries)
+        cutoffs = self.layout.cutoffs
+        width = max(cutoffs)
+        times = np.zeros((n, width))
+        length = np.zeros(n, dtype=np.int64)
+        for i, query in enumerate(queries):
+            top = query.doc_times[:width]
+            times[i, : len(top)] = top
+            length[i] = len(top)
+        out = np.empty((n, len(cutoffs)))
+        for c, k in enumerate(cutoffs):
+            out[:, c] = mean_doc_age(times, length, k, ts)
+        return out
 
 
 def _stack(values: dict[str, _F64], names: Sequence[str], n: int) -> _F64:
