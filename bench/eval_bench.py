@@ -4,7 +4,8 @@ Usage: `python -m bench.eval_bench [--queries N] [--docs D]` (or `scripts/bench.
 
 Each tool runs in its own fresh Python process that times its whole flow -- parse both
 files, then compute the per-query metrics -- and reports its peak memory (`ru_maxrss`).
-`ragstream` is timed twice: the library function `evaluate_files` inside a worker, and
+`ragstream` is timed three times: the library function `evaluate_files` inside a worker
+(with its default numpy reader, and again with the optional pyarrow reader), and
 the `ragstream eval` command run as a subprocess of a worker (wall time, interpreter
 start-up and imports included).
 ranx compiles its kernels with numba on first use; its worker times parsing, the first
@@ -24,7 +25,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 
@@ -53,10 +54,20 @@ def _peak_mb() -> float:
 
 
 def _work_ragstream(qrels: str, run: str) -> tuple[dict[str, float], Values]:
+    return _evaluate(qrels, run, "numpy")
+
+
+def _work_ragstream_arrow(qrels: str, run: str) -> tuple[dict[str, float], Values]:
+    return _evaluate(qrels, run, "arrow")
+
+
+def _evaluate(
+    qrels: str, run: str, reader: Literal["numpy", "arrow"]
+) -> tuple[dict[str, float], Values]:
     from ragstream.trec import evaluate_files
 
     start = time.perf_counter()
-    result = evaluate_files(qrels, run, METRICS)
+    result = evaluate_files(qrels, run, METRICS, reader=reader)
     seconds = time.perf_counter() - start
     values = {m: dict(zip(result.qids, result.per_query[m].tolist(), strict=True)) for m in METRICS}
     return {"seconds": seconds}, values
@@ -143,6 +154,7 @@ def _max_diff(values: Values, reference: Values) -> tuple[float, int]:
 
 _WORKERS = {
     "ragstream": _work_ragstream,
+    "ragstream-arrow": _work_ragstream_arrow,
     "pytrec_eval": _work_pytrec,
     "ranx": _work_ranx,
     "cli": _work_cli,
@@ -166,7 +178,8 @@ def main(argv: list[str] | None = None) -> int:
     lines = args.queries * args.docs
     print(f"files: {data.run} ({data.run.stat().st_size / 1e6:.0f} MB, ~{lines:,} run lines)")
     print(f"       {data.qrels} (ready in {time.perf_counter() - start:.1f} s)")
-    tools = ["pytrec_eval", "ragstream", "cli"] + ([] if args.no_ranx else ["ranx"])
+    tools = ["pytrec_eval", "ragstream", "ragstream-arrow", "cli"]
+    tools += [] if args.no_ranx else ["ranx"]
     with tempfile.TemporaryDirectory() as scratch:
         results = {tool: _spawn(tool, data.qrels, data.run, Path(scratch)) for tool in tools}
     reference = results["pytrec_eval"]["values"]
@@ -180,7 +193,8 @@ def main(argv: list[str] | None = None) -> int:
             continue
         worst, mismatched = _max_diff(results[tool]["values"], reference)
         agree = f"{worst:.1e}" + (f" ({mismatched} queries differ)" if mismatched else "")
-        rows.append((tool, timings["seconds"], timings["peak_mb"], agree))
+        name = "ragstream (pyarrow reader)" if tool == "ragstream-arrow" else tool
+        rows.append((name, timings["seconds"], timings["peak_mb"], agree))
         if tool == "ranx":
             rows.append(("ranx (warm)", timings["seconds_warm"], timings["peak_mb"], agree))
             print(
@@ -188,10 +202,10 @@ def main(argv: list[str] | None = None) -> int:
                 f"{timings['compute_cold']:.1f} s, second {timings['compute_warm']:.1f} s"
             )
     print(f"\n{n_queries:,} evaluated queries, metrics: {', '.join(METRICS)}")
-    print(f"{'tool':<22}{'seconds':>9}{'queries/s':>12}{'peak MB':>9}{'speed-up':>10}  max |diff|")
+    print(f"{'tool':<26}{'seconds':>9}{'queries/s':>12}{'peak MB':>9}{'speed-up':>10}  max |diff|")
     for tool, seconds, peak, agree in rows:
         print(
-            f"{tool:<22}{seconds:>9.2f}{n_queries / seconds:>12,.0f}{peak:>9.0f}"
+            f"{tool:<26}{seconds:>9.2f}{n_queries / seconds:>12,.0f}{peak:>9.0f}"
             f"{base / seconds:>9.1f}x  {agree}"
         )
     print("(speed-up = pytrec_eval seconds / tool seconds; diff vs pytrec_eval per query)")

@@ -26,7 +26,7 @@ from ragstream.trec._order import trec_order
 from ragstream.trec.errors import TrecFormatError
 from ragstream.trec.qrels import read_qrels
 from ragstream.trec.run import read_run
-from ragstream.trec.table import TrecTable
+from ragstream.trec.table import Reader, TrecTable
 
 __all__ = ["DEFAULT_METRICS", "TrecEvaluation", "evaluate_files", "evaluate_tables"]
 
@@ -78,11 +78,12 @@ def evaluate_files(
     relevance_level: int = 1,
     complete: bool = False,
     keep_best: bool = False,
+    reader: Reader = "numpy",
 ) -> TrecEvaluation:
-    """Read both files and evaluate (see `evaluate_tables`)."""
+    """Read both files and evaluate (see `evaluate_tables`); `reader` as in `read_table`."""
     return evaluate_tables(
-        read_qrels(qrels),
-        read_run(run),
+        read_qrels(qrels, reader=reader),
+        read_run(run, reader=reader),
         metrics,
         gain=gain,
         relevance_level=relevance_level,

@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 
 from ragstream.trec._tokenize import Layout
-from ragstream.trec.table import TrecTable, read_table
+from ragstream.trec.table import Reader, TrecTable, read_table
 
 __all__ = ["QRELS_LAYOUT", "read_qrels"]
 
@@ -25,6 +25,8 @@ QRELS_LAYOUT = Layout(
 """The shape of a qrels line."""
 
 
-def read_qrels(path: str | os.PathLike[str]) -> TrecTable:
-    """Parse a qrels file; `values` are the int64 grades. Raises TrecFormatError."""
-    return read_table(path, QRELS_LAYOUT, "int")
+def read_qrels(path: str | os.PathLike[str], *, reader: Reader = "numpy") -> TrecTable:
+    """Parse a qrels file; `values` are the int64 grades. Raises TrecFormatError.
+
+    `reader="arrow"` tries the optional pyarrow reader (see `read_table`)."""
+    return read_table(path, QRELS_LAYOUT, "int", reader=reader)

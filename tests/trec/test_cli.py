@@ -157,3 +157,13 @@ def test_real_process(files: list[str]) -> None:
     assert bad.returncode == 1
     assert bad.stderr.startswith("Error: ")
     assert ":1: expected 6 fields" in bad.stderr
+
+
+def test_every_reader_prints_the_same(files: list[str]) -> None:
+    outputs = {
+        reader: _invoke([*files, "-q", "--format", "json", "--reader", reader])
+        for reader in ("arrow", "numpy")
+    }
+    assert {code for code, _ in outputs.values()} == {0}
+    assert outputs["arrow"][1] == outputs["numpy"][1]
+    assert json.loads(outputs["numpy"][1])["num_queries"] == 2

@@ -1,0 +1,249 @@
+"""The measured stages of the streaming benchmark, each run in its own fresh process.
+
+`python -m bench.pipeline_stages STAGE '<json arguments>'` runs one stage and prints one
+JSON object. A fresh process per stage keeps the stages from sharing heap: the resident
+memory a stage reports is its own, not what the producer or an earlier stage left behind.
+
+- `baseline`: a plain aiokafka consumer (its own new group, aiokafka defaults, `getmany` of
+  up to 5000 records, no commits) that parses every value (`json.loads` or `orjson.loads`)
+  and does nothing else.
+- `pipeline`: `KafkaSource` + `Runner` + `Engine` (a new group), as `ragstream run` wires
+  them: decode, validate, join, score, windows, and a commit after every batch.
+- `engine`: the same `Engine` fed the same messages in-process (regenerated from the seed,
+  with the partition Kafka's partitioner gave each key), batches of 5000: no broker.
+- `profile`: the `engine` stage under cProfile; the top functions by cumulative time.
+
+Throughput is events from the first message received to the last one applied (the group
+join before the first message is not counted). Memory is read from /proc/self/status.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import cProfile
+import io
+import json
+import pstats
+import sys
+import time
+from collections.abc import AsyncIterator, Callable, Sequence
+from typing import Any
+
+import orjson
+from aiokafka import AIOKafkaConsumer
+
+from bench.pipeline_data import DataConfig, blocks, partition_of
+from ragstream.pipeline.engine import Engine, EngineConfig
+from ragstream.pipeline.runner import Runner
+from ragstream.sources.base import Message
+from ragstream.sources.kafka import KafkaSource, KafkaSourceConfig
+
+__all__ = ["BATCH", "engine_config", "rss_mib"]
+
+BATCH = 5000
+"""Records per batch everywhere: `KafkaSourceConfig.max_batch`'s default."""
+_CHECK_EVERY = 100_000
+
+Args = dict[str, Any]
+
+
+def rss_mib() -> float:
+    """Resident set size of this process now (VmRSS), in MiB."""
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def engine_config(args: Args) -> EngineConfig:
+    """The default engine configuration on the event clock (a replay: reproducible)."""
+    return EngineConfig(
+        clock="event", label_ttl=float(args["label_ttl"]), label_keys=tuple(args["label_keys"])
+    )
+
+
+class _Probe:
+    """Memory checkpoints every 100k applied events: RSS, window bytes, open queries."""
+
+    def __init__(self, engine: Engine | None) -> None:
+        self.engine = engine
+        self.points: list[dict[str, float]] = []
+        self._next = _CHECK_EVERY
+
+    def seen(self, count: int, last: bool = False) -> None:
+        if (count < self._next and not last) or (
+            self.points and self.points[-1]["events"] == count
+        ):
+            return
+        while self._next <= count:
+            self._next += _CHECK_EVERY
+        point = {"events": float(count), "rss_mib": rss_mib()}
+        if self.engine is not None:
+            point["store_mib"] = self.engine.store.nbytes / 2**20
+            point["open_queries"] = float(self.engine.open_queries)
+            point["pending_labels"] = float(self.engine.pending_labels)
+        self.points.append(point)
+
+
+async def _baseline(args: Args) -> Args:
+    loads: Callable[[bytes], Any] = orjson.loads if args["parser"] == "orjson" else json.loads
+    consumer = AIOKafkaConsumer(
+        args["topic"],
+        bootstrap_servers=args["bootstrap"],
+        group_id=args["group"],
+        enable_auto_commit=False,
+        auto_offset_reset="earliest",
+        max_poll_records=BATCH,
+    )
+    await consumer.start()
+    probe, n, count, first = _Probe(None), int(args["events"]), 0, 0.0
+    try:
+        while count < n:
+            data = await consumer.getmany(timeout_ms=500, max_records=BATCH)
+            if data and not first:
+                first = time.perf_counter()
+            for records in data.values():
+                for record in records:
+                    loads(record.value)
+                count += len(records)
+            probe.seen(count)
+        seconds = time.perf_counter() - first
+    finally:
+        await consumer.stop()
+    probe.seen(count, last=True)
+    return {"events": count, "seconds": seconds, "memory": probe.points}
+
+
+class _TimedSource:
+    """Wraps the Kafka source: times fetch / apply / commit and stops the runner at `n`."""
+
+    def __init__(self, source: KafkaSource, n: int, probe: _Probe) -> None:
+        self.source, self.n, self.probe = source, n, probe
+        self.runner: Runner | None = None
+        self.count = 0
+        self.first = self.last = 0.0
+        self.fetch = self.apply = self.commit_s = 0.0
+
+    async def batches(self) -> AsyncIterator[Sequence[Message]]:
+        mark = time.perf_counter()
+        async for batch in self.source.batches():
+            now = time.perf_counter()
+            if batch and not self.first:
+                self.first, mark = now, now
+            if self.first:
+                self.fetch += now - mark
+            self._yielded = now
+            yield batch
+            mark = time.perf_counter()
+
+    async def commit(self, batch: Sequence[Message]) -> None:
+        start = time.perf_counter()
+        if self.first:
+            self.apply += start - self._yielded
+        await self.source.commit(batch)
+        self.last = time.perf_counter()
+        if self.first:
+            self.commit_s += self.last - start
+        self.count += len(batch)
+        self.probe.seen(self.count)
+        if self.count >= self.n and self.runner is not None:
+            self.runner.stop()
+
+    async def stop(self) -> None:
+        await self.source.stop()
+
+
+async def _pipeline(args: Args) -> Args:
+    engine = Engine(engine_config(args))
+    source = KafkaSource(
+        KafkaSourceConfig(
+            bootstrap_servers=args["bootstrap"],
+            topics=(args["topic"],),
+            group_id=args["group"],
+            auto_offset_reset="earliest",
+            max_batch=BATCH,
+        )
+    )
+    probe = _Probe(engine)
+    timed = _TimedSource(source, int(args["events"]), probe)
+    await source.start()
+    try:
+        timed.runner = Runner(engine, timed)
+        await timed.runner.run()
+    finally:
+        await source.stop()
+    probe.seen(timed.count, last=True)
+    return {
+        "events": timed.count,
+        "seconds": timed.last - timed.first,
+        "fetch_seconds": timed.fetch,
+        "apply_seconds": timed.apply,
+        "commit_seconds": timed.commit_s,
+        "processed": sum(engine.events.values()),
+        "memory": probe.points,
+        **_summary(engine),
+    }
+
+
+def _summary(engine: Engine) -> Args:
+    labeled = sum(a.rows for a in engine.final.values())
+    return {
+        "outcomes": {f"{t}/{o}": n for (t, o), n in sorted(engine.events.items())},
+        "final_labeled_queries": labeled,
+        "series": len(engine.store.labelsets()),
+    }
+
+
+def _engine(args: Args, profiler: cProfile.Profile | None = None) -> Args:
+    engine = Engine(engine_config(args))
+    data = DataConfig(seed=int(args["seed"]), rate=float(args["rate"]))
+    partitions, topic = int(args["partitions"]), str(args["topic"])
+    probe, count, seconds = _Probe(engine), 0, 0.0
+    for block in blocks(data, int(args["events"])):
+        messages = [
+            Message(value, partition_of(key, partitions), count + i, topic, key)
+            for i, (key, value) in enumerate(block)
+        ]
+        for i in range(0, len(messages), BATCH):
+            batch = messages[i : i + BATCH]
+            if profiler is not None:
+                profiler.enable()
+            start = time.perf_counter()
+            engine.apply(batch)
+            seconds += time.perf_counter() - start
+            if profiler is not None:
+                profiler.disable()
+            count += len(batch)
+            probe.seen(count)
+    probe.seen(count, last=True)
+    return {"events": count, "seconds": seconds, "memory": probe.points, **_summary(engine)}
+
+
+def _profile(args: Args) -> Args:
+    profiler = cProfile.Profile()
+    result = _engine(args, profiler)
+    out = io.StringIO()
+    stats = pstats.Stats(profiler, stream=out)
+    stats.sort_stats("cumulative").print_stats(int(args.get("top", 10)))
+    result["profile"] = out.getvalue()
+    return result
+
+
+def main(argv: list[str]) -> None:
+    stage, args = argv[0], json.loads(argv[1])
+    if stage == "baseline":
+        result = asyncio.run(_baseline(args))
+    elif stage == "pipeline":
+        result = asyncio.run(_pipeline(args))
+    elif stage == "engine":
+        result = _engine(args)
+    elif stage == "profile":
+        result = _profile(args)
+    else:
+        raise SystemExit(f"unknown stage {stage!r}")
+    print(json.dumps(result))
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
