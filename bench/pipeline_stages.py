@@ -35,6 +35,7 @@ from aiokafka import AIOKafkaConsumer
 from bench.pipeline_data import DataConfig, blocks, partition_of
 from ragstream.pipeline.engine import Engine, EngineConfig
 from ragstream.pipeline.runner import Runner
+from ragstream.runtime import tune_gc
 from ragstream.sources.base import Message
 from ragstream.sources.kafka import KafkaSource, KafkaSourceConfig
 
@@ -232,6 +233,7 @@ def _profile(args: Args) -> Args:
 
 def main(argv: list[str]) -> None:
     stage, args = argv[0], json.loads(argv[1])
+    tune_gc()  # as `ragstream run` does at start-up; the baselines get it too, to be fair
     if stage == "baseline":
         result = asyncio.run(_baseline(args))
     elif stage == "pipeline":

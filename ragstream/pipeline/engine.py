@@ -265,15 +265,17 @@ class Engine:
             self.pruned_series += self.store.prune(now)
             self._next_prune = now + _PRUNE_EVERY
         final = [q for join in self.joins.values() for q in join.advance(now)]
+        rows: dict[tuple[str, ...], list[_F64]] = {}
         for query in final:
-            if query.contribution is None or not query.labeled:
-                continue
-            aggregate = self.final.get(query.labelset)
+            if query.contribution is not None and query.labeled:
+                rows.setdefault(query.labelset, []).append(query.contribution)
+        for labelset, contributions in rows.items():  # one add per label set and batch
+            aggregate = self.final.get(labelset)
             if aggregate is None:
-                aggregate = self.final[query.labelset] = Aggregate(
+                aggregate = self.final[labelset] = Aggregate(
                     self.layout.plain, bins=self.config.bins
                 )
-            aggregate.add(query.contribution[None, : self._final_columns])
+            aggregate.add(np.stack(contributions)[:, : self._final_columns])
         return final
 
     def finish(self) -> list[OpenQuery]:
