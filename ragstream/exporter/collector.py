@@ -75,7 +75,11 @@ class EngineCollector(Collector):
             yield from self._extra()
 
     def windowed_text(self) -> bytes:
-        """The windowed gauges and histograms in the text format, written directly (fast)."""
+        """The windowed gauges and histograms in the text format, written directly (fast).
+
+        Counts as a scrape, like `collect()`: the server calls one or the other per scrape.
+        """
+        self.scrapes += 1
         return render_text(build(self.engine, self._now())).encode()
 
     def health_only(self) -> EngineCollector:

@@ -228,3 +228,14 @@ def test_the_fast_text_writer_equals_prometheus_clients_encoding() -> None:
     assert fast == reference
     assert len(fast) > 100
     assert any(dict(labels).get("app") == 'sup"port\\x' for _, labels in fast)
+
+
+def test_both_renderings_count_as_scrapes() -> None:
+    collector = EngineCollector(_engine(), clock=lambda: WALL)
+    registry = CollectorRegistry()
+    registry.register(collector)
+    from prometheus_client import generate_latest
+
+    generate_latest(registry)
+    collector.windowed_text()
+    assert collector.scrapes == 2
