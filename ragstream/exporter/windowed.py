@@ -220,6 +220,7 @@ def render_text(families: Sequence[Family]) -> str:
 def _render(families: Sequence[Family]) -> str:
     out: list[str] = []
     cache: dict[str, str] = {}
+    pairs_cache: dict[tuple[str, ...], dict[tuple[str, ...], str]] = {}
 
     def quoted(value: str) -> str:
         found = cache.get(value)
@@ -241,8 +242,14 @@ def _render(families: Sequence[Family]) -> str:
                 out.append(f"{f.name}_sum{{{pairs}}} {_value(total)}\n")
                 out.append(f"{f.name}_count{{{pairs}}} {_value(counts[-1])}\n")
             continue
+        # families with the same label names (k, window, ...) share their label strings
+        shared = pairs_cache.setdefault(f.labels, {})
         for labels, value in f.rows:
-            values = [labels[i] for i in order]
-            pairs = ",".join(f"{n}={quoted(v)}" for n, v in zip(names, values, strict=True))
-            out.append(f"{f.name}{{{pairs}}} {_value(value)}\n")
+            text = shared.get(labels)
+            if text is None:
+                values = [labels[i] for i in order]
+                text = shared[labels] = ",".join(
+                    f"{n}={quoted(v)}" for n, v in zip(names, values, strict=True)
+                )
+            out.append(f"{f.name}{{{text}}} {_value(value)}\n")
     return "".join(out)
