@@ -42,16 +42,7 @@ def render_summary(engine: Engine, now: float, windows: Sequence[str] = ("1m", "
                 days = (mean[age] + max(0.0, now - mean[event] - EVENT_TIME_BASE)) / _DAY
             share = f"{labeled / read.queries:.0%}"
             rows.append([name, window, str(read.queries), share, *cells, _fmt(days, 1)])
-    widths = [max(len(r[i]) for r in rows) for i in range(len(head))]
-    lines = [
-        "  ".join(
-            c.rjust(w) if i > 1 else c.ljust(w)
-            for i, (c, w) in enumerate(zip(r, widths, strict=True))
-        )
-        for r in rows
-    ]
-    lines.insert(1, "  ".join("-" * w for w in widths))
-    return "\n".join(lines)
+    return _table(rows)
 
 
 def render_generation(
@@ -79,7 +70,12 @@ def render_generation(
         )
     if len(rows) == 1:
         return "(no judged answers yet)"
-    widths = [max(len(r[i]) for r in rows) for i in range(len(head))]
+    return _table(rows)
+
+
+def _table(rows: list[list[str]]) -> str:
+    """Rows under a rule: the first two columns left-aligned, numbers right-aligned."""
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     lines = [
         "  ".join(
             c.rjust(w) if i > 1 else c.ljust(w)
