@@ -99,8 +99,8 @@ def queries(draw: st.DrawFn, max_docs: int = 12) -> Query:
     the ranking is some of them in some order, the judged list all judged ones."""
     n = draw(st.integers(0, max_docs))
     grades = draw(st.lists(st.none() | st.integers(-2, 4), min_size=n, max_size=n))
-    # no subnormal weights: their sums keep too few bits for ratios to agree to 1e-12
-    # between two summation orders (a weight that small rounds to 0 in any real use)
+    # no subnormal weights (documents over ~1000 half-lives old): their sums keep too few
+    # bits for ratios to agree to this test's 1e-12 across two summation orders
     weight = st.floats(0.0, 1.0, allow_nan=False, allow_subnormal=False)
     weights = draw(st.lists(weight, min_size=n, max_size=n))
     order = draw(st.permutations(range(n)))
