@@ -22,37 +22,14 @@ import numpy as np
 import orjson
 from aiokafka.partitioner import murmur2
 
+from ragstream.sources.synthetic import WORDS
+
 __all__ = ["BLOCK", "DataConfig", "Record", "blocks", "partition_of"]
 
 BLOCK = 10_000
 """Queries drawn per numpy pass (part of the data's definition)."""
 _DAY = 86_400.0
 _MAX_RELEVANT = 5
-_WORDS = [
-    "index",
-    "shard",
-    "replica",
-    "cache",
-    "token",
-    "vector",
-    "embedding",
-    "latency",
-    "quota",
-    "invoice",
-    "refund",
-    "account",
-    "password",
-    "policy",
-    "region",
-    "cluster",
-    "backup",
-    "restore",
-    "upgrade",
-    "license",
-    "billing",
-    "webhook",
-    "timeout",
-]
 
 Record = tuple[bytes, bytes]
 """(key, value): the query id and the compact JSON event."""
@@ -116,7 +93,7 @@ def _block(
     order = np.argsort(-scores, axis=1, kind="stable")[:, : c.docs]
     t_doc = np.round(ts[:, None] - rng.exponential(c.doc_age_days * _DAY, size=(BLOCK, pool)), 3)
     probe = rng.random(BLOCK) < c.probe_share
-    words = rng.integers(len(_WORDS), size=(BLOCK, 4))
+    words = rng.integers(len(WORDS), size=(BLOCK, 4))
     out: list[Record] = []
     for i in range(size):
         q = first + i
@@ -127,7 +104,7 @@ def _block(
             "query_id": f"q-{c.seed}-{q}",
             "ts": float(ts[i]),
             "labels": labels[int(label_set[i])],
-            "query": " ".join(_WORDS[w] for w in words[i].tolist()),
+            "query": " ".join(WORDS[w] for w in words[i].tolist()),
             "results": [{"doc_id": ids[j], "score": s[j], "t_doc": t[j]} for j in ranked],
         }
         if probe[i]:

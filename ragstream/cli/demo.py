@@ -6,6 +6,7 @@ import asyncio
 import contextlib
 import sys
 import time
+from dataclasses import dataclass
 
 import click
 
@@ -91,20 +92,32 @@ def demo(
     summary shows MRR and nDCG falling in the 1m window first, then in the 5m window, and
     the judged hallucination ratio rising.
     """
-    asyncio.run(_demo(duration, port, host, rate, drift_at, refresh, label_ttl, judge_rate, seed))
+    options = _Options(duration, port, host, rate, drift_at, refresh, label_ttl, judge_rate, seed)
+    asyncio.run(_demo(options))
 
 
-async def _demo(
-    duration: float,
-    port: int,
-    host: str,
-    rate: float,
-    drift_at: float,
-    refresh: float,
-    label_ttl: float,
-    judge_rate: float,
-    seed: int,
-) -> None:
+@dataclass(frozen=True, slots=True)
+class _Options:
+    duration: float
+    port: int
+    host: str
+    rate: float
+    drift_at: float
+    refresh: float
+    label_ttl: float
+    judge_rate: float
+    seed: int
+
+
+async def _demo(o: _Options) -> None:
+    duration, port, host, rate = o.duration, o.port, o.host, o.rate
+    drift_at, refresh, label_ttl, judge_rate, seed = (
+        o.drift_at,
+        o.refresh,
+        o.label_ttl,
+        o.judge_rate,
+        o.seed,
+    )
     engine = Engine(
         EngineConfig(
             layout=MetricLayout(cutoffs=(1, 3, 5, 10), half_lives=(7 * 86400.0,)),

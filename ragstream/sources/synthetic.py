@@ -21,9 +21,9 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["SyntheticConfig", "SyntheticTraffic", "TimedEvent"]
+__all__ = ["WORDS", "SyntheticConfig", "SyntheticTraffic", "TimedEvent"]
 
-_WORDS = [
+WORDS = (
     "index",
     "shard",
     "replica",
@@ -52,7 +52,8 @@ _WORDS = [
     "schema",
     "migration",
     "retention",
-]
+)
+"""The vocabulary of the synthetic queries, contexts and answers."""
 _DAY = 86_400.0
 
 
@@ -159,7 +160,7 @@ class SyntheticTraffic:
             "query_id": qid,
             "ts": ts,
             "labels": labels,
-            "query": " ".join(rng.choice(_WORDS, size=4)),
+            "query": " ".join(rng.choice(WORDS, size=4)),
             "results": results,
         }
         out = [TimedEvent(ts, retrieval)]
@@ -221,7 +222,7 @@ class SyntheticTraffic:
         contexts = []
         sentences = []
         for doc in top:
-            words = rng.choice(_WORDS, size=6)
+            words = rng.choice(WORDS, size=6)
             text = (
                 f"The {words[0]} {words[1]} uses {words[2]} {words[3]} for {words[4]} {words[5]}."
             )
