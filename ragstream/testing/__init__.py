@@ -2,5 +2,6 @@
 
 from ragstream.testing.kafka_broker import KafkaBroker, KafkaBrokerError, TopicFactory
 from ragstream.testing.kafka_files import fetch_kafka_jars
+from ragstream.testing.kafka_read import read_records
 
-__all__ = ["KafkaBroker", "KafkaBrokerError", "TopicFactory", "fetch_kafka_jars"]
+__all__ = ["KafkaBroker", "KafkaBrokerError", "TopicFactory", "fetch_kafka_jars", "read_records"]

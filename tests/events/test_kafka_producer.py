@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import time
-
 import pytest
-from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, ConsumerRecord
+from aiokafka import AIOKafkaProducer
 
 from ragstream.events import (
     Event,
@@ -16,25 +14,9 @@ from ragstream.events import (
     retrieval_event,
     to_decoded,
 )
-from ragstream.testing import KafkaBroker, TopicFactory
+from ragstream.testing import KafkaBroker, TopicFactory, read_records
 
 pytestmark = pytest.mark.kafka
-
-
-async def _read(bootstrap: str, topic: str, count: int) -> list[ConsumerRecord[bytes, bytes]]:
-    """Exactly `count` records from the start of `topic`."""
-    consumer = AIOKafkaConsumer(topic, bootstrap_servers=bootstrap, auto_offset_reset="earliest")
-    await consumer.start()
-    try:
-        records: list[ConsumerRecord[bytes, bytes]] = []
-        deadline = time.monotonic() + 20
-        while len(records) < count:
-            assert time.monotonic() < deadline, f"got {len(records)} of {count} records"
-            for batch in (await consumer.getmany(timeout_ms=500)).values():
-                records.extend(batch)
-        return records
-    finally:
-        await consumer.stop()
 
 
 async def test_events_arrive_keyed_by_query_id(
@@ -51,7 +33,7 @@ async def test_events_arrive_keyed_by_query_id(
         sent = [await sink.send(event) for event in events]
     assert [meta.topic for meta in sent] == [topic] * 4
 
-    records = await _read(kafka_broker.bootstrap_servers, topic, len(events))
+    records = await read_records(kafka_broker.bootstrap_servers, topic, len(events))
     records.sort(key=lambda r: decode_event(r.value).ts)
     assert [r.key for r in records] == [b"q-1", b"q-1", b"q-1", b"q-2"]
     assert [decode_event(r.value) for r in records] == [to_decoded(e) for e in events]
@@ -73,7 +55,7 @@ async def test_per_type_topics_and_an_injected_producer(
         await kafka.send_and_wait(feedback, b"{}", key=b"other")
     finally:
         await kafka.stop()
-    (retrieval,) = await _read(kafka_broker.bootstrap_servers, retrievals, 1)
+    (retrieval,) = await read_records(kafka_broker.bootstrap_servers, retrievals, 1)
     assert decode_event(retrieval.value).type == "retrieval"
-    records = await _read(kafka_broker.bootstrap_servers, feedback, 2)
+    records = await read_records(kafka_broker.bootstrap_servers, feedback, 2)
     assert [r.key for r in records] == [b"q", b"other"]

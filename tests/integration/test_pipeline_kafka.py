@@ -8,7 +8,7 @@ import time
 
 import numpy as np
 import pytest
-from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, ConsumerRecord
+from aiokafka import AIOKafkaProducer
 
 from ragstream.pipeline.engine import Engine, EngineConfig
 from ragstream.pipeline.runner import Runner
@@ -17,7 +17,7 @@ from ragstream.sinks.dead_letters import KafkaDeadLetters
 from ragstream.sources.base import Message
 from ragstream.sources.kafka import CoPartitionError, KafkaSource, KafkaSourceConfig
 from ragstream.sources.synthetic import SyntheticConfig, SyntheticTraffic
-from ragstream.testing import KafkaBroker, TopicFactory
+from ragstream.testing import KafkaBroker, TopicFactory, read_records
 
 WALL = 1_900_000_000.0
 JUNK = [b"{not json", b'{"type": "retrieval"}', b'{"type": "teleport", "query_id": "x", "ts": 1}']
@@ -171,18 +171,7 @@ async def test_invalid_messages_go_to_the_dead_letter_topic_with_their_reason(
         await source.stop()
         await letters.stop()
     assert letters.sent == 2
-    consumer = AIOKafkaConsumer(
-        dead, bootstrap_servers=kafka_broker.bootstrap_servers, auto_offset_reset="earliest"
-    )
-    await consumer.start()
-    try:
-        records: list[ConsumerRecord[bytes, bytes]] = []
-        deadline = time.monotonic() + 15
-        while len(records) < 2 and time.monotonic() < deadline:
-            for batch in (await consumer.getmany(timeout_ms=300)).values():
-                records.extend(batch)
-    finally:
-        await consumer.stop()
+    records = await read_records(kafka_broker.bootstrap_servers, dead, 2, within=15)
     assert [(r.key, r.value) for r in records] == [(b"k0", JUNK[0]), (b"k1", JUNK[2])]
     reasons = [dict(r.headers)["ragstream.reason"] for r in records]
     assert reasons == [b"bad_json", b"unknown_type"]

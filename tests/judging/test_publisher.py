@@ -3,33 +3,16 @@
 from __future__ import annotations
 
 import json
-import time
 
 import pytest
-from aiokafka import AIOKafkaConsumer, ConsumerRecord
 
 from ragstream.judging.lexical import LexicalJudge
 from ragstream.judging.publisher import JudgmentPublisher
-from ragstream.testing import KafkaBroker, TopicFactory
+from ragstream.testing import KafkaBroker, TopicFactory, read_records
 
 from ._helpers import item
 
 pytestmark = pytest.mark.kafka
-
-
-async def _read(bootstrap: str, topic: str, count: int) -> list[ConsumerRecord[bytes, bytes]]:
-    consumer = AIOKafkaConsumer(topic, bootstrap_servers=bootstrap, auto_offset_reset="earliest")
-    await consumer.start()
-    try:
-        records: list[ConsumerRecord[bytes, bytes]] = []
-        deadline = time.monotonic() + 20
-        while len(records) < count:
-            assert time.monotonic() < deadline, f"got {len(records)} of {count} records"
-            for batch in (await consumer.getmany(timeout_ms=500)).values():
-                records.extend(batch)
-        return records
-    finally:
-        await consumer.stop()
 
 
 async def test_judgments_reach_the_topic(
@@ -44,7 +27,7 @@ async def test_judgments_reach_the_topic(
         for x in inputs:
             assert publisher.offer(x, judge.evaluate(x.question, x.answer, x.contexts))
     assert publisher.counts == {"sent": 2}
-    records = await _read(kafka_broker.bootstrap_servers, topic, 2)
+    records = await read_records(kafka_broker.bootstrap_servers, topic, 2)
     by_key = {r.key: json.loads(r.value) for r in records}
     assert set(by_key) == {b"q-1", b"q-2"}
     first = by_key[b"q-1"]
