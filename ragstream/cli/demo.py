@@ -110,40 +110,34 @@ class _Options:
 
 
 async def _demo(o: _Options) -> None:
-    duration, port, host, rate = o.duration, o.port, o.host, o.rate
-    drift_at, refresh, label_ttl, judge_rate, seed = (
-        o.drift_at,
-        o.refresh,
-        o.label_ttl,
-        o.judge_rate,
-        o.seed,
-    )
     engine = Engine(
         EngineConfig(
             layout=MetricLayout(cutoffs=(1, 3, 5, 10), half_lives=(7 * 86400.0,)),
             label_keys=("app", "index"),
             clock="wall",
-            label_ttl=label_ttl,
+            label_ttl=o.label_ttl,
         )
     )
-    traffic = SyntheticConfig(seed=seed, rate=rate, drift_at=drift_at, feedback_delay=(1.0, 15.0))
+    traffic = SyntheticConfig(
+        seed=o.seed, rate=o.rate, drift_at=o.drift_at, feedback_delay=(1.0, 15.0)
+    )
     source = LiveSyntheticSource(traffic)
-    judge = JudgeSettings(sampling=SamplingSettings(rate=judge_rate, max_per_second=100.0))
+    judge = JudgeSettings(sampling=SamplingSettings(rate=o.judge_rate, max_per_second=100.0))
     judging = JudgingService.from_settings(
         judge, labelset=engine.labelsets, lookup=engine_lookup(engine, [])
     )
-    agent = Agent(engine, source, host=host, port=port, judging=judging)
+    agent = Agent(engine, source, host=o.host, port=o.port, judging=judging)
     started = time.time()
     interactive = sys.stdout.isatty()
 
     async def show() -> None:
         while True:
-            await asyncio.sleep(refresh)
+            await asyncio.sleep(o.refresh)
             elapsed = time.time() - started
-            status = "after" if elapsed >= drift_at else "before"
+            status = "after" if elapsed >= o.drift_at else "before"
             head = (
                 f"ragstream demo  t+{format_duration(round(elapsed))}  "
-                f"{status} the quality drop of app=support (at t+{format_duration(drift_at)})  "
+                f"{status} the quality drop of app=support (at t+{format_duration(o.drift_at)})  "
                 f"metrics: {agent.server.url}/metrics"
             )
             table = render_summary(engine, time.time())
@@ -153,11 +147,11 @@ async def _demo(o: _Options) -> None:
             click.echo(f"{head}\n{table}\n\nanswers judged by the lexical heuristic:\n{judged}\n")
 
     async def stop_later() -> None:
-        await asyncio.sleep(duration)
+        await asyncio.sleep(o.duration)
         agent.stop()
 
     tasks = [asyncio.create_task(show())]
-    if duration > 0:
+    if o.duration > 0:
         tasks.append(asyncio.create_task(stop_later()))
     try:
         await agent.run()
