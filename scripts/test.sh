@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The one test command: installs everything the tests need on a fresh machine
-# (Python packages, the Kafka broker's jars, Prometheus), then runs ruff, mypy
+# (Python packages, the Kafka broker's jars, Prometheus, trec_eval), then runs ruff, mypy
 # and the whole pytest suite. Extra arguments go to pytest.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -8,6 +8,7 @@ cd "$(dirname "$0")/.."
 scripts/bootstrap.sh test
 scripts/kafka.sh fetch >/dev/null  # the Kafka broker's jars (cached after the first run)
 scripts/prometheus.sh  # a real Prometheus server and promtool (Debian package)
+scripts/trec_eval.sh fetch >/dev/null  # NIST's trec_eval, the reference for `ragstream eval`
 
 echo "== ruff"
 .venv/bin/ruff check .

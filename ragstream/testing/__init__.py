@@ -3,5 +3,15 @@
 from ragstream.testing.kafka_broker import KafkaBroker, KafkaBrokerError, TopicFactory
 from ragstream.testing.kafka_files import fetch_kafka_jars
 from ragstream.testing.kafka_read import read_records
+from ragstream.testing.trec_eval import TrecEvalError, fetch_trec_eval, run_trec_eval
 
-__all__ = ["KafkaBroker", "KafkaBrokerError", "TopicFactory", "fetch_kafka_jars", "read_records"]
+__all__ = [
+    "KafkaBroker",
+    "KafkaBrokerError",
+    "TopicFactory",
+    "TrecEvalError",
+    "fetch_kafka_jars",
+    "fetch_trec_eval",
+    "read_records",
+    "run_trec_eval",
+]

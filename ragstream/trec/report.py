@@ -2,7 +2,9 @@
 
 `trec`: one `measure<TAB>qid<TAB>value` line per query and measure (with `per_query`), then
 one per measure with qid `all` for the mean, measure names padded to 22 characters and
-values printed with `%6.4f` -- byte for byte what trec_eval prints (`%-22s\\t%s\\t%6.4f`).
+values printed with `%6.4f` -- byte for byte what trec_eval prints (`%-22s\\t%s\\t%6.4f`),
+measures in trec_eval's own order (its measure table: map, recip_rank, P, recall, ndcg_cut,
+success; cutoffs ascending), whatever order they were asked for in.
 `digits` changes the number of decimals; `None` prints every digit (`repr`, round-trips).
 `json`: always full precision.
 """
@@ -12,7 +14,7 @@ from __future__ import annotations
 import json
 from typing import Any, Literal
 
-from ragstream.metrics import trec_name
+from ragstream.metrics import MetricSpec, trec_name
 from ragstream.trec.evaluate import TrecEvaluation
 
 __all__ = ["Format", "format_value", "render"]
@@ -38,8 +40,18 @@ def render(
     return _table(result, per_query, digits)
 
 
+_TREC_ORDER = ("ap", "rr", "precision", "recall", "ndcg", "hit_rate")
+"""Families in the order of trec_eval's measure table (te_trec_measures)."""
+
+
+def _trec_position(spec: MetricSpec) -> tuple[int, int]:
+    family = spec.family
+    return (_TREC_ORDER.index(family) if family in _TREC_ORDER else len(_TREC_ORDER)), spec.k or 0
+
+
 def _trec(result: TrecEvaluation, per_query: bool, digits: int | None) -> str:
-    names = [(spec.name, trec_name(spec)) for spec in result.metrics]
+    ordered = sorted(result.metrics, key=_trec_position)
+    names = [(spec.name, trec_name(spec)) for spec in ordered]
     lines: list[str] = []
     if per_query:
         for i, qid in enumerate(result.qids):
