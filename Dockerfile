@@ -1,9 +1,15 @@
 # ragstream: the streaming evaluation agent, as a small image for a sidecar or a Deployment.
 FROM python:3.11-slim AS build
+# A C compiler for the compiled scanner of `ragstream eval` (ragstream/trec/_scan.c, built
+# by setup.py); only this stage has it, the image below gets the built module.
+RUN apt-get update \
+    && apt-get install -y --no-install-recommends gcc libc6-dev \
+    && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
-COPY pyproject.toml README.md ./
+COPY pyproject.toml setup.py README.md ./
 COPY ragstream ./ragstream
-RUN pip install --no-cache-dir --prefix=/install .
+RUN pip install --no-cache-dir --prefix=/install . \
+    && PYTHONPATH=/install/lib/python3.11/site-packages python -c "import ragstream.trec._scan"
 
 FROM python:3.11-slim
 COPY --from=build /install /usr/local

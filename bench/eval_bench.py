@@ -4,10 +4,11 @@ Usage: `python -m bench.eval_bench [--queries N] [--docs D]` (or `scripts/bench.
 
 Each tool runs in its own fresh Python process that times its whole flow -- parse both
 files, then compute the per-query metrics -- and reports its peak memory (`ru_maxrss`).
-`ragstream` is timed three times: the library function `evaluate_files` inside a worker
-(with its default numpy reader, and again with the optional pyarrow reader), and
-the `ragstream eval` command run as a subprocess of a worker (wall time, interpreter
-start-up and imports included).
+`ragstream` is timed four times: the library function `evaluate_files` inside a worker
+(by default, i.e. with the compiled scanner `ragstream.trec._scan`; then with the numpy
+path, `engine="numpy"`; then with the numpy path and the optional pyarrow reader), and
+the `ragstream eval` command run as a subprocess of a worker (default path; wall time,
+interpreter start-up and imports included).
 ranx compiles its kernels with numba on first use; its worker times parsing, the first
 (cold) `evaluate` call, and a second (warm) call on the same objects: "ranx (warm)" is
 parse + warm compute, what a long-lived process would pay after the first file.
@@ -19,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import resource
 import subprocess
 import sys
@@ -54,20 +56,28 @@ def _peak_mb() -> float:
 
 
 def _work_ragstream(qrels: str, run: str) -> tuple[dict[str, float], Values]:
-    return _evaluate(qrels, run, "numpy")
+    from ragstream.trec._compiled import AVAILABLE
+
+    if not AVAILABLE:
+        raise SystemExit("ragstream.trec._scan is not built: run `pip install -e .`")
+    return _evaluate(qrels, run, "numpy", "compiled")
+
+
+def _work_ragstream_numpy(qrels: str, run: str) -> tuple[dict[str, float], Values]:
+    return _evaluate(qrels, run, "numpy", "numpy")
 
 
 def _work_ragstream_arrow(qrels: str, run: str) -> tuple[dict[str, float], Values]:
-    return _evaluate(qrels, run, "arrow")
+    return _evaluate(qrels, run, "arrow", "numpy")
 
 
 def _evaluate(
-    qrels: str, run: str, reader: Literal["numpy", "arrow"]
+    qrels: str, run: str, reader: Literal["numpy", "arrow"], engine: Literal["compiled", "numpy"]
 ) -> tuple[dict[str, float], Values]:
     from ragstream.trec import evaluate_files
 
     start = time.perf_counter()
-    result = evaluate_files(qrels, run, METRICS, reader=reader)
+    result = evaluate_files(qrels, run, METRICS, reader=reader, engine=engine)
     seconds = time.perf_counter() - start
     values = {m: dict(zip(result.qids, result.per_query[m].tolist(), strict=True)) for m in METRICS}
     return {"seconds": seconds}, values
@@ -152,8 +162,15 @@ def _max_diff(values: Values, reference: Values) -> tuple[float, int]:
     return worst, mismatched
 
 
+_NAMES = {
+    "ragstream": "ragstream (compiled)",
+    "ragstream-numpy": "ragstream (numpy)",
+    "ragstream-arrow": "ragstream (numpy, pyarrow)",
+}
+
 _WORKERS = {
     "ragstream": _work_ragstream,
+    "ragstream-numpy": _work_ragstream_numpy,
     "ragstream-arrow": _work_ragstream_arrow,
     "pytrec_eval": _work_pytrec,
     "ranx": _work_ranx,
@@ -178,7 +195,7 @@ def main(argv: list[str] | None = None) -> int:
     lines = args.queries * args.docs
     print(f"files: {data.run} ({data.run.stat().st_size / 1e6:.0f} MB, ~{lines:,} run lines)")
     print(f"       {data.qrels} (ready in {time.perf_counter() - start:.1f} s)")
-    tools = ["pytrec_eval", "ragstream", "ragstream-arrow", "cli"]
+    tools = ["pytrec_eval", "ragstream", "ragstream-numpy", "ragstream-arrow", "cli"]
     tools += [] if args.no_ranx else ["ranx"]
     with tempfile.TemporaryDirectory() as scratch:
         results = {tool: _spawn(tool, data.qrels, data.run, Path(scratch)) for tool in tools}
@@ -193,7 +210,7 @@ def main(argv: list[str] | None = None) -> int:
             continue
         worst, mismatched = _max_diff(results[tool]["values"], reference)
         agree = f"{worst:.1e}" + (f" ({mismatched} queries differ)" if mismatched else "")
-        name = "ragstream (pyarrow reader)" if tool == "ragstream-arrow" else tool
+        name = _NAMES.get(tool, tool)
         rows.append((name, timings["seconds"], timings["peak_mb"], agree))
         if tool == "ranx":
             rows.append(("ranx (warm)", timings["seconds_warm"], timings["peak_mb"], agree))
@@ -210,6 +227,7 @@ def main(argv: list[str] | None = None) -> int:
         )
     print("(speed-up = pytrec_eval seconds / tool seconds; diff vs pytrec_eval per query)")
     print("(ragstream eval (CLI): wall time of the command, start-up included)")
+    print(f"(load average at the end: {' '.join(f'{x:.2f}' for x in os.getloadavg())})")
     return 0
 
 

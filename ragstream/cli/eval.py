@@ -12,10 +12,12 @@ import click
 
 if TYPE_CHECKING:  # numpy and the evaluator are imported when the command runs, not for --help
     from ragstream.metrics import MetricSpec
+    from ragstream.trec import Engine
     from ragstream.trec.report import Format
 
 __all__ = ["eval_command"]
 
+_ENGINES: dict[str, Engine] = {"auto": "auto", "compiled": "compiled", "numpy": "numpy"}
 _FILE = click.Path(exists=True, dir_okay=False, readable=True, path_type=Path)
 
 
@@ -122,8 +124,16 @@ def _keep_freed_memory() -> None:
     type=click.Choice(["numpy", "arrow"]),
     default="numpy",
     show_default=True,
-    help="arrow: pyarrow's CSV reader (extra fast-eval) for uniformly separated files, "
-    "numpy otherwise. Both give the same results.",
+    help="How --engine numpy reads the files: numpy's vectorized parser, or pyarrow's CSV "
+    "reader (extra fast-eval) for uniformly separated files. Same results.",
+)
+@click.option(
+    "--engine",
+    type=click.Choice(["auto", "compiled", "numpy"]),
+    default="auto",
+    show_default=True,
+    help="compiled: one C pass over both files (needs the built extension); numpy: the "
+    "reference implementation; auto: compiled when built and --reader is numpy. Same results.",
 )
 @click.option(
     "--keep-best",
@@ -142,6 +152,7 @@ def eval_command(
     gain: str,
     relevance_level: int,
     reader: str,
+    engine: str,
     keep_best: bool,
 ) -> None:
     """Evaluate a TREC run against qrels with trec_eval's conventions.
@@ -152,8 +163,14 @@ def eval_command(
     """
     from ragstream.metrics import trec_name
     from ragstream.trec import TrecFormatError, evaluate_files
+    from ragstream.trec._compiled import AVAILABLE
     from ragstream.trec.report import render
 
+    if engine == "compiled" and not AVAILABLE:
+        raise click.BadParameter(
+            "the compiled scanner is not built (a C compiler is needed when installing)",
+            param_hint="--engine",
+        )
     specs = _metrics(metrics)
     places = _digits(digits)
     if fmt == "trec":
@@ -175,6 +192,7 @@ def eval_command(
             complete=complete,
             keep_best=keep_best,
             reader="arrow" if reader == "arrow" else "numpy",
+            engine=_ENGINES[engine],
         )
     except TrecFormatError as error:
         raise click.ClickException(str(error)) from None

@@ -1,7 +1,8 @@
 """Offline evaluation of TREC run files against qrels, with trec_eval's conventions.
 
-`evaluate_files(qrels, run, metrics)` reads both files with a vectorized parser (no Python
-loop over lines), orders each query's results as trec_eval does, and computes the metrics
+`evaluate_files(qrels, run, metrics)` reads both files -- in one compiled pass when the
+C extension is built, with a vectorized numpy parser otherwise (no Python loop over lines
+either way) --, orders each query's results as trec_eval does, and computes the metrics
 with the batch kernels of `ragstream.metrics`. `report` formats the result as a table,
 JSON, or trec_eval's own `-q` layout. See docs/eval.md.
 """
@@ -9,6 +10,7 @@ JSON, or trec_eval's own `-q` layout. See docs/eval.md.
 from ragstream.trec.errors import TrecFormatError
 from ragstream.trec.evaluate import (
     DEFAULT_METRICS,
+    Engine,
     TrecEvaluation,
     evaluate_files,
     evaluate_tables,
@@ -19,6 +21,7 @@ from ragstream.trec.table import TrecTable
 
 __all__ = [
     "DEFAULT_METRICS",
+    "Engine",
     "TrecEvaluation",
     "TrecFormatError",
     "TrecTable",

@@ -217,6 +217,9 @@ def _values(
     return values
 
 
+_INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
+
+
 def _raise_first_bad(
     chunk: Chunk,
     rows: _I64,
@@ -225,19 +228,18 @@ def _raise_first_bad(
     layout: Layout,
     path: str,
 ) -> None:
+    what = "score" if kind == "float" else "relevance"
     for row, text in zip(rows.tolist(), texts.tolist(), strict=True):
+        shown = text.decode("utf-8", "replace")
         try:
-            if kind == "float":
-                float(text)
-            else:
-                int(text)
+            value = float(text) if kind == "float" else int(text)
         except (ValueError, OverflowError):
-            shown = text.decode("utf-8", "replace")
-            what = "score" if kind == "float" else "relevance"
             need = "a number" if kind == "float" else "an integer"
             raise TrecFormatError(
                 path, _line(chunk, row), f"{what} {shown!r} is not {need}"
             ) from None
+        if kind == "int" and not _INT64_MIN <= value <= _INT64_MAX:
+            raise TrecFormatError(path, _line(chunk, row), f"{what} {shown!r} is out of range")
     raise AssertionError(f"{layout.kind}: a value failed to parse but no line was found")
 
 

@@ -167,3 +167,23 @@ def test_every_reader_prints_the_same(files: list[str]) -> None:
     assert {code for code, _ in outputs.values()} == {0}
     assert outputs["arrow"][1] == outputs["numpy"][1]
     assert json.loads(outputs["numpy"][1])["num_queries"] == 2
+
+
+def test_engines_print_the_same(files: list[str]) -> None:
+    outputs = set()
+    for engine in ("auto", "compiled", "numpy"):
+        code, out = _invoke([*files, "-q", "--format", "trec", "--engine", engine])
+        assert code == 0, out
+        outputs.add(out)
+    assert len(outputs) == 1
+    assert "recip_rank            \tq1\t0.3333\n" in outputs.pop()
+
+
+def test_a_grade_beyond_64_bits_is_named(write: WriteFile) -> None:
+    qrels = write("qrels", "q1 0 a 1\nq1 0 b 99999999999999999999\n")
+    for engine in ("auto", "numpy"):
+        code, out = _invoke(
+            ["--qrels", str(qrels), "--run", str(write("run", RUN)), "--engine", engine]
+        )
+        assert code != 0
+        assert "qrels:2: relevance '99999999999999999999' is out of range" in out

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from ragstream.trec import evaluate_files
+from ragstream.trec import Engine, evaluate_files
 
 WriteFile = Callable[[str, str | bytes], Path]
 Reference = Callable[..., dict[str, dict[str, float]]]
@@ -64,13 +64,14 @@ def _collection(seed: int) -> tuple[str, str]:
 
 @pytest.mark.parametrize("seed", range(6))
 @pytest.mark.parametrize("level", [1, 2])
+@pytest.mark.parametrize("engine", ["compiled", "numpy"])
 def test_per_query_values_equal_trec_eval(
-    write: WriteFile, trec_eval: Reference, seed: int, level: int
+    write: WriteFile, trec_eval: Reference, seed: int, level: int, engine: Engine
 ) -> None:
     qrels_text, run_text = _collection(seed)
     qrels, run = write("qrels", qrels_text), write("run", run_text)
     expected = trec_eval(qrels, run, METRICS, relevance_level=level)
-    ours = evaluate_files(qrels, run, METRICS, relevance_level=level)
+    ours = evaluate_files(qrels, run, METRICS, relevance_level=level, engine=engine)
     assert set(ours.qids) == set(expected)
     for name in (spec.name for spec in ours.metrics):
         for i, qid in enumerate(ours.qids):

@@ -1,0 +1,123 @@
+"""The compiled path of `ragstream eval`: both files joined in one C pass.
+
+`ragstream.trec._scan` (built from `_scan.c` by `pip install`) reads the memory-mapped
+files once each and returns the `Ranked` arrays directly: records, repeated documents,
+trec_eval's order and the grade lookup happen per query in small in-cache tables, instead
+of numpy's many passes over arrays of the whole file. It accepts a strict subset of the
+files the numpy reader accepts and declines the rest (a malformed line, a score spelled
+`inf`, ...); `join_files` then returns None and the caller reads the files with numpy,
+which raises the precise error or accepts the spelling. So the two paths agree on every
+file, errors included (tests/trec/test_compiled.py checks it).
+"""
+
+from __future__ import annotations
+
+import mmap
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+from ragstream.trec._ranked import (
+    Ranked,
+    no_common_query,
+    repeated_document,
+    repeated_judgment,
+)
+from ragstream.trec.errors import TrecFormatError
+
+__all__ = ["AVAILABLE", "Compiled", "join_files"]
+
+
+_Repeat = tuple[int, int, bytes, bytes]  # first line, repeated line, query id, document id
+_Out = tuple[
+    list[bytes], int, int, bytearray, bytearray, bytearray, bytearray, _Repeat | None,
+    _Repeat | None,
+]  # fmt: skip
+_Join = Callable[[mmap.mmap, mmap.mmap, bool], _Out | str]
+
+
+def _load() -> _Join | None:
+    try:
+        from ragstream.trec._scan import join
+    except ImportError:  # not built (no C compiler at install time): the numpy path serves
+        return None
+    return join
+
+
+_JOIN = _load()
+AVAILABLE: bool = _JOIN is not None
+"""True when the extension was built."""
+
+
+@dataclass(frozen=True)
+class Compiled:
+    """The join of both files, or the error the numpy path raises after parsing them."""
+
+    ranked: Ranked
+    error: TrecFormatError | None
+
+
+def join_files(
+    qrels: str | os.PathLike[str],
+    run: str | os.PathLike[str],
+    *,
+    keep_best: bool,
+    complete: bool,
+) -> Compiled | None:
+    """Join the files in one compiled pass; None when the scanner is not built, a file
+    cannot be memory-mapped (empty, missing, a pipe), or the scanner declines a line."""
+    if _JOIN is None:
+        return None
+    qrels_path, run_path = os.fspath(qrels), os.fspath(run)
+    qrels_map = _map(qrels_path)
+    if qrels_map is None:
+        return None
+    with qrels_map:
+        run_map = _map(run_path)
+        if run_map is None:
+            return None
+        with run_map:
+            out = _JOIN(qrels_map, run_map, keep_best)
+    if isinstance(out, str):
+        return None
+    qids, n_common, n_qrels, rel, rel_offsets, judged, judged_offsets, q_repeat, r_repeat = out
+    ranked = Ranked(
+        tuple(q.decode("utf-8", "replace") for q in qids),
+        np.frombuffer(rel, dtype=np.float64),
+        np.frombuffer(rel_offsets, dtype=np.int64),
+        np.frombuffer(judged, dtype=np.float64),
+        np.frombuffer(judged_offsets, dtype=np.int64),
+        n_qrels,
+    )
+    error = None
+    if n_common == 0 and not complete:
+        error = no_common_query(run_path, qrels_path)
+    elif q_repeat is not None:
+        first, second, qid, doc = q_repeat
+        error = repeated_judgment(qrels_path, (first, second), _text(qid), _text(doc))
+    elif r_repeat is not None:
+        first, second, qid, doc = r_repeat
+        error = repeated_document(run_path, (first, second), _text(qid), _text(doc))
+    return Compiled(ranked, error)
+
+
+def _text(raw: bytes) -> str:
+    return raw.decode("utf-8", "replace")
+
+
+def _map(path: str) -> mmap.mmap | None:
+    """The file mapped read-only (pages faulted in at once where the OS can), or None."""
+    try:
+        with open(path, "rb") as handle:
+            if hasattr(mmap, "MAP_POPULATE"):
+                return mmap.mmap(
+                    handle.fileno(),
+                    0,
+                    flags=mmap.MAP_SHARED | mmap.MAP_POPULATE,
+                    prot=mmap.PROT_READ,
+                )
+            return mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ)
+    except (OSError, ValueError, OverflowError):  # missing, a directory, empty, too large
+        return None

@@ -1,0 +1,911 @@
+/* ragstream.trec._scan: the compiled single pass of `ragstream eval`.
+ *
+ * join(qrels, run, keep_best) reads both files (any buffer: an mmap, bytes) once each and
+ * returns what the metric kernels need: for every query in both files, in byte order of
+ * its id, the grades of its ranked documents in trec_eval's order (score descending, ties
+ * by document id descending, compared like strcmp), and the grades of all its judged
+ * documents (file order), as CSR arrays of doubles.
+ *
+ * The scanner accepts a strict subset of what the numpy reader accepts and declines the
+ * rest (it returns a reason string): a malformed line, a NUL byte, an empty file, a score
+ * spelling other than [+-]digits[.digits][e[+-]digits] (inf, nan, underscores), a grade
+ * that is not [+-]digits of at most 18 significant digits. The caller then reads the
+ * files with the numpy reader, which raises the exact error (or accepts the spelling), so
+ * both paths give the same results and the same errors by construction.
+ *
+ * Scores: a decimal with at most 19 significant digits whose value is m * 10^e with
+ * m <= 2^53 and |e| <= 22 is one exact IEEE multiplication or division of two exact
+ * doubles (Clinger's fast path): the correctly rounded value, as strtod and Python's
+ * float() give. Other spellings are converted after the scan with PyOS_string_to_double
+ * (Python's own correctly rounded conversion).
+ *
+ * Repeated documents are found per query with a small hash table (the query's records
+ * fit in cache); so are the grades of ranked documents. Repeats are reported back
+ * (earliest repeating line and the first line of that document), or resolved with
+ * keep_best: the best score wins, the earliest line on equal scores.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <float.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#if defined(__linux__)
+#include <sys/mman.h>
+#endif
+
+/* Clinger's fast path needs plain double arithmetic (no x87 extended precision). */
+#if defined(FLT_EVAL_METHOD) && FLT_EVAL_METHOD != 0
+#define FAST_DOUBLES 0
+#else
+#define FAST_DOUBLES 1
+#endif
+
+enum { OK = 0, NOMEM = -1, DECLINE = 1 };
+enum { C_TOKEN = 0, C_BLANK = 1, C_NEWLINE = 2, C_NUL = 3 };
+
+/* C isspace in the "C" locale, the newline apart; NUL is an error. */
+static unsigned char CLS[256];
+
+static void init_classes(void) {
+    memset(CLS, C_TOKEN, sizeof CLS);
+    CLS[' '] = CLS['\t'] = CLS['\v'] = CLS['\f'] = CLS['\r'] = C_BLANK;
+    CLS['\n'] = C_NEWLINE;
+    CLS[0] = C_NUL;
+}
+
+static const double POW10[23] = {1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,
+                                 1e8,  1e9,  1e10, 1e11, 1e12, 1e13, 1e14, 1e15,
+                                 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
+
+/* One record: a document of a query with its score (run) or grade (qrels). */
+typedef struct {
+    const char *doc;
+    uint32_t len;
+    uint32_t query;
+    uint64_t hash; /* of the document id */
+    double value;
+} Rec;
+
+typedef struct {
+    Rec *v;
+    size_t n, cap;
+} Recs;
+
+/* A score whose spelling needs the slow conversion, done after the scan. */
+typedef struct {
+    size_t rec;
+    const char *text;
+    size_t len;
+} Slow;
+
+typedef struct {
+    Slow *v;
+    size_t n, cap;
+} Slows;
+
+typedef struct {
+    const char *id;
+    uint32_t len;
+    uint32_t n_qrels, n_run;         /* records in each file */
+    uint32_t first_qrels, first_run; /* index of the first record in each file */
+} Query;
+
+/* Query ids -> dense indices (open addressing, linear probing). */
+typedef struct {
+    Query *q;
+    size_t n, cap;
+    uint32_t *slot; /* index + 1; 0 = empty */
+    uint64_t *hash;
+    size_t mask;
+    uint32_t *run_order; /* queries in order of first appearance in the run */
+    size_t n_run_order, cap_run_order;
+} Registry;
+
+typedef struct {
+    const char *buf;
+    size_t size;
+    int run;
+    int contiguous; /* each query's records form one block */
+    Recs recs;
+    Slows slow;
+    const char *why; /* reason for declining */
+    const char *where; /* start of the line declined */
+} File;
+
+/* Ask for transparent huge pages on a large block: one page fault per 2 MiB instead of
+ * per 4 KiB (the records of a large run are hundreds of megabytes). A hint only. */
+static void advise_huge(void *p, size_t bytes) {
+#if defined(__linux__) && defined(MADV_HUGEPAGE)
+    if (!p || bytes < ((size_t)8 << 20)) return;
+    uintptr_t start = ((uintptr_t)p + 4095) & ~(uintptr_t)4095;
+    uintptr_t stop = ((uintptr_t)p + bytes) & ~(uintptr_t)4095;
+    if (stop > start) madvise((void *)start, stop - start, MADV_HUGEPAGE);
+#else
+    (void)p;
+    (void)bytes;
+#endif
+}
+
+static int grow(void **v, size_t *cap, size_t need, size_t item) {
+    if (need <= *cap) return OK;
+    size_t cap2 = *cap ? *cap : 1024;
+    while (cap2 < need) cap2 *= 2;
+    void *p = realloc(*v, cap2 * item);
+    if (!p) return NOMEM;
+    *v = p;
+    *cap = cap2;
+    return OK;
+}
+
+static inline uint64_t mix(uint64_t h) {
+    h ^= h >> 32;
+    h *= 0xd6e8feb86659fd93ULL;
+    h ^= h >> 32;
+    return h;
+}
+
+/* A 64-bit hash of id[0:n]; `end` bounds the buffer, so that a short tail can be read
+ * with one 8-byte load when it stays inside. */
+static inline uint64_t hash_id(const char *p, size_t n, const char *end) {
+    uint64_t h = 0x9e3779b97f4a7c15ULL * (uint64_t)(n + 1);
+    while (n >= 8) {
+        uint64_t w;
+        memcpy(&w, p, 8);
+        h = mix(h ^ w);
+        p += 8;
+        n -= 8;
+    }
+    if (n) {
+        uint64_t w = 0;
+#if PY_LITTLE_ENDIAN
+        if (end - p >= 8) {
+            memcpy(&w, p, 8);
+            w &= ~0ULL >> (8 * (8 - n));
+        } else {
+            memcpy(&w, p, n);
+        }
+#else
+        (void)end;
+        memcpy(&w, p, n);
+#endif
+        h = mix(h ^ w);
+    }
+    return mix(h * 0xbf58476d1ce4e5b9ULL);
+}
+
+/* memcmp(a, b, n) for short ids, inline: word by word, then byte by byte. */
+static inline int compare_bytes(const char *a, const char *b, size_t n) {
+    while (n >= 8) {
+        uint64_t x, y;
+        memcpy(&x, a, 8);
+        memcpy(&y, b, 8);
+        if (x != y) break;
+        a += 8;
+        b += 8;
+        n -= 8;
+    }
+    for (; n; n--, a++, b++)
+        if (*a != *b) return (unsigned char)*a < (unsigned char)*b ? -1 : 1;
+    return 0;
+}
+
+static inline int same_id(const char *a, uint32_t alen, const char *b, uint32_t blen) {
+    return alen == blen && compare_bytes(a, b, alen) == 0;
+}
+
+static inline int same_doc(const Rec *a, const Rec *b) {
+    return a->hash == b->hash && same_id(a->doc, a->len, b->doc, b->len);
+}
+
+static int registry_init(Registry *r) {
+    memset(r, 0, sizeof *r);
+    r->mask = 1023;
+    r->slot = calloc(r->mask + 1, sizeof *r->slot);
+    r->hash = malloc((r->mask + 1) * sizeof *r->hash);
+    return r->slot && r->hash ? OK : NOMEM;
+}
+
+static void registry_free(Registry *r) {
+    free(r->run_order);
+    free(r->q);
+    free(r->slot);
+    free(r->hash);
+}
+
+static int registry_rehash(Registry *r) {
+    size_t mask = r->mask * 2 + 1;
+    uint32_t *slot = calloc(mask + 1, sizeof *slot);
+    uint64_t *hash = malloc((mask + 1) * sizeof *hash);
+    if (!slot || !hash) {
+        free(slot);
+        free(hash);
+        return NOMEM;
+    }
+    for (size_t i = 0; i <= r->mask; i++) {
+        if (!r->slot[i]) continue;
+        size_t j = r->hash[i] & mask;
+        while (slot[j]) j = (j + 1) & mask;
+        slot[j] = r->slot[i];
+        hash[j] = r->hash[i];
+    }
+    free(r->slot);
+    free(r->hash);
+    r->slot = slot;
+    r->hash = hash;
+    r->mask = mask;
+    return OK;
+}
+
+/* The index of query id[0:len], added if new; -1 when out of memory or too many. */
+static int64_t registry_index(Registry *r, const char *id, uint32_t len, const char *end) {
+    uint64_t h = hash_id(id, len, end);
+    size_t j = h & r->mask;
+    while (r->slot[j]) {
+        const Query *q = &r->q[r->slot[j] - 1];
+        if (r->hash[j] == h && same_id(q->id, q->len, id, len)) return r->slot[j] - 1;
+        j = (j + 1) & r->mask;
+    }
+    if (r->n >= UINT32_MAX - 1) return -1;
+    if (grow((void **)&r->q, &r->cap, r->n + 1, sizeof(Query)) != OK) return -1;
+    Query *q = &r->q[r->n];
+    q->id = id;
+    q->len = len;
+    q->n_qrels = q->n_run = 0;
+    r->slot[j] = (uint32_t)(r->n + 1);
+    r->hash[j] = h;
+    r->n++;
+    if (2 * r->n > r->mask && registry_rehash(r) != OK) return -1;
+    return (int64_t)(r->n - 1);
+}
+
+/* Scores: OK with *out set; DECLINE when not [+-]digits[.digits][(e|E)[+-]digits];
+ * 2 when the spelling is valid but needs the slow, correctly rounded conversion. */
+enum { SLOW = 2 };
+
+static int parse_score(const char *s, size_t n, double *out) {
+    size_t i = 0;
+    int negative = 0;
+    if (i < n && (s[i] == '+' || s[i] == '-')) negative = s[i++] == '-';
+    uint64_t m = 0;
+    int significant = 0, digits = 0;
+    int64_t e10 = 0;
+    while (i < n && (unsigned char)(s[i] - '0') < 10) {
+        int d = s[i++] - '0';
+        digits++;
+        if (m || d) significant++;
+        if (significant <= 19) m = m * 10 + (uint64_t)d;
+        else e10++;
+    }
+    if (i < n && s[i] == '.') {
+        i++;
+        while (i < n && (unsigned char)(s[i] - '0') < 10) {
+            int d = s[i++] - '0';
+            digits++;
+            if (m || d) significant++;
+            if (significant <= 19) {
+                m = m * 10 + (uint64_t)d;
+                e10--;
+            }
+        }
+    }
+    if (!digits) return DECLINE;
+    if (i < n && (s[i] == 'e' || s[i] == 'E')) {
+        i++;
+        int exp_negative = 0;
+        if (i < n && (s[i] == '+' || s[i] == '-')) exp_negative = s[i++] == '-';
+        size_t first = i;
+        int64_t exponent = 0;
+        while (i < n && (unsigned char)(s[i] - '0') < 10) {
+            if (exponent < 100000) exponent = exponent * 10 + (s[i] - '0');
+            i++;
+        }
+        if (i == first) return DECLINE;
+        e10 += exp_negative ? -exponent : exponent;
+    }
+    if (i != n) return DECLINE;
+    if (m == 0) {
+        *out = negative ? -0.0 : 0.0;
+        return OK;
+    }
+    if (!FAST_DOUBLES || significant > 19 || m > (1ULL << 53) || e10 < -22 || e10 > 22)
+        return SLOW;
+    double v = (double)m;
+    v = e10 < 0 ? v / POW10[-e10] : v * POW10[e10];
+    *out = negative ? -v : v;
+    return OK;
+}
+
+/* Grades: [+-]digits with at most 18 significant digits (an exact int64), as a double
+ * (the numpy path converts its int64 grades to float64 the same way). */
+static int parse_grade(const char *s, size_t n, double *out) {
+    size_t i = 0;
+    int negative = 0;
+    if (i < n && (s[i] == '+' || s[i] == '-')) negative = s[i++] == '-';
+    if (i == n) return DECLINE;
+    int64_t v = 0;
+    int significant = 0;
+    for (; i < n; i++) {
+        unsigned d = (unsigned char)(s[i] - '0');
+        if (d >= 10) return DECLINE;
+        if (v || d) significant++;
+        if (significant > 18) return DECLINE;
+        v = v * 10 + (int64_t)d;
+    }
+    *out = (double)(negative ? -v : v);
+    return OK;
+}
+
+#if PY_LITTLE_ENDIAN && (defined(__GNUC__) || defined(__clang__))
+#define SWAR 1
+#else
+#define SWAR 0
+#endif
+
+/* The end of the field starting at p: the first whitespace or NUL byte, or end. With
+ * SWAR, 8 bytes at a time: (w - 0x21..21) & ~w & 0x80..80 flags bytes below 0x21, and
+ * its lowest flag is exact (borrows only travel upwards); other control bytes below 0x21
+ * belong to the field and are stepped over. */
+static inline const char *token_end(const char *p, const char *end) {
+#if SWAR
+    while (end - p >= 8) {
+        uint64_t w;
+        memcpy(&w, p, 8);
+        uint64_t low = (w - 0x2121212121212121ULL) & ~w & 0x8080808080808080ULL;
+        if (!low) {
+            p += 8;
+            continue;
+        }
+        p += __builtin_ctzll(low) / 8;
+        if (CLS[(unsigned char)*p] != C_TOKEN) return p;
+        p++;
+    }
+#endif
+    while (p < end && CLS[(unsigned char)*p] == C_TOKEN) p++;
+    return p;
+}
+
+static int decline(File *f, const char *line, const char *why) {
+    f->why = why;
+    f->where = line;
+    return DECLINE;
+}
+
+/* Split one file into records; comments and (in runs) blank lines are skipped. */
+static int scan_file(File *f, Registry *reg) {
+    const char *p = f->buf, *end = f->buf + f->size;
+    const int k = f->run ? 6 : 4;
+    const int value_field = f->run ? 4 : 3;
+    const char *tok[6];
+    size_t len[6];
+    const char *last_id = NULL;
+    size_t last_len = 0;
+    uint32_t last_index = 0, previous = UINT32_MAX;
+    /* room for every record at once: a record line has k fields, k - 1 separators and a
+     * newline (only touched pages cost memory); grown later if that allocation fails */
+    size_t bound = f->size / (2 * (size_t)k) + 1;
+    f->recs.v = malloc(bound * sizeof(Rec));
+    if (f->recs.v) {
+        f->recs.cap = bound;
+        advise_huge(f->recs.v, bound * sizeof(Rec));
+    } else if (grow((void **)&f->recs.v, &f->recs.cap, 1024, sizeof(Rec)) != OK) {
+        return NOMEM;
+    }
+    while (p < end) {
+        const char *line = p;
+        int n = 0;
+        if (!f->run && *p == '#') goto comment;
+        for (;;) {
+            while (p < end && CLS[(unsigned char)*p] == C_BLANK) p++;
+            if (p == end || *p == '\n') break;
+            if (f->run && n == 0 && *p == '#') goto comment;
+            if (n == k) return decline(f, line, "too many fields");
+            tok[n] = p;
+            p = token_end(p, end);
+            if (p < end && *p == 0) return decline(f, line, "NUL byte");
+            len[n] = (size_t)(p - tok[n]);
+            if (len[n] > UINT32_MAX) return decline(f, line, "field too long");
+            n++;
+        }
+        if (n == 0) {
+            if (!f->run) return decline(f, line, "blank line");
+        } else if (n != k) {
+            return decline(f, line, "too few fields");
+        } else {
+            uint32_t index;
+            if (last_id && same_id(last_id, (uint32_t)last_len, tok[0], (uint32_t)len[0])) {
+                index = last_index;
+            } else {
+                int64_t found = registry_index(reg, tok[0], (uint32_t)len[0], end);
+                if (found < 0) return NOMEM;
+                index = last_index = (uint32_t)found;
+                last_id = tok[0];
+                last_len = len[0];
+            }
+            if (grow((void **)&f->recs.v, &f->recs.cap, f->recs.n + 1, sizeof(Rec)) != OK)
+                return NOMEM;
+            Rec *r = &f->recs.v[f->recs.n];
+            r->doc = tok[2];
+            r->len = (uint32_t)len[2];
+            r->query = index;
+            r->hash = hash_id(tok[2], len[2], end);
+            const char *text = tok[value_field];
+            size_t text_len = len[value_field];
+            int status = f->run ? parse_score(text, text_len, &r->value)
+                                : parse_grade(text, text_len, &r->value);
+            if (status == DECLINE) return decline(f, line, "value spelling");
+            if (status == SLOW) {
+                if (grow((void **)&f->slow.v, &f->slow.cap, f->slow.n + 1, sizeof(Slow)) != OK)
+                    return NOMEM;
+                f->slow.v[f->slow.n++] = (Slow){f->recs.n, text, text_len};
+                r->value = 0.0;
+            }
+            Query *query = &reg->q[index];
+            uint32_t *count = f->run ? &query->n_run : &query->n_qrels;
+            if (index != previous) { /* a new block */
+                if (*count) f->contiguous = 0;
+                else if (f->run) query->first_run = (uint32_t)f->recs.n;
+                else query->first_qrels = (uint32_t)f->recs.n;
+                if (f->run && !*count) {
+                    if (grow((void **)&reg->run_order, &reg->cap_run_order,
+                             reg->n_run_order + 1, sizeof(uint32_t)) != OK)
+                        return NOMEM;
+                    reg->run_order[reg->n_run_order++] = index;
+                }
+                previous = index;
+            }
+            ++*count;
+            if (++f->recs.n >= UINT32_MAX) return decline(f, line, "too many lines");
+        }
+        if (p < end) p++; /* the newline */
+        continue;
+    comment: {
+        const char *newline = memchr(p, '\n', (size_t)(end - p));
+        const char *stop = newline ? newline : end;
+        if (memchr(p, 0, (size_t)(stop - p))) return decline(f, line, "NUL byte");
+        p = newline ? newline + 1 : end;
+    }
+    }
+    if (!f->recs.n) return decline(f, f->buf, "no records");
+    return OK;
+}
+
+/* With the GIL: scores that need Python's correctly rounded conversion. */
+static int convert_slow(File *f) {
+    char small[64];
+    for (size_t i = 0; i < f->slow.n; i++) {
+        const Slow *s = &f->slow.v[i];
+        char *text = s->len < sizeof small ? small : PyMem_Malloc(s->len + 1);
+        if (!text) return NOMEM;
+        memcpy(text, s->text, s->len);
+        text[s->len] = 0;
+        char *stop = NULL;
+        double v = PyOS_string_to_double(text, &stop, NULL);
+        int whole = stop == text + s->len;
+        if (text != small) PyMem_Free(text);
+        if (PyErr_Occurred() || !whole) {
+            PyErr_Clear();
+            f->why = "value spelling";
+            f->where = s->text;
+            return DECLINE;
+        }
+        f->recs.v[s->rec].value = v;
+    }
+    return OK;
+}
+
+/* trec_eval's order: score descending, then document id descending (strcmp order). */
+static inline int ranks_before(const Rec *a, const Rec *b) {
+    if (a->value != b->value) return a->value > b->value;
+    uint32_t n = a->len < b->len ? a->len : b->len;
+    int c = compare_bytes(a->doc, b->doc, n);
+    if (c) return c > 0;
+    return a->len > b->len;
+}
+
+static int compare_rank(const void *x, const void *y) {
+    const Rec *a = x, *b = y;
+    return ranks_before(a, b) ? -1 : ranks_before(b, a) ? 1 : 0;
+}
+
+/* Insertion sort: runs come nearly in order (only ties out of place), so this is linear;
+ * a scrambled query exceeds the move budget and is sorted with qsort instead. */
+static void rank_sort(Rec *a, size_t n) {
+    size_t moves = 0, budget = 4 * n + 64;
+    for (size_t i = 1; i < n; i++) {
+        if (!ranks_before(&a[i], &a[i - 1])) continue;
+        Rec x = a[i];
+        size_t j = i;
+        do {
+            a[j] = a[j - 1];
+            j--;
+            moves++;
+        } while (j > 0 && ranks_before(&x, &a[j - 1]));
+        a[j] = x;
+        if (moves > budget) {
+            qsort(a, n, sizeof(Rec), compare_rank);
+            return;
+        }
+    }
+}
+
+/* A query id for sorting: its first 8 bytes as a big-endian number (zero padded: ids have
+ * no NUL, so this keeps byte order) decide most comparisons without touching the id. */
+typedef struct {
+    uint64_t prefix;
+    const char *id;
+    uint32_t len;
+    uint32_t index;
+} QueryKey;
+
+static uint64_t prefix_of(const char *id, uint32_t len) {
+    uint64_t prefix = 0;
+    for (uint32_t i = 0; i < 8; i++)
+        prefix = prefix << 8 | (i < len ? (unsigned char)id[i] : 0);
+    return prefix;
+}
+
+static int compare_query(const void *x, const void *y) {
+    const QueryKey *a = x, *b = y;
+    if (a->prefix != b->prefix) return a->prefix < b->prefix ? -1 : 1;
+    uint32_t n = a->len < b->len ? a->len : b->len;
+    int c = memcmp(a->id, b->id, n);
+    if (c) return c;
+    return (a->len > b->len) - (a->len < b->len);
+}
+
+/* A repeated document: records a (first line) and b (the repeat). */
+typedef struct {
+    size_t a, b;
+    int found;
+} Repeat;
+
+static void note_repeat(Repeat *r, size_t a, size_t b) {
+    if (!r->found || b < r->b) {
+        r->a = a;
+        r->b = b;
+        r->found = 1;
+    }
+}
+
+/* The records of each query of one file: record i of query q is
+ * recs[order ? order[start[q] + i] : start[q] + i]. */
+typedef struct {
+    const Rec *recs;
+    size_t *start;
+    uint32_t *order; /* NULL when the file is one block per query */
+} Groups;
+
+static inline uint32_t member(const Groups *g, uint32_t q, size_t i) {
+    return g->order ? g->order[g->start[q] + i] : (uint32_t)(g->start[q] + i);
+}
+
+static int group(const File *f, const Registry *reg, Groups *g) {
+    g->recs = f->recs.v;
+    g->order = NULL;
+    g->start = malloc((reg->n ? reg->n : 1) * sizeof *g->start);
+    if (!g->start) return NOMEM;
+    if (f->contiguous) {
+        for (size_t q = 0; q < reg->n; q++)
+            g->start[q] = f->run ? reg->q[q].first_run : reg->q[q].first_qrels;
+        return OK;
+    }
+    size_t total = 0;
+    for (size_t q = 0; q < reg->n; q++) {
+        g->start[q] = total;
+        total += f->run ? reg->q[q].n_run : reg->q[q].n_qrels;
+    }
+    size_t *next = malloc((reg->n ? reg->n : 1) * sizeof *next);
+    g->order = malloc((total ? total : 1) * sizeof *g->order);
+    if (!next || !g->order) {
+        free(next);
+        return NOMEM;
+    }
+    memcpy(next, g->start, reg->n * sizeof *next);
+    for (size_t i = 0; i < f->recs.n; i++) g->order[next[f->recs.v[i].query]++] = (uint32_t)i;
+    free(next);
+    return OK;
+}
+
+typedef struct {
+    /* inputs */
+    File *qrels, *run;
+    Registry *reg;
+    int keep_best;
+    /* outputs, evaluated queries in byte order of their ids */
+    double *rel, *judged;
+    int64_t *rel_offsets, *judged_offsets;
+    uint32_t *evaluated;
+    size_t n_evaluated, n_qrels_queries;
+    Repeat qrels_repeat, run_repeat;
+    /* work space */
+    Groups judged_groups, run_groups;
+    uint32_t *slot_of; /* query -> its place among the evaluated, or UINT32_MAX */
+    uint32_t *n_kept;  /* per evaluated query: ranked documents after removing repeats */
+    uint32_t *jslot, *rslot, *first;
+    Rec *kept;
+} Join;
+
+static size_t table_size(size_t n) {
+    size_t size = 16;
+    while (size < 2 * n) size *= 2;
+    return size;
+}
+
+/* One query: repeats in both files; if evaluated, its ranking and grades, written at its
+ * place in the output (room for all its run records: repeats leave a gap, closed later). */
+static void join_query(Join *j, uint32_t q) {
+    const Query *query = &j->reg->q[q];
+    const Rec *judged_recs = j->judged_groups.recs, *run_recs = j->run_groups.recs;
+    uint32_t *jslot = j->jslot, *rslot = j->rslot, *first = j->first;
+    Rec *kept = j->kept;
+    /* judged documents: repeats, and a table document -> record */
+    size_t jmask = table_size(query->n_qrels) - 1;
+    memset(jslot, 0, (jmask + 1) * sizeof *jslot);
+    for (size_t i = 0; i < query->n_qrels; i++) {
+        uint32_t index = member(&j->judged_groups, q, i);
+        const Rec *r = &judged_recs[index];
+        size_t s = r->hash & jmask;
+        while (jslot[s] && !same_doc(&judged_recs[jslot[s] - 1], r)) s = (s + 1) & jmask;
+        if (jslot[s]) note_repeat(&j->qrels_repeat, jslot[s] - 1, index);
+        else jslot[s] = index + 1;
+    }
+    const uint32_t slot = j->slot_of[q];
+    const int evaluated = slot != UINT32_MAX;
+    /* nothing more to check: repeats are resolved, or the qrels error comes first */
+    if ((!evaluated && j->keep_best) || j->qrels_repeat.found || !query->n_run) return;
+    /* ranked documents: repeats (or the best-scored line of each) */
+    size_t rmask = table_size(query->n_run) - 1;
+    memset(rslot, 0, (rmask + 1) * sizeof *rslot);
+    size_t n_kept = 0;
+    for (size_t i = 0; i < query->n_run; i++) {
+        uint32_t index = member(&j->run_groups, q, i);
+        const Rec *r = &run_recs[index];
+        size_t s = r->hash & rmask;
+        while (rslot[s] && !same_doc(&kept[rslot[s] - 1], r)) s = (s + 1) & rmask;
+        if (!rslot[s]) {
+            kept[n_kept] = *r;
+            first[n_kept] = index;
+            rslot[s] = (uint32_t)++n_kept;
+        } else if (!j->keep_best) {
+            note_repeat(&j->run_repeat, first[rslot[s] - 1], index);
+        } else if (r->value > kept[rslot[s] - 1].value) {
+            kept[rslot[s] - 1] = *r;
+        }
+    }
+    if (!evaluated || j->run_repeat.found) return;
+    rank_sort(kept, n_kept);
+    double *rel = j->rel + j->rel_offsets[slot];
+    for (size_t i = 0; i < n_kept; i++) {
+        const Rec *r = &kept[i];
+        size_t s = r->hash & jmask;
+        while (jslot[s] && !same_doc(&judged_recs[jslot[s] - 1], r)) s = (s + 1) & jmask;
+        rel[i] = jslot[s] ? judged_recs[jslot[s] - 1].value : 0.0;
+    }
+    j->n_kept[slot] = (uint32_t)n_kept;
+    double *judged = j->judged + j->judged_offsets[slot];
+    for (size_t i = 0; i < query->n_qrels; i++)
+        judged[i] = judged_recs[member(&j->judged_groups, q, i)].value;
+}
+
+/* Without the GIL: place the evaluated queries in byte order, then join query by query in
+ * the run's order (its records are read front to back), then the qrels-only queries. */
+static int join_queries(Join *j) {
+    const Registry *reg = j->reg;
+    QueryKey *keys = NULL;
+    int status = NOMEM;
+    if (group(j->qrels, reg, &j->judged_groups) != OK) goto done;
+    if (group(j->run, reg, &j->run_groups) != OK) goto done;
+    size_t max_judged = 0, max_ranked = 0, n = reg->n ? reg->n : 1;
+    keys = malloc(n * sizeof *keys);
+    j->slot_of = malloc(n * sizeof *j->slot_of);
+    j->n_kept = malloc(n * sizeof *j->n_kept);
+    if (!keys || !j->slot_of || !j->n_kept) goto done;
+    for (size_t q = 0; q < reg->n; q++) {
+        const Query *query = &reg->q[q];
+        keys[q] = (QueryKey){prefix_of(query->id, query->len), query->id, query->len, (uint32_t)q};
+        if (query->n_qrels > max_judged) max_judged = query->n_qrels;
+        if (query->n_run > max_ranked) max_ranked = query->n_run;
+        if (query->n_qrels) j->n_qrels_queries++;
+    }
+    qsort(keys, reg->n, sizeof *keys, compare_query);
+    j->rel_offsets[0] = j->judged_offsets[0] = 0;
+    for (size_t k = 0; k < reg->n; k++) {
+        const uint32_t q = keys[k].index;
+        const Query *query = &reg->q[q];
+        j->slot_of[q] = UINT32_MAX;
+        if (!query->n_qrels || !query->n_run) continue;
+        size_t slot = j->n_evaluated++;
+        j->slot_of[q] = (uint32_t)slot;
+        j->evaluated[slot] = q;
+        j->rel_offsets[slot + 1] = j->rel_offsets[slot] + query->n_run;
+        j->judged_offsets[slot + 1] = j->judged_offsets[slot] + query->n_qrels;
+    }
+    j->jslot = malloc(table_size(max_judged) * sizeof *j->jslot);
+    j->rslot = malloc(table_size(max_ranked) * sizeof *j->rslot);
+    j->first = malloc((max_ranked ? max_ranked : 1) * sizeof *j->first);
+    j->kept = malloc((max_ranked ? max_ranked : 1) * sizeof *j->kept);
+    if (!j->jslot || !j->rslot || !j->first || !j->kept) goto done;
+    for (size_t k = 0; k < reg->n_run_order; k++) join_query(j, reg->run_order[k]);
+    for (size_t q = 0; q < reg->n; q++)
+        if (!reg->q[q].n_run) join_query(j, (uint32_t)q);
+    /* close the gaps left by repeated documents (keep_best); after a repeat (an error),
+     * the output is not used */
+    const int failed = j->qrels_repeat.found || j->run_repeat.found;
+    int64_t end = 0;
+    for (size_t slot = 0; slot < j->n_evaluated && !failed; slot++) {
+        int64_t start = j->rel_offsets[slot];
+        if (start != end) memmove(j->rel + end, j->rel + start, j->n_kept[slot] * sizeof(double));
+        j->rel_offsets[slot] = end;
+        end += j->n_kept[slot];
+    }
+    j->rel_offsets[j->n_evaluated] = end;
+    status = OK;
+done:
+    free(j->judged_groups.start);
+    free(j->judged_groups.order);
+    free(j->run_groups.start);
+    free(j->run_groups.order);
+    free(j->slot_of);
+    free(j->n_kept);
+    free(j->jslot);
+    free(j->rslot);
+    free(j->first);
+    free(j->kept);
+    free(keys);
+    return status;
+}
+
+static size_t line_of(const File *f, const char *at) {
+    size_t line = 1;
+    const char *p = f->buf;
+    while ((p = memchr(p, '\n', (size_t)(at - p))) != NULL) {
+        line++;
+        p++;
+    }
+    return line;
+}
+
+/* (line a, line b, query id, document id) of a repeat, or None. */
+static PyObject *repeat_tuple(const File *f, const Registry *reg, const Repeat *r) {
+    if (!r->found) Py_RETURN_NONE;
+    const Rec *a = &f->recs.v[r->a], *b = &f->recs.v[r->b];
+    const Query *q = &reg->q[b->query];
+    return Py_BuildValue("(nny#y#)", (Py_ssize_t)line_of(f, a->doc),
+                         (Py_ssize_t)line_of(f, b->doc), q->id, (Py_ssize_t)q->len, b->doc,
+                         (Py_ssize_t)b->len);
+}
+
+static PyObject *declined(const File *f) {
+    const char *kind = f->run ? "run" : "qrels";
+    return PyUnicode_FromFormat("%s line %zu: %s", kind, line_of(f, f->where), f->why);
+}
+
+static PyObject *shrink(PyObject *array, size_t bytes) {
+    if (PyByteArray_Resize(array, (Py_ssize_t)bytes) < 0) {
+        Py_DECREF(array);
+        return NULL;
+    }
+    return array;
+}
+
+PyDoc_STRVAR(join_doc,
+             "join(qrels, run, keep_best, /)\n--\n\n"
+             "Scan a qrels and a run buffer once each and join them (see the module doc).\n\n"
+             "Returns (qids, n_common, n_qrels_queries, rel, rel_offsets, judged,\n"
+             "judged_offsets, qrels_repeat, run_repeat): qids (bytes) of the queries in\n"
+             "both files in byte order, their number, the number of qrels queries;\n"
+             "float64 and int64 bytearrays (CSR, empty when a repeat was found); each\n"
+             "repeat is None or (first line, repeated line, query id, document id).\n"
+             "Returns a str (the reason) when declining.");
+
+static PyObject *join(PyObject *self, PyObject *args) {
+    (void)self;
+    Py_buffer qbuf, rbuf;
+    int keep_best;
+    if (!PyArg_ParseTuple(args, "y*y*p:join", &qbuf, &rbuf, &keep_best)) return NULL;
+    PyObject *result = NULL, *rel = NULL, *rel_offsets = NULL, *judged = NULL,
+             *judged_offsets = NULL, *qids = NULL;
+    Registry reg;
+    File qrels = {.buf = qbuf.buf, .size = (size_t)qbuf.len, .run = 0, .contiguous = 1};
+    File run = {.buf = rbuf.buf, .size = (size_t)rbuf.len, .run = 1, .contiguous = 1};
+    Join j = {.qrels = &qrels, .run = &run, .reg = &reg, .keep_best = keep_best};
+    uint32_t *evaluated = NULL;
+    int status;
+    if (registry_init(&reg) != OK) {
+        registry_free(&reg);
+        PyBuffer_Release(&qbuf);
+        PyBuffer_Release(&rbuf);
+        return PyErr_NoMemory();
+    }
+    Py_BEGIN_ALLOW_THREADS
+    status = scan_file(&qrels, &reg);
+    if (status == OK) status = scan_file(&run, &reg);
+    Py_END_ALLOW_THREADS
+    if (status == OK) status = convert_slow(&run);
+    if (status == DECLINE) {
+        result = declined(qrels.why ? &qrels : &run);
+        goto done;
+    }
+    if (status != OK) goto nomem;
+    size_t n_queries = reg.n ? reg.n : 1;
+    rel = PyByteArray_FromStringAndSize(NULL, (Py_ssize_t)(run.recs.n * sizeof(double)));
+    judged = PyByteArray_FromStringAndSize(NULL, (Py_ssize_t)(qrels.recs.n * sizeof(double)));
+    rel_offsets = PyByteArray_FromStringAndSize(NULL, (Py_ssize_t)((n_queries + 1) * 8));
+    judged_offsets = PyByteArray_FromStringAndSize(NULL, (Py_ssize_t)((n_queries + 1) * 8));
+    evaluated = malloc(n_queries * sizeof *evaluated);
+    if (!rel || !judged || !rel_offsets || !judged_offsets) goto done;
+    if (!evaluated) goto nomem;
+    advise_huge(PyByteArray_AS_STRING(rel), run.recs.n * sizeof(double));
+    j.rel = (double *)PyByteArray_AS_STRING(rel);
+    j.judged = (double *)PyByteArray_AS_STRING(judged);
+    j.rel_offsets = (int64_t *)PyByteArray_AS_STRING(rel_offsets);
+    j.judged_offsets = (int64_t *)PyByteArray_AS_STRING(judged_offsets);
+    j.evaluated = evaluated;
+    Py_BEGIN_ALLOW_THREADS
+    status = join_queries(&j);
+    Py_END_ALLOW_THREADS
+    if (status != OK) goto nomem;
+    const size_t n_common = j.n_evaluated;
+    if (j.qrels_repeat.found || j.run_repeat.found) j.n_evaluated = 0; /* an error follows */
+    const size_t n_rel = (size_t)j.rel_offsets[j.n_evaluated];
+    const size_t n_judged = (size_t)j.judged_offsets[j.n_evaluated];
+    qids = PyList_New((Py_ssize_t)j.n_evaluated);
+    if (!qids) goto done;
+    for (size_t i = 0; i < j.n_evaluated; i++) {
+        const Query *q = &reg.q[evaluated[i]];
+        PyObject *id = PyBytes_FromStringAndSize(q->id, (Py_ssize_t)q->len);
+        if (!id) goto done;
+        PyList_SET_ITEM(qids, (Py_ssize_t)i, id);
+    }
+    size_t offsets = (j.n_evaluated + 1) * sizeof(int64_t);
+    if (!(rel = shrink(rel, n_rel * sizeof(double)))) goto done;
+    if (!(judged = shrink(judged, n_judged * sizeof(double)))) goto done;
+    if (!(rel_offsets = shrink(rel_offsets, offsets))) goto done;
+    if (!(judged_offsets = shrink(judged_offsets, offsets))) goto done;
+    PyObject *qrels_repeat = repeat_tuple(&qrels, &reg, &j.qrels_repeat);
+    PyObject *run_repeat = qrels_repeat ? repeat_tuple(&run, &reg, &j.run_repeat) : NULL;
+    if (run_repeat)
+        result = Py_BuildValue("(OnnOOOONN)", qids, (Py_ssize_t)n_common,
+                               (Py_ssize_t)j.n_qrels_queries, rel, rel_offsets, judged,
+                               judged_offsets, qrels_repeat, run_repeat);
+    else
+        Py_XDECREF(qrels_repeat);
+    goto done;
+nomem:
+    PyErr_NoMemory();
+done:
+    Py_XDECREF(qids);
+    Py_XDECREF(rel);
+    Py_XDECREF(rel_offsets);
+    Py_XDECREF(judged);
+    Py_XDECREF(judged_offsets);
+    free(evaluated);
+    free(qrels.recs.v);
+    free(run.recs.v);
+    free(qrels.slow.v);
+    free(run.slow.v);
+    registry_free(&reg);
+    PyBuffer_Release(&qbuf);
+    PyBuffer_Release(&rbuf);
+    return result;
+}
+
+static PyMethodDef methods[] = {
+    {"join", join, METH_VARARGS, join_doc},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {
+    PyModuleDef_HEAD_INIT,
+    "ragstream.trec._scan",
+    "One compiled pass over a qrels and a run file: records, repeats, trec_eval's order\n"
+    "and the grades of ranked documents, for the metric kernels of ragstream.trec.",
+    -1,
+    methods,
+};
+
+PyMODINIT_FUNC PyInit__scan(void) {
+    init_classes();
+    return PyModule_Create(&module);
+}

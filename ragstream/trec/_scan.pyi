@@ -1,0 +1,23 @@
+"""Types of the compiled scanner built from `_scan.c` (see `ragstream.trec._compiled`)."""
+
+from typing_extensions import Buffer
+
+_Repeat = tuple[int, int, bytes, bytes]
+
+def join(
+    qrels: Buffer, run: Buffer, keep_best: bool, /
+) -> (
+    tuple[
+        list[bytes],
+        int,
+        int,
+        bytearray,
+        bytearray,
+        bytearray,
+        bytearray,
+        _Repeat | None,
+        _Repeat | None,
+    ]
+    | str
+):
+    """Join a qrels and a run buffer; a str (the reason) when declining."""

@@ -1,0 +1,323 @@
+"""The compiled scanner against the numpy path: same arrays, same values, same errors."""
+
+from __future__ import annotations
+
+import math
+import re
+import struct
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from ragstream.trec import TrecFormatError, evaluate_files, read_qrels, read_run
+from ragstream.trec._compiled import AVAILABLE, join_files
+from ragstream.trec._join import join_tables
+from ragstream.trec._ranked import Ranked
+
+WriteFile = Callable[[str, str | bytes], Path]
+
+METRICS = ["rr", "ap", "precision@3", "recall@3", "ndcg@3", "ndcg@10", "hit_rate@2", "dcg@5"]
+_SETTINGS = settings(
+    max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+
+
+def test_the_extension_is_built() -> None:
+    # `pip install -e .` compiles it (setup.py); without it everything still works, slower.
+    assert AVAILABLE
+
+
+def _join(qrels: Path, run: Path, keep_best: bool = False) -> Ranked:
+    joined = join_files(qrels, run, keep_best=keep_best, complete=False)
+    assert joined is not None, "the scanner declined"
+    assert joined.error is None
+    return joined.ranked
+
+
+def test_arrays_by_hand(write: WriteFile) -> None:
+    qrels = write("qrels", "q2 0 x 1\nq1 0 c 2\nq1 0 a 1\nq1 0 b 0\nq3 0 y 1\n")
+    # q1: b and z tie at 2.0 (z first: byte order descending), c and ca tie at 1
+    # (ca first); q2 has one unjudged document; q9 is not judged; q3 is not retrieved.
+    run = write(
+        "run",
+        "q2 Q0 n 1 1 t\nq1 Q0 a 1 -1e-1 t\nq1 Q0 b 2 2.0 t\nq1 Q0 z 3 2 t\n"
+        "q1 Q0 c 4 1 t\nq9 Q0 a 1 1 t\nq1 Q0 ca 5 1.0e0 t\n",
+    )
+    ranked = _join(qrels, run)
+    assert ranked.qids == ("q1", "q2")
+    assert ranked.rel.tolist() == [0.0, 0.0, 0.0, 2.0, 1.0, 0.0]  # z b ca c a | n
+    assert ranked.rel_offsets.tolist() == [0, 5, 6]
+    assert ranked.judged.tolist() == [2.0, 1.0, 0.0, 1.0]  # file order within a query
+    assert ranked.judged_offsets.tolist() == [0, 3, 4]
+    assert ranked.num_qrels_queries == 3
+
+
+def test_keep_best_closes_the_gaps(write: WriteFile) -> None:
+    qrels = write("qrels", "q1 0 a 1\nq2 0 b 2\n")
+    run = write("run", "q1 Q0 a 1 1 t\nq1 Q0 a 2 3 t\nq1 Q0 c 3 2 t\nq2 Q0 b 1 1 t\n")
+    ranked = _join(qrels, run, keep_best=True)
+    assert ranked.rel.tolist() == [1.0, 0.0, 2.0]  # a (its 3), c | b
+    assert ranked.rel_offsets.tolist() == [0, 2, 3]
+
+
+@pytest.mark.parametrize(
+    ("run", "why"),
+    [
+        ("q1 Q0 a 1 1 t\nq1 Q0 b 2 inf t\n", "run line 2: value spelling"),
+        ("q1 Q0 a 1 nan t\n", "run line 1: value spelling"),
+        ("q1 Q0 a 1 1_0 t\n", "run line 1: value spelling"),
+        ("q1 Q0 a 1 1 t extra\n", "run line 1: too many fields"),
+        ("q1 Q0 a 1 1\n", "run line 1: too few fields"),
+        ("q1 Q0 a 1 1 t\nq1 Q0 b\x00 2 1 t\n", "run line 2: NUL byte"),
+        ("# only a comment\n\n", "run line 1: no records"),
+    ],
+)
+def test_the_scanner_declines_and_numpy_decides(write: WriteFile, run: str, why: str) -> None:
+    from ragstream.trec._scan import join
+
+    qrels_text = b"q1 0 a 1\n"
+    assert join(qrels_text, run.encode(), False) == why
+    qrels, run_path = write("qrels", qrels_text), write("run", run)
+    assert join_files(qrels, run_path, keep_best=False, complete=False) is None
+    assert _outcome("compiled", qrels, run_path) == _outcome("numpy", qrels, run_path)
+
+
+def test_blank_qrels_line_and_empty_files_decline(write: WriteFile) -> None:
+    from ragstream.trec._scan import join
+
+    assert join(b"q1 0 a 1\n\nq1 0 b 1\n", b"q1 Q0 a 1 1 t\n", False) == (
+        "qrels line 2: blank line"
+    )
+    assert join(b"q1 0 a 99999999999999999999\n", b"q1 Q0 a 1 1 t\n", False) == (
+        "qrels line 1: value spelling"
+    )
+    empty = write("run", "")
+    assert join_files(write("qrels", "q1 0 a 1\n"), empty, keep_best=False, complete=False) is None
+
+
+def test_missing_file_is_the_same_error(write: WriteFile, tmp_path: Path) -> None:
+    qrels = write("qrels", "q1 0 a 1\n")
+    with pytest.raises(FileNotFoundError):
+        evaluate_files(qrels, tmp_path / "missing", ["rr"], engine="compiled")
+
+
+# -- differential tests: generated files, both paths ------------------------------------
+
+_LONG = "a-query-id-longer-than-8-"
+_QIDS = ["q1", "q10", "q2", "Q", "é", "7", _LONG + "a", _LONG + "b"]
+_DOCS = ["a", "b", "B", "c", "ca", "D850476", "é", "z", "doc-" + "x" * 70, "doc-" + "x" * 69 + "y"]
+# Spellings the scanner reads itself, with ties across spellings (1, 1.0, 10e-1, ...) and
+# values that need the slow, correctly rounded conversion.
+_SCORES = [
+    "1", "1.0", "1.00", "10e-1", "+1", "-0", "0", "0.0", "-2.5e-1", "-0.25", "2.5E+3", "2500",
+    ".5", "5.", "0.5", "1e-05", "0.00001", "-3", "1e22", "1e23", "1e-400", "1e999",
+    "123456789012345678901234", "0.1000000000000000055511151231257827", "9007199254740993",
+    "-1.5e-300",
+]  # fmt: skip
+_GRADES = ["0", "1", "2", "3", "-1", "+2", "02", "000000000000000003"]
+_MESSY_SCORES = ["inf", "-Infinity", "nan", "1_0", "abc", "1e", "--1", "0x10"]
+
+
+@st.composite
+def _files(draw: st.DrawFn, messy: bool) -> tuple[bytes, bytes, bool, bool]:
+    """(qrels, run, keep_best, complete): text files with ties, repeats, exponent and
+    negative scores, interleaved queries, varied whitespace; with `messy`, also lines the
+    scanner declines (numpy decides)."""
+    judged = draw(
+        st.lists(
+            st.tuples(st.sampled_from(_QIDS), st.sampled_from(_DOCS), st.sampled_from(_GRADES)),
+            min_size=1,
+            max_size=25,
+            unique_by=lambda r: (r[0], r[1]),
+        )
+    )
+    if judged and draw(st.integers(0, 4)) == 0:  # a document judged twice
+        qid, doc, _ = draw(st.sampled_from(judged))
+        judged.append((qid, doc, draw(st.sampled_from(_GRADES))))
+    line = st.tuples(st.sampled_from(_QIDS), st.sampled_from(_DOCS), st.sampled_from(_SCORES))
+    if draw(st.integers(0, 2)) > 0:
+        ranked = draw(st.lists(line, min_size=1, max_size=40, unique_by=lambda r: (r[0], r[1])))
+    else:  # documents repeated within a query: an error, or --keep-best
+        ranked = draw(st.lists(line, min_size=1, max_size=40))
+    if draw(st.booleans()):
+        ranked = sorted(ranked, key=lambda r: r[0])  # one block per query, the usual form
+    sep = st.sampled_from([" ", " ", "\t", "  ", " \t "])
+    end = st.sampled_from(["\n", "\n", "\r\n"])
+    qrels_lines = [f"{q}{draw(sep)}0{draw(sep)}{d}{draw(sep)}{g}{draw(end)}" for q, d, g in judged]
+    run_lines = [
+        f"{q}{draw(sep)}Q0{draw(sep)}{d}{draw(sep)}{i}{draw(sep)}{s}{draw(sep)}tag{draw(end)}"
+        for i, (q, d, s) in enumerate(ranked)
+    ]
+    if draw(st.booleans()):
+        run_lines.insert(draw(st.integers(0, len(run_lines))), "# a comment\n")
+    if draw(st.booleans()):
+        run_lines.insert(draw(st.integers(0, len(run_lines))), "  \n")
+    qrels_comment: bool = draw(st.booleans())
+    if qrels_comment:
+        qrels_lines.insert(draw(st.integers(0, len(qrels_lines))), "#comment 1 2\n")
+    if messy:
+        bad = draw(
+            st.sampled_from(
+                [
+                    f"q1 Q0 a 1 {draw(st.sampled_from(_MESSY_SCORES))} t\n",
+                    "q1 Q0 a 1 1\n",
+                    "q1 Q0 a 1 1 t x\n",
+                    "q1 Q0 a\x00 1 1 t\n",
+                ]
+            )
+        )
+        run_lines.insert(draw(st.integers(0, len(run_lines))), bad)
+        if draw(st.booleans()):
+            qrels_lines.insert(draw(st.integers(0, len(qrels_lines))), "q1 0 b 1.5\n")
+    qrels_text, run_text = "".join(qrels_lines), "".join(run_lines)
+    if draw(st.booleans()):
+        run_text = run_text.rstrip("\n")  # a last line without newline
+    return qrels_text.encode(), run_text.encode(), draw(st.booleans()), draw(st.booleans())
+
+
+def _outcome(
+    engine: str, qrels: Path, run: Path, keep_best: bool = False, complete: bool = False
+) -> tuple[object, ...]:
+    try:
+        result = evaluate_files(
+            qrels,
+            run,
+            METRICS,
+            keep_best=keep_best,
+            complete=complete,
+            engine="compiled" if engine == "compiled" else "numpy",
+        )
+    except TrecFormatError as error:
+        return ("error", str(error), error.path, error.line)
+    values = {name: array.tobytes() for name, array in result.per_query.items()}
+    means = {name: struct.pack("<d", value) for name, value in result.mean.items()}
+    return ("ok", result.qids, values, means, result.num_queries)
+
+
+def _numpy_join(
+    qrels: Path, run: Path, keep_best: bool, complete: bool
+) -> Ranked | TrecFormatError:
+    tables = read_qrels(qrels), read_run(run)
+    try:
+        return join_tables(*tables, keep_best=keep_best, complete=complete)
+    except TrecFormatError as error:
+        return error
+
+
+def _same_ranked(a: Ranked, b: Ranked) -> None:
+    assert a.qids == b.qids
+    assert a.num_qrels_queries == b.num_qrels_queries
+    for field in ("rel", "rel_offsets", "judged", "judged_offsets"):
+        x, y = getattr(a, field), getattr(b, field)
+        assert x.dtype == y.dtype
+        assert x.tobytes() == y.tobytes(), field
+
+
+@_SETTINGS
+@given(files=_files(messy=False))
+def test_clean_files_are_scanned_and_equal_the_numpy_path(
+    write: WriteFile, files: tuple[bytes, bytes, bool, bool]
+) -> None:
+    qrels_text, run_text, keep_best, complete = files
+    qrels, run = write("qrels", qrels_text), write("run", run_text)
+    joined = join_files(qrels, run, keep_best=keep_best, complete=complete)
+    assert joined is not None  # every line is in the scanner's grammar
+    reference = _numpy_join(qrels, run, keep_best, complete)
+    if isinstance(reference, TrecFormatError):
+        assert joined.error is not None
+        assert (str(joined.error), joined.error.line) == (str(reference), reference.line)
+    else:
+        assert joined.error is None
+        _same_ranked(joined.ranked, reference)
+    compiled = _outcome("compiled", qrels, run, keep_best, complete)
+    assert compiled == _outcome("numpy", qrels, run, keep_best, complete)
+
+
+@_SETTINGS
+@given(files=_files(messy=True))
+def test_messy_files_give_the_same_values_and_errors(
+    write: WriteFile, files: tuple[bytes, bytes, bool, bool]
+) -> None:
+    qrels_text, run_text, keep_best, complete = files
+    qrels, run = write("qrels", qrels_text), write("run", run_text)
+    compiled = _outcome("compiled", qrels, run, keep_best, complete)
+    assert compiled == _outcome("numpy", qrels, run, keep_best, complete)
+
+
+# -- scores: the scanner's doubles are Python's -----------------------------------------
+
+
+def _spellings(x: float) -> list[str]:
+    forms = [repr(x), f"{x:.17g}", f"{x:.3e}", f"{x:.20e}", f"{x:.6f}", f"{x:.25f}", f"{x:E}"]
+    return [f for f in forms if re.fullmatch(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?", f)]
+
+
+@_SETTINGS
+@given(
+    x=st.floats(allow_nan=False, allow_infinity=False, width=64),
+    step=st.sampled_from([0, 1, -1]),
+    pick=st.integers(0, 100),
+)
+def test_score_comparisons_equal_pythons(write: WriteFile, x: float, step: int, pick: int) -> None:
+    # Two documents whose scores are x and a neighbour of x (or x again, spelled another
+    # way): the order of their grades shows how the scanner compared the parsed doubles.
+    y = x if step == 0 else math.nextafter(x, math.inf * step)
+    y = y if math.isfinite(y) else x
+    xs, ys = _spellings(x), _spellings(y)
+    sx, sy = xs[pick % len(xs)], ys[(pick // 7) % len(ys)]
+    qrels = write("qrels", "q 0 m 1\nq 0 n 2\n")
+    run = write("run", f"q Q0 m 1 {sx} t\nq Q0 n 2 {sy} t\n")
+    ranked = _join(qrels, run)
+    a, b = float(sx), float(sy)
+    expected = [1.0, 2.0] if a > b else [2.0, 1.0]  # equal: n before m (byte order)
+    assert ranked.rel.tolist() == expected, (sx, sy)
+
+
+def test_numbers_the_fast_path_leaves_to_python(write: WriteFile) -> None:
+    # 2^53 + 1 has no double: both spellings round to 2^53 and tie (n first); the long
+    # decimal of 0.1 ties with 0.1; 1e23 (beyond 10^22) is not 1e22 * 10 in doubles.
+    cases = [
+        ("9007199254740993", "9007199254740992", [2.0, 1.0]),
+        ("0.1000000000000000055511151231257827", "0.1", [2.0, 1.0]),
+        ("1e23", "99999999999999991611392", [2.0, 1.0]),
+        ("1e-400", "-0", [2.0, 1.0]),
+        ("1e999", "1.7976931348623157e308", [1.0, 2.0]),
+    ]
+    for sx, sy, expected in cases:
+        qrels = write("qrels", "q 0 m 1\nq 0 n 2\n")
+        run = write("run", f"q Q0 m 1 {sx} t\nq Q0 n 2 {sy} t\n")
+        assert _join(qrels, run).rel.tolist() == expected, (sx, sy)
+        assert np.array_equal(
+            evaluate_files(qrels, run, ["ndcg@2"], engine="compiled").per_query["ndcg@2"],
+            evaluate_files(qrels, run, ["ndcg@2"], engine="numpy").per_query["ndcg@2"],
+        )
+
+
+@pytest.mark.parametrize("keep_best", [False, True])
+def test_scrambled_long_queries_equal_the_numpy_path(write: WriteFile, keep_best: bool) -> None:
+    # Hundreds of documents a query in random order, many ties: the scanner's insertion
+    # sort gives up and sorts with qsort; queries interleave, so records are regrouped.
+    rng = np.random.default_rng(7)
+    docs = [f"d{i}" for i in range(400)]
+    judged = {
+        (q, str(d)): int(rng.integers(-1, 4)) for q in range(3) for d in rng.choice(docs, 150)
+    }
+    lines = [
+        f"q{q} Q0 {d} 1 {rng.choice(['1', '1.0', '0.5', '-2e-1', '3', '4'])} t\n"
+        for q in range(3)
+        for d in docs[: 300 + 30 * q]
+    ]
+    if keep_best:  # repeats with other scores
+        lines += [f"q1 Q0 d{i} 1 {rng.integers(0, 9)} t\n" for i in range(0, 300, 7)]
+    rng.shuffle(lines)
+    qrels = write("qrels", "".join(f"q{q} 0 {d} {g}\n" for (q, d), g in judged.items()))
+    run = write("run", "".join(lines))
+    ranked = _join(qrels, run, keep_best=keep_best)
+    reference = _numpy_join(qrels, run, keep_best, complete=False)
+    assert isinstance(reference, Ranked)
+    _same_ranked(ranked, reference)
+    assert ranked.rel_offsets.tolist() == [0, 300, 630, 990]
