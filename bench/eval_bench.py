@@ -122,7 +122,11 @@ def _work_ranx(qrels: str, run: str) -> tuple[dict[str, float], Values]:
 
 
 def _worker(tool: str, qrels: str, run: str, out: str) -> None:
-    timings, values = _WORKERS[tool](qrels, run)
+    if tool in _TEXT_WORKERS:
+        timings = _TEXT_WORKERS[tool](qrels, run, Path(out).with_suffix(".txt"))
+        values: Values = {}
+    else:
+        timings, values = _WORKERS[tool](qrels, run)
     timings["peak_mb"] = _peak_mb()
     Path(out).write_text(json.dumps({"timings": timings, "values": values}))
 
@@ -138,15 +142,37 @@ def _spawn(tool: str, qrels: Path, run: Path, scratch: Path) -> dict[str, Any]:
 def _work_cli(qrels: str, run: str) -> tuple[dict[str, float], Values]:
     """Wall time of the `ragstream eval` command; its peak memory is this worker's only
     child's (RUSAGE_CHILDREN)."""
+    return _timed_child(["-m", "ragstream", "eval", "--qrels", qrels, "--run", run]), {}
+
+
+def _text_cli(qrels: str, run: str, text: Path) -> dict[str, float]:
+    """`ragstream eval -q --format trec`, its output kept to compare with trec_eval's."""
+    command = ["-m", "ragstream", "eval", "--qrels", qrels, "--run", run, "-q"]
+    return _timed_child([*command, "--format", "trec"], text)
+
+
+def _text_trec_eval(qrels: str, run: str, text: Path) -> dict[str, float]:
+    """NIST's trec_eval program (C), `trec_eval -q` on the same measures."""
+    from ragstream.testing import fetch_trec_eval
+
+    measures = ["-m", "recip_rank", "-m", "P.5,10", "-m", "recall.5,10", "-m", "ndcg_cut.5,10"]
+    binary = str(fetch_trec_eval())
+    return _timed_child([binary, "-q", *measures, qrels, run], text, python=False)
+
+
+def _timed_child(
+    args: list[str], text: Path | None = None, python: bool = True
+) -> dict[str, float]:
+    command = [sys.executable, *args] if python else args
     start = time.perf_counter()
-    subprocess.run(
-        [sys.executable, "-m", "ragstream", "eval", "--qrels", qrels, "--run", run],
-        check=True,
-        stdout=subprocess.DEVNULL,
-    )
+    if text is None:
+        subprocess.run(command, check=True, stdout=subprocess.DEVNULL)
+    else:
+        with text.open("wb") as out:
+            subprocess.run(command, check=True, stdout=out)
     seconds = time.perf_counter() - start
     peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
-    return {"seconds": seconds, "child_peak_mb": peak}, {}
+    return {"seconds": seconds, "child_peak_mb": peak}
 
 
 def _max_diff(values: Values, reference: Values) -> tuple[float, int]:
@@ -168,6 +194,12 @@ _NAMES = {
     "ragstream-arrow": "ragstream (numpy, pyarrow)",
 }
 
+_CHILD_ROWS = {
+    "cli": "ragstream eval (CLI)",
+    "cli-q": "ragstream eval -q (trec)",
+    "trec_eval": "trec_eval -q (NIST, C)",
+}
+
 _WORKERS = {
     "ragstream": _work_ragstream,
     "ragstream-numpy": _work_ragstream_numpy,
@@ -176,6 +208,19 @@ _WORKERS = {
     "ranx": _work_ranx,
     "cli": _work_cli,
 }
+_TEXT_WORKERS = {"cli-q": _text_cli, "trec_eval": _text_trec_eval}
+
+
+def _same_text(ours: Path, theirs: Path) -> str:
+    """Whether two outputs are byte-identical, and if not, the first differing line."""
+    a, b = ours.read_bytes(), theirs.read_bytes()
+    lines_a, lines_b = a.splitlines(), b.splitlines()
+    if a == b:
+        return f"byte-identical ({len(lines_a):,} lines)"
+    for number, (x, y) in enumerate(zip(lines_a, lines_b, strict=False), 1):
+        if x != y:
+            return f"DIFFERENT at line {number}: {x!r} vs {y!r}"
+    return f"DIFFERENT lengths: {len(lines_a):,} vs {len(lines_b):,} lines"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -197,16 +242,18 @@ def main(argv: list[str] | None = None) -> int:
     print(f"       {data.qrels} (ready in {time.perf_counter() - start:.1f} s)")
     tools = ["pytrec_eval", "ragstream", "ragstream-numpy", "ragstream-arrow", "cli"]
     tools += [] if args.no_ranx else ["ranx"]
+    tools += ["cli-q", "trec_eval"]
     with tempfile.TemporaryDirectory() as scratch:
         results = {tool: _spawn(tool, data.qrels, data.run, Path(scratch)) for tool in tools}
+        same = _same_text(Path(scratch) / "cli-q.txt", Path(scratch) / "trec_eval.txt")
     reference = results["pytrec_eval"]["values"]
     base = results["pytrec_eval"]["timings"]["seconds"]
     n_queries = len(next(iter(reference.values())))
     rows: list[tuple[str, float, float, str]] = []
     for tool in tools:
         timings = results[tool]["timings"]
-        if tool == "cli":
-            rows.append(("ragstream eval (CLI)", timings["seconds"], timings["child_peak_mb"], ""))
+        if tool in _CHILD_ROWS:
+            rows.append((_CHILD_ROWS[tool], timings["seconds"], timings["child_peak_mb"], ""))
             continue
         worst, mismatched = _max_diff(results[tool]["values"], reference)
         agree = f"{worst:.1e}" + (f" ({mismatched} queries differ)" if mismatched else "")
@@ -227,6 +274,7 @@ def main(argv: list[str] | None = None) -> int:
         )
     print("(speed-up = pytrec_eval seconds / tool seconds; diff vs pytrec_eval per query)")
     print("(ragstream eval (CLI): wall time of the command, start-up included)")
+    print(f"ragstream eval -q --format trec vs trec_eval -q: {same}")
     print(f"(load average at the end: {' '.join(f'{x:.2f}' for x in os.getloadavg())})")
     return 0
 
