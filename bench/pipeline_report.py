@@ -187,6 +187,7 @@ def _pipeline_rows(run: Run, base: dict[str, list[float]]) -> list[tuple[str, st
         shares.append(
             f"fetch {r['fetch_seconds'] / total:.0%} / apply {r['apply_seconds'] / total:.0%}"
             f" / commit {r['commit_seconds'] / total:.0%}"
+            + (f" ({r['events'] / r['batches']:,.0f} events a batch)" if r.get("batches") else "")
         )
     rows.append(("pipeline time split", "; ".join(shares), "", "", ""))
     return rows

@@ -123,6 +123,7 @@ class _TimedSource:
         self.source, self.n, self.probe = source, n, probe
         self.runner: Runner | None = None
         self.count = 0
+        self.batches_seen = 0
         self.first = self.last = 0.0
         self.fetch = self.apply = self.commit_s = 0.0
 
@@ -147,6 +148,7 @@ class _TimedSource:
         if self.first:
             self.commit_s += self.last - start
         self.count += len(batch)
+        self.batches_seen += 1 if batch else 0
         self.probe.seen(self.count)
         if self.count >= self.n and self.runner is not None:
             self.runner.stop()
@@ -181,6 +183,7 @@ async def _pipeline(args: Args) -> Args:
         "fetch_seconds": timed.fetch,
         "apply_seconds": timed.apply,
         "commit_seconds": timed.commit_s,
+        "batches": timed.batches_seen,
         "processed": sum(engine.events.values()),
         "memory": probe.points,
         **_summary(engine),

@@ -17,6 +17,7 @@ from collections.abc import Awaitable, Callable, Mapping
 
 from prometheus_client import CollectorRegistry
 
+from ragstream.checkpoint import HandoverCounters
 from ragstream.exporter.collector import EngineCollector
 from ragstream.exporter.http import Health, MetricsServer
 from ragstream.judging.collector import JudgeCollector
@@ -48,6 +49,7 @@ class Agent:
         caught_up_lag: int = 10_000,
         drain_timeout: float = 10.0,
         judging: JudgingService | None = None,
+        handover: HandoverCounters | None = None,
     ) -> None:
         self.engine = engine
         self.source = source
@@ -67,7 +69,7 @@ class Agent:
         self._started = False
         self.registry = CollectorRegistry()  # everything (OpenMetrics, tests)
         rest = CollectorRegistry()  # all but the windowed families, for the fast text path
-        self.collector = EngineCollector(engine, lag=lambda: self._lag)
+        self.collector = EngineCollector(engine, lag=lambda: self._lag, handover=handover)
         self.registry.register(self.collector)
         rest.register(self.collector.health_only())
         if judging is not None:

@@ -5,12 +5,13 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from ragstream.checkpoint import Handover, StateTopic
 from ragstream.config import Settings
 from ragstream.judging.service import JudgingService, engine_label_sink, engine_lookup
 from ragstream.pipeline.engine import Engine, EngineConfig
 from ragstream.pipeline.scoring import MetricLayout
 
-__all__ = ["engine_config", "judging_service"]
+__all__ = ["engine_config", "judging_service", "state_handover"]
 
 
 def engine_config(settings: Settings, *, clock: str | None = None) -> EngineConfig:
@@ -57,4 +58,27 @@ def judging_service(
         producer_options=producer_options,
         sampler_clock=clock,
         window_clock=clock,
+    )
+
+
+def state_handover(
+    settings: Settings, engine: Engine, client_options: dict[str, Any] | None = None
+) -> Handover | None:
+    """The engine's partition-state hand-over, or None when `state.enabled` is false."""
+    state, kafka = settings.state, settings.kafka
+    if not state.enabled:
+        return None
+    topic = StateTopic(
+        state.topic_for(kafka.group_id),
+        bootstrap_servers=kafka.bootstrap_servers,
+        client_id=kafka.client_id,
+        client_options=client_options,
+        replication_factor=state.replication_factor,
+    )
+    return Handover(
+        engine,
+        topic,
+        interval=state.checkpoint_interval,
+        chunk_bytes=state.chunk_bytes,
+        writer=kafka.client_id,
     )

@@ -18,7 +18,7 @@ from ragstream.sources.kafka import (
     KafkaSourceConfig,
     client_security,
 )
-from ragstream.wiring import engine_config, judging_service
+from ragstream.wiring import engine_config, judging_service, state_handover
 
 __all__ = ["run"]
 
@@ -44,6 +44,7 @@ def run(settings: Settings) -> None:
 async def _run(settings: Settings) -> None:
     k = settings.kafka
     engine = Engine(engine_config(settings))
+    handover = state_handover(settings, engine, client_security(k.security))
     source = KafkaSource(
         KafkaSourceConfig(
             bootstrap_servers=k.bootstrap_servers,
@@ -57,6 +58,7 @@ async def _run(settings: Settings) -> None:
             security=k.security,
         ),
         on_revoked=engine.drop_partitions,
+        handover=handover,
     )
     letters = None
     if k.dead_letter_topic:
@@ -82,6 +84,7 @@ async def _run(settings: Settings) -> None:
         assigned=lambda: len(source.assignment()),
         dead_letters=letters,
         judging=judging_service(settings, engine, client_security(k.security)),
+        handover=None if handover is None else handover.counters,
     )
     try:
         await agent.run()

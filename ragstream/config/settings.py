@@ -31,6 +31,7 @@ __all__ = [
     "LabelSettings",
     "MetricSettings",
     "Settings",
+    "StateSettings",
     "WindowSettings",
     "load_settings",
 ]
@@ -134,6 +135,24 @@ class JoinSettings(_Section):
     max_pending: int = Field(100_000, ge=1)
 
 
+class StateSettings(_Section):
+    """Partition state moved between replicas through a compacted Kafka topic (`run`)."""
+
+    enabled: bool = True
+    topic: str | None = Field(None, description="default: '<kafka.group_id>-state'")
+    checkpoint_interval: Duration = Field(30.0, gt=0, description="between periodic snapshots")
+    chunk_bytes: int = Field(
+        512 * 1024, ge=1024, le=8 * 1024 * 1024, description="largest state record value"
+    )
+    replication_factor: int | None = Field(
+        None, ge=1, description="for a topic created by the agent; default: up to 3"
+    )
+
+    def topic_for(self, group_id: str) -> str:
+        """The state topic's name: the configured one, else derived from the group id."""
+        return self.topic or f"{group_id}-state"
+
+
 class HttpSettings(_Section):
     """The `/metrics`, `/healthz` and `/readyz` server."""
 
@@ -157,6 +176,7 @@ class Settings(BaseSettings):
     metrics: MetricSettings = Field(default_factory=MetricSettings)
     labels: LabelSettings = Field(default_factory=LabelSettings)
     join: JoinSettings = Field(default_factory=JoinSettings)
+    state: StateSettings = Field(default_factory=StateSettings)
     http: HttpSettings = Field(default_factory=HttpSettings)
     judge: JudgeSettings = Field(default_factory=JudgeSettings)
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"

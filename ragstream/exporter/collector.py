@@ -20,6 +20,7 @@ from prometheus_client.core import (
 from prometheus_client.registry import Collector
 
 from ragstream import __version__
+from ragstream.checkpoint import REFUSAL_REASONS, HandoverCounters
 from ragstream.events import DECODE_REASONS
 from ragstream.exporter.windowed import build, metric_for_column, render_text, to_metrics
 from ragstream.pipeline.engine import Engine
@@ -50,12 +51,14 @@ class EngineCollector(Collector):
         lag: Callable[[], Mapping[tuple[str, int], int]] | None = None,
         extra: Callable[[], Iterable[Metric]] | None = None,
         windowed: bool = True,
+        handover: HandoverCounters | None = None,
     ) -> None:
         self.engine = engine
         self.windowed = windowed
         self._clock = clock
         self._lag = lag
         self._extra = extra
+        self._handover = handover
         self.scrapes = 0
 
     def describe(self) -> list[Metric]:
@@ -85,7 +88,12 @@ class EngineCollector(Collector):
     def health_only(self) -> EngineCollector:
         """The same collector without the windowed families (they come from `windowed_text`)."""
         return EngineCollector(
-            self.engine, clock=self._clock, lag=self._lag, extra=self._extra, windowed=False
+            self.engine,
+            clock=self._clock,
+            lag=self._lag,
+            extra=self._extra,
+            windowed=False,
+            handover=self._handover,
         )
 
     # -- self-health ---------------------------------------------------------------------------
@@ -149,6 +157,8 @@ class EngineCollector(Collector):
             for (topic, partition), n in sorted(self._lag().items()):
                 lag.add_metric([topic, str(partition)], n)
             yield lag
+        if self._handover is not None:
+            yield from _handover_health(self._handover)
         build = GaugeMetricFamily(
             PREFIX + "build_info", "Version of the agent.", labels=["version", "python"]
         )
@@ -157,10 +167,7 @@ class EngineCollector(Collector):
 
     def _join_health(self) -> Iterator[Metric]:
         engine = self.engine
-        totals: dict[str, int] = {}
-        for join in engine.joins.values():
-            for name, n in join.counters.as_dict().items():
-                totals[name] = totals.get(name, 0) + n
+        totals = engine.join_counters()  # partitions handed over stay counted
         labels = CounterMetricFamily(
             PREFIX + "labels",
             "Relevance labels (feedback) by outcome.",
@@ -198,3 +205,34 @@ class EngineCollector(Collector):
             "Repeated doc ids in results (each counts once, at its first rank).",
             totals.get("repeated_docs", 0),
         )
+
+
+def _handover_health(counters: HandoverCounters) -> Iterator[Metric]:
+    """Partition state moved between replicas (`run` with `state.enabled`)."""
+    snapshots = CounterMetricFamily(
+        PREFIX + "state_snapshots",
+        "Partition state snapshots: written, write_failed, adopted, fresh (none), refused.",
+        labels=["outcome"],
+    )
+    for outcome, n in (
+        ("written", counters.written),
+        ("write_failed", counters.write_failed),
+        ("adopted", counters.adopted),
+        ("fresh", counters.fresh),
+        ("refused", sum(counters.refused.values())),
+    ):
+        snapshots.add_metric([outcome], n)
+    yield snapshots
+    refused = CounterMetricFamily(
+        PREFIX + "state_snapshots_refused",
+        "Partition state snapshots not adopted, by reason.",
+        labels=["reason"],
+    )
+    for reason in sorted(set(REFUSAL_REASONS) | set(counters.refused)):
+        refused.add_metric([reason], counters.refused.get(reason, 0))
+    yield refused
+    yield CounterMetricFamily(
+        PREFIX + "state_snapshot_bytes",
+        "Compressed bytes of the partition state snapshots written.",
+        counters.bytes_written,
+    )

@@ -106,10 +106,15 @@ class LabelJoin:
         ts: float,
         results: Sequence[DocLike],
         qrels: Sequence[DocLike] = (),
+        raw: bytes | None = None,
     ) -> OpenQuery | None:
-        """Open a query from its retrieval event; None if it is a duplicate."""
-        if query_id in self._open or query_id in self._final:
-            self.counters.duplicate_retrievals += 1
+        """Open a query from its retrieval event; None if it is a duplicate.
+
+        `raw`: the event's message, so that the query may drop its decoded documents once
+        scored (see `OpenQuery.release`)."""
+        opened, counters = self._open, self.counters
+        if query_id in opened or query_id in self._final:
+            counters.duplicate_retrievals += 1
             return None
         query = OpenQuery.from_retrieval(
             query_id,
@@ -119,21 +124,24 @@ class LabelJoin:
             ttl=self.label_ttl,
             results=results,
             qrels=qrels,
+            raw=raw,
         )
-        self.counters.opened += 1
-        self.counters.repeated_docs += query.repeats
-        for label in self._pending.pop(query_id, ()):
-            self._pending_count -= 1
-            if label.ts > query.expires_at:
-                self.counters.labels_late += 1
-                continue
-            query.set_label(label.doc_id, label.rel, label.t_doc)
-            self.counters.labels_applied += 1
-        self._open[query_id] = query
+        counters.opened += 1
+        if query.repeats:
+            counters.repeated_docs += query.repeats
+        if self._pending:
+            for label in self._pending.pop(query_id, ()):
+                self._pending_count -= 1
+                if label.ts > query.expires_at:
+                    counters.labels_late += 1
+                    continue
+                query.set_label(label.doc_id, label.rel, label.t_doc)
+                counters.labels_applied += 1
+        opened[query_id] = query
         heapq.heappush(self._expiry, (query.expires_at, self._seq, query_id))
         self._seq += 1
         self._dirty[query_id] = query
-        while len(self._open) > self.max_open:
+        while len(opened) > self.max_open:
             self._finalize_earliest(evicted=True)
         return query
 
@@ -185,8 +193,19 @@ class LabelJoin:
         early by `max_open`. Call it after the dirty queries have been scored, so that each
         final query carries its last contribution.
         """
-        while self._expiry and self._expiry[0][0] < t_now:
-            self._finalize_earliest(evicted=False)
+        expiry, heappop = self._expiry, heapq.heappop
+        if expiry and expiry[0][0] < t_now:  # one loop with locals: thousands a batch
+            opened, out, recent = self._open, self._final_out, self._final
+            done = 0
+            while expiry and expiry[0][0] < t_now:
+                query_id = heappop(expiry)[2]
+                query = opened.pop(query_id)
+                out.append(query)
+                recent[query_id] = query.expires_at
+                done += 1
+            for _ in range(len(recent) - self.recent_final):
+                recent.popitem(last=False)
+            self.counters.finalized += done
         while self._pending:
             query_id, waiting = next(iter(self._pending.items()))
             if waiting[0].arrived + self.pending_ttl >= t_now:

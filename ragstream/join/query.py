@@ -1,16 +1,43 @@
-"""One open query: its ranking, the labels received so far, and what it contributes."""
+"""One open query: its ranking, the labels received so far, and what it contributes.
+
+Most retrieval events never get a label before their TTL ends, and for those the
+ranking is read only once, for the mean age of the top documents. So a query keeps the
+decoded result list as it came (`DecodedDoc` Structs) and builds the deduplicated ranking
+-- doc ids and effective document times, a Python step per document -- only when it is
+first needed: a label, the metric kernels, or a snapshot. Opening a query costs a few
+operations over the list (repeats, inline labels), not one Python step per document.
+
+When the query is opened with its message's bytes (`raw`), it can also let go of the
+decoded documents once scored (`release`) and decode the message again in the rare case
+it needs them later (a late label, a snapshot). An open query then holds a handful of
+objects instead of about a hundred (a Struct, a string and two floats per document), which
+matters because every object held for the label TTL is freed long after it was last
+touched, at the cost of a cache miss each.
+"""
 
 from __future__ import annotations
 
 import math
+from array import array
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import Any, NotRequired, TypedDict
 
 import numpy as np
 from numpy.typing import NDArray
 
+from ragstream.events import (
+    DecodedDoc,
+    DecodedQrel,
+    DecodedRetrieval,
+    Limits,
+    decode_event,
+    fast_decode,
+)
+
 __all__ = ["DocLike", "OpenQuery", "RankedDoc", "dedupe_ranking"]
+
+_TOP = 10
+"""Document times read at opening (the largest default cutoff): enough for the ages."""
 
 
 class RankedDoc(TypedDict):
@@ -24,9 +51,9 @@ class RankedDoc(TypedDict):
     """A graded label sent with the retrieval event, if any."""
 
 
-DocLike = Mapping[str, Any]
-"""Any mapping with `doc_id` and optional `t_doc` and `rel`: a `RankedDoc`, or an event's own
-result and qrel dicts."""
+DocLike = Mapping[str, Any] | DecodedDoc | DecodedQrel
+"""A `RankedDoc`, any mapping with `doc_id` and optional `t_doc` and `rel`, or a decoded
+document or qrel (which read like mappings)."""
 
 
 def dedupe_ranking(results: Iterable[DocLike]) -> tuple[list[DocLike], int]:
@@ -51,9 +78,44 @@ def _effective_time(t_doc: float | None, ts: float) -> float:
     return min(t_doc, ts)
 
 
-@dataclass(slots=True)
+def _doubles(times: list[float | None]) -> array[float]:
+    """The times as C doubles, None as NaN: copied while the decoded floats are in the
+    cache, so that reading them for a whole batch later touches one object per query."""
+    try:
+        return array("d", times)  # type: ignore[arg-type]
+    except TypeError:
+        return array("d", [math.nan if t is None else t for t in times])
+
+
+def _as_doc(doc: DocLike) -> DecodedDoc:
+    if isinstance(doc, DecodedDoc):
+        return doc
+    return DecodedDoc(doc_id=doc["doc_id"], t_doc=doc.get("t_doc"), rel=doc.get("rel"))
+
+
 class OpenQuery:
-    """A query whose labels may still change until `expires_at` (event time)."""
+    """A query whose labels may still change until `expires_at` (event time).
+
+    `doc_ids` and `doc_times` (the ranking without repeats) are built from the decoded
+    results on first use; `top_doc_times` reads the first documents without building them.
+    """
+
+    __slots__ = (
+        "_doc_ids",
+        "_doc_times",
+        "_raw",
+        "_results",
+        "_top",
+        "contribution",
+        "expires_at",
+        "label_times",
+        "labels",
+        "labelset",
+        "partition",
+        "query_id",
+        "repeats",
+        "ts",
+    )
 
     query_id: str
     """Joins the events of one request."""
@@ -65,18 +127,51 @@ class OpenQuery:
     """The retrieval event's time (Unix seconds)."""
     expires_at: float
     """Event time after which the query is final (`ts + label_ttl`)."""
-    doc_ids: tuple[str, ...]
-    """The ranking with repeats removed, in rank order."""
-    doc_times: tuple[float, ...]
-    """Effective document times of the ranking (missing -> ts, clamped to ts)."""
-    repeats: int = 0
+    repeats: int
     """How many repeated doc ids the retrieval event carried."""
-    labels: dict[str, float] = field(default_factory=dict)
+    labels: dict[str, float]
     """The latest grade received per doc id, from any source."""
-    label_times: dict[str, float] = field(default_factory=dict)
+    label_times: dict[str, float]
     """Effective document times of judged documents (for decayed ideal rankings)."""
-    contribution: NDArray[np.float64] | None = None
+    contribution: NDArray[np.float64] | None
     """The metric row this query currently has in the windows (None before the first)."""
+
+    def __init__(
+        self,
+        query_id: str,
+        partition: int,
+        labelset: tuple[str, ...],
+        ts: float,
+        expires_at: float,
+        *,
+        results: Sequence[DecodedDoc] = (),
+        raw: bytes | None = None,
+        repeats: int = 0,
+        doc_ids: tuple[str, ...] | None = None,
+        doc_times: tuple[float, ...] | None = None,
+        labels: dict[str, float] | None = None,
+        label_times: dict[str, float] | None = None,
+        contribution: NDArray[np.float64] | None = None,
+    ) -> None:
+        """A query from its decoded `results` (ranking built on first use; `raw`, the
+        retrieval event's message, lets it decode them again after `release`), or from its
+        ranking `doc_ids` and `doc_times` (without repeats) when those are given."""
+        self.query_id = query_id
+        self.partition = partition
+        self.labelset = labelset
+        self.ts = ts
+        self.expires_at = expires_at
+        self.repeats = repeats
+        self.labels = {} if labels is None else labels
+        self.label_times = {} if label_times is None else label_times
+        self.contribution = contribution
+        if (doc_ids is None) != (doc_times is None):
+            raise ValueError("give both doc_ids and doc_times, or neither")
+        self._results: Sequence[DecodedDoc] | None = results if doc_ids is None else ()
+        self._raw = raw if doc_ids is None else None
+        self._doc_ids = doc_ids
+        self._doc_times = doc_times
+        self._top: array[float] | None = None
 
     @classmethod
     def from_retrieval(
@@ -89,37 +184,118 @@ class OpenQuery:
         ttl: float,
         results: Sequence[DocLike],
         qrels: Sequence[DocLike] = (),
+        raw: bytes | None = None,
     ) -> OpenQuery:
-        """Open a query from its retrieval event; qrels first, then inline labels."""
-        doc_ids: list[str] = []
-        doc_times: list[float] = []
-        seen: set[str] = set()
-        inline: list[DocLike] = []
-        for doc in results:  # one pass: dedupe, effective times (SPEC §2), inline labels
-            doc_id = doc["doc_id"]
-            if doc_id in seen:
-                continue
-            seen.add(doc_id)
-            doc_ids.append(doc_id)
-            t_doc = doc.get("t_doc")
-            doc_times.append(ts if t_doc is None or t_doc != t_doc or t_doc > ts else t_doc)
-            if doc.get("rel") is not None:
-                inline.append(doc)
+        """Open a query from its retrieval event; qrels first, then inline labels.
+
+        `raw`: the event's message (the JSON the results were decoded from), kept so that
+        `release` may drop the decoded documents."""
+        try:  # decoded documents (the hot path): attribute reads, no conversion
+            grades = {doc.doc_id: doc.rel for doc in results}  # type: ignore[union-attr]
+            docs: Sequence[DecodedDoc] = results  # type: ignore[assignment]
+        except AttributeError:  # mappings (tests, producers): converted once
+            docs = [_as_doc(doc) for doc in results]
+            grades = {doc.doc_id: doc.rel for doc in docs}
+        unique = len(grades)  # one pass gives the repeats and whether any inline label came
         query = cls(
-            query_id=query_id,
-            partition=partition,
-            labelset=labelset,
-            ts=ts,
-            expires_at=ts + ttl,
-            doc_ids=tuple(doc_ids),
-            doc_times=tuple(doc_times),
-            repeats=len(results) - len(doc_ids),
+            query_id,
+            partition,
+            labelset,
+            ts,
+            ts + ttl,
+            results=docs,
+            raw=raw,
+            repeats=len(docs) - unique,
         )
-        for doc in (*qrels, *inline):  # qrels first: an inline label arrives with the event
-            rel = doc.get("rel")
+        inline: Sequence[DecodedDoc] = ()
+        if unique == len(docs):  # read while the documents are fresh in the cache
+            query._top = _doubles([doc.t_doc for doc in docs[:_TOP]])
+            if list(grades.values()).count(None) != unique:
+                inline = [doc for doc in docs if doc.rel is not None]
+        else:  # an inline label counts at the first position only
+            inline = [doc for doc in query._first_occurrences() if doc.rel is not None]
+        for qrel in qrels:  # qrels first: an inline label arrives with the event
+            if type(qrel) is DecodedQrel:  # decoded: attributes, and rel is always there
+                query.set_label(qrel.doc_id, qrel.rel, qrel.t_doc)
+                continue
+            rel = qrel.get("rel")
             if rel is not None:
-                query.set_label(doc["doc_id"], rel, doc.get("t_doc"))
+                query.set_label(qrel["doc_id"], rel, qrel.get("t_doc"))
+        for doc in inline:
+            assert doc.rel is not None
+            query.set_label(doc.doc_id, doc.rel, doc.t_doc)
         return query
+
+    def _docs(self) -> Sequence[DecodedDoc]:
+        """The decoded results, decoded again from the message after `release`."""
+        if self._results is None:
+            assert self._raw is not None
+            event = fast_decode(self._raw)  # it was valid once: msgspec or the reference
+            if event is None:
+                event = decode_event(self._raw, Limits(max_message_bytes=len(self._raw)))
+            assert isinstance(event, DecodedRetrieval)
+            self._results = event.results
+        return self._results
+
+    def release(self) -> None:
+        """Drop what can be derived from the message again (decoded documents, ranking):
+        call it once the query is scored. No effect without the message."""
+        if self._raw is not None:
+            self._results = self._top = self._doc_ids = self._doc_times = None
+
+    def _first_occurrences(self) -> list[DecodedDoc]:
+        seen: set[str] = set()
+        first: list[DecodedDoc] = []
+        for doc in self._docs():
+            if doc.doc_id not in seen:
+                seen.add(doc.doc_id)
+                first.append(doc)
+        return first
+
+    def _rank(self) -> None:
+        """Build `doc_ids` and `doc_times` from the results (SPEC §2: repeats count once, at
+        their first position; a missing t_doc dates from ts, a later one is clamped to ts)."""
+        ts = self.ts
+        docs = self._first_occurrences() if self.repeats else self._docs()
+        self._doc_ids = tuple([doc.doc_id for doc in docs])
+        times = [doc.t_doc for doc in docs]
+        self._doc_times = tuple([ts if t is None or t != t or t > ts else t for t in times])
+        self._results = ()
+        self._top = None
+
+    @property
+    def doc_ids(self) -> tuple[str, ...]:
+        """The ranking with repeats removed, in rank order."""
+        if self._doc_ids is None:
+            self._rank()
+        assert self._doc_ids is not None
+        return self._doc_ids
+
+    @property
+    def doc_times(self) -> tuple[float, ...]:
+        """Effective document times of the ranking (missing -> ts, clamped to ts)."""
+        if self._doc_times is None:
+            self._rank()
+        assert self._doc_times is not None
+        return self._doc_times
+
+    def top_doc_times(self, width: int) -> Sequence[float | None]:
+        """Times of the first `width` documents of the ranking, raw or effective: None or
+        NaN means the query's ts, and any time after ts counts as ts (see `doc_times`)."""
+        top = self._top
+        if top is not None and (width <= _TOP or len(top) < _TOP):
+            return top[:width] if width < len(top) else top
+        if self._doc_times is not None or self.repeats:
+            return self.doc_times[:width]
+        return [doc.t_doc for doc in self._docs()[:width]]
+
+    def raw_ranking(self) -> tuple[Sequence[str], Sequence[float | None]]:
+        """Doc ids and times of the ranking; the times raw (as in `top_doc_times`) unless
+        the ranking has been built. No repeats: the caller need not deduplicate."""
+        if self._doc_ids is None and not self.repeats:
+            results = self._docs()
+            return [doc.doc_id for doc in results], [doc.t_doc for doc in results]
+        return self.doc_ids, self.doc_times
 
     @property
     def labeled(self) -> bool:
@@ -164,11 +340,11 @@ class OpenQuery:
     def restore(cls, data: Mapping[str, Any]) -> OpenQuery:
         """Rebuild a query from `snapshot()` output."""
         return cls(
-            query_id=str(data["query_id"]),
-            partition=int(data["partition"]),
-            labelset=tuple(str(v) for v in data["labelset"]),
-            ts=float(data["ts"]),
-            expires_at=float(data["expires_at"]),
+            str(data["query_id"]),
+            int(data["partition"]),
+            tuple(str(v) for v in data["labelset"]),
+            float(data["ts"]),
+            float(data["expires_at"]),
             doc_ids=tuple(str(d) for d in data["doc_ids"]),
             doc_times=tuple(float(t) for t in data["doc_times"]),
             repeats=int(data["repeats"]),
@@ -181,4 +357,10 @@ class OpenQuery:
                     [math.nan if v is None else v for v in data["contribution"]], dtype=np.float64
                 )
             ),
+        )
+
+    def __repr__(self) -> str:
+        return (
+            f"OpenQuery(query_id={self.query_id!r}, partition={self.partition}, "
+            f"labelset={self.labelset!r}, ts={self.ts!r}, labels={self.labels!r})"
         )

@@ -23,10 +23,12 @@ from ragstream.events import (
     DecodedAnswer,
     DecodedEvent,
     DecodedFeedback,
+    DecodedRetrieval,
     DecodeError,
     Limits,
-    decode_batch,
+    decode_event,
 )
+from ragstream.events.fast import fast_decode_many
 from ragstream.join import LabelJoin, LabelOutcome, OpenQuery
 from ragstream.metrics import Gain
 from ragstream.pipeline.labelsets import LabelSetMapper
@@ -48,6 +50,8 @@ EVENT_TIME = "event_time"
 """Window column holding `ts - EVENT_TIME_BASE`, for the live mean document age."""
 EVENT_TIME_BASE = 1_600_000_000.0
 _PRUNE_EVERY = 60.0
+_LATE = int(Timing.LATE)
+_FUTURE = int(Timing.FUTURE)
 
 
 def window_columns(layout: MetricLayout) -> tuple[str, ...]:
@@ -140,59 +144,105 @@ class Engine:
     def apply(self, messages: Sequence[Message]) -> BatchReport:
         """Apply one batch; never raises on bad input (it is counted and reported)."""
         report = BatchReport()
-        events, errors = decode_batch([m.value for m in messages], self.config.limits)
-        bad = {e.index for e in errors}
-        for e in errors:
-            report.invalid.append((messages[e.index], e.error))
-            self.invalid[e.error.reason] += 1
-            self.events[("unknown", "invalid")] += 1
-        partitions = [m.partition for i, m in enumerate(messages) if i not in bad]
+        events, kept = self._decode(messages, report)
         if events:
             stamped = self.clock.stamp([e.ts for e in events])
-            now = stamped.now
-            for event, partition, ts, timing in zip(
-                events, partitions, stamped.times.tolist(), stamped.timing.tolist(), strict=True
-            ):
-                self._apply_event(event, partition, ts, Timing(timing), now, report)
+            report.answers = self._apply_events(
+                events, kept, stamped.times.tolist(), stamped.timing.tolist(), stamped.now
+            )
         now = self.clock.now()
         self._rescore(now)
         report.final = self._advance(now)
         return report
 
-    def _apply_event(
+    def _decode(
+        self, messages: Sequence[Message], report: BatchReport
+    ) -> tuple[list[DecodedEvent], Sequence[Message]]:
+        """The batch's events and their messages, in order; invalid messages reported."""
+        limits = self.config.limits
+        values = [m.value for m in messages]
+        if limits is DEFAULT_LIMITS or limits.is_default:
+            decoded = fast_decode_many(values, limits.max_message_bytes)
+        else:
+            decoded = [None] * len(values)
+        if decoded.count(None) == 0:  # the usual batch: every message valid for msgspec
+            return decoded, messages  # type: ignore[return-value]
+        events: list[DecodedEvent] = []
+        kept: list[Message] = []
+        for message, event in zip(messages, decoded, strict=True):
+            if event is None:  # the reference names the reason (or accepts it after all)
+                try:
+                    event = decode_event(message.value, limits)
+                except DecodeError as error:
+                    report.invalid.append((message, error))
+                    self.invalid[error.reason] += 1
+                    self.events[("unknown", "invalid")] += 1
+                    continue
+            events.append(event)
+            kept.append(message)
+        return events, kept
+
+    def _apply_events(
         self,
-        event: DecodedEvent,
-        partition: int,
-        ts: float,
-        timing: Timing,
+        events: Sequence[DecodedEvent],
+        messages: Sequence[Message],
+        times: Sequence[float],
+        timings: Sequence[int],
         now: float,
-        report: BatchReport,
-    ) -> None:
-        kind = event.type
-        self.last_event_time[kind] = max(self.last_event_time.get(kind, -math.inf), event.ts)
-        if timing is Timing.FUTURE:
-            self.clamped[kind] += 1
-        join = self.joins.get(partition) or self._new_join(partition)
-        if isinstance(event, DecodedFeedback):
-            outcome = join.label(event.query_id, event.doc_id, event.rel, ts=event.ts, t_now=now)
-            self.events[(kind, "late" if outcome is LabelOutcome.LATE else "processed")] += 1
-            return
-        if timing is Timing.LATE:
-            self.events[(kind, "late")] += 1
-            return
-        if isinstance(event, DecodedAnswer):
-            report.answers.append(event)
-            self.events[(kind, "processed")] += 1
-            return
-        opened = join.open(
-            event.query_id,
-            partition=partition,
-            labelset=self.labelsets(event.labels),
-            ts=ts,
-            results=event.results,
-            qrels=event.qrels or (),
-        )
-        self.events[(kind, "processed" if opened is not None else "duplicate")] += 1
+    ) -> list[DecodedAnswer]:
+        """Join every event in arrival order: one loop, counts kept in locals until the end.
+
+        Returns the answers that were not late, for the judge."""
+        answers: list[DecodedAnswer] = []
+        joins = self.joins
+        mapper = self.labelsets if self.config.label_keys else None
+        counts: Counter[tuple[str, str]] = Counter()
+        latest: dict[str, float] = {}
+        opened = duplicate = 0
+        for event, message, ts, timing in zip(events, messages, times, timings, strict=True):
+            kind = event.type
+            partition = message.partition
+            if event.ts > latest.get(kind, -math.inf):
+                latest[kind] = event.ts
+            join = joins.get(partition) or self._new_join(partition)
+            if timing:
+                if timing == _FUTURE:
+                    self.clamped[kind] += 1
+                elif type(event) is not DecodedFeedback:  # a late label may still count
+                    counts[(kind, "late")] += 1
+                    continue
+            if type(event) is DecodedRetrieval:
+                query = join.open(
+                    event.query_id,
+                    partition=partition,
+                    labelset=() if mapper is None else mapper(event.labels),
+                    ts=ts,
+                    results=event.results,
+                    qrels=event.qrels or (),
+                    raw=message.value,
+                )
+                if query is None:
+                    duplicate += 1
+                else:
+                    opened += 1
+            elif type(event) is DecodedFeedback:
+                outcome = join.label(
+                    event.query_id, event.doc_id, event.rel, ts=event.ts, t_now=now
+                )
+                counts[(kind, "late" if outcome is LabelOutcome.LATE else "processed")] += 1
+            else:
+                assert type(event) is DecodedAnswer
+                answers.append(event)
+                counts[(kind, "processed")] += 1
+        if opened:
+            counts[("retrieval", "processed")] += opened
+        if duplicate:
+            counts[("retrieval", "duplicate")] += duplicate
+        self.events.update(counts)
+        last = self.last_event_time
+        for name, seen in latest.items():
+            last[name] = max(last.get(name, -math.inf), seen)
+        return answers
 
     def _new_join(self, partition: int) -> LabelJoin:
         c = self.config
@@ -213,15 +263,15 @@ class Engine:
         dirty = [q for join in self.joins.values() for q in join.take_dirty()]
         if not dirty:
             return
-        rows = self._rows(self.scorer.score(dirty))
+        scored = self.scorer.score(dirty)
+        rows = self._rows(scored)
         ids: dict[tuple[int, tuple[str, ...]], int] = {}
-        index = np.fromiter(
-            (ids.setdefault((q.partition, q.labelset), len(ids)) for q in dirty),
-            dtype=np.int64,
-            count=len(dirty),
+        series_of = ids.setdefault
+        index = np.array(
+            [series_of((q.partition, q.labelset), len(ids)) for q in dirty], dtype=np.int64
         )
         series = list(ids)
-        times = np.fromiter((q.ts for q in dirty), dtype=np.float64, count=len(dirty))
+        times = scored.ts
         width = len(self.columns)
         old = [i for i, q in enumerate(dirty) if q.contribution is not None]
         if old:
@@ -232,6 +282,7 @@ class Engine:
         self.store.add_many(now, series, index, times, rows[:, :width], rows[:, width:])
         for query, row in zip(dirty, rows, strict=True):
             query.contribution = row
+            query.release()  # scored: what the message can give again is dropped
 
     def _rows(self, scored: ScoredQueries) -> _F64:
         """One row per query: plain window columns, then decayed values (half-life-major)."""
@@ -284,11 +335,124 @@ class Engine:
 
     # -- partitions and state -----------------------------------------------------------------
 
+    _retired_join_counts: Counter[str] | None = None
+    """Join counters of partitions this engine handed over or dropped, so that the counters
+    it exports never go down when a partition leaves (set on the first drop)."""
+
     def drop_partitions(self, partitions: set[int]) -> None:
-        """Forget the state of revoked partitions (another replica consumes them now)."""
+        """Forget the state of revoked partitions (another replica consumes them now); their
+        join counters stay counted here (see `join_counters`)."""
+        retired = self._retired_join_counts
+        if retired is None:
+            retired = self._retired_join_counts = Counter()
         for partition in partitions:
             self.store.drop_partition(partition)
-            self.joins.pop(partition, None)
+            join = self.joins.pop(partition, None)
+            if join is not None:
+                retired.update(join.counters.as_dict())
+
+    def join_counters(self) -> dict[str, int]:
+        """The label joins' counters summed over held partitions and those that left."""
+        totals: Counter[str] = Counter(self._retired_join_counts or {})
+        for join in self.joins.values():
+            totals.update(join.counters.as_dict())
+        return dict(totals)
+
+    def state_config(self) -> dict[str, Any]:
+        """What a partition's state depends on besides the events: the window spec (windows,
+        buckets, metric columns, bins), label keys, gain, threshold and clock mode. A
+        partition's state moves only between engines where this is equal."""
+        c = self.config
+        return {  # lists, not tuples: equal to itself after a JSON round-trip
+            "spec": self.spec.to_dict(),
+            "label_keys": list(c.label_keys),
+            "gain": c.gain,
+            "relevance_threshold": c.relevance_threshold,
+            "clock": c.clock,
+        }
+
+    def export_partitions(self, partitions: Sequence[int] | set[int]) -> dict[int, dict[str, Any]]:
+        """Each partition's windows and open queries, JSON-friendly, for the replica that
+        takes the partition over (`adopt_partition`). Take it between batches: labels given
+        from the side since the last batch are scored first, so that none is left behind."""
+        self._rescore(self.clock.now())  # a no-op unless labels came from the side
+        config = self.state_config()
+        clock_now = self.clock.snapshot()["now"]
+        out: dict[int, dict[str, Any]] = {}
+        for partition in sorted(partitions):
+            join = self.joins.get(partition)
+            out[partition] = {
+                "version": 1,
+                "partition": partition,
+                "config": config,
+                "clock_now": clock_now,
+                "windows": self.store.export_partition(partition),
+                "join": None if join is None else join.snapshot(),
+            }
+        return out
+
+    def adopt_partition(self, state: Mapping[str, Any]) -> None:
+        """Take over one partition exported by `export_partitions` (this engine's own state
+        of that partition, if any, is replaced).
+
+        The rings are keyed by absolute bucket index, so they line up with this engine's
+        whatever its clock: buckets that have aged out of a window by this engine's
+        position are left out, and the decay landmark is rebased. With the event clock,
+        `t_now` moves up to the exporter's (it has seen those events). The join keeps its
+        open queries (with their current contributions, so later labels replace them) but
+        takes this engine's caps and TTLs for what comes next, and its counters start at 0
+        here (the exporter counted what happened before). Raises `ValueError`, before
+        changing anything, when the state was kept with another configuration; a damaged
+        state may raise after a partial import (drop the partition then).
+        """
+        if state.get("version") != 1:
+            raise ValueError(f"unsupported partition state version {state.get('version')!r}")
+        theirs, ours = state.get("config") or {}, self.state_config()
+        differs = [name for name in ours if theirs.get(name) != ours[name]]
+        if differs:
+            raise ValueError("the partition state was kept with another " + ", ".join(differs))
+        partition = int(state["partition"])
+        windows = dict(state["windows"])
+        if int(windows["partition"]) != partition:
+            raise ValueError("the partition state's windows belong to another partition")
+        self.drop_partitions({partition})
+        self.store.import_partition(windows)
+        self._adopt_join(partition, state.get("join"))
+        self._admit_labelsets([tuple(item["labels"]) for item in windows["series"]])
+        clock_now = state.get("clock_now")
+        if self.config.clock == "event" and clock_now is not None:
+            snapshot = self.clock.snapshot()
+            if snapshot["now"] is None or float(clock_now) > snapshot["now"]:
+                snapshot["now"] = float(clock_now)
+                self.clock = Clock.restore(snapshot, wall=self.clock.wall)
+
+    def _adopt_join(self, partition: int, data: Mapping[str, Any] | None) -> None:
+        if data is None:
+            return
+        c = self.config
+        join = LabelJoin.restore(
+            {
+                **data,
+                "label_ttl": c.label_ttl,
+                "pending_ttl": c.pending_ttl,
+                "max_open": c.max_open,
+                "max_pending": c.max_pending,
+                "counters": {},
+            }
+        )
+        self.joins[partition] = join
+        self._admit_labelsets([tuple(q["labelset"]) for q in data["open"]])
+
+    def _admit_labelsets(self, labelsets: Sequence[tuple[str, ...]]) -> None:
+        """Let the label-set mapper know the values of adopted series, so that the values
+        this replica admits from now on count them against `max_label_values` (an adopted
+        `other` means the exporter had reached the cap: so has this replica then)."""
+        mapper = self.labelsets.snapshot()
+        for labelset in labelsets:
+            for key, value in zip(self.config.label_keys, labelset, strict=False):
+                if value and value not in mapper["seen"][key]:
+                    mapper["seen"][key].append(value)
+        self.labelsets.restore_state(mapper)
 
     def snapshot(self) -> dict[str, Any]:
         """Everything the engine knows, JSON-friendly; take it between batches."""
@@ -303,6 +467,7 @@ class Engine:
             "invalid": dict(self.invalid),
             "clamped": dict(self.clamped),
             "last_event_time": dict(self.last_event_time),
+            "retired_join_counts": dict(self._retired_join_counts or {}),
         }
 
     @classmethod
@@ -327,6 +492,8 @@ class Engine:
         engine.invalid = Counter(snapshot["invalid"])
         engine.clamped = Counter(snapshot["clamped"])
         engine.last_event_time = dict(snapshot["last_event_time"])
+        retired = snapshot.get("retired_join_counts")  # absent from older snapshots
+        engine._retired_join_counts = Counter(retired) if retired else None
         return engine
 
     # -- lookups from the side (judging) -------------------------------------------------------

@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cached_property
+from itertools import chain
 
 import numpy as np
 from numpy.typing import NDArray
@@ -89,8 +90,8 @@ class Scorer:
         """Metric rows for `queries`, in order; the kernels run on the labeled ones only."""
         n = len(queries)
         layout = self.layout
-        ts = np.fromiter((q.ts for q in queries), dtype=np.float64, count=n)
-        labeled = np.fromiter((q.labeled for q in queries), dtype=np.bool_, count=n)
+        ts = np.array([q.ts for q in queries], dtype=np.float64).reshape(n)
+        labeled = np.array([bool(q.labels) for q in queries], dtype=np.bool_).reshape(n)
         h = len(self._rates)
         plain = np.full((n, len(layout.plain)), np.nan)
         ratio = np.full((n, h, len(layout.ratio)), np.nan)
@@ -107,22 +108,30 @@ class Scorer:
         """Plain, ratio and decayed rows of labeled queries: one kernel pass per half-life."""
         n = len(queries)
         rel: list[float] = []
-        rel_times: list[float] = []
+        rel_times: list[float | None] = []
         judged: list[float] = []
         judged_times: list[float] = []
-        rel_offsets = np.zeros(n + 1, dtype=np.int64)
-        judged_offsets = np.zeros(n + 1, dtype=np.int64)
-        for i, query in enumerate(queries):
+        rel_length: list[int] = []
+        judged_length: list[int] = []
+        for query in queries:
             labels = query.labels
-            rel.extend([labels.get(doc_id, 0.0) for doc_id in query.doc_ids])
-            rel_times.extend(query.doc_times)
+            doc_ids, doc_times = query.raw_ranking()
+            grade = labels.get
+            rel.extend([grade(doc_id, 0.0) for doc_id in doc_ids])
+            rel_times.extend(doc_times)
+            rel_length.append(len(doc_ids))
             judged.extend(labels.values())
             label_times = query.label_times
             judged_times.extend([label_times[doc_id] for doc_id in labels])
-            rel_offsets[i + 1] = len(rel)
-            judged_offsets[i + 1] = len(judged)
+            judged_length.append(len(labels))
+        rel_offsets = _offsets(rel_length)
+        judged_offsets = _offsets(judged_length)
+        # raw document times made effective for the batch: missing (NaN) or later -> ts
+        flat_times = np.array(rel_times, dtype=np.float64)
+        event = np.repeat(ts, rel_length)
+        np.copyto(flat_times, event, where=np.isnan(flat_times) | (flat_times > event))
         batch = RankingBatch.from_ragged(rel, rel_offsets, judged, judged_offsets)
-        times = RankingBatch.from_ragged(rel_times, rel_offsets, judged_times, judged_offsets)
+        times = RankingBatch.from_ragged(flat_times, rel_offsets, judged_times, judged_offsets)
         layout = self.layout
         values = evaluate(batch, layout.plain, gain=self.gain, threshold=self.threshold)
         plain = _stack(values, layout.plain, n)
@@ -140,20 +149,45 @@ class Scorer:
         return plain, ratio, decayed
 
     def _doc_ages(self, queries: Sequence[OpenQuery], ts: _F64) -> _F64:
-        """Mean age of the top-k documents at ts, per cutoff (NaN without documents)."""
+        """Mean age of the top-k documents at ts, per cutoff (NaN without documents).
+
+        The top documents' times are gathered raw (`OpenQuery.top_doc_times`) and made
+        effective here for the whole batch: NaN (missing) -> ts, later than ts -> ts.
+        """
         n = len(queries)
         cutoffs = self.layout.cutoffs
         width = max(cutoffs)
-        times = np.zeros((n, width))
-        length = np.zeros(n, dtype=np.int64)
-        for i, query in enumerate(queries):
-            top = query.doc_times[:width]
-            times[i, : len(top)] = top
-            length[i] = len(top)
+        tops = [query.top_doc_times(width) for query in queries]
+        sizes = list(map(len, tops))
+        length = np.array(sizes, dtype=np.int64).reshape(n)
+        packed = _packed(tops) if n and min(sizes) == width else None
+        if packed is not None:  # the usual case: `width` documents each, as C doubles
+            times = np.frombuffer(packed, dtype=np.float64).reshape(n, width).copy()
+        elif n and min(sizes) == width:
+            times = np.array(tops, dtype=np.float64).reshape(n, width)  # None -> NaN
+        else:
+            flat = np.array(list(chain.from_iterable(tops)), dtype=np.float64)
+            times = np.zeros((n, width))
+            times[np.arange(width) < length[:, None]] = flat  # row-major: the order of `flat`
+        np.copyto(times, ts[:, None], where=np.isnan(times) | (times > ts[:, None]))
         out = np.empty((n, len(cutoffs)))
         for c, k in enumerate(cutoffs):
             out[:, c] = mean_doc_age(times, length, k, ts)
         return out
+
+
+def _packed(rows: list[Sequence[float | None]]) -> bytes | None:
+    """The rows' bytes end to end when every row is a buffer of C doubles, else None."""
+    try:
+        return b"".join(rows)  # type: ignore[arg-type]
+    except TypeError:
+        return None
+
+
+def _offsets(lengths: list[int]) -> NDArray[np.int64]:
+    offsets = np.zeros(len(lengths) + 1, dtype=np.int64)
+    np.cumsum(lengths, out=offsets[1:])
+    return offsets
 
 
 def _stack(values: dict[str, _F64], names: Sequence[str], n: int) -> _F64:

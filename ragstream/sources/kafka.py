@@ -2,8 +2,21 @@
 
 Offsets are committed only after the engine has applied a batch (`commit`), so a crash
 replays at most the uncommitted batch and never loses one. When the group rebalances, the
-revoked partitions' offsets are committed first and their state is handed to
-`on_revoked` (the engine drops it); `on_assigned` hears of new partitions.
+revoked partitions' offsets are committed first; with a `Handover`, their state is then
+written to the state topic (acknowledged) before `on_revoked` drops it, and newly assigned
+partitions adopt their latest snapshot and are sought to the offset it covers, so the
+events after it are applied once, whatever offset was committed. Snapshots are also
+written every `Handover.interval` seconds and on `stop()`, so that the partitions of a
+replica that crashed move with a bounded replay.
+
+The source knows, per partition, the offset after the last message it handed out. The
+caller applies a batch before it awaits anything (the `Runner` does), so that position is
+also what the engine's state covers. Records of partitions no longer owned are never
+handed out (the new owner reads them).
+
+Partitions are assigned with the range assignor (round robin as the fallback while older
+replicas are still in the group), which gives a replica the same partition numbers of
+every co-partitioned topic.
 """
 
 from __future__ import annotations
@@ -17,10 +30,13 @@ from typing import Any
 
 from aiokafka import AIOKafkaConsumer, ConsumerRebalanceListener, TopicPartition
 from aiokafka.admin import AIOKafkaAdminClient
+from aiokafka.coordinator.assignors.range import RangePartitionAssignor
+from aiokafka.coordinator.assignors.roundrobin import RoundRobinPartitionAssignor
 from aiokafka.errors import KafkaConnectionError, KafkaError
 from aiokafka.helpers import create_ssl_context
 from tenacity import AsyncRetrying, retry_if_exception_type, stop_never, wait_random_exponential
 
+from ragstream.checkpoint import Handover, StateTopicError
 from ragstream.config import KafkaSecurity
 from ragstream.sources.base import Message
 
@@ -74,7 +90,7 @@ class _Listener(ConsumerRebalanceListener):  # type: ignore[misc]
         await self._source._revoked(revoked)
 
     async def on_partitions_assigned(self, assigned: set[TopicPartition]) -> None:
-        self._source._assigned(assigned)
+        await self._source._assigned(assigned)
 
 
 class KafkaSource:
@@ -86,10 +102,17 @@ class KafkaSource:
         *,
         on_revoked: Callable[[set[int]], None] | None = None,
         on_assigned: Callable[[set[int]], None] | None = None,
+        handover: Handover | None = None,
     ) -> None:
+        """``on_revoked`` drops the state of revoked partitions (after ``handover`` saved
+        it); ``handover`` moves state between replicas (None: each starts afresh)."""
         self.config = config
         self._on_revoked = on_revoked
         self._on_assigned = on_assigned
+        self.handover = handover
+        self._owned: set[TopicPartition] = set()
+        self._positions: dict[TopicPartition, int] = {}
+        """Per owned partition: the offset after the last message handed out (or sought)."""
         self._consumer: AIOKafkaConsumer | None = None
         self._stopping = asyncio.Event()
         self._applied: dict[TopicPartition, int] = {}
@@ -114,12 +137,24 @@ class KafkaSource:
                 if self._stopping.is_set():
                     return
                 await self._check_copartitioned()
+                await self._start_handover()
                 await self._connect()
 
     async def _pause(self, seconds: float) -> None:
         """Wait between connection attempts, but no longer once `stop()` is called."""
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(self._stopping.wait(), seconds)
+
+    async def _start_handover(self) -> None:
+        """Start the state topic's clients; without a usable topic, go on without hand-over."""
+        if self.handover is None:
+            return
+        try:
+            await self.handover.start()
+        except StateTopicError as error:
+            _log.error("%s; partitions will start afresh after a rebalance", error)
+            await self.handover.stop()
+            self.handover = None
 
     async def _connect(self) -> None:
         c = self.config
@@ -130,6 +165,7 @@ class KafkaSource:
             enable_auto_commit=False,
             auto_offset_reset=c.auto_offset_reset,
             max_poll_records=c.max_batch,
+            partition_assignment_strategy=(RangePartitionAssignor, RoundRobinPartitionAssignor),
             **client_security(c.security),
         )
         try:
@@ -169,14 +205,19 @@ class KafkaSource:
             )
 
     async def stop(self) -> None:
-        """Stop consuming, commit what was applied, leave the group."""
+        """Stop consuming, commit what was applied, write the partitions' state, leave the
+        group."""
         self._stopping.set()
         consumer, self._consumer = self._consumer, None
         if consumer is not None:
             try:
                 await self._flush(consumer)
+                await self._save(consumer, set(self._owned))
             finally:
+                self._owned.clear()
                 await consumer.stop()
+        if self.handover is not None:
+            await self.handover.stop()
 
     # -- consumption ---------------------------------------------------------------------------
 
@@ -189,13 +230,24 @@ class KafkaSource:
         consumer = self._require()
         timeout_ms = int(self.config.poll_timeout * 1000)
         while not self._stopping.is_set():
+            if self.handover is not None and self.handover.checkpoint_due():
+                await self._save(consumer, set(self._owned), changed_only=True)
             data = await consumer.getmany(timeout_ms=timeout_ms, max_records=self.config.max_batch)
-            batch = [
-                Message(r.value or b"", r.partition, r.offset, r.topic, r.key)
-                for records in data.values()
-                for r in records
-            ]
+            batch: list[Message] = []
+            for tp, records in data.items():
+                if tp not in self._owned or not records:
+                    continue  # revoked meanwhile: its new owner reads these
+                self._positions[tp] = records[-1].offset + 1
+                batch.extend(
+                    Message(r.value or b"", r.partition, r.offset, r.topic, r.key) for r in records
+                )
             yield batch
+
+    async def checkpoint(self) -> int:
+        """Write the state of every owned partition now; returns how many were written."""
+        if self._consumer is None:
+            return 0
+        return await self._save(self._consumer, set(self._owned))
 
     async def commit(self, batch: Sequence[Message]) -> None:
         """Commit the offsets after every message of `batch` (it has been applied)."""
@@ -216,17 +268,90 @@ class KafkaSource:
     # -- rebalancing ---------------------------------------------------------------------------
 
     async def _revoked(self, revoked: set[TopicPartition]) -> None:
+        owned = self._owned & revoked
+        self._owned -= revoked
         if self._consumer is not None:
             try:
                 await self._flush(self._consumer)
             except KafkaError:
                 _log.warning("could not commit offsets of revoked partitions", exc_info=True)
+            await self._save(self._consumer, owned)
+        for tp in revoked:
+            self._positions.pop(tp, None)
         if self._on_revoked is not None and revoked:
             self._on_revoked({tp.partition for tp in revoked})
 
-    def _assigned(self, assigned: set[TopicPartition]) -> None:
+    async def _assigned(self, assigned: set[TopicPartition]) -> None:
+        consumer = self._consumer
+        if self.handover is not None and consumer is not None and assigned:
+            # aiokafka may fetch while this callback runs: hold the partitions back until
+            # their state is in place and they are positioned
+            consumer.pause(*assigned)
+            try:
+                await self._adopt(consumer, assigned)
+            except Exception:  # never stall the partitions: they start afresh
+                _log.exception("adopting the state of %s failed", sorted(assigned))
+            finally:
+                consumer.resume(*assigned)
+        self._owned |= assigned
         if self._on_assigned is not None and assigned:
             self._on_assigned({tp.partition for tp in assigned})
+
+    # -- state hand-over -----------------------------------------------------------------------
+
+    async def _save(
+        self, consumer: AIOKafkaConsumer, owned: set[TopicPartition], *, changed_only: bool = False
+    ) -> int:
+        """Snapshot the partitions of ``owned`` whose position in every topic is known
+        (``changed_only``: and has moved since their last snapshot)."""
+        if self.handover is None or not owned:
+            return 0
+        for tp in owned - self._positions.keys():  # nothing handed out since assignment
+            with contextlib.suppress(KafkaError):
+                committed = await consumer.committed(tp)
+                if committed is not None and tp not in self._positions:
+                    self._positions[tp] = committed
+        topics = self.config.topics
+
+        def positions() -> dict[int, dict[str, int]]:
+            out: dict[int, dict[str, int]] = {}
+            for p in sorted({tp.partition for tp in owned}):
+                offsets = {t: self._positions.get(TopicPartition(t, p)) for t in topics}
+                if all(o is not None for o in offsets.values()):
+                    out[p] = {t: o for t, o in offsets.items() if o is not None}
+                else:
+                    _log.info("partition %d: no known position, its state is not saved", p)
+            return out
+
+        return await self.handover.save(positions, changed_only=changed_only)
+
+    async def _adopt(self, consumer: AIOKafkaConsumer, assigned: set[TopicPartition]) -> None:
+        """Adopt the assigned partitions' snapshots and seek to the offsets they cover."""
+        assert self.handover is not None
+        try:
+            earliest = await consumer.beginning_offsets(list(assigned))
+        except KafkaError:
+            _log.warning("could not read the partitions' first offsets", exc_info=True)
+            earliest = {}
+        seek = await self.handover.load(
+            {tp.partition for tp in assigned},
+            self.config.topics,
+            {(tp.topic, tp.partition) for tp in assigned},
+            {(tp.topic, tp.partition): int(o) for tp, o in earliest.items()},
+        )
+        for partition, offsets in seek.items():
+            for topic, offset in offsets.items():
+                tp = TopicPartition(topic, partition)
+                consumer.seek(tp, offset)
+                self._positions[tp] = offset
+        for tp in assigned - self._positions.keys():  # no snapshot: the committed offset
+            try:
+                committed = await consumer.committed(tp)
+            except KafkaError:
+                continue
+            if committed is not None:
+                consumer.seek(tp, committed)
+                self._positions[tp] = committed
 
     # -- introspection -------------------------------------------------------------------------
 

@@ -13,7 +13,9 @@ from ragstream.events import (
     DECODE_REASONS,
     DEFAULT_LIMITS,
     DecodedAnswer,
+    DecodedDoc,
     DecodedFeedback,
+    DecodedQrel,
     DecodedRetrieval,
     DecodeError,
     Limits,
@@ -39,17 +41,23 @@ def test_examples_decode_to_their_types_with_normalised_values() -> None:
     assert isinstance(retrieval, DecodedRetrieval)
     assert retrieval.type == "retrieval"
     assert retrieval.ts == 1714564800.25  # 2024-05-01T12:00:00.250Z
-    assert retrieval.results[0] == {"doc_id": "kb-12", "score": 12.5, "t_doc": 1714456800.0}
+    assert retrieval.results[0] == DecodedDoc(doc_id="kb-12", score=12.5, t_doc=1714456800.0)
+    assert retrieval.results[0].as_dict() == {
+        "doc_id": "kb-12",
+        "score": 12.5,
+        "t_doc": 1714456800.0,
+    }
+    assert retrieval.results[0].get("rel") is None
     assert retrieval.results[1]["t_doc"] == 1714000000.0
-    assert retrieval.results[3] == {"doc_id": "kb-40", "rel": 0.0}
+    assert retrieval.results[3] == DecodedDoc(doc_id="kb-40", rel=0.0)
     assert retrieval.labels == {"app": "support", "index": "v7"}
     assert retrieval.ranking().repeats == 1
 
     golden = decode_event(to_bytes(GOLDEN))
     assert isinstance(golden, DecodedRetrieval)
     assert golden.qrels == [
-        {"doc_id": "d2", "rel": 2.0},
-        {"doc_id": "d9", "rel": 1.0, "t_doc": 1.7e9},
+        DecodedQrel(doc_id="d2", rel=2.0),
+        DecodedQrel(doc_id="d9", rel=1.0, t_doc=1.7e9),
     ]
     assert golden.labels == {}
 
@@ -129,7 +137,7 @@ def test_unknown_fields_are_ignored_at_every_level() -> None:
     )
     event = decode_event(to_bytes(message))
     assert isinstance(event, DecodedRetrieval)
-    assert event.results == [{"doc_id": "a"}]
+    assert event.results == [DecodedDoc(doc_id="a")]
     assert not hasattr(event, "schema_version")
 
 

@@ -29,6 +29,7 @@ from ragstream.events import (
     decode_reference,
     fast_decode,
 )
+from ragstream.events.fast import fast_decode_many
 from ragstream.events.timestamps import MAX_TS, MIN_DOC_TS
 
 from ._examples import ANSWER, FEEDBACK, GOLDEN, INVALID_OBJECTS, RETRIEVAL, VALID, to_bytes
@@ -36,9 +37,22 @@ from ._examples import with_changes as changed
 
 
 def _dump(event: Event | DecodedEvent) -> dict[str, Any]:
+    """Field values; ranked documents and qrels without their None-valued keys, since the
+    decoder's item Structs read an absent optional key as None (as `.get()` on the
+    reference's dicts does) and do not remember whether it was absent or null."""
     if isinstance(event, BaseModel):
-        return event.model_dump()
-    return {"type": event.type, **msgspec.structs.asdict(event)}
+        dumped = event.model_dump()
+    else:
+        dumped = {"type": event.type, **msgspec.structs.asdict(event)}
+    for name in ("results", "qrels"):
+        if dumped.get(name) is not None:
+            dumped[name] = [_item(item) for item in dumped[name]]
+    return dumped
+
+
+def _item(item: Any) -> dict[str, Any]:
+    pairs = msgspec.structs.asdict(item) if isinstance(item, msgspec.Struct) else item
+    return {key: value for key, value in pairs.items() if value is not None}
 
 
 def _canon(value: Any) -> Any:
@@ -267,6 +281,26 @@ def test_batches_agree_with_one_by_one() -> None:
     assert [(e.index, e.error.reason) for e in errors] == [
         (i, v[1]) for i, v in enumerate(verdicts) if v[0] == "error"
     ]
+
+
+def test_fast_batches_agree_with_one_by_one() -> None:
+    """`fast_decode_many` is `fast_decode` per message, with None for what only the
+    reference may take (empty, over the size limit, rejected by msgspec)."""
+    messages: list[bytes | None] = [to_bytes(m) for m in _TRICKY.values()]
+    messages += _RAW
+    big = to_bytes(RETRIEVAL)
+    messages += [big, big + b" " * 8]
+    decoded = fast_decode_many(messages, len(big) + 4)
+    assert len(decoded) == len(messages)
+    for data, event in zip(messages, decoded, strict=True):
+        if not data or len(data) > len(big) + 4:
+            assert event is None
+            continue
+        alone = fast_decode(data)
+        assert (event is None) == (alone is None)
+        if event is not None and alone is not None:
+            assert _canon(_dump(event)) == _canon(_dump(alone))
+    assert decoded[-2] is not None  # at the size limit: decoded
 
 
 # -- properties ------------------------------------------------------------------------------

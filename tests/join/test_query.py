@@ -1,0 +1,150 @@
+"""Open queries built lazily from decoded events equal a plain, eager reading of the event."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from ragstream.events import DecodedRetrieval, decode_event
+from ragstream.join import OpenQuery
+
+TS = 1_000.0
+
+
+def _event(results: list[dict[str, Any]], qrels: list[dict[str, Any]] | None = None) -> bytes:
+    event: dict[str, Any] = {"type": "retrieval", "query_id": "q", "ts": TS, "results": results}
+    if qrels is not None:
+        event["qrels"] = qrels
+    return json.dumps(event).encode()
+
+
+def _open(raw: bytes, *, keep_raw: bool) -> OpenQuery:
+    event = decode_event(raw)
+    assert isinstance(event, DecodedRetrieval)
+    return OpenQuery.from_retrieval(
+        "q",
+        partition=0,
+        labelset=(),
+        ts=event.ts,
+        ttl=60.0,
+        results=event.results,
+        qrels=event.qrels or (),
+        raw=raw if keep_raw else None,
+    )
+
+
+def _expected(
+    results: list[dict[str, Any]], qrels: list[dict[str, Any]]
+) -> tuple[list[str], list[float], dict[str, float], dict[str, float]]:
+    """SPEC §2 read eagerly: first positions, effective times, qrels then inline labels; a
+    label without t_doc takes the document's time in the ranking (else ts), or keeps the
+    time an earlier label gave it."""
+    ids: list[str] = []
+    times: list[float] = []
+    inline: list[dict[str, Any]] = []
+    for doc in results:
+        if doc["doc_id"] in ids:
+            continue
+        t = doc.get("t_doc")
+        ids.append(doc["doc_id"])
+        times.append(TS if t is None else min(t, TS))
+        if doc.get("rel") is not None:
+            inline.append(doc)
+    labels: dict[str, float] = {}
+    label_times: dict[str, float] = {}
+    for item in [*qrels, *inline]:
+        doc_id, t = item["doc_id"], item.get("t_doc")
+        labels[doc_id] = item["rel"]
+        if t is not None:
+            label_times[doc_id] = min(t, TS)
+        elif doc_id not in label_times:
+            label_times[doc_id] = times[ids.index(doc_id)] if doc_id in ids else TS
+    return ids, times, labels, label_times
+
+
+_doc = st.fixed_dictionaries(
+    {"doc_id": st.sampled_from("abcdef")},
+    optional={
+        "t_doc": st.none() | st.floats(0.0, 2 * TS),
+        "rel": st.none() | st.integers(0, 3).map(float),
+        "score": st.floats(-5, 5),
+    },
+)
+_qrel = st.fixed_dictionaries(
+    {"doc_id": st.sampled_from("aghx"), "rel": st.integers(0, 3).map(float)},
+    optional={"t_doc": st.none() | st.floats(0.0, 2 * TS)},
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(_doc, max_size=14), st.lists(_qrel, max_size=4), st.booleans())
+def test_lazy_ranking_equals_an_eager_reading(
+    results: list[dict[str, Any]], qrels: list[dict[str, Any]], release: bool
+) -> None:
+    raw = _event(results, qrels)
+    query = _open(raw, keep_raw=True)
+    ids, times, labels, label_times = _expected(results, qrels)
+    width = 10
+    effective = [TS if t is None or t != t or t > TS else t for t in query.top_doc_times(width)]
+    assert effective == times[:width]
+    if release:
+        query.release()  # scored: decoded documents dropped, decoded again on demand
+    assert query.repeats == len(results) - len(ids)
+    assert query.labels == labels
+    assert query.label_times == label_times
+    raw_ids, raw_times = query.raw_ranking()
+    assert list(raw_ids) == ids
+    assert [TS if t is None or t != t or t > TS else t for t in raw_times] == times
+    assert list(query.doc_ids) == ids
+    assert list(query.doc_times) == times
+
+
+def test_released_query_decodes_its_message_again_for_a_late_label() -> None:
+    results: list[dict[str, Any]] = [
+        {"doc_id": "a", "t_doc": 10.0},
+        {"doc_id": "b"},
+        {"doc_id": "a", "t_doc": 5.0},
+    ]
+    kept = _open(_event(results), keep_raw=True)
+    eager = _open(_event(results), keep_raw=False)
+    kept.release()
+    for query in (kept, eager):
+        query.set_label("a", 2.0)  # no t_doc with the label: its time in the ranking
+        query.set_label("b", 1.0)
+    assert kept.label_times == eager.label_times == {"a": 10.0, "b": TS}
+    assert kept.snapshot() == eager.snapshot()
+    assert OpenQuery.restore(kept.snapshot()).snapshot() == kept.snapshot()
+    assert kept.doc_ids == ("a", "b")
+    assert kept.repeats == 1
+
+
+def test_release_without_the_message_keeps_the_documents() -> None:
+    query = _open(_event([{"doc_id": "a", "t_doc": 1.0}]), keep_raw=False)
+    query.release()
+    assert list(query.top_doc_times(3)) == [1.0]
+    assert query.doc_times == (1.0,)
+
+
+def test_mappings_are_accepted_as_results() -> None:
+    query = OpenQuery.from_retrieval(
+        "q",
+        partition=0,
+        labelset=(),
+        ts=TS,
+        ttl=1.0,
+        results=[{"doc_id": "a", "rel": 1.0}, {"doc_id": "b", "t_doc": 2 * TS}],
+    )
+    assert query.doc_ids == ("a", "b")
+    assert query.doc_times == (TS, TS)
+    assert query.labels == {"a": 1.0}
+
+
+def test_a_message_only_the_reference_decoder_takes_is_decoded_again_the_same_way() -> None:
+    raw = _event([{"doc_id": "a", "t_doc": 10.0}, {"doc_id": "b"}])[:-1] + b', "x": NaN}'
+    query = _open(raw, keep_raw=True)  # msgspec rejects NaN; the pydantic reference accepts
+    query.release()
+    assert query.doc_ids == ("a", "b")
+    assert query.doc_times == (10.0, TS)

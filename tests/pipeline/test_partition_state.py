@@ -1,0 +1,202 @@
+"""Partition state moves between engines: export -> adopt -> continue equals never moving."""
+
+from __future__ import annotations
+
+import json
+import zlib
+from typing import Any
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from ragstream.pipeline.engine import Engine, EngineConfig
+from ragstream.pipeline.scoring import MetricLayout
+from ragstream.sources.base import Message
+from ragstream.sources.synthetic import SyntheticConfig, SyntheticTraffic
+
+START = 1_767_225_600.0
+WALL = START + 7200.0  # the wall clock only judges "future" events in event mode
+PARTITIONS = 3
+
+
+def _config(clock: str = "event", **overrides: Any) -> EngineConfig:
+    options: dict[str, Any] = {
+        "layout": MetricLayout(cutoffs=(1, 5), half_lives=(3600.0,)),
+        "windows": (60.0, 300.0, 3600.0),
+        "clock": clock,
+        "label_keys": ("app",),
+        **overrides,
+    }
+    return EngineConfig(**options)
+
+
+def _messages(n: int, seed: int = 3) -> list[Message]:
+    traffic = SyntheticTraffic(SyntheticConfig(seed=seed, rate=5.0, start=START))
+    return [
+        Message(e.value, zlib.crc32(e.key) % PARTITIONS, i, "t", e.key)
+        for i, e in enumerate(traffic.take(n))
+    ]
+
+
+def _feed(engine: Engine, messages: list[Message], batch: int) -> None:
+    for i in range(0, len(messages), batch):
+        engine.apply(messages[i : i + batch])
+
+
+def _moved(state: dict[str, Any]) -> dict[str, Any]:
+    """As it travels: strict JSON and back."""
+    loaded: dict[str, Any] = json.loads(json.dumps(state, allow_nan=False))
+    return loaded
+
+
+def _assert_same_reads(a: Engine, b: Engine, now: float) -> None:
+    assert a.store.labelsets() == b.store.labelsets()
+    for labelset in a.store.labelsets():
+        ra, rb = a.store.read(now, labelset), b.store.read(now, labelset)
+        for window in ra:
+            assert ra[window].queries == rb[window].queries, (labelset, window)
+            np.testing.assert_allclose(ra[window].mean(), rb[window].mean(), rtol=1e-9)
+            np.testing.assert_allclose(
+                ra[window].decayed_mean(), rb[window].decayed_mean(), rtol=1e-9
+            )
+
+
+MOVING = _messages(500)
+
+
+@settings(max_examples=12, deadline=None)
+@given(cut=st.integers(0, len(MOVING)), batch=st.sampled_from([25, 100, 500]))
+def test_moving_every_partition_at_any_cut_equals_never_moving(cut: int, batch: int) -> None:
+    messages = MOVING
+    reference = Engine(_config(), wall=lambda: WALL)
+    _feed(reference, messages[:cut], batch)
+    _feed(reference, messages[cut:], batch)
+
+    first = Engine(_config(), wall=lambda: WALL)
+    _feed(first, messages[:cut], batch)
+    second = Engine(_config(), wall=lambda: WALL)
+    for partition, state in first.export_partitions({0, 1, 2}).items():
+        second.adopt_partition(_moved(state))
+        first.drop_partitions({partition})
+    _feed(second, messages[cut:], batch)
+
+    assert second.now() == reference.now()
+    _assert_same_reads(reference, second, reference.now())
+    assert second.open_queries == reference.open_queries
+    assert second.pending_labels == reference.pending_labels
+    assert first.events + second.events == reference.events  # each event counted once
+    moved = {n: first.join_counters().get(n, 0) + c for n, c in second.join_counters().items()}
+    assert moved == reference.join_counters()
+
+
+def test_one_partition_moves_alone_and_reads_as_it_did_there() -> None:
+    messages = _messages(600)
+    source = Engine(_config(), wall=lambda: WALL)
+    _feed(source, messages, 100)
+    adopter = Engine(_config(), wall=lambda: WALL)
+    adopter.adopt_partition(_moved(source.export_partitions([1])[1]))
+    assert adopter.store.partitions() == [1]
+    assert set(adopter.joins) == {1}
+    kept = Engine(_config(), wall=lambda: WALL)  # the source with partitions 0 and 2 dropped
+    _feed(kept, messages, 100)
+    kept.drop_partitions({0, 2})
+    _assert_same_reads(kept, adopter, source.now())
+    assert adopter.open_queries == kept.open_queries > 0
+    # a label for a query opened before the move replaces its contribution on the adopter
+    last = [json.loads(m.value) for m in messages if m.partition == 1]
+    query_id = next(e["query_id"] for e in reversed(last) if e["type"] == "retrieval")
+    query = kept.find_query(query_id)
+    assert query is not None
+    doc = query.doc_ids[-1]
+    feedback = {"type": "feedback", "query_id": query.query_id, "ts": query.ts + 1.0}
+    label = Message(json.dumps({**feedback, "doc_id": doc, "rel": 3}).encode(), 1)
+    kept.apply([label])
+    adopter.apply([label])
+    _assert_same_reads(kept, adopter, kept.now())
+
+
+def test_an_adopter_whose_wall_clock_is_later_reads_the_aged_windows() -> None:
+    wall = START + 30.0
+    source = Engine(_config("wall"), wall=lambda: wall)
+    messages = [m for m in _messages(300) if json.loads(m.value)["ts"] <= START + 30.0]
+    source.apply(messages)
+    retrievals = sum(json.loads(m.value)["type"] == "retrieval" for m in messages)
+    assert source.store.read(wall, ("support",))["1m"].queries > 0
+    state = _moved(source.export_partitions({0, 1, 2})[0])
+    later = START + 150.0  # two minutes on: the 1m window has emptied, the 5m one has not
+    adopter = Engine(_config("wall"), wall=lambda: later)
+    adopter.apply([])  # its rings move to its own clock first
+    adopter.adopt_partition(state)
+    source.drop_partitions({1, 2})
+    _assert_same_reads(source, adopter, later)
+    reads = [adopter.store.read(later, ls) for ls in adopter.store.labelsets()]
+    assert sum(r["1m"].queries for r in reads) == 0
+    assert 0 < sum(r["5m"].queries for r in reads) <= retrievals
+    assert sum(r["5m"].queries for r in reads) == sum(r["1h"].queries for r in reads)
+
+
+def test_the_event_clock_moves_up_to_the_exporters() -> None:
+    source = Engine(_config(), wall=lambda: WALL)
+    _feed(source, _messages(300), 100)
+    adopter = Engine(_config(), wall=lambda: WALL)
+    adopter.apply([Message(b'{"type": "feedback"}')])  # invalid: the clock stays unset
+    adopter.adopt_partition(_moved(source.export_partitions([2])[2]))
+    assert adopter.now() == source.now()
+
+
+@pytest.mark.parametrize(
+    ("overrides", "named"),
+    [
+        ({"buckets": 30}, "spec"),
+        ({"windows": (60.0, 3600.0)}, "spec"),
+        ({"label_keys": ("app", "index")}, "label_keys"),
+        ({"gain": "exponential"}, "gain"),
+        ({"clock": "wall"}, "clock"),
+    ],
+)
+def test_state_kept_with_another_configuration_is_refused_untouched(
+    overrides: dict[str, Any], named: str
+) -> None:
+    source = Engine(_config(), wall=lambda: WALL)
+    _feed(source, _messages(200), 100)
+    adopter = Engine(_config(**overrides), wall=lambda: WALL)
+    with pytest.raises(ValueError, match=named):
+        adopter.adopt_partition(_moved(source.export_partitions([0])[0]))
+    assert len(adopter.store) == 0
+    assert adopter.joins == {}
+
+
+def test_an_unknown_state_version_is_refused() -> None:
+    source = Engine(_config(), wall=lambda: WALL)
+    state = {**source.export_partitions([0])[0], "version": 2}
+    with pytest.raises(ValueError, match="version 2"):
+        Engine(_config(), wall=lambda: WALL).adopt_partition(state)
+
+
+def test_counters_of_partitions_that_leave_stay_counted() -> None:
+    engine = Engine(_config(), wall=lambda: WALL)
+    _feed(engine, _messages(400), 100)
+    before = engine.join_counters()
+    assert before["opened"] > 0
+    engine.drop_partitions({0, 1})
+    assert engine.join_counters() == before
+    engine.drop_partitions({2})
+    assert engine.join_counters() == before
+    assert engine.open_queries == 0
+    restored = Engine.restore(_config(), _moved(engine.snapshot()), wall=lambda: WALL)
+    assert restored.join_counters() == before
+
+
+def test_adopted_label_values_count_against_the_cap() -> None:
+    source = Engine(_config(), wall=lambda: WALL)
+    _feed(source, _messages(300), 100)
+    held = {ls[0] for ls in source.store.labelsets()}
+    assert len(held) == 3
+    adopter = Engine(_config(max_label_values=3), wall=lambda: WALL)
+    for partition, state in source.export_partitions({0, 1, 2}).items():
+        adopter.adopt_partition(_moved(state))
+        assert partition in adopter.store.partitions()
+    assert adopter.labelsets({"app": "brand-new"}) == ("other",)
+    assert adopter.labelsets({"app": "support"}) == ("support",)
