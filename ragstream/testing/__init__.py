@@ -3,6 +3,7 @@
 from ragstream.testing.kafka_broker import KafkaBroker, KafkaBrokerError, TopicFactory
 from ragstream.testing.kafka_files import fetch_kafka_jars
 from ragstream.testing.kafka_read import read_records
+from ragstream.testing.kafka_write import produce_records
 from ragstream.testing.trec_eval import TrecEvalError, fetch_trec_eval, run_trec_eval
 
 __all__ = [
@@ -12,6 +13,7 @@ __all__ = [
     "TrecEvalError",
     "fetch_kafka_jars",
     "fetch_trec_eval",
+    "produce_records",
     "read_records",
     "run_trec_eval",
 ]

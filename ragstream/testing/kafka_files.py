@@ -6,10 +6,11 @@ kept in step by hand (a person's broker and the tests' broker should behave alik
 
 import base64
 import socket
-import subprocess
 import uuid
 from collections.abc import Mapping
 from pathlib import Path
+
+from ragstream.testing.fetch import SCRIPTS, run_fetch
 
 __all__ = [
     "BASE_CONFIG",
@@ -22,7 +23,7 @@ __all__ = [
     "server_properties",
 ]
 
-_SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "kafka.sh"
+_SCRIPT = SCRIPTS / "kafka.sh"
 
 BASE_CONFIG: Mapping[str, str] = {
     "process.roles": "broker,controller",
@@ -70,14 +71,7 @@ def fetch_kafka_jars(script: Path = _SCRIPT, timeout: float = 600.0) -> Path:
     The script honours ``RAGSTREAM_KAFKA_VERSION``, ``RAGSTREAM_KAFKA_LIBS`` and
     ``XDG_CACHE_HOME``; when the jars are cached it returns in milliseconds.
     """
-    if not script.is_file():
-        raise KafkaBrokerError(f"{script} not found: pass the jars' directory to KafkaBroker")
-    done = subprocess.run(
-        ["bash", str(script), "fetch"], capture_output=True, text=True, timeout=timeout
-    )
-    if done.returncode != 0:
-        raise KafkaBrokerError(f"kafka.sh fetch failed:\n{done.stderr[-4000:]}")
-    return Path(done.stdout.strip().splitlines()[-1])
+    return run_fetch(script, KafkaBrokerError, timeout)
 
 
 def server_properties(

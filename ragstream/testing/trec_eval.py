@@ -9,9 +9,11 @@ import subprocess
 from collections.abc import Sequence
 from pathlib import Path
 
+from ragstream.testing.fetch import SCRIPTS, run_fetch
+
 __all__ = ["TrecEvalError", "fetch_trec_eval", "run_trec_eval"]
 
-_SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "trec_eval.sh"
+_SCRIPT = SCRIPTS / "trec_eval.sh"
 
 
 class TrecEvalError(RuntimeError):
@@ -24,14 +26,7 @@ def fetch_trec_eval(script: Path = _SCRIPT, timeout: float = 600.0) -> Path:
     The script honours ``RAGSTREAM_TREC_EVAL`` (a binary of one's own) and
     ``XDG_CACHE_HOME``; when the binary is cached it returns in milliseconds.
     """
-    if not script.is_file():
-        raise TrecEvalError(f"{script} not found")
-    done = subprocess.run(
-        ["bash", str(script), "fetch"], capture_output=True, text=True, timeout=timeout
-    )
-    if done.returncode != 0:
-        raise TrecEvalError(f"trec_eval.sh fetch failed:\n{done.stderr[-4000:]}")
-    return Path(done.stdout.strip().splitlines()[-1])
+    return run_fetch(script, TrecEvalError, timeout)
 
 
 def run_trec_eval(

@@ -8,7 +8,6 @@ import time
 
 import numpy as np
 import pytest
-from aiokafka import AIOKafkaProducer
 
 from ragstream.pipeline.engine import Engine, EngineConfig
 from ragstream.pipeline.runner import Runner
@@ -17,7 +16,7 @@ from ragstream.sinks.dead_letters import KafkaDeadLetters
 from ragstream.sources.base import Message
 from ragstream.sources.kafka import CoPartitionError, KafkaSource, KafkaSourceConfig
 from ragstream.sources.synthetic import SyntheticConfig, SyntheticTraffic
-from ragstream.testing import KafkaBroker, TopicFactory, read_records
+from ragstream.testing import KafkaBroker, TopicFactory, produce_records, read_records
 
 WALL = 1_900_000_000.0
 JUNK = [b"{not json", b'{"type": "retrieval"}', b'{"type": "teleport", "query_id": "x", "ts": 1}']
@@ -35,17 +34,6 @@ def _config() -> EngineConfig:
 def _events(n: int) -> list[tuple[bytes, bytes]]:
     traffic = SyntheticTraffic(SyntheticConfig(seed=17, rate=5.0, drift_at=120.0))
     return [(e.key, e.value) for e in traffic.take(n)]
-
-
-async def _produce(bootstrap: str, topic: str, messages: list[tuple[bytes, bytes]]) -> None:
-    producer = AIOKafkaProducer(bootstrap_servers=bootstrap, linger_ms=5)
-    await producer.start()
-    try:
-        for key, value in messages:
-            await producer.send(topic, value=value, key=key)
-        await producer.flush()
-    finally:
-        await producer.stop()
 
 
 def _source(bootstrap: str, topic: str, group: str, max_batch: int = 400) -> KafkaSource:
@@ -105,7 +93,7 @@ async def test_windows_from_kafka_equal_the_in_process_engine(
     mixed = list(messages)
     for i, junk in enumerate(JUNK):
         mixed.insert(500 * (i + 1), (b"junk-%d" % i, junk))
-    await _produce(kafka_broker.bootstrap_servers, topic, mixed)
+    await produce_records(kafka_broker.bootstrap_servers, topic, mixed)
     source = _source(kafka_broker.bootstrap_servers, topic, "g-equal")
     await source.start()
     engine = Engine(_config(), wall=lambda: WALL)
@@ -127,7 +115,7 @@ async def test_stop_and_restart_mid_stream_loses_and_doubles_nothing(
 ) -> None:
     topic = await kafka_topic_factory(3)
     messages = _events(2400)
-    await _produce(kafka_broker.bootstrap_servers, topic, messages)
+    await produce_records(kafka_broker.bootstrap_servers, topic, messages)
     first_source = _source(kafka_broker.bootstrap_servers, topic, "g-restart", max_batch=150)
     await first_source.start()
     engine = Engine(_config(), wall=lambda: WALL)
@@ -159,7 +147,7 @@ async def test_invalid_messages_go_to_the_dead_letter_topic_with_their_reason(
     topic, dead = await kafka_topic_factory(1), await kafka_topic_factory(1)
     messages = _events(200)
     mixed = [*messages[:50], (b"k0", JUNK[0]), (b"k1", JUNK[2]), *messages[50:]]
-    await _produce(kafka_broker.bootstrap_servers, topic, mixed)
+    await produce_records(kafka_broker.bootstrap_servers, topic, mixed)
     source = _source(kafka_broker.bootstrap_servers, topic, "g-dlq")
     await source.start()
     letters = KafkaDeadLetters(dead, bootstrap_servers=kafka_broker.bootstrap_servers)

@@ -14,11 +14,10 @@ from pathlib import Path
 
 import aiohttp
 import pytest
-from aiokafka import AIOKafkaProducer
 from prometheus_client.parser import text_string_to_metric_families
 
 from ragstream.sources.synthetic import SyntheticConfig, SyntheticTraffic
-from ragstream.testing import KafkaBroker, TopicFactory
+from ragstream.testing import KafkaBroker, TopicFactory, produce_records
 from ragstream.testing.prometheus import PrometheusServer
 
 pytestmark = pytest.mark.prometheus
@@ -214,12 +213,9 @@ async def test_two_agents_on_kafka_live_decay_and_a_quantile_across_replicas(
         _agent(args, tmp_path / "b.log", env) as second,
     ):
         await _both_ready(first, second)  # one partition each, before any event exists
-        producer = AIOKafkaProducer(bootstrap_servers=kafka_broker.bootstrap_servers, linger_ms=5)
-        await producer.start()
-        for e in events:
-            await producer.send(topic, value=e.value, key=e.key)
-        await producer.flush()
-        await producer.stop()
+        await produce_records(
+            kafka_broker.bootstrap_servers, topic, [(e.key, e.value) for e in events]
+        )
         targets = [first.removeprefix("http://"), second.removeprefix("http://")]
         with PrometheusServer(targets) as prom:
             # both replicas consume (one partition each) and everything is applied

@@ -11,10 +11,10 @@ import time
 from pathlib import Path
 
 import aiohttp
-from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
+from aiokafka import AIOKafkaConsumer, TopicPartition
 
 from ragstream.sources.synthetic import SyntheticConfig, SyntheticTraffic
-from ragstream.testing import KafkaBroker, TopicFactory
+from ragstream.testing import KafkaBroker, TopicFactory, produce_records
 
 
 def _free_port() -> int:
@@ -47,13 +47,8 @@ async def test_run_serves_metrics_and_exits_0_on_sigterm_with_offsets_committed(
 ) -> None:
     topic = await kafka_topic_factory(2)
     events = SyntheticTraffic(SyntheticConfig(seed=5, rate=20.0)).take(1500)
-    producer = AIOKafkaProducer(bootstrap_servers=kafka_broker.bootstrap_servers, linger_ms=5)
-    await producer.start()
-    for e in events:
-        await producer.send(topic, value=e.value, key=e.key)
-    await producer.send(topic, value=b"{garbage", key=b"bad")
-    await producer.flush()
-    await producer.stop()
+    records = [(e.key, e.value) for e in events] + [(b"bad", b"{garbage")]
+    await produce_records(kafka_broker.bootstrap_servers, topic, records)
     port = _free_port()
     config = tmp_path / "ragstream.yaml"
     config.write_text(

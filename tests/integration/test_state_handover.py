@@ -14,7 +14,7 @@ from collections import Counter
 from collections.abc import Callable
 
 import numpy as np
-from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
+from aiokafka import AIOKafkaConsumer, TopicPartition
 from aiokafka.admin import AIOKafkaAdminClient
 from aiokafka.admin.config_resource import ConfigResource, ConfigResourceType
 from prometheus_client import CollectorRegistry, generate_latest
@@ -27,7 +27,7 @@ from ragstream.pipeline.scoring import MetricLayout
 from ragstream.sources.base import Message
 from ragstream.sources.kafka import KafkaSource, KafkaSourceConfig
 from ragstream.sources.synthetic import SyntheticConfig, SyntheticTraffic
-from ragstream.testing import KafkaBroker, TopicFactory
+from ragstream.testing import KafkaBroker, TopicFactory, produce_records
 
 WALL = 1_900_000_000.0
 Pairs = list[tuple[bytes, bytes]]
@@ -52,17 +52,6 @@ def _direct(messages: Pairs) -> Engine:
     engine = Engine(_config(), wall=lambda: WALL)
     engine.apply([Message(v, key=k) for k, v in messages])
     return engine
-
-
-async def _produce(bootstrap: str, topic: str, messages: Pairs) -> None:
-    producer = AIOKafkaProducer(bootstrap_servers=bootstrap, linger_ms=5)
-    await producer.start()
-    try:
-        for key, value in messages:
-            await producer.send(topic, value=value, key=key)
-        await producer.flush()
-    finally:
-        await producer.stop()
 
 
 class _Replica:
@@ -167,7 +156,7 @@ async def test_partitions_move_on_join_and_on_clean_stop_counting_each_event_onc
     first, second, third = messages[:900], messages[900:1600], messages[1600:]
     a, b = _Replica(bootstrap, topic), _Replica(bootstrap, topic)
     try:
-        await _produce(bootstrap, topic, first)
+        await produce_records(bootstrap, topic, first)
         await a.start()
         await _until(lambda: a.total() == len(first), "A to read the first part")
         assert a.handover.counters.fresh == 3  # nothing to adopt yet
@@ -179,7 +168,7 @@ async def test_partitions_move_on_join_and_on_clean_stop_counting_each_event_onc
         )
         assert a.partitions()
         assert a.partitions().isdisjoint(b.partitions())
-        await _produce(bootstrap, topic, second)
+        await produce_records(bootstrap, topic, second)
         await _until(lambda: a.total() + b.total() == 1600, "both to read the second part")
         _assert_windows_equal(_direct(messages[:1600]), a.engine, b.engine)
         assert set(a.engine.joins) | set(b.engine.joins) == {0, 1, 2}
@@ -187,7 +176,7 @@ async def test_partitions_move_on_join_and_on_clean_stop_counting_each_event_onc
 
         await b.stop()  # B writes its state and leaves: A takes every partition back
         await _until(lambda: len(a.partitions()) == 3, "A to own every partition")
-        await _produce(bootstrap, topic, third)
+        await produce_records(bootstrap, topic, third)
         await _until(lambda: a.total() + b.total() == len(messages), "the third part")
     finally:
         await a.stop()
@@ -210,12 +199,12 @@ async def test_a_crashed_replicas_partitions_resume_from_its_checkpoint(
     messages = _events(1800)
     first, second, third = messages[:800], messages[800:1300], messages[1300:]
     a = _Replica(bootstrap, topic)
-    await _produce(bootstrap, topic, first)
+    await produce_records(bootstrap, topic, first)
     await a.start()
     try:
         await _until(lambda: a.total() == len(first), "A to read the first part")
         assert await a.source.checkpoint() == 3
-        await _produce(bootstrap, topic, second)
+        await produce_records(bootstrap, topic, second)
         await _until(lambda: a.total() == len(first) + len(second), "A to read the second part")
     finally:
         await a.crash()
@@ -227,7 +216,7 @@ async def test_a_crashed_replicas_partitions_resume_from_its_checkpoint(
         await b.start()
         await _until(lambda: b.total() == len(second), "B to replay the second part")
         assert b.handover.counters.adopted == 3
-        await _produce(bootstrap, topic, third)
+        await produce_records(bootstrap, topic, third)
         await _until(lambda: b.total() == len(second) + len(third), "B to read the third part")
     finally:
         await b.stop()
@@ -247,7 +236,7 @@ async def test_periodic_checkpoints_bound_what_a_crash_replays(
     messages = _events(900)
     first, second = messages[:500], messages[500:]
     a = _Replica(bootstrap, topic, interval=0.2)
-    await _produce(bootstrap, topic, first)
+    await produce_records(bootstrap, topic, first)
     try:
         await a.start()
         await _until(lambda: a.total() == len(first), "the first part")
@@ -262,7 +251,7 @@ async def test_periodic_checkpoints_bound_what_a_crash_replays(
     finally:
         await a.crash()
     b = _Replica(bootstrap, topic)
-    await _produce(bootstrap, topic, second)
+    await produce_records(bootstrap, topic, second)
     try:
         await b.start()
         await _until(lambda: b.total() == len(second), "the second part")
@@ -283,8 +272,8 @@ async def test_co_partitioned_topics_move_together(
     messages = _events(1200)
 
     async def produce(part: Pairs) -> None:  # retrievals to one topic, the rest to the other
-        await _produce(bootstrap, queries, [m for m in part if b'"retrieval"' in m[1]])
-        await _produce(bootstrap, labels, [m for m in part if b'"retrieval"' not in m[1]])
+        await produce_records(bootstrap, queries, [m for m in part if b'"retrieval"' in m[1]])
+        await produce_records(bootstrap, labels, [m for m in part if b'"retrieval"' not in m[1]])
 
     a = _Replica(bootstrap, queries, more_topics=(labels,))
     b = _Replica(bootstrap, queries, more_topics=(labels,))
@@ -320,7 +309,7 @@ async def test_a_snapshot_kept_with_other_windows_is_refused_and_counted(
     messages = _events(900)
     first, second = messages[:400], messages[400:]
     other = _Replica(bootstrap, topic, buckets=30)
-    await _produce(bootstrap, topic, first)
+    await produce_records(bootstrap, topic, first)
     try:
         await other.start()
         await _until(lambda: other.total() == len(first), "the first part")
@@ -329,7 +318,7 @@ async def test_a_snapshot_kept_with_other_windows_is_refused_and_counted(
     assert other.handover.counters.written == 3
 
     replica = _Replica(bootstrap, topic)
-    await _produce(bootstrap, topic, second)
+    await produce_records(bootstrap, topic, second)
     try:
         await replica.start()
         await _until(lambda: replica.total() == len(second), "the second part")
@@ -401,7 +390,7 @@ async def test_damaged_snapshots_are_refused_by_reason_and_their_partitions_star
         )
     finally:
         await writer.stop()
-    await _produce(bootstrap, topic, messages)
+    await produce_records(bootstrap, topic, messages)
     replica = _Replica(bootstrap, topic)
     try:
         await replica.start()
