@@ -1,15 +1,18 @@
 """Streaming benchmark: Kafka in, windowed metrics out, against a plain consumer.
 
-Usage: `python -m bench.pipeline_bench [--events N | --quick] [--partitions P] ...`
+Usage: `python -m bench.pipeline_bench [--events N | --quick] [--partitions P]
+[--processes N] ...`
 (or `scripts/bench.sh pipeline`). See docs/benchmarks.md, "Streaming pipeline".
 
 It starts its own single-node Kafka broker (`ragstream.testing.KafkaBroker`), creates one
 topic, produces N retrieval events keyed by query id (not measured, reported apart), then
 runs each measured stage in a fresh process (`bench.pipeline_stages`): two plain-consumer
 baselines (`json.loads`, `orjson.loads`), the pipeline (`KafkaSource` + `Runner` +
-`Engine`, event clock), and the engine alone on the same messages without Kafka; last, a
-cProfile of the engine. It prints one table with targets and pass/miss, and the load
-average around every figure. The broker is stopped on exit, on errors and on Ctrl-C/SIGTERM.
+`Engine`, event clock), N such pipeline processes in one consumer group
+(`bench.pipeline_group`, on a topic whose partitions split evenly between them), and the
+engine alone on the same messages without Kafka; last, a cProfile of the engine. It prints
+one table with targets and pass/miss and one for the N processes, with the load average
+around every figure. The broker is stopped on exit, on errors and on Ctrl-C/SIGTERM.
 """
 
 from __future__ import annotations
@@ -28,7 +31,8 @@ from typing import Any
 from aiokafka import AIOKafkaProducer
 
 from bench.pipeline_data import DataConfig, blocks, partition_of
-from bench.pipeline_report import Run, render
+from bench.pipeline_group import run_group
+from bench.pipeline_report import Run, group_rate, render
 from ragstream.testing import KafkaBroker, fetch_kafka_jars
 
 __all__ = ["main"]
@@ -42,6 +46,16 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--events", type=int, default=1_000_000, help="events to produce and consume")
     p.add_argument("--quick", action="store_true", help="100 000 events (overrides --events)")
     p.add_argument("--partitions", type=int, default=3)
+    p.add_argument(
+        "--processes", type=int, default=2, help="pipeline processes in one group (0: none)"
+    )
+    p.add_argument(
+        "--group-partitions",
+        type=int,
+        default=0,
+        help="partitions of the group row's topic (0: the smallest multiple of --processes "
+        "that is at least --partitions)",
+    )
     p.add_argument("--rate", type=float, default=20.0, help="queries per second of event time")
     p.add_argument("--label-ttl", type=float, default=900.0, help="seconds a query stays open")
     p.add_argument("--label-keys", default="", help="comma-separated exported label keys")
@@ -51,12 +65,17 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--profile-events", type=int, default=200_000, help="0: no profile")
     p.add_argument("--heap", default="512m", help="the broker's JVM heap")
     p.add_argument(
-        "--stages", default="baseline,pipeline,engine,profile", help="which stages to run"
+        "--stages", default="baseline,pipeline,group,engine,profile", help="which stages to run"
     )
     p.add_argument("--json", dest="json_out", help="also write the raw results here")
     args = p.parse_args(argv)
     if args.quick:
         args.events = 100_000
+    n = args.processes
+    if n and not args.group_partitions:
+        args.group_partitions = -(-args.partitions // n) * n
+    if n and args.group_partitions < n:
+        p.error("--group-partitions must be at least --processes")
     return args
 
 
@@ -88,13 +107,15 @@ def _rate(result: dict[str, Any]) -> float:
 
 
 async def _produce(bootstrap: str, topic: str, data: DataConfig, n: int, partitions: int) -> Any:
-    """Produce pre-encoded records in 512 KiB batches per partition; bytes and seconds."""
+    """Produce pre-encoded records in 512 KiB batches per partition; bytes, seconds,
+    seconds generating, and the records per partition."""
     producer = AIOKafkaProducer(
         bootstrap_servers=bootstrap, max_batch_size=_BATCH_BYTES, linger_ms=20, acks=1
     )
     await producer.start()
     start, total = time.perf_counter(), 0
     generate = 0.0
+    counts = dict.fromkeys(range(partitions), 0)
     try:
         mark = time.perf_counter()
         for block in blocks(data, n):
@@ -105,6 +126,7 @@ async def _produce(bootstrap: str, topic: str, data: DataConfig, n: int, partiti
                 total += len(value)
             futures = []
             for partition, records in by_partition.items():
+                counts[partition] += len(records)
                 batch = producer.create_batch()
                 for key, value in records:
                     if batch.append(key=key, value=value, timestamp=None) is None:
@@ -116,7 +138,7 @@ async def _produce(bootstrap: str, topic: str, data: DataConfig, n: int, partiti
             mark = time.perf_counter()
     finally:
         await producer.stop()
-    return total, time.perf_counter() - start, generate
+    return total, time.perf_counter() - start, generate, counts
 
 
 def _interrupt(signum: int, frame: FrameType | None) -> None:
@@ -144,6 +166,8 @@ def main(argv: list[str] | None = None) -> int:
         label_ttl=args.label_ttl,
         label_keys=label_keys,
         probe_share=args.probe_share,
+        processes=args.processes,
+        group_partitions=args.group_partitions,
     )
     print(f"uptime: {_uptime()}", flush=True)
     with KafkaBroker(fetch_kafka_jars(), heap=args.heap) as broker:
@@ -155,12 +179,13 @@ def main(argv: list[str] | None = None) -> int:
             flush=True,
         )
         load = os.getloadavg()[0]
-        run.produced_bytes, run.produce_seconds, run.generate_seconds = asyncio.run(
+        run.produced_bytes, run.produce_seconds, run.generate_seconds, counts = asyncio.run(
             _produce(bootstrap, _TOPIC, data, args.events, args.partitions)
         )
         run.produce_load = (load, os.getloadavg()[0])
         common["bootstrap"] = bootstrap
         stages = set(args.stages.split(","))
+        scale_out = _group_topic(args, broker, data, counts) if "group" in stages else None
         for r in range(args.repeat):
             for parser in ("json", "orjson") if "baseline" in stages else ():
                 group = f"baseline-{parser}-{r}"
@@ -169,6 +194,9 @@ def main(argv: list[str] | None = None) -> int:
                 )
             if "pipeline" in stages:
                 run.pipelines.append(_stage("pipeline", {**common, "group": f"pipeline-{r}"}))
+            if scale_out is not None:
+                topic, ends = scale_out
+                run.groups.append(_group(args, {**common, "topic": topic}, ends, r))
         if "engine" in stages:
             run.engine = _stage("engine", common)
         if args.profile_events and "profile" in stages:
@@ -180,6 +208,42 @@ def main(argv: list[str] | None = None) -> int:
         with open(args.json_out, "w") as f:
             json.dump(run.raw(), f, indent=1)
     return 0
+
+
+def _group_topic(
+    args: argparse.Namespace, broker: KafkaBroker, data: DataConfig, counts: dict[int, int]
+) -> tuple[str, dict[int, int]] | None:
+    """The group row's topic and its records per partition: the main topic if its partition
+    count is the one asked for, else a new topic with the same events (produced apart)."""
+    if not args.processes:
+        return None
+    if args.group_partitions == args.partitions:
+        return _TOPIC, counts
+    topic = f"{_TOPIC}-{args.group_partitions}"
+    asyncio.run(broker.create_topic(topic, partitions=args.group_partitions))
+    print(f"topic {topic} ({args.group_partitions} partitions) for the group row ...", flush=True)
+    *_, counts = asyncio.run(
+        _produce(broker.bootstrap_servers, topic, data, args.events, args.group_partitions)
+    )
+    return topic, counts
+
+
+def _group(
+    args: argparse.Namespace, stage_args: dict[str, Any], ends: dict[int, int], r: int
+) -> dict[str, Any]:
+    """N pipeline processes in one new group; the load average before and after."""
+    n, before = args.processes, os.getloadavg()[0]
+    timeout = 120.0 + args.events / 1000
+    members = run_group(n, {**stage_args, "group": f"group-{r}"}, ends)
+    result = asyncio.run(asyncio.wait_for(members, timeout))
+    result["load"] = (before, os.getloadavg()[0])
+    result["topic"] = stage_args["topic"]
+    print(
+        f"  {n} processes {group_rate(result):>8,.0f} events/s together  (load {before:.1f} -> "
+        f"{result['load'][1]:.1f})",
+        flush=True,
+    )
+    return result
 
 
 def _uptime() -> str:

@@ -4,14 +4,19 @@ Targets: the pipeline sustains >= 30 000 events/s end to end, at least half of w
 consumer that only parses the JSON reaches on the same broker and topic, and its resident
 memory is flat in the number of events (growth from the 100k checkpoint to the end within
 10 %, since state is bounded by series x windows x buckets and the open-query cap).
+
+The N-process row (`bench.pipeline_group`) is rendered in a table of its own, never mixed
+with the single-process figures: aggregate events/s, its ratio to the same baselines and to
+one process, each process's share, and whether every event was applied exactly once.
 """
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["FLAT_GROWTH", "MIN_EVENTS_PER_S", "MIN_RATIO", "Run", "render"]
+__all__ = ["FLAT_GROWTH", "MIN_EVENTS_PER_S", "MIN_RATIO", "Run", "group_rate", "render"]
 
 MIN_EVENTS_PER_S = 30_000.0
 MIN_RATIO = 0.5
@@ -30,6 +35,8 @@ class Run:
     label_ttl: float
     label_keys: list[str]
     probe_share: float
+    processes: int = 0
+    group_partitions: int = 0
     produced_bytes: int = 0
     produce_seconds: float = 0.0
     generate_seconds: float = 0.0
@@ -38,6 +45,8 @@ class Run:
     pipelines: list[Result] = field(default_factory=list)
     engine: Result | None = None
     profile: Result | None = None
+    groups: list[Result] = field(default_factory=list)
+    """One `run_group` result per repeat."""
 
     def raw(self) -> dict[str, Any]:
         return {
@@ -54,11 +63,29 @@ class Run:
             "pipelines": self.pipelines,
             "engine": self.engine,
             "profile": self.profile,
+            "processes": self.processes,
+            "group_partitions": self.group_partitions,
+            "groups": self.groups,
         }
 
 
 def _rate(r: Result) -> float:
     return float(r["events"]) / float(r["seconds"])
+
+
+def _seconds(r: Result) -> float:
+    return float(r["last"]) - float(r["first"])
+
+
+def _per_cpu(results: list[Result]) -> float:
+    """Events applied per CPU second the processes used (first to last batch applied)."""
+    return sum(int(r["events"]) for r in results) / sum(float(r["cpu_seconds"]) for r in results)
+
+
+def group_rate(g: Result) -> float:
+    """All processes' events / (go -> the last batch applied by any of them)."""
+    last = max(float(m["last"]) for m in g["members"])
+    return sum(int(m["events"]) for m in g["members"]) / (last - float(g["go"]))
 
 
 def _span(values: list[float], fmt: str = "{:,.0f}") -> str:
@@ -153,7 +180,89 @@ def render(run: Run) -> str:
                 "",
             )
         )
-    return _table(run, rows)
+    out = _table(run, rows)
+    if run.groups:
+        out += "\n\n" + _group_table(run, base)
+    return out
+
+
+def _group_table(run: Run, base: dict[str, list[float]]) -> str:
+    n, groups = run.processes, run.groups
+    split = "+".join(str(len(ps)) for ps in groups[-1]["start_partitions"])
+    name = f"{n} processes"
+    rows: list[tuple[str, str, str, str, str]] = []
+    rates = [group_rate(g) for g in groups]
+    rows.append((f"{name}: aggregate", f"{_span(rates)} events/s", "", "", _loads(groups)))
+    for parser in ("orjson", "json"):
+        if base[parser]:
+            ratios = [g / b for g, b in zip(rates, base[parser], strict=False)]
+            rows.append((f"{name} / baseline ({parser})", _span(ratios, "{:.3f}"), "", "", ""))
+    if run.pipelines:
+        one = [_rate(r) for r in run.pipelines]
+        ratios = [g / p for g, p in zip(rates, one, strict=False)]
+        cores = [r["cpu_seconds"] / _seconds(r) for r in run.pipelines]
+        value = f"{_span(ratios, '{:.2f}x')} (one process: {_span(cores, '{:.2f}')} cores)"
+        rows.append((f"{name} / one pipeline process", value, "", "", ""))
+        per_cpu = [_per_cpu(g["members"]) for g in groups]
+        one_cpu = [_per_cpu([r]) for r in run.pipelines]
+        rows.append(
+            (
+                "events per CPU second of the pipeline processes",
+                f"{name} {_span(per_cpu)}; one process {_span(one_cpu)}",
+                "",
+                "",
+                "",
+            )
+        )
+    for k, g in enumerate(groups):
+        run_no = f"run {k + 1}, " if len(groups) > 1 else ""
+        for i, m in enumerate(g["members"]):
+            parts = ",".join(map(str, g["start_partitions"][i]))
+            rss = m["memory"][-1]["rss_mib"]
+            rows.append(
+                (
+                    f"{run_no}process {i + 1} (partitions {parts})",
+                    f"{m['events']:,} events, {_rate(m):,.0f} events/s own; first received "
+                    f"{m['first'] - g['go']:.2f} s, last applied {m['last'] - g['go']:.2f} s "
+                    f"after go; {m['cpu_seconds'] / _seconds(m):.2f} cores; RSS {rss:,.0f} MiB",
+                    "",
+                    "",
+                    "",
+                )
+            )
+        own = sum(m["cpu_seconds"] for m in g["members"]) / (g["stop"] - g["go"])
+        rows.append(
+            (
+                f"{run_no}CPU from go to stop, of {os.cpu_count()} cores",
+                f"machine {g['machine_cores']:.2f}: the {n} processes {own:.2f}, broker "
+                f"{g['broker_cores']:.2f}, the rest (other jobs) "
+                f"{g['machine_cores'] - own - g['broker_cores']:.2f}",
+                "",
+                "",
+                "",
+            )
+        )
+        rows.append(_exactly_once(run, g, run_no))
+    head = (
+        f"{n} pipeline processes in one consumer group (each the pipeline stage above), topic "
+        f"{groups[-1]['topic']} with {run.group_partitions} partitions split {split}; aggregate "
+        "= all events / (go -> last event applied by any process)"
+    )
+    return _format(head, rows)
+
+
+def _exactly_once(run: Run, g: Result, run_no: str) -> tuple[str, str, str, str, str]:
+    """Total applied and engine-processed = produced, offsets tiled; rebalances noted."""
+    total = sum(m["events"] for m in g["members"])
+    processed = sum(m["processed"] for m in g["members"])
+    moved = sum(1 for m in g["members"] for t, _ in m["assignments"] if g["go"] < t < g["stop"])
+    notes = list(g["problems"])
+    if moved:
+        notes.append(f"{moved} assignment changes during the run")
+    ok = total == processed == run.events and not g["problems"]
+    value = f"{total:,} applied, {processed:,} processed, {run.events:,} produced"
+    value += "; " + ("; ".join(notes) if notes else "offsets tile every partition")
+    return (f"{run_no}events applied exactly once", value, "= produced", _mark(ok), "")
 
 
 def _pipeline_rows(run: Run, base: dict[str, list[float]]) -> list[tuple[str, str, str, str, str]]:
@@ -193,18 +302,26 @@ def _pipeline_rows(run: Run, base: dict[str, list[float]]) -> list[tuple[str, st
     return rows
 
 
-def _table(run: Run, rows: list[tuple[str, str, str, str, str]]) -> str:
+def _format(title: str, rows: list[tuple[str, str, str, str, str]]) -> str:
     head = ("figure", "value", "target", "result", "load avg")
     widths = [max(len(r[i]) for r in [head, *rows]) for i in range(5)]
     lines = [
-        f"{run.events:,} retrieval events (20 documents, {run.probe_share:.0%} probes with "
-        f"qrels), {run.partitions} partitions, event clock, {run.rate:g} queries/s of event "
-        f"time, label_ttl {run.label_ttl:g} s, label keys {run.label_keys or 'none'}",
+        title,
         "",
         " | ".join(h.ljust(w) for h, w in zip(head, widths, strict=True)),
         "-+-".join("-" * w for w in widths),
     ]
     lines += [" | ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)) for r in rows]
+    return "\n".join(lines)
+
+
+def _table(run: Run, rows: list[tuple[str, str, str, str, str]]) -> str:
+    title = (
+        f"{run.events:,} retrieval events (20 documents, {run.probe_share:.0%} probes with "
+        f"qrels), {run.partitions} partitions, event clock, {run.rate:g} queries/s of event "
+        f"time, label_ttl {run.label_ttl:g} s, label keys {run.label_keys or 'none'}"
+    )
+    lines = [_format(title, rows)]
     for name, results in _memory_runs(run):
         for r in results:
             series = ", ".join(

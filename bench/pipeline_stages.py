@@ -8,7 +8,9 @@ memory a stage reports is its own, not what the producer or an earlier stage lef
   up to 5000 records, no commits) that parses every value (`json.loads` or `orjson.loads`)
   and does nothing else.
 - `pipeline`: `KafkaSource` + `Runner` + `Engine` (a new group), as `ragstream run` wires
-  them: decode, validate, join, score, windows, and a commit after every batch.
+  them: decode, validate, join, score, windows, and commits (`kafka.commit_interval`). With a
+  `member` argument it is one of N processes in one group (`bench.pipeline_group`): it
+  starts on `go` and stops on `stop` from the parent instead of after `events`.
 - `engine`: the same `Engine` fed the same messages in-process (regenerated from the seed,
   with the partition Kafka's partitioner gave each key), batches of 5000: no broker.
 - `profile`: the `engine` stage under cProfile; the top functions by cumulative time.
@@ -33,6 +35,7 @@ import orjson
 from aiokafka import AIOKafkaConsumer
 
 from bench.pipeline_data import DataConfig, blocks, partition_of
+from bench.pipeline_group import GroupMember
 from ragstream.pipeline.engine import Engine, EngineConfig
 from ragstream.pipeline.runner import Runner
 from ragstream.runtime import tune_gc
@@ -117,14 +120,22 @@ async def _baseline(args: Args) -> Args:
 
 
 class _TimedSource:
-    """Wraps the Kafka source: times fetch / apply / commit and stops the runner at `n`."""
+    """Wraps the Kafka source: times fetch / apply / commit and stops the runner at `n`
+    (None: when told to); `on_commit` sees every batch once it is committed."""
 
-    def __init__(self, source: KafkaSource, n: int, probe: _Probe) -> None:
-        self.source, self.n, self.probe = source, n, probe
+    def __init__(
+        self,
+        source: KafkaSource,
+        n: int | None,
+        probe: _Probe,
+        on_commit: Callable[[Sequence[Message]], None] | None = None,
+    ) -> None:
+        self.source, self.n, self.probe, self.on_commit = source, n, probe, on_commit
         self.runner: Runner | None = None
         self.count = 0
         self.batches_seen = 0
         self.first = self.last = 0.0
+        self.cpu_first = self.cpu_last = 0.0
         self.fetch = self.apply = self.commit_s = 0.0
 
     async def batches(self) -> AsyncIterator[Sequence[Message]]:
@@ -133,6 +144,7 @@ class _TimedSource:
             now = time.perf_counter()
             if batch and not self.first:
                 self.first, mark = now, now
+                self.cpu_first = time.process_time()
             if self.first:
                 self.fetch += now - mark
             self._yielded = now
@@ -144,13 +156,17 @@ class _TimedSource:
         if self.first:
             self.apply += start - self._yielded
         await self.source.commit(batch)
-        self.last = time.perf_counter()
+        end = time.perf_counter()
         if self.first:
-            self.commit_s += self.last - start
+            self.commit_s += end - start
+        if batch:  # the polls that time out after the end are not applying anything
+            self.last, self.cpu_last = end, time.process_time()
         self.count += len(batch)
         self.batches_seen += 1 if batch else 0
         self.probe.seen(self.count)
-        if self.count >= self.n and self.runner is not None:
+        if self.on_commit is not None:
+            self.on_commit(batch)
+        if self.n is not None and self.count >= self.n and self.runner is not None:
             self.runner.stop()
 
     async def stop(self) -> None:
@@ -159,6 +175,7 @@ class _TimedSource:
 
 async def _pipeline(args: Args) -> Args:
     engine = Engine(engine_config(args))
+    member = GroupMember() if args.get("member") is not None else None
     source = KafkaSource(
         KafkaSourceConfig(
             bootstrap_servers=args["bootstrap"],
@@ -166,18 +183,27 @@ async def _pipeline(args: Args) -> Args:
             group_id=args["group"],
             auto_offset_reset="earliest",
             max_batch=BATCH,
-        )
+        ),
+        on_assigned=None if member is None else member.assigned,
+        on_revoked=None if member is None else member.revoked,
     )
     probe = _Probe(engine)
-    timed = _TimedSource(source, int(args["events"]), probe)
+    if member is None:
+        timed = _TimedSource(source, int(args["events"]), probe)
+    else:
+        timed = _TimedSource(source, None, probe, on_commit=member.applied)
     await source.start()
     try:
         timed.runner = Runner(engine, timed)
-        await timed.runner.run()
+        await (timed.runner.run() if member is None else member.run(timed.runner))
     finally:
         await source.stop()
     probe.seen(timed.count, last=True)
     return {
+        "first": timed.first,
+        "last": timed.last,
+        "cpu_seconds": timed.cpu_last - timed.cpu_first,
+        **({} if member is None else member.result()),
         "events": timed.count,
         "seconds": timed.last - timed.first,
         "fetch_seconds": timed.fetch,
@@ -241,6 +267,8 @@ def main(argv: list[str]) -> None:
         result = asyncio.run(_baseline(args))
     elif stage == "pipeline":
         result = asyncio.run(_pipeline(args))
+        if args.get("member") is not None:  # lines before it are the group protocol's
+            result = {"result": result}
     elif stage == "engine":
         result = _engine(args)
     elif stage == "profile":

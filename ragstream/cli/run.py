@@ -55,6 +55,7 @@ async def _run(settings: Settings) -> None:
             max_batch=k.max_batch,
             poll_timeout=k.poll_timeout,
             retry_backoff_max=k.retry_backoff_max,
+            commit_interval=k.commit_interval,
             security=k.security,
         ),
         on_revoked=engine.drop_partitions,

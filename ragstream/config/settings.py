@@ -76,6 +76,9 @@ class KafkaSettings(_Section):
     poll_timeout: Duration = 0.5
     dead_letter_topic: str | None = None
     retry_backoff_max: Duration = 30.0
+    commit_interval: Duration = Field(
+        1.0, ge=0, description="between offset commits (0: every batch); revoke and stop commit all"
+    )
     security: KafkaSecurity = Field(default_factory=KafkaSecurity)
 
 

@@ -70,8 +70,17 @@ class LabelJoin:
     `label_ttl`: seconds a query stays open after its retrieval event (default 15 min).
     `pending_ttl`: seconds a label waits for its retrieval event (default 60 s).
     `max_open` / `max_pending`: caps; beyond them the oldest is finalized early or dropped,
-    and counted. `recent_final`: how many final query ids are remembered, so that a label
-    for a final query is counted as late rather than left waiting.
+    and counted.
+
+    Final query ids are remembered for `label_ttl` after their query closed (its
+    `expires_at`), at most `recent_final` of them (the oldest go first), so that a label or
+    a repeated retrieval event for a final query is counted as late or duplicate rather than
+    left waiting or reopening it. The horizon is `label_ttl` because that is how long labels
+    are expected after a retrieval: a straggler up to twice the TTL after its query is still
+    recognised, and the memory is at most rate x `label_ttl` ids, the bound of the open
+    queries, whatever the number of events. (`pending_ttl` bounds how long feedback may
+    precede its retrieval, not how late it may follow the close.) A label for a forgotten
+    id waits `pending_ttl` and expires, like any unmatched label.
     """
 
     label_ttl: float = 900.0
@@ -86,6 +95,8 @@ class LabelJoin:
     _pending: OrderedDict[str, list[PendingLabel]] = field(default_factory=OrderedDict)
     _pending_count: int = 0
     _final: OrderedDict[str, float] = field(default_factory=OrderedDict)
+    """Final query id -> when its query closed, nondecreasing (a late close takes the last
+    time), so that expired ids leave from the front."""
     _dirty: dict[str, OpenQuery] = field(default_factory=dict)
     _final_out: list[OpenQuery] = field(default_factory=list)
 
@@ -196,16 +207,19 @@ class LabelJoin:
         expiry, heappop = self._expiry, heapq.heappop
         if expiry and expiry[0][0] < t_now:  # one loop with locals: thousands a batch
             opened, out, recent = self._open, self._final_out, self._final
-            done = 0
+            done, last = 0, self._last_closed()
             while expiry and expiry[0][0] < t_now:
                 query_id = heappop(expiry)[2]
                 query = opened.pop(query_id)
                 out.append(query)
-                recent[query_id] = query.expires_at
+                if query.expires_at > last:
+                    last = query.expires_at
+                recent[query_id] = last
                 done += 1
             for _ in range(len(recent) - self.recent_final):
                 recent.popitem(last=False)
             self.counters.finalized += done
+        self._forget_final(t_now - self.label_ttl)
         while self._pending:
             query_id, waiting = next(iter(self._pending.items()))
             if waiting[0].arrived + self.pending_ttl >= t_now:
@@ -216,11 +230,24 @@ class LabelJoin:
         final, self._final_out = self._final_out, []
         return final
 
+    def _last_closed(self) -> float:
+        """The latest close time among the remembered final ids (-inf: none)."""
+        return next(reversed(self._final.values()), float("-inf"))
+
+    def _forget_final(self, before: float) -> None:
+        """Drop the final ids whose query closed before `before` (they are in time order)."""
+        recent = self._final
+        while recent:
+            query_id, closed = next(iter(recent.items()))
+            if closed >= before:
+                break
+            del recent[query_id]
+
     def _finalize_earliest(self, *, evicted: bool) -> None:
         _, _, query_id = heapq.heappop(self._expiry)
         query = self._open.pop(query_id)
         self._final_out.append(query)
-        self._final[query_id] = query.expires_at
+        self._final[query_id] = max(query.expires_at, self._last_closed())
         while len(self._final) > self.recent_final:
             self._final.popitem(last=False)
         self.counters.finalized += 1
@@ -279,5 +306,8 @@ class LabelJoin:
                 for d, r, ts, a, t in waiting
             ]
             join._pending_count += len(waiting)
-        join._final = OrderedDict((str(q), float(e)) for q, e in data["final"])
+        last = float("-inf")
+        for q, e in data["final"]:  # nondecreasing, also from older snapshots
+            last = max(last, float(e))
+            join._final[str(q)] = last
         return join

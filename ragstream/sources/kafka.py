@@ -1,13 +1,14 @@
 """Kafka as a source: aiokafka `getmany` batches, manual commits, partition hand-over.
 
-Offsets are committed only after the engine has applied a batch (`commit`), so a crash
-replays at most the uncommitted batch and never loses one. When the group rebalances, the
-revoked partitions' offsets are committed first; with a `Handover`, their state is then
-written to the state topic (acknowledged) before `on_revoked` drops it, and newly assigned
-partitions adopt their latest snapshot and are sought to the offset it covers, so the
-events after it are applied once, whatever offset was committed. Snapshots are also
-written every `Handover.interval` seconds and on `stop()`, so that the partitions of a
-replica that crashed move with a bounded replay.
+Offsets are committed only after the engine has applied a batch (`commit`), and at most
+every `commit_interval` seconds (0: after every batch), so a crash replays at most the
+batches applied since the last commit and never loses one (at least once). When the group
+rebalances, and on `stop()`, every applied offset is committed first; with a `Handover`,
+the revoked partitions' state is then written to the state topic (acknowledged) before
+`on_revoked` drops it, and newly assigned partitions adopt their latest snapshot and are
+sought to the offset it covers, so the events after it are applied once, whatever offset
+was committed. Snapshots are also written every `Handover.interval` seconds and on
+`stop()`, so that the partitions of a replica that crashed move with a bounded replay.
 
 The source knows, per partition, the offset after the last message it handed out. The
 caller applies a batch before it awaits anything (the `Runner` does), so that position is
@@ -24,6 +25,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -40,7 +42,14 @@ from ragstream.checkpoint import Handover, StateTopicError
 from ragstream.config import KafkaSecurity
 from ragstream.sources.base import Message
 
-__all__ = ["CoPartitionError", "KafkaSource", "KafkaSourceConfig", "client_security"]
+__all__ = [
+    "CoPartitionError",
+    "KafkaBatch",
+    "KafkaSource",
+    "KafkaSourceConfig",
+    "client_security",
+    "next_offsets",
+]
 
 _log = logging.getLogger(__name__)
 
@@ -61,7 +70,34 @@ class KafkaSourceConfig:
     max_batch: int = 5000
     poll_timeout: float = 0.5
     retry_backoff_max: float = 30.0
+    commit_interval: float = 1.0
+    """Seconds between offset commits (0: after every batch); revoke and stop commit all."""
     security: KafkaSecurity = field(default_factory=KafkaSecurity)
+
+
+class KafkaBatch(list[Message]):
+    """One `getmany` batch, with the offset after its last message per topic-partition, so
+    that committing it costs one entry per partition rather than one per message."""
+
+    __slots__ = ("next_offsets",)
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.next_offsets: dict[TopicPartition, int] = {}
+
+
+def next_offsets(batch: Sequence[Message]) -> dict[TopicPartition, int]:
+    """The offset to commit per topic-partition: max(offset) + 1 over its messages of `batch`.
+
+    A `KafkaBatch` knows it already; any other sequence is scanned (in any order)."""
+    if isinstance(batch, KafkaBatch):
+        return batch.next_offsets
+    out: dict[TopicPartition, int] = {}
+    for m in batch:
+        tp = TopicPartition(m.topic, m.partition)
+        if m.offset >= out.get(tp, -1):
+            out[tp] = m.offset + 1
+    return out
 
 
 def client_security(security: KafkaSecurity) -> dict[str, Any]:
@@ -117,6 +153,9 @@ class KafkaSource:
         self._stopping = asyncio.Event()
         self._applied: dict[TopicPartition, int] = {}
         """Next offset to commit per partition: set by `commit`, flushed on revoke too."""
+        self._committed_at = time.monotonic()
+        self.commits = 0
+        """Offset commits sent to the broker (the batches applied may be many more)."""
         self.connected = False
         self.connect_attempts = 0
 
@@ -233,11 +272,13 @@ class KafkaSource:
             if self.handover is not None and self.handover.checkpoint_due():
                 await self._save(consumer, set(self._owned), changed_only=True)
             data = await consumer.getmany(timeout_ms=timeout_ms, max_records=self.config.max_batch)
-            batch: list[Message] = []
+            batch = KafkaBatch()
             for tp, records in data.items():
                 if tp not in self._owned or not records:
                     continue  # revoked meanwhile: its new owner reads these
-                self._positions[tp] = records[-1].offset + 1
+                # aiokafka hands out one list per partition, in increasing offset order
+                end = records[-1].offset + 1
+                self._positions[tp] = batch.next_offsets[tp] = end
                 batch.extend(
                     Message(r.value or b"", r.partition, r.offset, r.topic, r.key) for r in records
                 )
@@ -250,19 +291,25 @@ class KafkaSource:
         return await self._save(self._consumer, set(self._owned))
 
     async def commit(self, batch: Sequence[Message]) -> None:
-        """Commit the offsets after every message of `batch` (it has been applied)."""
-        for m in batch:
-            tp = TopicPartition(m.topic, m.partition)
-            if m.offset + 1 > self._applied.get(tp, -1):
-                self._applied[tp] = m.offset + 1
-        if self._consumer is not None:
+        """Record `batch` as applied; commit what is applied once `commit_interval` seconds
+        have passed since the last commit (an empty batch from a quiet poll flushes too)."""
+        applied = self._applied
+        for tp, offset in next_offsets(batch).items():
+            if offset > applied.get(tp, -1):
+                applied[tp] = offset
+        if self._consumer is None or not applied:
+            return
+        if time.monotonic() - self._committed_at >= self.config.commit_interval:
             await self._flush(self._consumer)
 
     async def _flush(self, consumer: AIOKafkaConsumer) -> None:
+        """Commit every applied offset of the assigned partitions now."""
         assigned = consumer.assignment()
         offsets = {tp: off for tp, off in self._applied.items() if tp in assigned}
+        self._committed_at = time.monotonic()
         if offsets:
             await consumer.commit(offsets)
+            self.commits += 1
         self._applied.clear()
 
     # -- rebalancing ---------------------------------------------------------------------------

@@ -161,3 +161,77 @@ def test_every_label_is_accounted_for_and_state_is_bounded(
         assert direct_or_drained + c.pending_evicted + join.pending_count == labels
         snap = join.snapshot()
         assert LabelJoin.restore(json.loads(json.dumps(snap))).snapshot() == snap
+
+
+def test_final_ids_are_remembered_for_label_ttl_after_their_query_closed() -> None:
+    join = LabelJoin(label_ttl=100.0, pending_ttl=60.0)
+    _open(join, "q", 0.0, [RankedDoc(doc_id="a")])  # closes at 0 + 100
+    assert [q.query_id for q in join.advance(100.1)] == ["q"]
+    join.advance(200.0)  # 100 + 100 = 200 is not before t_now: just inside the horizon
+    assert join.snapshot()["final"] == [("q", 100.0)]
+    assert join.label("q", "a", 1, ts=150, t_now=200) is LabelOutcome.LATE
+    assert join.open("q", partition=0, labelset=LS, ts=150.0, results=[]) is None  # duplicate
+    join.advance(200.5)  # just outside: forgotten
+    assert join.snapshot()["final"] == []
+    assert join.label("q", "a", 1, ts=150, t_now=200.5) is LabelOutcome.PENDING
+    assert join.counters.labels_late == 1
+    assert join.counters.duplicate_retrievals == 1
+    join.advance(260.6)  # the label waited pending_ttl = 60 s, then expired
+    assert join.counters.pending_expired == 1
+
+
+def test_the_count_cap_still_bounds_the_final_ids_within_the_horizon() -> None:
+    join = LabelJoin(label_ttl=100.0, recent_final=2)
+    for i in range(3):
+        _open(join, f"q{i}", float(i), [RankedDoc(doc_id="a")])
+    join.advance(103.0)  # all three close (100, 101, 102), all within the horizon
+    assert join.snapshot()["final"] == [("q1", 101.0), ("q2", 102.0)]
+    assert join.label("q0", "a", 1, ts=50, t_now=103) is LabelOutcome.PENDING
+
+
+def test_a_query_closing_out_of_time_order_is_remembered_until_the_later_close() -> None:
+    join = LabelJoin(label_ttl=10.0)
+    _open(join, "late-event", 20.0, [RankedDoc(doc_id="a")])  # closes at 30
+    join.advance(30.5)
+    _open(join, "older", 5.0, [RankedDoc(doc_id="a")])  # closes at 15, already past
+    join.advance(31.0)
+    assert join.snapshot()["final"] == [("late-event", 30.0), ("older", 30.0)]
+    join.advance(40.0)
+    assert len(join.snapshot()["final"]) == 2
+    join.advance(40.1)
+    assert join.snapshot()["final"] == []
+
+
+def test_restore_keeps_the_close_times_nondecreasing() -> None:
+    snap = LabelJoin(label_ttl=10.0).snapshot()
+    snap["final"] = [["a", 5.0], ["b", 3.0], ["c", 7.0]]  # e.g. written by an older version
+    join = LabelJoin.restore(snap)
+    assert join.snapshot()["final"] == [("a", 5.0), ("b", 5.0), ("c", 7.0)]
+    join.advance(15.5)
+    assert join.snapshot()["final"] == [("c", 7.0)]
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(_event, max_size=60))
+def test_final_ids_stay_within_the_horizon_and_the_cap(
+    events: list[tuple[str, int, float]],
+) -> None:
+    join = LabelJoin(label_ttl=50.0, pending_ttl=30.0, max_open=3, recent_final=4)
+    t_now = 0.0
+    finalized: dict[str, float] = {}  # from scratch: query id -> its latest close time
+    for kind, n, t in events:
+        t_now = max(t_now, t)
+        if kind == "open":
+            _open(join, f"q{n}", t, [RankedDoc(doc_id="a")])
+        elif kind == "label":
+            join.label(f"q{n}", "a", 1.0, ts=t, t_now=t_now)
+        else:
+            for q in join.advance(t_now):
+                finalized[q.query_id] = q.expires_at
+            final = join.snapshot()["final"]
+            times = [closed for _, closed in final]
+            assert len(final) <= 4
+            assert times == sorted(times)
+            assert all(closed >= t_now - 50.0 for closed in times)
+            for qid, closed in final:  # never earlier than the query really closed
+                assert closed >= finalized[qid]
