@@ -34,19 +34,15 @@ from typing import Any, Literal
 import numpy as np
 
 from bench.eval_data import generate
+from ragstream.metrics import trec_name
+from ragstream.trec import DEFAULT_METRICS
 
 __all__ = ["main"]
 
-METRICS = ["rr", "precision@5", "precision@10", "recall@5", "recall@10", "ndcg@5", "ndcg@10"]
-_PYTREC = {
-    "rr": "recip_rank",
-    "precision@5": "P_5",
-    "precision@10": "P_10",
-    "recall@5": "recall_5",
-    "recall@10": "recall_10",
-    "ndcg@5": "ndcg_cut_5",
-    "ndcg@10": "ndcg_cut_10",
-}
+METRICS = list(DEFAULT_METRICS)
+_PYTREC = {m: trec_name(m) for m in METRICS}
+_MEASURES = ("recip_rank", "P.5,10", "recall.5,10", "ndcg_cut.5,10")
+"""METRICS in trec_eval's -m syntax (pytrec_eval takes the same)."""
 _RANX = {m: ("mrr" if m == "rr" else m) for m in METRICS}
 _DATA = Path(__file__).resolve().parent / ".data"
 
@@ -93,8 +89,7 @@ def _work_pytrec(qrels: str, run: str) -> tuple[dict[str, float], Values]:
         qrel = pytrec_eval.parse_qrel(f)
     with open(run) as f:
         parsed = pytrec_eval.parse_run(f)
-    measures = {"recip_rank", "P.5,10", "recall.5,10", "ndcg_cut.5,10"}
-    raw = pytrec_eval.RelevanceEvaluator(qrel, measures).evaluate(parsed)
+    raw = pytrec_eval.RelevanceEvaluator(qrel, set(_MEASURES)).evaluate(parsed)
     seconds = time.perf_counter() - start
     values = {m: {q: v[_PYTREC[m]] for q, v in raw.items()} for m in METRICS}
     return {"seconds": seconds}, values
@@ -157,7 +152,7 @@ def _text_trec_eval(qrels: str, run: str, text: Path) -> dict[str, float]:
     """NIST's trec_eval program (C), `trec_eval -q` on the same measures."""
     from ragstream.testing import fetch_trec_eval
 
-    measures = ["-m", "recip_rank", "-m", "P.5,10", "-m", "recall.5,10", "-m", "ndcg_cut.5,10"]
+    measures = [arg for measure in _MEASURES for arg in ("-m", measure)]
     binary = str(fetch_trec_eval())
     return _timed_child([binary, "-q", *measures, qrels, run], text, python=False)
 

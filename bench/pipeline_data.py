@@ -22,7 +22,7 @@ import numpy as np
 import orjson
 from aiokafka.partitioner import murmur2
 
-from ragstream.sources.synthetic import WORDS
+from ragstream.sources.synthetic import LABEL_SETS, WORDS
 
 __all__ = ["BLOCK", "DataConfig", "Record", "blocks", "partition_of"]
 
@@ -51,11 +51,7 @@ class DataConfig:
     """Share of queries carrying their full qrels (the others are unlabeled)."""
     quality: float = 2.5
     doc_age_days: float = 30.0
-    label_sets: tuple[Mapping[str, str], ...] = (
-        {"app": "support", "index": "v7"},
-        {"app": "search", "index": "v7"},
-        {"app": "docs", "index": "v8"},
-    )
+    label_sets: tuple[Mapping[str, str], ...] = LABEL_SETS
 
 
 def partition_of(key: bytes, partitions: int) -> int:

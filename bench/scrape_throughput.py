@@ -16,7 +16,6 @@ import asyncio
 import gc
 import os
 import signal
-import socket
 import statistics
 import subprocess
 import sys
@@ -29,6 +28,7 @@ from bench.scrape_data import T_END, DataConfig, base_events, engine_config, mes
 from ragstream.app import Agent
 from ragstream.pipeline.engine import Engine
 from ragstream.sources.base import Message
+from ragstream.testing.kafka_files import free_port
 
 __all__ = ["MemorySource", "measure_throughput", "scraper"]
 
@@ -75,12 +75,6 @@ class MemorySource:
         return self.cpu_finished - self.cpu_started
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 def _run_once(
     values: list[bytes], data: DataConfig, labelsets: int, scrape: float | None
 ) -> dict[str, Any]:
@@ -88,7 +82,7 @@ def _run_once(
     batches = list(message_batches(values, data, labelsets, shift=time.time() - T_END))
     messages = sum(len(b) for b in batches)
     engine = Engine(engine_config(labelsets))
-    port = _free_port()
+    port = free_port()
     scraper_process: subprocess.Popen[str] | None = None
     gate: Callable[[], bool] | None = None
     agent: Agent | None = None

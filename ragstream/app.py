@@ -73,8 +73,7 @@ class Agent:
         self.registry.register(self.collector)
         rest.register(self.collector.health_only())
         if judging is not None:
-            clock = engine.now if engine.config.clock == "event" else time.time
-            judge = JudgeCollector(judging, engine.config.label_keys, now=clock)
+            judge = JudgeCollector(judging, engine.config.label_keys, now=engine.read_clock())
             self.registry.register(judge)
             rest.register(judge)
         self.server = MetricsServer(

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 from ragstream.checkpoint import Handover, StateTopic
@@ -45,7 +44,7 @@ def judging_service(
     if not judge.enabled:
         return None
     metrics = [rule.metric for rule in judge.sampling.retrieval_rules]
-    clock = engine.now if engine.config.clock == "event" else time.time
+    clock = engine.read_clock()
     return JudgingService.from_settings(
         judge,
         labelset=engine.labelsets,

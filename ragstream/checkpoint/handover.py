@@ -32,6 +32,7 @@ from ragstream.checkpoint.record import (
     encode,
 )
 from ragstream.checkpoint.topic import StateTopic
+from ragstream.pipeline.engine import PartitionConfigError
 
 __all__ = ["REFUSAL_REASONS", "Handover", "HandoverCounters", "PartitionStates"]
 
@@ -54,13 +55,12 @@ Offsets = Mapping[str, int]
 class PartitionStates(Protocol):
     """What a handover needs from the engine."""
 
-    def state_config(self) -> dict[str, Any]:
-        """What a partition's state depends on; adopted only where it is equal."""
-        ...
-
     def export_partitions(self, partitions: set[int]) -> dict[int, dict[str, Any]]: ...
 
-    def adopt_partition(self, state: Mapping[str, Any]) -> None: ...
+    def adopt_partition(self, state: Mapping[str, Any]) -> None:
+        """Take the partition over; `PartitionConfigError` when it was kept with another
+        configuration (before changing anything)."""
+        ...
 
     def drop_partitions(self, partitions: set[int]) -> None: ...
 
@@ -239,14 +239,13 @@ class Handover:
         return seek
 
     def _adopt(self, snapshot: PartitionSnapshot) -> None:
-        theirs, ours = snapshot.state.get("config"), self.states.state_config()
-        if not isinstance(theirs, Mapping):
+        if not isinstance(snapshot.state.get("config"), Mapping):
             raise RefusedSnapshotError("corrupt", "the state names no configuration")
-        differs = [name for name in ours if theirs.get(name) != ours[name]]
-        if differs:
-            raise RefusedSnapshotError("config", f"kept with another {', '.join(differs)}")
         try:
             self.states.adopt_partition(snapshot.state)
+        except PartitionConfigError as error:  # raised before anything changed
+            detail = f"kept with another {', '.join(error.differs)}"
+            raise RefusedSnapshotError("config", detail) from error
         except Exception as error:  # whatever a damaged state does, this partition restarts
             self.states.drop_partitions({snapshot.partition})
             raise RefusedSnapshotError("corrupt", repr(error)) from error

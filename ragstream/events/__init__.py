@@ -13,6 +13,7 @@ from ragstream.events.decode import (
     decode_batch,
     decode_event,
     decode_reference,
+    decode_rejected,
 )
 from ragstream.events.decoded import (
     DecodedAnswer,
@@ -83,6 +84,7 @@ __all__ = [
     "decode_batch",
     "decode_event",
     "decode_reference",
+    "decode_rejected",
     "dedupe_results",
     "encode_event",
     "event_json_schema",

@@ -35,6 +35,7 @@ __all__ = [
     "decode_batch",
     "decode_event",
     "decode_reference",
+    "decode_rejected",
 ]
 
 DecodeReason = Literal[
@@ -79,6 +80,16 @@ def decode_event(data: bytes | bytearray | None, limits: Limits = DEFAULT_LIMITS
     if limits is not DEFAULT_LIMITS and not limits.is_default:
         _check_limits(event, limits)
     return event
+
+
+def decode_rejected(
+    data: bytes | bytearray | None, limits: Limits = DEFAULT_LIMITS
+) -> DecodedEvent:
+    """`decode_event` for a message the msgspec path has already rejected (`fast_decode`
+    gave None), with limits whose caps are the schema's (`Limits.is_default`): the reference
+    names the reason, or, should the two ever disagree, accepts the message. Saves decoding
+    it with msgspec a second time."""
+    return to_decoded(_validate(_sized(data, limits)))
 
 
 def decode_reference(data: bytes | bytearray | None, limits: Limits = DEFAULT_LIMITS) -> Event:

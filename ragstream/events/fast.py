@@ -34,12 +34,8 @@ def fast_decode(data: bytes | bytearray) -> DecodedEvent | None:
     """The event in `data` (UTF-8 JSON), or None when it is not a valid event for msgspec."""
     try:
         return _TYPED.decode(data)
-    except msgspec.ValidationError as exc:
-        if "got `str`" not in str(exc):  # no timestamp string to normalise: step 2 would fail
-            return None
-    except msgspec.DecodeError:
-        return None
-    return _decode_with_text_times(data)
+    except msgspec.DecodeError as exc:  # ValidationError is a DecodeError too
+        return _after_reject(data, exc)
 
 
 def fast_decode_many(
@@ -56,9 +52,16 @@ def fast_decode_many(
             continue
         try:
             append(decode(data))
-        except (msgspec.ValidationError, msgspec.DecodeError):
-            append(fast_decode(data))  # RFC 3339 times (step 2), or None
+        except msgspec.DecodeError as exc:
+            append(_after_reject(data, exc))  # RFC 3339 times (step 2), or None
     return events
+
+
+def _after_reject(data: bytes | bytearray, exc: msgspec.DecodeError) -> DecodedEvent | None:
+    """Step 2 when step 1 met a string where a number may be (an RFC 3339 time); else None."""
+    if isinstance(exc, msgspec.ValidationError) and "got `str`" in str(exc):
+        return _decode_with_text_times(data)
+    return None
 
 
 def _decode_with_text_times(data: bytes | bytearray) -> DecodedEvent | None:

@@ -9,7 +9,6 @@ for the table of names, types and labels.
 from __future__ import annotations
 
 import platform
-import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
 
 from prometheus_client.core import (
@@ -22,12 +21,17 @@ from prometheus_client.registry import Collector
 from ragstream import __version__
 from ragstream.checkpoint import REFUSAL_REASONS, HandoverCounters
 from ragstream.events import DECODE_REASONS
-from ragstream.exporter.windowed import build, metric_for_column, render_text, to_metrics
+from ragstream.exporter.windowed import (
+    PREFIX,
+    build,
+    metric_for_column,
+    render_text,
+    to_metrics,
+)
 from ragstream.pipeline.engine import Engine
 
 __all__ = ["EngineCollector", "metric_for_column"]
 
-PREFIX = "ragstream_"
 # Exported at 0 from the start, so that rate() and alerts see the series before any event.
 _KNOWN_EVENT_OUTCOMES = [
     *(
@@ -67,7 +71,7 @@ class EngineCollector(Collector):
     def _now(self) -> float:
         if self._clock is not None:
             return self._clock()
-        return self.engine.now() if self.engine.config.clock == "event" else time.time()
+        return self.engine.read_clock()()
 
     def collect(self) -> Iterator[Metric]:
         self.scrapes += 1

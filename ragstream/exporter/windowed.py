@@ -20,7 +20,7 @@ from prometheus_client.core import GaugeMetricFamily, HistogramMetricFamily, Met
 from ragstream.durations import format_duration
 from ragstream.pipeline.engine import EVENT_TIME, EVENT_TIME_BASE, Engine
 
-__all__ = ["Family", "build", "metric_for_column", "render_text", "to_metrics"]
+__all__ = ["PREFIX", "Family", "build", "metric_for_column", "render_text", "to_metrics"]
 
 PREFIX = "ragstream_"
 _FAMILY_NAMES = {

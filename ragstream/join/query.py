@@ -20,7 +20,7 @@ from __future__ import annotations
 import math
 from array import array
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any, NotRequired, TypedDict
+from typing import Any, NotRequired, TypedDict, TypeVar
 
 import numpy as np
 from numpy.typing import NDArray
@@ -31,7 +31,6 @@ from ragstream.events import (
     DecodedRetrieval,
     Limits,
     decode_event,
-    fast_decode,
 )
 
 __all__ = ["DocLike", "OpenQuery", "RankedDoc", "dedupe_ranking"]
@@ -56,10 +55,13 @@ DocLike = Mapping[str, Any] | DecodedDoc | DecodedQrel
 document or qrel (which read like mappings)."""
 
 
-def dedupe_ranking(results: Iterable[DocLike]) -> tuple[list[DocLike], int]:
+_Doc = TypeVar("_Doc", bound=DocLike)
+
+
+def dedupe_ranking(results: Iterable[_Doc]) -> tuple[list[_Doc], int]:
     """Keep each doc id at its first position; return the ranking and the number of repeats."""
     seen: set[str] = set()
-    ranking: list[DocLike] = []
+    ranking: list[_Doc] = []
     repeats = 0
     for doc in results:
         doc_id = doc["doc_id"]
@@ -213,7 +215,7 @@ class OpenQuery:
             if list(grades.values()).count(None) != unique:
                 inline = [doc for doc in docs if doc.rel is not None]
         else:  # an inline label counts at the first position only
-            inline = [doc for doc in query._first_occurrences() if doc.rel is not None]
+            inline = [doc for doc in dedupe_ranking(docs)[0] if doc.rel is not None]
         for qrel in qrels:  # qrels first: an inline label arrives with the event
             if type(qrel) is DecodedQrel:  # decoded: attributes, and rel is always there
                 query.set_label(qrel.doc_id, qrel.rel, qrel.t_doc)
@@ -230,9 +232,8 @@ class OpenQuery:
         """The decoded results, decoded again from the message after `release`."""
         if self._results is None:
             assert self._raw is not None
-            event = fast_decode(self._raw)  # it was valid once: msgspec or the reference
-            if event is None:
-                event = decode_event(self._raw, Limits(max_message_bytes=len(self._raw)))
+            # it was valid once (for msgspec or the reference), whatever its size
+            event = decode_event(self._raw, Limits(max_message_bytes=len(self._raw)))
             assert isinstance(event, DecodedRetrieval)
             self._results = event.results
         return self._results
@@ -243,23 +244,13 @@ class OpenQuery:
         if self._raw is not None:
             self._results = self._top = self._doc_ids = self._doc_times = None
 
-    def _first_occurrences(self) -> list[DecodedDoc]:
-        seen: set[str] = set()
-        first: list[DecodedDoc] = []
-        for doc in self._docs():
-            if doc.doc_id not in seen:
-                seen.add(doc.doc_id)
-                first.append(doc)
-        return first
-
     def _rank(self) -> None:
         """Build `doc_ids` and `doc_times` from the results (SPEC §2: repeats count once, at
         their first position; a missing t_doc dates from ts, a later one is clamped to ts)."""
         ts = self.ts
-        docs = self._first_occurrences() if self.repeats else self._docs()
+        docs = dedupe_ranking(self._docs())[0] if self.repeats else self._docs()
         self._doc_ids = tuple([doc.doc_id for doc in docs])
-        times = [doc.t_doc for doc in docs]
-        self._doc_times = tuple([ts if t is None or t != t or t > ts else t for t in times])
+        self._doc_times = tuple([_effective_time(doc.t_doc, ts) for doc in docs])
         self._results = ()
         self._top = None
 

@@ -10,6 +10,7 @@ and the HTTP server sit around it in `ragstream.pipeline.runner`.
 from __future__ import annotations
 
 import math
+import time
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -27,6 +28,7 @@ from ragstream.events import (
     DecodeError,
     Limits,
     decode_event,
+    decode_rejected,
 )
 from ragstream.events.fast import fast_decode_many
 from ragstream.join import LabelJoin, LabelOutcome, OpenQuery
@@ -43,7 +45,14 @@ from ragstream.windows import (
     histogram_columns,
 )
 
-__all__ = ["BatchReport", "Engine", "EngineConfig", "RowParts", "window_columns"]
+__all__ = [
+    "BatchReport",
+    "Engine",
+    "EngineConfig",
+    "PartitionConfigError",
+    "RowParts",
+    "window_columns",
+]
 
 _F64 = NDArray[np.float64]
 EVENT_TIME = "event_time"
@@ -58,6 +67,15 @@ def window_columns(layout: MetricLayout) -> tuple[str, ...]:
     """Plain window columns: plain metrics, ratio metrics per half-life, doc ages, event time."""
     ratio = tuple(f"{name}|{h:g}" for h in layout.half_lives for name in layout.ratio)
     return (*layout.plain, *ratio, *layout.doc_age, EVENT_TIME)
+
+
+class PartitionConfigError(ValueError):
+    """A partition's state was kept with another configuration (`Engine.state_config`)."""
+
+    def __init__(self, differs: Sequence[str]) -> None:
+        super().__init__("the partition state was kept with another " + ", ".join(differs))
+        self.differs = tuple(differs)
+        """The names of the settings that differ."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -138,6 +156,9 @@ class Engine:
         self._final_columns = len(layout.plain)
         self._next_prune = -math.inf
         self.pruned_series = 0
+        self._retired_join_counts: Counter[str] = Counter()
+        """Join counters of partitions this engine handed over or dropped, so that the
+        counters it exports never go down when a partition leaves."""
 
     # -- the batch ---------------------------------------------------------------------------
 
@@ -161,7 +182,8 @@ class Engine:
         """The batch's events and their messages, in order; invalid messages reported."""
         limits = self.config.limits
         values = [m.value for m in messages]
-        if limits is DEFAULT_LIMITS or limits.is_default:
+        fast = limits is DEFAULT_LIMITS or limits.is_default
+        if fast:
             decoded = fast_decode_many(values, limits.max_message_bytes)
         else:
             decoded = [None] * len(values)
@@ -172,7 +194,8 @@ class Engine:
         for message, event in zip(messages, decoded, strict=True):
             if event is None:  # the reference names the reason (or accepts it after all)
                 try:
-                    event = decode_event(message.value, limits)
+                    decode = decode_rejected if fast else decode_event
+                    event = decode(message.value, limits)
                 except DecodeError as error:
                     report.invalid.append((message, error))
                     self.invalid[error.reason] += 1
@@ -335,25 +358,18 @@ class Engine:
 
     # -- partitions and state -----------------------------------------------------------------
 
-    _retired_join_counts: Counter[str] | None = None
-    """Join counters of partitions this engine handed over or dropped, so that the counters
-    it exports never go down when a partition leaves (set on the first drop)."""
-
     def drop_partitions(self, partitions: set[int]) -> None:
         """Forget the state of revoked partitions (another replica consumes them now); their
         join counters stay counted here (see `join_counters`)."""
-        retired = self._retired_join_counts
-        if retired is None:
-            retired = self._retired_join_counts = Counter()
         for partition in partitions:
             self.store.drop_partition(partition)
             join = self.joins.pop(partition, None)
             if join is not None:
-                retired.update(join.counters.as_dict())
+                self._retired_join_counts.update(join.counters.as_dict())
 
     def join_counters(self) -> dict[str, int]:
         """The label joins' counters summed over held partitions and those that left."""
-        totals: Counter[str] = Counter(self._retired_join_counts or {})
+        totals = Counter(self._retired_join_counts)
         for join in self.joins.values():
             totals.update(join.counters.as_dict())
         return dict(totals)
@@ -401,8 +417,9 @@ class Engine:
         `t_now` moves up to the exporter's (it has seen those events). The join keeps its
         open queries (with their current contributions, so later labels replace them) but
         takes this engine's caps and TTLs for what comes next, and its counters start at 0
-        here (the exporter counted what happened before). Raises `ValueError`, before
-        changing anything, when the state was kept with another configuration; a damaged
+        here (the exporter counted what happened before). Raises `PartitionConfigError`
+        (a `ValueError`), before changing anything, when the state was kept with another
+        configuration; a damaged
         state may raise after a partial import (drop the partition then).
         """
         if state.get("version") != 1:
@@ -410,7 +427,7 @@ class Engine:
         theirs, ours = state.get("config") or {}, self.state_config()
         differs = [name for name in ours if theirs.get(name) != ours[name]]
         if differs:
-            raise ValueError("the partition state was kept with another " + ", ".join(differs))
+            raise PartitionConfigError(differs)
         partition = int(state["partition"])
         windows = dict(state["windows"])
         if int(windows["partition"]) != partition:
@@ -418,7 +435,8 @@ class Engine:
         self.drop_partitions({partition})
         self.store.import_partition(windows)
         self._adopt_join(partition, state.get("join"))
-        self._admit_labelsets([tuple(item["labels"]) for item in windows["series"]])
+        for item in windows["series"]:  # see _adopt_join
+            self.labelsets.admit(item["labels"])
         clock_now = state.get("clock_now")
         if self.config.clock == "event" and clock_now is not None:
             snapshot = self.clock.snapshot()
@@ -441,18 +459,10 @@ class Engine:
             }
         )
         self.joins[partition] = join
-        self._admit_labelsets([tuple(q["labelset"]) for q in data["open"]])
-
-    def _admit_labelsets(self, labelsets: Sequence[tuple[str, ...]]) -> None:
-        """Let the label-set mapper know the values of adopted series, so that the values
-        this replica admits from now on count them against `max_label_values` (an adopted
-        `other` means the exporter had reached the cap: so has this replica then)."""
-        mapper = self.labelsets.snapshot()
-        for labelset in labelsets:
-            for key, value in zip(self.config.label_keys, labelset, strict=False):
-                if value and value not in mapper["seen"][key]:
-                    mapper["seen"][key].append(value)
-        self.labelsets.restore_state(mapper)
+        # Values admitted from now on count the adopted ones against the cap (an adopted
+        # `other` means the exporter had reached it: so has this replica then).
+        for query in data["open"]:
+            self.labelsets.admit(query["labelset"])
 
     def snapshot(self) -> dict[str, Any]:
         """Everything the engine knows, JSON-friendly; take it between batches."""
@@ -467,7 +477,7 @@ class Engine:
             "invalid": dict(self.invalid),
             "clamped": dict(self.clamped),
             "last_event_time": dict(self.last_event_time),
-            "retired_join_counts": dict(self._retired_join_counts or {}),
+            "retired_join_counts": dict(self._retired_join_counts),
         }
 
     @classmethod
@@ -492,28 +502,32 @@ class Engine:
         engine.invalid = Counter(snapshot["invalid"])
         engine.clamped = Counter(snapshot["clamped"])
         engine.last_event_time = dict(snapshot["last_event_time"])
-        retired = snapshot.get("retired_join_counts")  # absent from older snapshots
-        engine._retired_join_counts = Counter(retired) if retired else None
+        # absent from older snapshots
+        engine._retired_join_counts = Counter(snapshot.get("retired_join_counts") or {})
         return engine
 
     # -- lookups from the side (judging) -------------------------------------------------------
 
     def find_query(self, query_id: str) -> OpenQuery | None:
         """The open query with this id, on whichever partition it lives."""
-        for join in self.joins.values():
-            query = join.get(query_id)
-            if query is not None:
-                return query
-        return None
+        join = self._join_of(query_id)
+        return None if join is None else join.get(query_id)
 
     def label(self, query_id: str, doc_id: str, rel: float, *, ts: float) -> LabelOutcome | None:
         """Apply one label from the side (e.g. the judge) as if it were a feedback event.
 
         It takes effect with the next batch, like any label; None when the query is not open.
         """
+        join = self._join_of(query_id)
+        if join is None:
+            return None
+        return join.label(query_id, doc_id, rel, ts=ts, t_now=self.clock.now())
+
+    def _join_of(self, query_id: str) -> LabelJoin | None:
+        """The join of the partition where this query is open."""
         for join in self.joins.values():
             if join.get(query_id) is not None:
-                return join.label(query_id, doc_id, rel, ts=ts, t_now=self.clock.now())
+                return join
         return None
 
     # -- reads -------------------------------------------------------------------------------
@@ -528,3 +542,8 @@ class Engine:
 
     def now(self) -> float:
         return self.clock.now()
+
+    def read_clock(self) -> Callable[[], float]:
+        """What windows are read at from the side (scrapes, the judge): the engine's own
+        clock with the event clock, the wall clock otherwise."""
+        return self.now if self.config.clock == "event" else time.time

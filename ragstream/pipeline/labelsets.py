@@ -53,6 +53,13 @@ class LabelSetMapper:
             values.append(value)
         return tuple(values)
 
+    def admit(self, labelset: Sequence[str]) -> None:
+        """Count the non-empty values of a label set (one of this mapper's tuples, e.g. of
+        adopted state) as admitted, whether or not that takes a key past `max_values`."""
+        for key, value in zip(self.keys, labelset, strict=False):
+            if value:
+                self._seen[key].add(value)
+
     def snapshot(self) -> dict[str, Any]:
         """The admitted values and counts, so a restart keeps the same sets."""
         return {

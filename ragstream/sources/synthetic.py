@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["WORDS", "SyntheticConfig", "SyntheticTraffic", "TimedEvent"]
+__all__ = ["LABEL_SETS", "WORDS", "SyntheticConfig", "SyntheticTraffic", "TimedEvent"]
 
 WORDS = (
     "index",
@@ -77,6 +77,14 @@ class TimedEvent:
         return json.dumps(self.event, separators=(",", ":")).encode()
 
 
+LABEL_SETS: tuple[Mapping[str, str], ...] = (
+    {"app": "support", "index": "v7"},
+    {"app": "search", "index": "v7"},
+    {"app": "docs", "index": "v8"},
+)
+"""The three services of the synthetic traffic (the first one drifts by default)."""
+
+
 @dataclass(frozen=True, slots=True)
 class SyntheticConfig:
     """Shape of the synthetic traffic."""
@@ -87,11 +95,7 @@ class SyntheticConfig:
     rate: float = 20.0
     """Queries per second of event time."""
     docs_per_query: int = 20
-    label_sets: tuple[Mapping[str, str], ...] = (
-        {"app": "support", "index": "v7"},
-        {"app": "search", "index": "v7"},
-        {"app": "docs", "index": "v8"},
-    )
+    label_sets: tuple[Mapping[str, str], ...] = LABEL_SETS
     probe_share: float = 0.1
     """Share of queries that carry full qrels (golden or probe queries)."""
     click_share: float = 0.6

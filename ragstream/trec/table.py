@@ -13,6 +13,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ragstream.trec._columns import field_bytes, field_words, parse_decimals
+from ragstream.trec._keys import pad_words
 from ragstream.trec._tokenize import Chunk, Layout, read_blocks, tokenize
 from ragstream.trec.errors import TrecFormatError
 
@@ -188,14 +189,15 @@ def _parse_block(
 
 
 def _same_row(a: _U64, b: _U64) -> bool:
+    """Two 1-D word rows equal up to zero-word padding."""
     width = max(a.size, b.size)
-    return bool(np.array_equal(np.pad(a, (0, width - a.size)), np.pad(b, (0, width - b.size))))
+    return bool(np.array_equal(pad_words(a[None], width), pad_words(b[None], width)))
 
 
 def _stack(parts: list[_U64]) -> _U64:
     """Concatenate word matrices of different widths (zero words pad, as NUL bytes do)."""
     width = max(p.shape[1] for p in parts)
-    return np.concatenate([np.pad(p, ((0, 0), (0, width - p.shape[1]))) for p in parts])
+    return np.concatenate([pad_words(p, width) for p in parts])
 
 
 def _values(
