@@ -353,11 +353,8 @@ class KafkaSource:
         (``changed_only``: and has moved since their last snapshot)."""
         if self.handover is None or not owned:
             return 0
-        for tp in owned - self._positions.keys():  # nothing handed out since assignment
-            with contextlib.suppress(KafkaError):
-                committed = await consumer.committed(tp)
-                if committed is not None and tp not in self._positions:
-                    self._positions[tp] = committed
+        # nothing handed out since assignment: the committed offset is the position
+        await self._positions_from_committed(consumer, owned, seek=False)
         topics = self.config.topics
 
         def positions() -> dict[int, dict[str, int]]:
@@ -391,13 +388,23 @@ class KafkaSource:
                 tp = TopicPartition(topic, partition)
                 consumer.seek(tp, offset)
                 self._positions[tp] = offset
-        for tp in assigned - self._positions.keys():  # no snapshot: the committed offset
+        # no snapshot: resume at the committed offset
+        await self._positions_from_committed(consumer, assigned, seek=True)
+
+    async def _positions_from_committed(
+        self, consumer: AIOKafkaConsumer, tps: set[TopicPartition], *, seek: bool
+    ) -> None:
+        """Take the committed offset as the position of each of `tps` that has none yet
+        (and `seek` there); partitions without a committed offset, or whose offset the
+        broker cannot give now, stay without a position."""
+        for tp in tps - self._positions.keys():
             try:
                 committed = await consumer.committed(tp)
             except KafkaError:
                 continue
-            if committed is not None:
-                consumer.seek(tp, committed)
+            if committed is not None and tp not in self._positions:
+                if seek:
+                    consumer.seek(tp, committed)
                 self._positions[tp] = committed
 
     # -- introspection -------------------------------------------------------------------------
