@@ -16,6 +16,11 @@ setup(
             "ragstream.trec._scan",
             sources=["ragstream/trec/_scan.c"],
             optional=True,
-        )
+        ),
+        Extension(
+            "ragstream.events._scan",
+            sources=["ragstream/events/_scan.c"],
+            optional=True,
+        ),
     ]
 )

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
+from ragstream.events.scan import Scanned
 from ragstream.join.query import DocLike, OpenQuery
 
 __all__ = ["JoinCounters", "LabelJoin", "LabelOutcome", "PendingLabel"]
@@ -123,9 +124,8 @@ class LabelJoin:
 
         `raw`: the event's message, so that the query may drop its decoded documents once
         scored (see `OpenQuery.release`)."""
-        opened, counters = self._open, self.counters
-        if query_id in opened or query_id in self._final:
-            counters.duplicate_retrievals += 1
+        if query_id in self._open or query_id in self._final:
+            self.counters.duplicate_retrievals += 1
             return None
         query = OpenQuery.from_retrieval(
             query_id,
@@ -137,6 +137,26 @@ class LabelJoin:
             qrels=qrels,
             raw=raw,
         )
+        self._register(query)
+        return query
+
+    def open_scanned(
+        self, scanned: Scanned, *, partition: int, labelset: tuple[str, ...], ts: float, raw: bytes
+    ) -> OpenQuery | None:
+        """`open` for a retrieval event read by the compiled scanner (`raw`: its message)."""
+        query_id = scanned.query_id
+        if query_id in self._open or query_id in self._final:
+            self.counters.duplicate_retrievals += 1
+            return None
+        query = OpenQuery.from_scanned(
+            scanned, partition=partition, labelset=labelset, ts=ts, ttl=self.label_ttl, raw=raw
+        )
+        self._register(query)
+        return query
+
+    def _register(self, query: OpenQuery) -> None:
+        """Count a new query, apply the labels that waited for it, and keep it open."""
+        counters, query_id = self.counters, query.query_id
         counters.opened += 1
         if query.repeats:
             counters.repeated_docs += query.repeats
@@ -148,13 +168,13 @@ class LabelJoin:
                     continue
                 query.set_label(label.doc_id, label.rel, label.t_doc)
                 counters.labels_applied += 1
+        opened = self._open
         opened[query_id] = query
         heapq.heappush(self._expiry, (query.expires_at, self._seq, query_id))
         self._seq += 1
         self._dirty[query_id] = query
         while len(opened) > self.max_open:
             self._finalize_earliest(evicted=True)
-        return query
 
     def label(
         self,

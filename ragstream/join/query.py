@@ -32,11 +32,13 @@ from ragstream.events import (
     Limits,
     decode_event,
 )
+from ragstream.events.scan import Scanned
 
-__all__ = ["DocLike", "OpenQuery", "RankedDoc", "dedupe_ranking"]
+__all__ = ["TOP_DOCS", "DocLike", "OpenQuery", "RankedDoc", "dedupe_ranking"]
 
-_TOP = 10
+TOP_DOCS = 10
 """Document times read at opening (the largest default cutoff): enough for the ages."""
+_TOP = TOP_DOCS
 
 
 class RankedDoc(TypedDict):
@@ -173,7 +175,8 @@ class OpenQuery:
         self._raw = raw if doc_ids is None else None
         self._doc_ids = doc_ids
         self._doc_times = doc_times
-        self._top: array[float] | None = None
+        self._top: array[float] | bytes | None = None
+        """Raw times of the leading documents: C doubles, as an array or their bytes."""
 
     @classmethod
     def from_retrieval(
@@ -228,6 +231,48 @@ class OpenQuery:
             query.set_label(doc.doc_id, doc.rel, doc.t_doc)
         return query
 
+    @classmethod
+    def from_scanned(
+        cls,
+        scanned: Scanned,
+        *,
+        partition: int,
+        labelset: tuple[str, ...],
+        ts: float,
+        ttl: float,
+        raw: bytes,
+    ) -> OpenQuery:
+        """Open a query from a retrieval event read by the compiled scanner (no repeats:
+        the scanner declines those), as `from_retrieval` would from the decoded event.
+
+        An unlabeled event keeps only its leading document times and the message (the
+        state `release` leaves); a labeled one gets its ranking at once (its labels need it
+        now, and the kernels next), then qrels and inline labels as in `from_retrieval`."""
+        query = cls.__new__(cls)  # every slot set here: __init__'s checks are for callers
+        query.query_id = scanned.query_id
+        query.partition = partition
+        query.labelset = labelset
+        query.ts = ts
+        query.expires_at = ts + ttl
+        query.repeats = 0
+        query.labels = {}
+        query.label_times = {}
+        query.contribution = None
+        query._raw = raw
+        query._results = None  # decoded again from `raw` if ever needed
+        query._doc_ids = query._doc_times = query._top = None
+        ids = scanned.ids
+        if ids is None:
+            query._top = scanned.top  # bytes: cheaper to keep than to convert, read once
+            return query
+        query._doc_ids = ids
+        times = array("d", scanned.times or b"")
+        query._doc_times = tuple([ts if not t <= ts else t for t in times])
+        for labels in (scanned.qrels, scanned.inline):  # qrels first, as in from_retrieval
+            for doc_id, rel, t_doc in labels or ():
+                query.set_label(doc_id, rel, t_doc)
+        return query
+
     def _docs(self) -> Sequence[DecodedDoc]:
         """The decoded results, decoded again from the message after `release`."""
         if self._results is None:
@@ -273,7 +318,8 @@ class OpenQuery:
     def top_doc_times(self, width: int) -> Sequence[float | None]:
         """Times of the first `width` documents of the ranking, raw or effective: None or
         NaN means the query's ts, and any time after ts counts as ts (see `doc_times`)."""
-        top = self._top
+        top: Sequence[float] | None
+        top = memoryview(self._top).cast("d") if type(self._top) is bytes else self._top
         if top is not None and (width <= _TOP or len(top) < _TOP):
             return top[:width] if width < len(top) else top
         if self._doc_times is not None or self.repeats:

@@ -31,7 +31,9 @@ from ragstream.events import (
     decode_rejected,
 )
 from ragstream.events.fast import fast_decode_many
+from ragstream.events.scan import Scanned, bounds_of, scan_retrievals
 from ragstream.join import LabelJoin, LabelOutcome, OpenQuery
+from ragstream.join.query import TOP_DOCS
 from ragstream.metrics import Gain
 from ragstream.pipeline.labelsets import LabelSetMapper
 from ragstream.pipeline.scoring import MetricLayout, ScoredQueries, Scorer
@@ -97,6 +99,9 @@ class EngineConfig:
     gain: Gain = "linear"
     relevance_threshold: float = 1.0
     limits: Limits = DEFAULT_LIMITS
+    scan: bool = True
+    """Read retrieval events of the common shape with the compiled scanner when it is
+    built (`ragstream.events.scan`); False: msgspec reads every message. Same results."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,6 +123,10 @@ class BatchReport:
     invalid: list[tuple[Message, DecodeError]] = field(default_factory=list)
     answers: list[DecodedAnswer] = field(default_factory=list)
     final: list[OpenQuery] = field(default_factory=list)
+
+
+Read = DecodedEvent | Scanned
+"""A decoded event, or a retrieval event read by the compiled scanner."""
 
 
 class Engine:
@@ -159,6 +168,10 @@ class Engine:
         self._retired_join_counts: Counter[str] = Counter()
         """Join counters of partitions this engine handed over or dropped, so that the
         counters it exports never go down when a partition leaves."""
+        limits = config.limits
+        self._fast = limits is DEFAULT_LIMITS or limits.is_default
+        """Default limits: msgspec (and the scanner) alone decide what is valid."""
+        self._bounds = bounds_of(limits)
 
     # -- the batch ---------------------------------------------------------------------------
 
@@ -178,36 +191,50 @@ class Engine:
 
     def _decode(
         self, messages: Sequence[Message], report: BatchReport
-    ) -> tuple[list[DecodedEvent], Sequence[Message]]:
-        """The batch's events and their messages, in order; invalid messages reported."""
+    ) -> tuple[list[Read], Sequence[Message]]:
+        """The batch's events and their messages, in order; invalid messages reported.
+
+        With the default limits, the compiled scanner reads the retrieval events of the
+        common shape, msgspec the messages it declines, and the pydantic reference those
+        msgspec rejects (it names the reason, or accepts after all)."""
         limits = self.config.limits
         values = [m.value for m in messages]
-        fast = limits is DEFAULT_LIMITS or limits.is_default
-        if fast:
-            decoded = fast_decode_many(values, limits.max_message_bytes)
+        fast = self._fast
+        decoded: list[Read | None]
+        if fast and self.config.scan:
+            decoded = scan_retrievals(  # type: ignore[assignment]
+                values, self._bounds, top=TOP_DOCS, want_labels=bool(self.config.label_keys)
+            )
+            declined = [i for i, read in enumerate(decoded) if read is None]
+            if declined:
+                rest = fast_decode_many([values[i] for i in declined], limits.max_message_bytes)
+                for i, event in zip(declined, rest, strict=True):
+                    decoded[i] = event
+        elif fast:
+            decoded = fast_decode_many(values, limits.max_message_bytes)  # type: ignore[assignment]
         else:
             decoded = [None] * len(values)
         if decoded.count(None) == 0:  # the usual batch: every message valid for msgspec
             return decoded, messages  # type: ignore[return-value]
-        events: list[DecodedEvent] = []
+        events: list[Read] = []
         kept: list[Message] = []
-        for message, event in zip(messages, decoded, strict=True):
-            if event is None:  # the reference names the reason (or accepts it after all)
+        for message, read in zip(messages, decoded, strict=True):
+            if read is None:  # the reference names the reason (or accepts it after all)
                 try:
                     decode = decode_rejected if fast else decode_event
-                    event = decode(message.value, limits)
+                    read = decode(message.value, limits)
                 except DecodeError as error:
                     report.invalid.append((message, error))
                     self.invalid[error.reason] += 1
                     self.events[("unknown", "invalid")] += 1
                     continue
-            events.append(event)
+            events.append(read)
             kept.append(message)
         return events, kept
 
     def _apply_events(
         self,
-        events: Sequence[DecodedEvent],
+        events: Sequence[Read],
         messages: Sequence[Message],
         times: Sequence[float],
         timings: Sequence[int],
@@ -223,7 +250,7 @@ class Engine:
         latest: dict[str, float] = {}
         opened = duplicate = 0
         for event, message, ts, timing in zip(events, messages, times, timings, strict=True):
-            kind = event.type
+            kind = "retrieval" if isinstance(event, Scanned) else event.type
             partition = message.partition
             if event.ts > latest.get(kind, -math.inf):
                 latest[kind] = event.ts
@@ -234,17 +261,8 @@ class Engine:
                 elif type(event) is not DecodedFeedback:  # a late label may still count
                     counts[(kind, "late")] += 1
                     continue
-            if type(event) is DecodedRetrieval:
-                query = join.open(
-                    event.query_id,
-                    partition=partition,
-                    labelset=() if mapper is None else mapper(event.labels),
-                    ts=ts,
-                    results=event.results,
-                    qrels=event.qrels or (),
-                    raw=message.value,
-                )
-                if query is None:
+            if isinstance(event, Scanned) or type(event) is DecodedRetrieval:
+                if self._open(join, event, partition, mapper, ts, message.value) is None:
                     duplicate += 1
                 else:
                     opened += 1
@@ -266,6 +284,29 @@ class Engine:
         for name, seen in latest.items():
             last[name] = max(last.get(name, -math.inf), seen)
         return answers
+
+    @staticmethod
+    def _open(
+        join: LabelJoin,
+        event: Scanned | DecodedRetrieval,
+        partition: int,
+        mapper: LabelSetMapper | None,
+        ts: float,
+        raw: bytes,
+    ) -> OpenQuery | None:
+        """Open the query of a retrieval event, scanned or decoded; None: a duplicate."""
+        labelset = () if mapper is None else mapper(event.labels or {})
+        if isinstance(event, Scanned):
+            return join.open_scanned(event, partition=partition, labelset=labelset, ts=ts, raw=raw)
+        return join.open(
+            event.query_id,
+            partition=partition,
+            labelset=labelset,
+            ts=ts,
+            results=event.results,
+            qrels=event.qrels or (),
+            raw=raw,
+        )
 
     def _new_join(self, partition: int) -> LabelJoin:
         c = self.config

@@ -1,0 +1,837 @@
+/* ragstream.events._scan: the compiled first pass over retrieval events.
+ *
+ * scan(values, bounds, top, want_labels) reads each message (UTF-8 JSON bytes) once and,
+ * for a retrieval event of the common shape, returns a small `Scanned` record with what
+ * the engine reads when it opens a query (see _scan.pyi); for anything else it returns
+ * None and the caller decodes the message with msgspec as before.
+ *
+ * It accepts a strict subset of what msgspec's `DecodedRetrieval` accepts, with the same
+ * values, and declines the rest:
+ *   - the keys type, query_id, ts, labels, query, results, qrels at the top, doc_id, score,
+ *     t_doc, rel in a result and doc_id, rel, t_doc in a qrel, each at most once, written
+ *     without escapes; any other key declines (msgspec tolerates it, the scanner does not
+ *     read it);
+ *   - ids, label keys and values: printable ASCII without escapes; free text (`query`): any
+ *     JSON string, escapes and strict UTF-8 checked and code points counted;
+ *   - numbers: JSON's grammar; an integer of at most 18 digits is converted exactly (so
+ *     -0 is 0, as msgspec reads an integer); another number goes through Clinger's fast
+ *     path when its digits and exponent allow it (one exact IEEE operation: the correctly
+ *     rounded value) or else PyOS_string_to_double (Python's correctly rounded conversion);
+ *     a number that is not finite declines;
+ *   - a repeated document id in the results declines (the ranking would need deduplication).
+ * Bounds (lengths, counts, time and grade ranges) are checked as msgspec's constraints are.
+ * The values are built only once the whole message has been validated.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <float.h>
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+#if defined(FLT_EVAL_METHOD) && FLT_EVAL_METHOD != 0
+#define FAST_DOUBLES 0
+#else
+#define FAST_DOUBLES 1
+#endif
+
+enum { OK = 0, DECLINE = 1, NOMEM = -1 };
+
+typedef struct {
+    Py_ssize_t max_bytes, max_results, max_qrels, max_text, max_id, max_labels, max_label;
+    double min_event_ts, min_doc_ts, max_ts, max_abs_rel;
+} Bounds;
+
+typedef struct {
+    const char *s;
+    Py_ssize_t n;
+} Span;
+
+typedef struct {
+    Span id;
+    double t_doc; /* NaN: absent or null */
+    double rel;
+    int has_rel;
+    int has_t_doc;
+} Item;
+
+/* Per-call scratch space, grown as needed and reused for every message of a batch. */
+typedef struct {
+    Item *docs;
+    Py_ssize_t docs_cap;
+    Item *qrels;
+    Py_ssize_t qrels_cap;
+    uint32_t *table;
+    Py_ssize_t table_cap;
+} Scratch;
+
+typedef struct {
+    Span query_id;
+    double ts;
+    Span label_keys[64];
+    Span label_values[64];
+    Py_ssize_t labels;
+    Py_ssize_t docs;
+    Py_ssize_t qrels;
+    int has_qrels; /* a qrels list (possibly empty) was given */
+} Event;
+
+static const double POW10[23] = {1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,
+                                 1e8,  1e9,  1e10, 1e11, 1e12, 1e13, 1e14, 1e15,
+                                 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
+
+static PyTypeObject ScannedType;
+
+/* -- tokens ------------------------------------------------------------------------------- */
+
+static inline const char *skip_ws(const char *p, const char *end) {
+    while (p < end && (*p == ' ' || *p == '\n' || *p == '\r' || *p == '\t'))
+        p++;
+    return p;
+}
+
+/* A string of printable ASCII without escapes: its span (quotes excluded). */
+static int plain_string(const char **pp, const char *end, Span *out) {
+    const char *p = *pp;
+    if (p >= end || *p != '"')
+        return DECLINE;
+    const char *start = ++p;
+    while (p < end) {
+        unsigned char c = (unsigned char)*p;
+        if (c == '"') {
+            out->s = start;
+            out->n = p - start;
+            *pp = p + 1;
+            return OK;
+        }
+        if (c < 0x20 || c >= 0x7f || c == '\\')
+            return DECLINE;
+        p++;
+    }
+    return DECLINE;
+}
+
+static int hex4(const char *p, const char *end, unsigned *out) {
+    unsigned v = 0;
+    if (end - p < 4)
+        return DECLINE;
+    for (int i = 0; i < 4; i++) {
+        char c = p[i];
+        v <<= 4;
+        if (c >= '0' && c <= '9')
+            v |= (unsigned)(c - '0');
+        else if (c >= 'a' && c <= 'f')
+            v |= (unsigned)(c - 'a' + 10);
+        else if (c >= 'A' && c <= 'F')
+            v |= (unsigned)(c - 'A' + 10);
+        else
+            return DECLINE;
+    }
+    *out = v;
+    return OK;
+}
+
+/* Any JSON string, checked (escapes, strict UTF-8) and measured in code points. */
+static int text_string(const char **pp, const char *end, Py_ssize_t max_chars) {
+    const unsigned char *p = (const unsigned char *)*pp;
+    const unsigned char *e = (const unsigned char *)end;
+    Py_ssize_t chars = 0;
+    if (p >= e || *p != '"')
+        return DECLINE;
+    p++;
+    while (p < e) {
+        unsigned c = *p;
+        if (c == '"') {
+            if (chars > max_chars)
+                return DECLINE;
+            *pp = (const char *)(p + 1);
+            return OK;
+        }
+        chars++;
+        if (c < 0x20)
+            return DECLINE;
+        if (c < 0x80) {
+            if (c != '\\') {
+                p++;
+                continue;
+            }
+            if (e - p < 2)
+                return DECLINE;
+            switch (p[1]) {
+            case '"': case '\\': case '/': case 'b': case 'f': case 'n': case 'r': case 't':
+                p += 2;
+                continue;
+            case 'u': {
+                unsigned u, low;
+                if (hex4((const char *)p + 2, end, &u))
+                    return DECLINE;
+                p += 6;
+                if (u >= 0xDC00 && u <= 0xDFFF)
+                    return DECLINE; /* a lone low surrogate */
+                if (u >= 0xD800 && u <= 0xDBFF) {
+                    if (e - p < 6 || p[0] != '\\' || p[1] != 'u' ||
+                        hex4((const char *)p + 2, end, &low) || low < 0xDC00 || low > 0xDFFF)
+                        return DECLINE;
+                    p += 6;
+                }
+                continue;
+            }
+            default:
+                return DECLINE;
+            }
+        }
+        /* strict UTF-8: no overlong forms, no surrogates, nothing above U+10FFFF */
+        if (c >= 0xC2 && c <= 0xDF) {
+            if (e - p < 2 || (p[1] & 0xC0) != 0x80)
+                return DECLINE;
+            p += 2;
+        } else if (c >= 0xE0 && c <= 0xEF) {
+            if (e - p < 3 || (p[1] & 0xC0) != 0x80 || (p[2] & 0xC0) != 0x80)
+                return DECLINE;
+            if ((c == 0xE0 && p[1] < 0xA0) || (c == 0xED && p[1] >= 0xA0))
+                return DECLINE;
+            p += 3;
+        } else if (c >= 0xF0 && c <= 0xF4) {
+            if (e - p < 4 || (p[1] & 0xC0) != 0x80 || (p[2] & 0xC0) != 0x80 ||
+                (p[3] & 0xC0) != 0x80)
+                return DECLINE;
+            if ((c == 0xF0 && p[1] < 0x90) || (c == 0xF4 && p[1] >= 0x90))
+                return DECLINE;
+            p += 4;
+        } else {
+            return DECLINE;
+        }
+    }
+    return DECLINE;
+}
+
+/* A JSON number as a finite double (see the header for the conversions). */
+static int number(const char **pp, const char *end, double *out) {
+    const char *p = *pp, *start = p;
+    int negative = 0, is_int = 1;
+    uint64_t mantissa = 0;
+    int digits = 0;      /* significant digits taken into the mantissa */
+    int dropped = 0;     /* significant digits beyond 19 (the value then goes the slow way) */
+    long exp10 = 0;      /* decimal exponent of the mantissa */
+    if (p < end && *p == '-') {
+        negative = 1;
+        p++;
+    }
+    if (p >= end)
+        return DECLINE;
+    if (*p == '0') {
+        p++;
+    } else if (*p >= '1' && *p <= '9') {
+        while (p < end && *p >= '0' && *p <= '9') {
+            if (digits < 19) {
+                mantissa = mantissa * 10 + (uint64_t)(*p - '0');
+                digits++;
+            } else {
+                dropped++;
+                exp10++;
+            }
+            p++;
+        }
+    } else {
+        return DECLINE;
+    }
+    if (p < end && *p == '.') {
+        is_int = 0;
+        p++;
+        if (p >= end || *p < '0' || *p > '9')
+            return DECLINE;
+        while (p < end && *p >= '0' && *p <= '9') {
+            if (mantissa == 0 && *p == '0') {
+                exp10--; /* leading zeros of the fraction are not significant */
+            } else if (digits < 19) {
+                mantissa = mantissa * 10 + (uint64_t)(*p - '0');
+                digits++;
+                exp10--;
+            } else {
+                dropped++;
+            }
+            p++;
+        }
+    }
+    if (p < end && (*p == 'e' || *p == 'E')) {
+        long e = 0;
+        int e_negative = 0;
+        is_int = 0;
+        p++;
+        if (p < end && (*p == '+' || *p == '-')) {
+            e_negative = *p == '-';
+            p++;
+        }
+        if (p >= end || *p < '0' || *p > '9')
+            return DECLINE;
+        while (p < end && *p >= '0' && *p <= '9') {
+            if (e < 100000)
+                e = e * 10 + (*p - '0');
+            p++;
+        }
+        exp10 += e_negative ? -e : e;
+    }
+    *pp = p;
+    if (is_int) {
+        if (digits + dropped > 18)
+            return DECLINE;
+        *out = negative ? -(double)(int64_t)mantissa : (double)mantissa;
+        if (*out == 0.0)
+            *out = 0.0; /* an integer has no sign of zero */
+        return OK;
+    }
+    if (mantissa == 0 && dropped == 0) {
+        *out = negative ? -0.0 : 0.0;
+        return OK;
+    }
+    if (FAST_DOUBLES && dropped == 0 && mantissa <= (UINT64_C(1) << 53) && exp10 >= -22 &&
+        exp10 <= 22) {
+        double v = (double)mantissa;
+        v = exp10 < 0 ? v / POW10[-exp10] : v * POW10[exp10];
+        *out = negative ? -v : v;
+        return OK;
+    }
+    char buffer[64];
+    Py_ssize_t n = p - start;
+    if (n >= (Py_ssize_t)sizeof buffer)
+        return DECLINE;
+    memcpy(buffer, start, (size_t)n);
+    buffer[n] = '\0';
+    char *stop = NULL;
+    double v = PyOS_string_to_double(buffer, &stop, NULL);
+    if (v == -1.0 && PyErr_Occurred()) {
+        PyErr_Clear();
+        return DECLINE;
+    }
+    if (stop != buffer + n || !isfinite(v))
+        return DECLINE;
+    *out = v;
+    return OK;
+}
+
+static inline int literal_null(const char **pp, const char *end) {
+    const char *p = *pp;
+    if (end - p >= 4 && memcmp(p, "null", 4) == 0) {
+        *pp = p + 4;
+        return 1;
+    }
+    return 0;
+}
+
+static inline int key_is(Span key, const char *name, Py_ssize_t n) {
+    return key.n == n && memcmp(key.s, name, (size_t)n) == 0;
+}
+
+#define KEY(k, lit) key_is((k), (lit), (Py_ssize_t)(sizeof(lit) - 1))
+
+/* A number, or null when `nullable` (then *out is NaN and *given 0). */
+static int optional_number(const char **pp, const char *end, double lo, double hi, int hi_open,
+                           double *out, int *given) {
+    if (literal_null(pp, end)) {
+        *out = NAN;
+        *given = 0;
+        return OK;
+    }
+    if (number(pp, end, out))
+        return DECLINE;
+    if (!(*out >= lo) || (hi_open ? !(*out < hi) : !(*out <= hi)))
+        return DECLINE;
+    *given = 1;
+    return OK;
+}
+
+/* -- objects ------------------------------------------------------------------------------ */
+
+enum { F_DOC_ID = 1, F_SCORE = 2, F_T_DOC = 4, F_REL = 8 };
+
+/* One result (`is_qrel` 0) or qrel (1) object. */
+static int item(const char **pp, const char *end, const Bounds *b, int is_qrel, Item *out) {
+    const char *p = skip_ws(*pp, end);
+    unsigned seen = 0;
+    out->t_doc = NAN;
+    out->rel = NAN;
+    out->has_rel = 0;
+    out->has_t_doc = 0;
+    if (p >= end || *p != '{')
+        return DECLINE;
+    p = skip_ws(p + 1, end);
+    if (p < end && *p == '}')
+        return DECLINE; /* doc_id is required */
+    for (;;) {
+        Span key;
+        unsigned flag;
+        if (plain_string(&p, end, &key))
+            return DECLINE;
+        p = skip_ws(p, end);
+        if (p >= end || *p != ':')
+            return DECLINE;
+        p = skip_ws(p + 1, end);
+        if (KEY(key, "doc_id")) {
+            flag = F_DOC_ID;
+            if (plain_string(&p, end, &out->id) || out->id.n < 1 || out->id.n > b->max_id)
+                return DECLINE;
+        } else if (KEY(key, "t_doc")) {
+            flag = F_T_DOC;
+            if (optional_number(&p, end, b->min_doc_ts, b->max_ts, 1, &out->t_doc,
+                                &out->has_t_doc))
+                return DECLINE;
+        } else if (KEY(key, "rel")) {
+            flag = F_REL;
+            if (optional_number(&p, end, -b->max_abs_rel, b->max_abs_rel, 0, &out->rel,
+                                &out->has_rel))
+                return DECLINE;
+            if (is_qrel && !out->has_rel)
+                return DECLINE; /* a qrel's rel is required and not nullable */
+        } else if (!is_qrel && KEY(key, "score")) {
+            double score;
+            int given;
+            flag = F_SCORE;
+            if (optional_number(&p, end, -INFINITY, INFINITY, 0, &score, &given))
+                return DECLINE;
+        } else {
+            return DECLINE;
+        }
+        if (seen & flag)
+            return DECLINE;
+        seen |= flag;
+        p = skip_ws(p, end);
+        if (p < end && *p == ',') {
+            p = skip_ws(p + 1, end);
+            continue;
+        }
+        if (p < end && *p == '}')
+            break;
+        return DECLINE;
+    }
+    if (!(seen & F_DOC_ID) || (is_qrel && !(seen & F_REL)))
+        return DECLINE;
+    *pp = p + 1;
+    return OK;
+}
+
+static int grow(Item **items, Py_ssize_t *cap, Py_ssize_t need) {
+    if (need <= *cap)
+        return OK;
+    Py_ssize_t size = *cap ? *cap : 64;
+    while (size < need)
+        size *= 2;
+    Item *bigger = PyMem_Realloc(*items, (size_t)size * sizeof(Item));
+    if (bigger == NULL)
+        return NOMEM;
+    *items = bigger;
+    *cap = size;
+    return OK;
+}
+
+/* A list of result or qrel objects into `*items` (grown as needed); `*count` items. */
+static int item_list(const char **pp, const char *end, const Bounds *b, int is_qrel,
+                     Py_ssize_t max_items, Item **items, Py_ssize_t *cap, Py_ssize_t *count) {
+    const char *p = *pp;
+    Py_ssize_t n = 0;
+    if (p >= end || *p != '[')
+        return DECLINE;
+    p = skip_ws(p + 1, end);
+    if (p < end && *p == ']') {
+        *pp = p + 1;
+        *count = 0;
+        return OK;
+    }
+    for (;;) {
+        int rc;
+        if (n >= max_items)
+            return DECLINE;
+        if ((rc = grow(items, cap, n + 1)) != OK)
+            return rc;
+        if (item(&p, end, b, is_qrel, &(*items)[n]))
+            return DECLINE;
+        n++;
+        p = skip_ws(p, end);
+        if (p < end && *p == ',') {
+            p++;
+            continue;
+        }
+        if (p < end && *p == ']')
+            break;
+        return DECLINE;
+    }
+    *pp = p + 1;
+    *count = n;
+    return OK;
+}
+
+static int labels_object(const char **pp, const char *end, const Bounds *b, Event *ev) {
+    const char *p = *pp;
+    Py_ssize_t n = 0;
+    if (p >= end || *p != '{')
+        return DECLINE;
+    p = skip_ws(p + 1, end);
+    if (p < end && *p == '}') {
+        *pp = p + 1;
+        ev->labels = 0;
+        return OK;
+    }
+    for (;;) {
+        Span key, value;
+        if (n >= b->max_labels || n >= 64)
+            return DECLINE;
+        if (plain_string(&p, end, &key) || key.n < 1 || key.n > b->max_label)
+            return DECLINE;
+        for (Py_ssize_t i = 0; i < n; i++)
+            if (ev->label_keys[i].n == key.n && memcmp(ev->label_keys[i].s, key.s, (size_t)key.n) == 0)
+                return DECLINE; /* a repeated label key */
+        p = skip_ws(p, end);
+        if (p >= end || *p != ':')
+            return DECLINE;
+        p = skip_ws(p + 1, end);
+        if (plain_string(&p, end, &value) || value.n > b->max_label)
+            return DECLINE;
+        ev->label_keys[n] = key;
+        ev->label_values[n] = value;
+        n++;
+        p = skip_ws(p, end);
+        if (p < end && *p == ',') {
+            p = skip_ws(p + 1, end);
+            continue;
+        }
+        if (p < end && *p == '}')
+            break;
+        return DECLINE;
+    }
+    *pp = p + 1;
+    ev->labels = n;
+    return OK;
+}
+
+enum {
+    T_TYPE = 1, T_QUERY_ID = 2, T_TS = 4, T_LABELS = 8, T_QUERY = 16, T_RESULTS = 32,
+    T_QRELS = 64
+};
+#define T_REQUIRED (T_TYPE | T_QUERY_ID | T_TS | T_RESULTS)
+
+/* The whole message: validates it and fills `ev` and the scratch items. */
+static int event(const char *p, const char *end, const Bounds *b, Event *ev, Scratch *s) {
+    unsigned seen = 0;
+    int rc;
+    ev->labels = 0;
+    ev->docs = ev->qrels = 0;
+    ev->has_qrels = 0;
+    p = skip_ws(p, end);
+    if (p >= end || *p != '{')
+        return DECLINE;
+    p = skip_ws(p + 1, end);
+    for (;;) {
+        Span key;
+        unsigned flag;
+        if (plain_string(&p, end, &key))
+            return DECLINE;
+        p = skip_ws(p, end);
+        if (p >= end || *p != ':')
+            return DECLINE;
+        p = skip_ws(p + 1, end);
+        if (KEY(key, "type")) {
+            Span value;
+            flag = T_TYPE;
+            if (plain_string(&p, end, &value) || !KEY(value, "retrieval"))
+                return DECLINE;
+        } else if (KEY(key, "query_id")) {
+            flag = T_QUERY_ID;
+            if (plain_string(&p, end, &ev->query_id) || ev->query_id.n < 1 ||
+                ev->query_id.n > b->max_id)
+                return DECLINE;
+        } else if (KEY(key, "ts")) {
+            flag = T_TS;
+            if (number(&p, end, &ev->ts) || !(ev->ts >= b->min_event_ts) || !(ev->ts < b->max_ts))
+                return DECLINE;
+        } else if (KEY(key, "labels")) {
+            flag = T_LABELS;
+            if (labels_object(&p, end, b, ev))
+                return DECLINE;
+        } else if (KEY(key, "query")) {
+            flag = T_QUERY;
+            if (!literal_null(&p, end) && text_string(&p, end, b->max_text))
+                return DECLINE;
+        } else if (KEY(key, "results")) {
+            flag = T_RESULTS;
+            if ((rc = item_list(&p, end, b, 0, b->max_results, &s->docs, &s->docs_cap,
+                                &ev->docs)) != OK)
+                return rc;
+        } else if (KEY(key, "qrels")) {
+            flag = T_QRELS;
+            if (!literal_null(&p, end)) {
+                if ((rc = item_list(&p, end, b, 1, b->max_qrels, &s->qrels, &s->qrels_cap,
+                                    &ev->qrels)) != OK)
+                    return rc;
+                ev->has_qrels = 1;
+            }
+        } else {
+            return DECLINE;
+        }
+        if (seen & flag)
+            return DECLINE;
+        seen |= flag;
+        p = skip_ws(p, end);
+        if (p < end && *p == ',') {
+            p = skip_ws(p + 1, end);
+            continue;
+        }
+        if (p < end && *p == '}')
+            break;
+        return DECLINE;
+    }
+    if ((seen & T_REQUIRED) != T_REQUIRED)
+        return DECLINE;
+    p = skip_ws(p + 1, end);
+    return p == end ? OK : DECLINE;
+}
+
+/* -- repeats ------------------------------------------------------------------------------ */
+
+static inline uint32_t hash_span(Span id) {
+    uint32_t h = 2166136261u; /* FNV-1a */
+    for (Py_ssize_t i = 0; i < id.n; i++)
+        h = (h ^ (unsigned char)id.s[i]) * 16777619u;
+    return h;
+}
+
+/* 1 when a document id appears twice in the results, 0 if not, NOMEM. */
+static int has_repeats(const Item *docs, Py_ssize_t n, Scratch *s) {
+    if (n < 2)
+        return 0;
+    Py_ssize_t cap = 16;
+    while (cap < 2 * n)
+        cap *= 2;
+    if (cap > s->table_cap) {
+        uint32_t *bigger = PyMem_Realloc(s->table, (size_t)cap * sizeof(uint32_t));
+        if (bigger == NULL)
+            return NOMEM;
+        s->table = bigger;
+        s->table_cap = cap;
+    }
+    memset(s->table, 0, (size_t)cap * sizeof(uint32_t)); /* slot = index + 1 */
+    for (Py_ssize_t i = 0; i < n; i++) {
+        Span id = docs[i].id;
+        size_t slot = hash_span(id) & (size_t)(cap - 1);
+        while (s->table[slot]) {
+            Span other = docs[s->table[slot] - 1].id;
+            if (other.n == id.n && memcmp(other.s, id.s, (size_t)id.n) == 0)
+                return 1;
+            slot = (slot + 1) & (size_t)(cap - 1);
+        }
+        s->table[slot] = (uint32_t)(i + 1);
+    }
+    return 0;
+}
+
+/* -- values ------------------------------------------------------------------------------- */
+
+static PyObject *ascii(Span span) {
+    PyObject *text = PyUnicode_New(span.n, 127);
+    if (text != NULL)
+        memcpy(PyUnicode_DATA(text), span.s, (size_t)span.n);
+    return text;
+}
+
+static PyObject *optional_float(int given, double value) {
+    if (given)
+        return PyFloat_FromDouble(value);
+    Py_RETURN_NONE;
+}
+
+static PyObject *label_tuple(const Item *items, Py_ssize_t n, int only_rel) {
+    Py_ssize_t count = 0;
+    for (Py_ssize_t i = 0; i < n; i++)
+        count += !only_rel || items[i].has_rel;
+    if (count == 0)
+        Py_RETURN_NONE;
+    PyObject *out = PyTuple_New(count);
+    if (out == NULL)
+        return NULL;
+    for (Py_ssize_t i = 0, j = 0; i < n; i++) {
+        const Item *it = &items[i];
+        if (only_rel && !it->has_rel)
+            continue;
+        PyObject *row = Py_BuildValue("(NdN)", ascii(it->id), it->rel,
+                                      optional_float(it->has_t_doc, it->t_doc));
+        if (row == NULL) {
+            Py_DECREF(out);
+            return NULL;
+        }
+        PyTuple_SET_ITEM(out, j++, row);
+    }
+    return out;
+}
+
+static PyObject *doubles(const Item *docs, Py_ssize_t n) {
+    PyObject *out = PyBytes_FromStringAndSize(NULL, n * (Py_ssize_t)sizeof(double));
+    if (out == NULL)
+        return NULL;
+    double *dst = (double *)PyBytes_AS_STRING(out);
+    for (Py_ssize_t i = 0; i < n; i++)
+        dst[i] = docs[i].t_doc;
+    return out;
+}
+
+static PyObject *record(const Event *ev, const Scratch *s, Py_ssize_t top, int want_labels) {
+    PyObject *rec = PyStructSequence_New(&ScannedType);
+    if (rec == NULL)
+        return NULL;
+    Py_ssize_t n = ev->docs;
+    int any_rel = 0;
+    for (Py_ssize_t i = 0; i < n && !any_rel; i++)
+        any_rel = s->docs[i].has_rel;
+    int labeled = any_rel || ev->qrels > 0;
+    PyObject *items[8] = {NULL};
+    items[0] = ascii(ev->query_id);
+    items[1] = PyFloat_FromDouble(ev->ts);
+    if (want_labels) {
+        items[2] = PyDict_New();
+        for (Py_ssize_t i = 0; items[2] != NULL && i < ev->labels; i++) {
+            PyObject *k = ascii(ev->label_keys[i]), *v = ascii(ev->label_values[i]);
+            if (k == NULL || v == NULL || PyDict_SetItem(items[2], k, v) < 0)
+                Py_CLEAR(items[2]);
+            Py_XDECREF(k);
+            Py_XDECREF(v);
+        }
+    } else {
+        items[2] = Py_NewRef(Py_None);
+    }
+    items[3] = doubles(s->docs, n < top ? n : top);
+    if (labeled) {
+        items[4] = PyTuple_New(n);
+        for (Py_ssize_t i = 0; items[4] != NULL && i < n; i++) {
+            PyObject *id = ascii(s->docs[i].id);
+            if (id == NULL)
+                Py_CLEAR(items[4]);
+            else
+                PyTuple_SET_ITEM(items[4], i, id);
+        }
+        items[5] = doubles(s->docs, n);
+    } else {
+        items[4] = Py_NewRef(Py_None);
+        items[5] = Py_NewRef(Py_None);
+    }
+    items[6] = label_tuple(s->qrels, ev->qrels, 0);
+    items[7] = label_tuple(s->docs, n, 1);
+    for (int i = 0; i < 8; i++) {
+        if (items[i] == NULL) {
+            for (int j = 0; j < 8; j++)
+                Py_XDECREF(items[j]);
+            Py_DECREF(rec);
+            return NULL;
+        }
+    }
+    for (int i = 0; i < 8; i++)
+        PyStructSequence_SET_ITEM(rec, i, items[i]);
+    return rec;
+}
+
+/* -- the module --------------------------------------------------------------------------- */
+
+static PyObject *scan(PyObject *module, PyObject *args) {
+    PyObject *values, *bounds_tuple;
+    Py_ssize_t top;
+    int want_labels;
+    Bounds b;
+    (void)module;
+    if (!PyArg_ParseTuple(args, "OOnp", &values, &bounds_tuple, &top, &want_labels))
+        return NULL;
+    if (!PyArg_ParseTuple(bounds_tuple, "nnnnnnndddd;bounds: 7 ints and 4 floats", &b.max_bytes,
+                          &b.max_results, &b.max_qrels, &b.max_text, &b.max_id, &b.max_labels,
+                          &b.max_label, &b.min_event_ts, &b.min_doc_ts, &b.max_ts,
+                          &b.max_abs_rel))
+        return NULL;
+    if (top < 0) {
+        PyErr_SetString(PyExc_ValueError, "top must be >= 0");
+        return NULL;
+    }
+    PyObject *seq = PySequence_Fast(values, "values must be a sequence");
+    if (seq == NULL)
+        return NULL;
+    Py_ssize_t count = PySequence_Fast_GET_SIZE(seq);
+    PyObject *out = PyList_New(count);
+    Scratch s = {0};
+    Event ev;
+    if (out == NULL)
+        goto fail;
+    for (Py_ssize_t i = 0; i < count; i++) {
+        PyObject *value = PySequence_Fast_GET_ITEM(seq, i);
+        PyObject *item = NULL;
+        if (PyBytes_Check(value) && PyBytes_GET_SIZE(value) > 0 &&
+            PyBytes_GET_SIZE(value) <= b.max_bytes) {
+            const char *data = PyBytes_AS_STRING(value);
+            int rc = event(data, data + PyBytes_GET_SIZE(value), &b, &ev, &s);
+            if (rc == OK) {
+                rc = has_repeats(s.docs, ev.docs, &s);
+                if (rc == 0) {
+                    item = record(&ev, &s, top, want_labels);
+                    if (item == NULL)
+                        goto fail;
+                }
+            }
+            if (rc == NOMEM) {
+                PyErr_NoMemory();
+                goto fail;
+            }
+        }
+        PyList_SET_ITEM(out, i, item != NULL ? item : Py_NewRef(Py_None));
+    }
+    PyMem_Free(s.docs);
+    PyMem_Free(s.qrels);
+    PyMem_Free(s.table);
+    Py_DECREF(seq);
+    return out;
+fail:
+    PyMem_Free(s.docs);
+    PyMem_Free(s.qrels);
+    PyMem_Free(s.table);
+    Py_DECREF(seq);
+    Py_XDECREF(out);
+    return NULL;
+}
+
+static PyStructSequence_Field scanned_fields[] = {
+    {"query_id", "the event's query id"},
+    {"ts", "the event's time (Unix seconds)"},
+    {"labels", "the event's labels, or None when not asked for"},
+    {"top", "raw t_doc of the leading documents as C doubles (NaN: none)"},
+    {"ids", "every document id, when the event carries a label"},
+    {"times", "with ids: every document's raw t_doc as C doubles"},
+    {"qrels", "(doc_id, rel, t_doc) per qrel, or None"},
+    {"inline", "(doc_id, rel, t_doc) per result with a rel, or None"},
+    {NULL, NULL},
+};
+
+static PyStructSequence_Desc scanned_desc = {
+    "ragstream.events._scan.Scanned",
+    "A retrieval event the compiled scanner accepted.",
+    scanned_fields,
+    8,
+};
+
+static PyMethodDef methods[] = {
+    {"scan", scan, METH_VARARGS,
+     "scan(values, bounds, top, want_labels) -> list of Scanned or None, one per value"},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module_def = {
+    PyModuleDef_HEAD_INIT, "ragstream.events._scan",
+    "The compiled first pass over retrieval events (see ragstream.events.scan).", -1, methods,
+};
+
+PyMODINIT_FUNC PyInit__scan(void) {
+    PyObject *module = PyModule_Create(&module_def);
+    if (module == NULL)
+        return NULL;
+    if (ScannedType.tp_name == NULL && PyStructSequence_InitType2(&ScannedType, &scanned_desc) < 0) {
+        Py_DECREF(module);
+        return NULL;
+    }
+    Py_INCREF(&ScannedType);
+    if (PyModule_AddObject(module, "Scanned", (PyObject *)&ScannedType) < 0) {
+        Py_DECREF(&ScannedType);
+        Py_DECREF(module);
+        return NULL;
+    }
+    return module;
+}

@@ -1,0 +1,41 @@
+from collections.abc import Sequence
+
+class Scanned(tuple[object, ...]):
+    """A retrieval event the compiled scanner accepted (a struct sequence)."""
+
+    @property
+    def query_id(self) -> str: ...
+    @property
+    def ts(self) -> float: ...
+    @property
+    def labels(self) -> dict[str, str] | None:
+        """The event's labels ({} when absent); None unless asked for (`want_labels`)."""
+    @property
+    def top(self) -> bytes:
+        """The raw `t_doc` of the first min(top, len(results)) documents as C doubles
+        (native order), NaN where the document has none (absent or null)."""
+    @property
+    def ids(self) -> tuple[str, ...] | None:
+        """Every document id of the ranking, in order, when the event carries a label
+        (non-empty qrels, or a result with a non-null rel); else None."""
+    @property
+    def times(self) -> bytes | None:
+        """With `ids`: every document's raw `t_doc` as C doubles (NaN where none)."""
+    @property
+    def qrels(self) -> tuple[tuple[str, float, float | None], ...] | None:
+        """(doc_id, rel, t_doc) per qrel in order; None when qrels are absent, null or []."""
+    @property
+    def inline(self) -> tuple[tuple[str, float, float | None], ...] | None:
+        """(doc_id, rel, t_doc) per result whose rel is not null, in order; else None."""
+
+def scan(
+    values: Sequence[bytes | bytearray | None],
+    bounds: tuple[int, int, int, int, int, int, int, float, float, float, float],
+    top: int,
+    want_labels: bool,
+) -> list[Scanned | None]:
+    """One item per value: a `Scanned` for a retrieval event of the common shape that
+    msgspec's `DecodedRetrieval` would accept with the same values, else None (declined:
+    the caller decodes it the usual way). `bounds`: (max_message_bytes, max_results,
+    max_qrels, max_text_chars, max_id_chars, max_labels, max_label_chars, min_event_ts,
+    min_doc_ts, max_ts, max_abs_rel)."""

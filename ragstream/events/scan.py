@@ -1,0 +1,72 @@
+"""The compiled first pass over retrieval events (`ragstream.events._scan`), when built.
+
+Most messages on a retrieval topic have one shape: a retrieval event with plain ids, a few
+labels and tens of ranked documents. For those, `scan_retrievals` validates the message as
+msgspec's `DecodedRetrieval` would and returns only what the engine reads at opening -- the
+query id, the time, the labels, the times of the top documents, and the ranking and labels
+when the event carries labels -- as one small `Scanned` record instead of a Struct per
+document. Everything else is declined (None), and the caller decodes it the usual way:
+
+- another event type, a field the schema does not know (tolerated, but not scanned), a key
+  given twice, a repeated document id;
+- an escape or non-ASCII byte in an id, label or key (free text may have both);
+- an RFC 3339 time; a number that is not finite as a double, an integer of more than 18
+  digits; a message that is not `bytes`.
+
+Declining is always safe: whatever the scanner accepts, msgspec accepts with the same
+values (the differential tests compare both on generated and mutated messages), so counts,
+reasons and values do not depend on which path read a message. Without a C compiler at
+install time the module is absent and every message takes the msgspec path.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from ragstream.events.limits import Limits
+from ragstream.events.models import MAX_ABS_REL
+from ragstream.events.timestamps import MAX_TS, MIN_DOC_TS, MIN_EVENT_TS
+
+try:
+    from ragstream.events._scan import Scanned, scan
+except ImportError:  # pragma: no cover - built by every install with a C compiler
+    AVAILABLE = False
+    Scanned = tuple  # type: ignore[misc,assignment]
+else:
+    AVAILABLE = True
+
+__all__ = ["AVAILABLE", "Scanned", "bounds_of", "scan_retrievals"]
+
+Bounds = tuple[int, int, int, int, int, int, int, float, float, float, float]
+
+
+def bounds_of(limits: Limits) -> Bounds:
+    """The scanner's bounds: the limits, then the schema's time and grade bounds."""
+    return (
+        limits.max_message_bytes,
+        limits.max_results,
+        limits.max_qrels,
+        limits.max_text_chars,
+        limits.max_id_chars,
+        limits.max_labels,
+        limits.max_label_chars,
+        MIN_EVENT_TS,
+        MIN_DOC_TS,
+        MAX_TS,
+        MAX_ABS_REL,
+    )
+
+
+def scan_retrievals(
+    values: Sequence[bytes | bytearray | None],
+    bounds: Bounds,
+    *,
+    top: int = 10,
+    want_labels: bool = True,
+) -> list[Scanned | None]:
+    """A `Scanned` per retrieval event of the common shape, None for every other value
+    (all None when the scanner is not built). `top`: how many leading document times to
+    keep; `want_labels`: whether to build the labels dict (validated either way)."""
+    if not AVAILABLE:
+        return [None] * len(values)
+    return scan(values, bounds, top, want_labels)

@@ -1,0 +1,208 @@
+"""The engine with the compiled scanner against the engine with msgspec alone.
+
+Both read the same batches; after every batch their whole state (windows, open queries
+with their contributions, counters) and what the batch reported (invalid messages with
+their reasons, answers, final queries) must be equal, whatever the traffic: several label
+sets, probes with qrels, inline labels, late and early feedback, answers, duplicates,
+repeated documents, RFC 3339 times, unknown fields and malformed messages.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from ragstream.events.limits import DEFAULT_LIMITS
+from ragstream.events.scan import AVAILABLE, bounds_of, scan_retrievals
+from ragstream.pipeline.engine import BatchReport, Engine, EngineConfig
+from ragstream.pipeline.scoring import MetricLayout
+from ragstream.sources.base import Message
+from ragstream.sources.synthetic import SyntheticConfig, SyntheticTraffic
+
+pytestmark = pytest.mark.skipif(not AVAILABLE, reason="the compiled scanner is not built")
+
+WALL = 1_900_000_000.0
+
+
+def _config(scan: bool, **options: Any) -> EngineConfig:
+    base: dict[str, Any] = {
+        "layout": MetricLayout(cutoffs=(1, 3, 10), half_lives=(3600.0,)),
+        "windows": (60.0, 600.0),
+        "buckets": 12,
+        "clock": "event",
+        "label_ttl": 120.0,
+    }
+    return EngineConfig(**{**base, **options}, scan=scan)
+
+
+def _twist(value: bytes, rng: random.Random) -> bytes:
+    """Variants the scanner declines or must read right: repeats, inline labels, text
+    times, unknown fields, spacing, truncation, a feedback type on a retrieval body."""
+    event = json.loads(value)
+    roll = rng.random()
+    if event.get("type") != "retrieval" or roll > 0.5:
+        return value
+    results = event["results"]
+    if roll < 0.05 and results:
+        results.append(dict(results[0]))  # a repeated document
+    elif roll < 0.1 and results:
+        results[min(2, len(results) - 1)]["rel"] = 2  # an inline label
+        results[0]["rel"] = None
+    elif roll < 0.15:
+        event["ts"] = "2030-01-01T00:00:00.5+01:00"  # RFC 3339
+    elif roll < 0.2:
+        event["extra"] = {"nested": [1, 2.5, None]}  # tolerated, declined by the scanner
+    elif roll < 0.25 and results:
+        results[-1].pop("t_doc", None)
+        results[0]["t_doc"] = None
+    elif roll < 0.3:
+        return json.dumps(event, indent=1).encode()  # other spacing
+    elif roll < 0.35:
+        return value[: len(value) // 2]  # truncated: invalid
+    elif roll < 0.4:
+        event["qrels"] = [{"doc_id": "unranked", "rel": 1}, *event.get("qrels", [])]
+    elif roll < 0.45:
+        event["query_id"] = ""  # invalid: too short
+    else:
+        event["labels"] = {"app": "x" * 300}  # invalid: label too long
+    return json.dumps(event, separators=(",", ":")).encode()
+
+
+def _stream(n: int, seed: int) -> list[Message]:
+    rng = random.Random(seed)
+    traffic = SyntheticTraffic(SyntheticConfig(seed=seed, rate=5.0, drift_at=60.0))
+    out: list[Message] = []
+    for i, event in enumerate(traffic.take(n)):
+        value = _twist(event.value, rng)
+        out.append(Message(value, partition=int(event.key[-1]) % 3, offset=i))
+        if rng.random() < 0.02 and out:  # a duplicate delivery
+            out.append(Message(value, partition=out[-1].partition, offset=i))
+    return out
+
+
+def _report(report: BatchReport, engine: Engine) -> Any:
+    final = [
+        (q.query_id, q.labelset, q.labels, q.label_times, _row(q.contribution))
+        for q in report.final
+    ]
+    invalid = [(m.offset, e.reason, e.detail) for m, e in report.invalid]
+    answers = [a.query_id for a in report.answers]
+    return invalid, answers, final, engine.snapshot()
+
+
+def _row(row: np.ndarray[Any, Any] | None) -> list[float | None] | None:
+    return None if row is None else [None if v != v else v for v in row.tolist()]
+
+
+def _run_both(messages: list[Message], batch: int, **options: Any) -> int:
+    """Apply `messages` in batches to both engines; compare after each; the number of
+    messages the scanner read."""
+    engines = [Engine(_config(scan, **options), wall=lambda: WALL) for scan in (True, False)]
+    scanned = 0
+    bounds = bounds_of(DEFAULT_LIMITS)
+    for start in range(0, len(messages), batch):
+        part = messages[start : start + batch]
+        scanned += sum(r is not None for r in scan_retrievals([m.value for m in part], bounds))
+        with_scan, without = (_report(e.apply(part), e) for e in engines)
+        assert with_scan == without
+    finals = [_report(BatchReport(final=e.finish()), e) for e in engines]
+    assert finals[0] == finals[1]
+    return scanned
+
+
+@pytest.mark.parametrize(
+    "options",
+    [
+        {},
+        {"label_keys": ("app", "index")},
+        {"clock": "wall", "future_tolerance": 30.0},
+        {"max_open": 50, "label_ttl": 30.0},
+    ],
+    ids=["plain", "label-keys", "wall-clock", "small-caps"],
+)
+def test_scanner_and_msgspec_engines_agree(options: dict[str, Any]) -> None:
+    messages = _stream(1_500, seed=11)
+    scanned = _run_both(messages, 97, **options)
+    retrievals = sum(b'"retrieval"' in m.value for m in messages)
+    assert scanned > retrievals // 3  # the scanner did read most retrieval events
+
+
+@settings(max_examples=15, deadline=None)
+@given(seed=st.integers(0, 10_000), batch=st.integers(1, 300))
+def test_any_stream_and_batching(seed: int, batch: int) -> None:
+    _run_both(_stream(300, seed), batch)
+
+
+def test_late_labels_rebuild_a_released_scanned_query() -> None:
+    """A label after the query was scored: its ranking is decoded again from the message."""
+    retrieval = {
+        "type": "retrieval",
+        "query_id": "q1",
+        "ts": 1_800_000_000.0,
+        "results": [
+            {"doc_id": "a", "t_doc": 1_799_000_000.0},
+            {"doc_id": "b"},
+            {"doc_id": "c", "t_doc": 1_900_000_000.0},
+        ],
+    }
+    feedback = {
+        "type": "feedback",
+        "query_id": "q1",
+        "ts": 1_800_000_010.0,
+        "doc_id": "b",
+        "rel": 1,
+        "source": "click",
+    }
+
+    def message(event: dict[str, Any], offset: int) -> Message:
+        return Message(json.dumps(event).encode(), partition=0, offset=offset)
+
+    engine = Engine(_config(True), wall=lambda: WALL)
+    engine.apply([message(retrieval, 0)])
+    query = engine.find_query("q1")
+    assert query is not None
+    assert not query.labeled
+    engine.apply([message(feedback, 1)])
+    assert query.labels == {"b": 1.0}
+    assert query.doc_ids == ("a", "b", "c")
+    # b has no t_doc: it dates from ts; c is after ts: clamped to ts
+    assert query.doc_times == (1_799_000_000.0, 1_800_000_000.0, 1_800_000_000.0)
+    assert query.contribution is not None
+    rr = engine.unpack(query.contribution).plain[0]
+    assert rr == 0.5  # the relevant document is second
+
+
+def _ages(engine: Engine) -> Callable[[str], float]:
+    def age(query_id: str) -> float:
+        query = engine.find_query(query_id)
+        assert query is not None
+        assert query.contribution is not None
+        return float(engine.unpack(query.contribution).doc_age[0])
+
+    return age
+
+
+def test_document_age_from_the_scanned_times() -> None:
+    """Mean age of the top document at ts, hand-computed: missing and future times count as
+    ts (age 0)."""
+    events = [
+        {"query_id": "old", "results": [{"doc_id": "a", "t_doc": 1_799_999_000.0}]},
+        {"query_id": "none", "results": [{"doc_id": "a"}]},
+        {"query_id": "future", "results": [{"doc_id": "a", "t_doc": 1_800_000_500}]},
+    ]
+    messages = [
+        Message(json.dumps({"type": "retrieval", "ts": 1_800_000_000, **e}).encode(), 0, offset=i)
+        for i, e in enumerate(events)
+    ]
+    assert all(scan_retrievals([m.value for m in messages], bounds_of(DEFAULT_LIMITS)))
+    engine = Engine(_config(True), wall=lambda: WALL)
+    engine.apply(messages)
+    age = _ages(engine)
+    assert (age("old"), age("none"), age("future")) == (1000.0, 0.0, 0.0)
