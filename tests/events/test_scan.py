@@ -1,0 +1,557 @@
+"""The compiled retrieval scanner against msgspec: never more accepting, always the same values.
+
+For every message the scanner either declines (None) or returns a record whose values are
+msgspec's (`fast_decode`, then `decode_event` with the same limits): the query id, the time,
+the labels, the raw `t_doc` of the leading documents, and the ranking, times, qrels and
+inline grades when the event carries labels. Floats compare by repr, so -0.0 and NaN count.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from array import array
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import ragstream.events.scan as scan_module
+from ragstream.events import (
+    DEFAULT_LIMITS,
+    EVENT_ADAPTER,
+    DecodedRetrieval,
+    DecodeError,
+    Limits,
+    RetrievalEvent,
+    decode_event,
+    encode_event,
+    fast_decode,
+    retrieval_event,
+)
+from ragstream.events.scan import AVAILABLE, bounds_of, scan_retrievals
+from ragstream.events.timestamps import MAX_TS, MIN_DOC_TS
+from ragstream.sources.synthetic import SyntheticConfig, SyntheticTraffic
+
+from ._scan_cases import CLEAN, INVALID, UNUSUAL, Case, cases
+
+needs_scan = pytest.mark.skipif(not AVAILABLE, reason="ragstream.events._scan is not built")
+_BOUNDS = bounds_of(DEFAULT_LIMITS)
+_SETTINGS = settings(max_examples=250, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+def _scan(data: Any, limits: Limits = DEFAULT_LIMITS, top: int = 10, labels: bool = True) -> Any:
+    records = scan_retrievals([data], bounds_of(limits), top=top, want_labels=labels)
+    assert len(records) == 1
+    return records[0]
+
+
+def _msgspec(data: bytes | bytearray | None, limits: Limits) -> DecodedRetrieval | None:
+    """msgspec's retrieval event when `decode_event(data, limits)` accepts `data`, else None."""
+    if not data or len(data) > limits.max_message_bytes:
+        return None
+    event = fast_decode(data)
+    if not isinstance(event, DecodedRetrieval):
+        return None
+    try:
+        decode_event(data, limits)
+    except DecodeError:
+        return None
+    return event
+
+
+def _canon(value: Any) -> Any:
+    """Equal means the same types and values (floats by repr, so -0.0 and NaN count)."""
+    if isinstance(value, dict):
+        return ("dict", [(_canon(k), _canon(v)) for k, v in value.items()])
+    if isinstance(value, tuple | list):
+        return (type(value).__name__, [_canon(item) for item in value])
+    if isinstance(value, float):
+        return ("float", repr(value))
+    return (type(value).__name__, value)
+
+
+def _doubles(packed: object) -> list[str]:
+    assert type(packed) is bytes
+    assert len(packed) % 8 == 0
+    return [repr(v) for v in array("d", packed)]
+
+
+def _times(values: list[float | None]) -> list[str]:
+    return [repr(math.nan if v is None else v) for v in values]
+
+
+def _view(record: Any) -> dict[str, Any]:
+    """A scanned record's fields in comparable form."""
+    return {
+        "query_id": _canon(record.query_id),
+        "ts": _canon(record.ts),
+        "labels": _canon(record.labels),
+        "top": _doubles(record.top),
+        "ids": _canon(record.ids),
+        "times": None if record.times is None else _doubles(record.times),
+        "qrels": _canon(record.qrels),
+        "inline": _canon(record.inline),
+    }
+
+
+def _expected(event: DecodedRetrieval, top: int = 10, labels: bool = True) -> dict[str, Any]:
+    """What the scanner must return for msgspec's `event`."""
+    docs = event.results
+    labelled = bool(event.qrels) or any(doc.rel is not None for doc in docs)
+    inline = tuple((d.doc_id, d.rel, d.t_doc) for d in docs if d.rel is not None)
+    qrels = tuple((q.doc_id, q.rel, q.t_doc) for q in event.qrels or ())
+    return {
+        "query_id": _canon(event.query_id),
+        "ts": _canon(event.ts),
+        "labels": _canon(dict(event.labels) if labels else None),
+        "top": _times([doc.t_doc for doc in docs[:top]]),
+        "ids": _canon(tuple(doc.doc_id for doc in docs) if labelled else None),
+        "times": _times([doc.t_doc for doc in docs]) if labelled else None,
+        "qrels": _canon(qrels or None),
+        "inline": _canon(inline or None),
+    }
+
+
+def _check(data: Any, limits: Limits = DEFAULT_LIMITS, top: int = 10, labels: bool = True) -> Any:
+    """Scan `data`; when accepted, msgspec accepts it too, with the record's values."""
+    record = _scan(data, limits, top, labels)
+    if record is not None:
+        event = _msgspec(data if type(data) is bytes else None, limits)
+        assert event is not None, f"the scanner accepted what msgspec rejects: {data[:300]!r}"
+        assert _view(record) == _expected(event, top, labels), data[:300]
+    return record
+
+
+def _accepted(data: bytes, limits: Limits = DEFAULT_LIMITS) -> Any:
+    record = _check(data, limits)
+    assert record is not None, f"declined: {data[:300]!r}"
+    return record
+
+
+# -- the build and the fallback ----------------------------------------------------------
+
+
+def test_the_extension_is_built() -> None:
+    # `pip install -e .` compiles it (setup.py); without it every message takes msgspec.
+    assert AVAILABLE
+
+
+def test_without_the_extension_every_message_is_declined(monkeypatch: pytest.MonkeyPatch) -> None:
+    values: list[bytes | bytearray | None] = [_hand(), None, b"{}"]
+    monkeypatch.setattr(scan_module, "AVAILABLE", False)
+    assert scan_retrievals(values, _BOUNDS) == [None, None, None]
+    assert scan_retrievals([], _BOUNDS) == []
+
+
+# -- hand-computed records ---------------------------------------------------------------
+
+
+def _hand() -> bytes:
+    return (
+        b'{"type": "retrieval", "query_id": "q1", "ts": 1714564800.5,'
+        b' "labels": {"app": "s", "k": ""}, "query": "caf\\u00e9 \\"x\\"",'
+        b' "results": [{"doc_id": "a", "score": 2, "t_doc": 100},'
+        b' {"doc_id": "b", "rel": 1}, {"doc_id": "c", "t_doc": -0.0, "rel": 0, "score": null}],'
+        b' "qrels": [{"doc_id": "z", "rel": 3}, {"doc_id": "a", "rel": -1.5, "t_doc": 7e2}]}'
+    )
+
+
+@needs_scan
+def test_a_record_by_hand() -> None:
+    record = _accepted(_hand())
+    assert record.query_id == "q1"
+    assert repr(record.ts) == "1714564800.5"
+    assert record.labels == {"app": "s", "k": ""}
+    assert _doubles(record.top) == ["100.0", "nan", "-0.0"]
+    assert record.ids == ("a", "b", "c")
+    assert _doubles(record.times) == ["100.0", "nan", "-0.0"]
+    assert _canon(record.qrels) == _canon((("z", 3.0, None), ("a", -1.5, 700.0)))
+    assert _canon(record.inline) == _canon((("b", 1.0, None), ("c", 0.0, -0.0)))
+
+
+@needs_scan
+def test_an_unlabelled_record_by_hand() -> None:
+    # -0.0 is a valid time (>= 0) and keeps its sign; the integer -0 reads as 0.0
+    data = b'{"ts":-0.0,"results":[{"doc_id":"x","t_doc":-0},{"doc_id":"y","t_doc":-1e9}],'
+    data += b'"qrels":[],"type":"retrieval","query_id":"7"}'
+    record = _accepted(data)
+    assert (record.query_id, repr(record.ts), record.labels) == ("7", "-0.0", {})
+    assert _doubles(record.top) == ["0.0", "-1000000000.0"]
+    assert (record.ids, record.times, record.qrels, record.inline) == (None, None, None, None)
+    assert _doubles(_scan(data, top=1).top) == ["0.0"]
+
+
+@needs_scan
+def test_without_labels_and_with_any_top() -> None:
+    full = _view(_scan(_hand()))
+    for top, size in [(0, 0), (1, 1), (3, 3), (4, 3), (1000, 3)]:
+        record = _check(_hand(), top=top, labels=False)
+        assert record.labels is None
+        assert _doubles(record.top) == full["top"][:size]
+        assert {**_view(record), "labels": None, "top": None} == {
+            **full,
+            "labels": None,
+            "top": None,
+        }
+
+
+@needs_scan
+@pytest.mark.parametrize("labels", [b'{"k": 1}', b"null", b'{"": "v"}', b"[]"])
+def test_bad_labels_are_declined_even_when_not_wanted(labels: bytes) -> None:
+    data = b'{"type":"retrieval","query_id":"q","ts":1,"results":[],"labels":' + labels + b"}"
+    assert _msgspec(data, DEFAULT_LIMITS) is None
+    assert _scan(data, labels=False) is None
+
+
+@needs_scan
+def test_a_batch_keeps_length_and_order() -> None:
+    feedback = b'{"type":"feedback","query_id":"q","ts":1,"doc_id":"a","rel":1,"source":"click"}'
+    answer = (
+        b'{"type":"answer","query_id":"q","ts":1,"question":"?","answer":"!",'
+        b'"contexts":[{"text":"t"}]}'
+    )
+    values: list[bytes | bytearray | None] = [None, b"", feedback, answer, b'{"type":', _hand()]
+    records = scan_retrievals(values, _BOUNDS)
+    assert len(records) == len(values)
+    assert records[:5] == [None] * 5
+    assert _view(records[5]) == _expected(_event(_hand()))
+
+
+def _event(data: bytes) -> DecodedRetrieval:
+    event = _msgspec(data, DEFAULT_LIMITS)
+    assert event is not None
+    return event
+
+
+@needs_scan
+def test_what_is_not_bytes_is_declined() -> None:
+    assert _scan(bytearray(_hand())) is None
+    others: list[Any] = [memoryview(_hand()), _hand().decode(), 1]
+    assert scan_retrievals(others, _BOUNDS) == [None, None, None]
+
+
+# -- what is declined --------------------------------------------------------------------
+
+_BASE = b'{"type":"retrieval","query_id":"q","ts":1,"labels":{"k":"v"},"results":[{"doc_id":"a"}]}'
+_DECLINED: dict[str, bytes] = {
+    "unknown key": _BASE[:-1] + b',"extra":1}',
+    "unknown doc key": _BASE.replace(b'"a"}', b'"a","x":[]}'),
+    "repeated key": _BASE[:-1] + b',"ts":2}',
+    "repeated doc key": _BASE.replace(b'"a"}', b'"a","doc_id":"b"}'),
+    "repeated doc_id": _BASE.replace(b'{"doc_id":"a"}', b'{"doc_id":"a"},{"doc_id":"a"}'),
+    "escaped key": _BASE.replace(b'"ts"', b'"\\u0074s"'),
+    "escaped type": _BASE.replace(b'"retrieval"', b'"retrieva\\u006c"'),
+    "escaped query_id": _BASE.replace(b'"q"', b'"\\/q"'),
+    "escaped doc_id": _BASE.replace(b'"a"', b'"a\\n"'),
+    "escaped label key": _BASE.replace(b'"k"', b'"\\u006b"'),
+    "escaped label value": _BASE.replace(b'"v"', b'"\\""'),
+    "non-ASCII query_id": _BASE.replace(b'"q"', '"qé"'.encode()),
+    "non-ASCII doc_id": _BASE.replace(b'"a"', '"文"'.encode()),
+    "non-ASCII label": _BASE.replace(b'"v"', '"😀"'.encode()),
+    "RFC 3339 ts": _BASE.replace(b'"ts":1', b'"ts":"2024-05-01T12:00:00Z"'),
+    "RFC 3339 t_doc": _BASE.replace(b'"a"}', b'"a","t_doc":"1970-01-01T00:00:00+01:00"}'),
+    "RFC 3339 qrel t_doc": _BASE[:-1]
+    + b',"qrels":[{"doc_id":"a","rel":1,"t_doc":"2024-05-01T12:00:00Z"}]}',
+    "19-digit integer": _BASE.replace(b'"a"}', b'"a","score":1234567890123456789}'),
+}
+
+
+@needs_scan
+@pytest.mark.parametrize("data", _DECLINED.values(), ids=_DECLINED)
+def test_documented_declines(data: bytes) -> None:
+    assert _msgspec(data, DEFAULT_LIMITS) is not None  # valid: the caller decodes it
+    assert _scan(data) is None
+    assert _scan(_BASE) is not None
+
+
+@needs_scan
+def test_size_limit_empty_and_none() -> None:
+    assert _scan(_BASE, Limits(max_message_bytes=len(_BASE))) is not None
+    assert _scan(_BASE, Limits(max_message_bytes=len(_BASE) - 1)) is None
+    assert scan_retrievals([None, b"", b" "], _BOUNDS) == [None, None, None]
+
+
+_REJECTED = [
+    _BASE.replace(b"{", b"{\x0c", 1),  # form feed is not JSON whitespace
+    _BASE.replace(b":1", b":\xc2\xa01"),  # nor is a no-break space
+    _BASE.replace(b'"a"}]', b'"a"},]'),
+    _BASE.replace(b'"v"}', b'"v",}'),
+    _BASE.replace(b'"q"', b"'q'"),
+    _BASE.replace(b'"a"}', b'"a","score":NaN}'),
+    _BASE.replace(b'"a"}', b'"a","score":Infinity}'),
+    _BASE.replace(b'"a"}', b'"a","score":1e309}'),
+    _BASE.replace(b'"a"}', b'"a","rel":True}'),
+    _BASE.replace(b'"a"}', b'"a","t_doc":NULL}'),
+    _BASE.replace(b'"a"}', b'"a","score":"1"}'),
+    _BASE.replace(b'"a"}', b'"a","score":01}'),
+    _BASE.replace(b'"a"}', b'"a","score":-}'),
+    _BASE.replace(b'"a"}', b'"a","score":1.}'),
+    _BASE.replace(b'"a"}', b'"a","score":.1}'),
+    _BASE.replace(b'"a"}', b'"a","score":+1}'),
+    _BASE.replace(b'"a"}', b'"a","score":1e}'),
+    _BASE.replace(b'"a"}', b'"a","rel":1e3}'),
+    _BASE.replace(b'"ts":1', b'"ts":-1e-320'),
+    _BASE.replace(b'"ts":1', b'"ts":32503680000'),
+    _BASE.replace(b'"ts":1', b'"ts":1/2'),
+    _BASE.replace(b'"a"', b'""'),
+    _BASE.replace(b'"k"', b'""'),
+    _BASE.replace(b'"v"', b"1"),
+    _BASE.replace(b'"v"', b'"\x01"'),
+    _BASE.replace(b'"q"', b'"q\ttab"'),  # a raw control character
+    _BASE.replace(b'"query_id":"q",', b""),
+    _BASE.replace(b',"results":[{"doc_id":"a"}]', b""),
+    _BASE.replace(b'"type":"retrieval",', b""),
+    _BASE.replace(b'"labels":{"k":"v"}', b'"labels":null'),
+    _BASE[:-1] + b',"query":"\\ud800"}',
+    _BASE[:-1] + b',"query":"\\udc00\\ud800"}',
+    _BASE[:-1] + b',"query":"\\x41"}',
+    _BASE[:-1] + b',"query":"\\u00e"}',
+    _BASE[:-1] + b',"query":"\xed\xa0\x80"}',  # a surrogate in UTF-8
+    _BASE[:-1] + b',"query":"\xc0\xaf"}',  # overlong
+    _BASE[:-1] + b',"query":"\xf4\x90\x80\x80"}',  # above U+10FFFF
+    _BASE[:-1] + b',"query":"\xe2\x82"}',  # cut short
+    _BASE[:-1] + b',"query":1}',
+    _BASE[:-1] + b',"qrels":[{"doc_id":"a"}]}',
+    _BASE[:-1] + b',"qrels":[{"doc_id":"a","rel":null}]}',
+    _BASE[:-1] + b',"qrels":{}}',
+    _BASE + b"x",
+    _BASE + b"{}",
+    _BASE[:-1],
+    b"\xef\xbb\xbf" + _BASE,
+    b"[" + _BASE + b"]",
+]
+
+
+@needs_scan
+@pytest.mark.parametrize("data", _REJECTED, ids=range(len(_REJECTED)))
+def test_what_msgspec_rejects_is_declined(data: bytes) -> None:
+    assert _msgspec(data, DEFAULT_LIMITS) is None
+    assert _scan(data) is None
+
+
+_NUMBERS = [
+    *[b"1", b"-0", b"-0.0", b"0.1", b"1e5", b"1E+05", b"-2.5e-3", b"123.456e-2", b"0e9999"],
+    *[b"123456789012345678", b"-999999999999999999", b"0.30000000000000004", b"1e-7"],
+    *[b"5e-324", b"2.2250738585072011e-308", b"1.7976931348623157e308", b"32503679999.999996"],
+    # rounding: ties, halfway cases and long spellings
+    b"1.7976931348623158e308",
+    b"2.4703282292062327e-324",
+    b"2.4703282292062328e-324",
+    b"9007199254740993",
+    b"9007199254740993.0",
+    b"1.00000000000000011102230246251565404236316680908203125",
+    b"1.00000000000000011102230246251565404236316680908203126",
+    b"0.1000000000000000055511151231257827021181583404541015625",
+    b"1e0000000000000000000000001",
+    b"100000000000000000000000e-20",
+    b"0.00000000000000000000000000000000000000000000001",
+    b"-62135596800.0000000001",
+    b"-62135596800.00000001",
+    b"1e-99999999999",
+    b"-1e-0000000000000000000000000400",
+    b"1." + b"0" * 60 + b"1",  # 63 characters
+    b"1." + b"0" * 61 + b"1",  # 64
+]
+
+
+@needs_scan
+@pytest.mark.parametrize("token", _NUMBERS)
+@pytest.mark.parametrize("field", ["score", "t_doc", "rel", "ts", "qrel"])
+def test_number_spellings(token: bytes, field: str) -> None:
+    if field == "ts":
+        data = _BASE.replace(b'"ts":1', b'"ts":' + token)
+    elif field == "qrel":
+        data = _BASE[:-1] + b',"qrels":[{"doc_id":"z","rel":0,"t_doc":' + token + b"}]}"
+    else:
+        data = _BASE.replace(b'"a"}', b'"a","' + field.encode() + b'":' + token + b"}")
+    record = _check(data)
+    if field == "score" and token in _NUMBERS[:17]:
+        assert record is not None
+
+
+# -- what must be accepted ---------------------------------------------------------------
+
+
+@needs_scan
+def test_every_benchmark_event_is_accepted() -> None:
+    from bench.pipeline_data import DataConfig, blocks  # encodes with orjson (`test` extra)
+
+    values = [value for block in blocks(DataConfig(), 3000) for _, value in block]
+    records = scan_retrievals(values, _BOUNDS, top=10)
+    assert all(record is not None for record in records)
+    for value, record in zip(values, records, strict=True):
+        assert _view(record) == _expected(_event(value))
+    assert sum(record is not None and record.qrels is not None for record in records) > 300
+
+
+def _synthetic() -> list[dict[str, Any]]:
+    traffic = SyntheticTraffic(SyntheticConfig(seed=3, probe_share=0.4, drift_at=5.0))
+    events = [timed.event for timed in traffic.stream(150)]
+    return [event for event in events if event["type"] == "retrieval"]
+
+
+def _encodings(event: dict[str, Any]) -> list[bytes]:
+    """The ways producers write an event: the helpers (pydantic), msgspec, json.dumps."""
+    model = retrieval_event(
+        event["query_id"],
+        event["results"],
+        ts=event["ts"],
+        labels=event["labels"],
+        query=event["query"],
+        qrels=event.get("qrels"),
+    )
+    parsed = EVENT_ADAPTER.validate_json(json.dumps(event))
+    assert isinstance(parsed, RetrievalEvent)
+    decoded = _event(encode_event(parsed))
+    compact = json.dumps(event, separators=(",", ":")).encode()
+    return [encode_event(model), encode_event(decoded), compact, json.dumps(event).encode()]
+
+
+@needs_scan
+def test_every_synthetic_retrieval_is_accepted() -> None:
+    events = _synthetic()
+    assert len(events) == 150
+    assert sum("qrels" in event for event in events) > 20
+    for event in events:
+        for data in _encodings(event):
+            _accepted(data)
+
+
+_COMMON: dict[str, dict[str, Any]] = {
+    "inline rel": {
+        "results": [{"doc_id": "a", "rel": 2}, {"doc_id": "b"}, {"doc_id": "c", "rel": 0}]
+    },
+    "qrels without t_doc": {"results": [{"doc_id": "a"}], "qrels": [{"doc_id": "a", "rel": 1}]},
+    "empty results": {"results": []},
+    "empty results, qrels": {"results": [], "qrels": [{"doc_id": "a", "rel": 1.5}]},
+    "labels": {"labels": {"app": "support", "index": "v7", "e": ""}, "results": [{"doc_id": "a"}]},
+    "nulls": {
+        "results": [{"doc_id": "a", "score": None, "t_doc": None, "rel": None}],
+        "query": None,
+        "qrels": None,
+    },
+    "empty qrels": {"results": [{"doc_id": "a", "rel": None}], "qrels": []},
+    "query text": {
+        "query": 'naïve "q" \\ / \n\t\x00\x1f\u2028 😀 中文',
+        "results": [{"doc_id": "a"}],
+    },
+    "old documents": {
+        "results": [{"doc_id": "a", "t_doc": MIN_DOC_TS}, {"doc_id": "b", "t_doc": -1}]
+    },
+    "latest times": {
+        "ts": math.nextafter(MAX_TS, 0),
+        "results": [{"doc_id": "a", "t_doc": 3.2e10}],
+    },
+    "extreme numbers": {
+        "results": [{"doc_id": "a", "score": -1.7976931348623157e308, "rel": -100}],
+        "qrels": [{"doc_id": "a", "rel": 100, "t_doc": 5e-324}],
+    },
+}
+
+
+@needs_scan
+@pytest.mark.parametrize("ascii_only", [True, False])
+@pytest.mark.parametrize("changes", _COMMON.values(), ids=_COMMON)
+def test_common_shapes_are_accepted(changes: dict[str, Any], ascii_only: bool) -> None:
+    event = {"type": "retrieval", "query_id": "q-1", "ts": 1714564800.25, **changes}
+    _accepted(json.dumps(event, ensure_ascii=ascii_only).encode())
+
+
+def _at_caps(over: str | None) -> bytes:
+    """An event at every default cap (one of them one over)."""
+
+    def size(name: str, cap: int) -> int:
+        return cap + (name == over)
+
+    event: dict[str, Any] = {
+        "type": "retrieval",
+        "query_id": "q" * size("query_id", 512),
+        "ts": 0,
+        "labels": {f"{i:0256d}": "v" * size("label", 256) for i in range(size("labels", 32))},
+        "query": "é" * size("query", 100_000),
+        "results": [{"doc_id": f"d{i}", "t_doc": i} for i in range(size("results", 1000))],
+        "qrels": [{"doc_id": "d", "rel": 1}] * size("qrels", 10_000),
+    }
+    event["results"][0]["doc_id"] = "x" * size("doc_id", 512)
+    return json.dumps(event, separators=(",", ":"), ensure_ascii=False).encode()
+
+
+@needs_scan
+@pytest.mark.parametrize(
+    "over", [None, "query_id", "label", "labels", "query", "results", "qrels", "doc_id"]
+)
+def test_the_default_caps(over: str | None) -> None:
+    data = _at_caps(over)
+    if over is None:
+        assert len(_accepted(data).ids) == 1000
+    else:
+        assert _msgspec(data, DEFAULT_LIMITS) is None
+        assert _scan(data) is None
+    tight = Limits(max_message_bytes=len(data) - 1)
+    assert _scan(data, tight) is None
+
+
+# -- properties --------------------------------------------------------------------------
+
+
+@needs_scan
+@_SETTINGS
+@given(cases(), st.integers(0, 5), st.booleans())
+def test_generated_messages(case: Case, top: int, labels: bool) -> None:
+    """Differential: an accepted message is msgspec's, with its values, within the limits;
+    and a clean message (no spelling the scanner may decline) is accepted."""
+    event = _msgspec(case.data, case.limits)
+    if case.grade <= UNUSUAL:  # the generator's own grading, checked against msgspec
+        assert event is not None, case
+    if case.grade == INVALID:
+        assert event is None, case
+    record = _check(case.data, case.limits, top, labels)
+    if case.grade == CLEAN:
+        assert record is not None, f"declined a clean message: {case}"
+
+
+_BYTES = st.sampled_from(
+    list(b'"\\{}[],:0123456789-+.eE \t\nnul\x00\x1f\x80\xc3\xff')
+) | st.integers(0, 255)
+_EDITS = st.lists(
+    st.tuples(st.sampled_from(["flip", "insert", "delete", "set"]), st.integers(0), _BYTES),
+    min_size=1,
+    max_size=3,
+)
+
+
+def _edit(data: bytes, edits: list[tuple[str, int, int]]) -> bytes:
+    out = bytearray(data)
+    for how, where, byte in edits:
+        at = where % (len(out) + 1)
+        if how == "insert":
+            out[at:at] = bytes([byte])
+        elif out and how == "delete":
+            del out[at % len(out)]
+        elif out and how == "flip":
+            out[at % len(out)] ^= 1 << (byte % 8)
+        elif out:
+            out[at % len(out)] = byte
+    return bytes(out)
+
+
+@needs_scan
+@_SETTINGS
+@given(cases().filter(lambda case: case.grade <= UNUSUAL) | st.just(None), _EDITS)
+def test_mutated_messages(case: Case | None, edits: list[tuple[str, int, int]]) -> None:
+    """A byte flipped, inserted, deleted or set in a valid message: never accepted unless
+    msgspec accepts it, with the same values; never a crash."""
+    data = _edit(_hand() if case is None else case.data, edits)
+    _check(data, DEFAULT_LIMITS)
+
+
+@needs_scan
+@settings(max_examples=40, deadline=None)
+@given(st.lists(cases(), max_size=6), st.integers(0, 4))
+def test_a_batch_equals_one_by_one(batch: list[Case], top: int) -> None:
+    values: list[bytes | bytearray | None] = [case.data for case in batch]
+    records = scan_retrievals(values, _BOUNDS, top=top)
+    alone = [_scan(case.data, top=top) for case in batch]
+    assert [r and _view(r) for r in records] == [r and _view(r) for r in alone]
