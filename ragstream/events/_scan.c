@@ -90,25 +90,31 @@ static inline const char *skip_ws(const char *p, const char *end) {
     return p;
 }
 
+/* STOP[c]: the byte ends a plain string's run of printable ASCII: the closing quote (1),
+ * or anything the scanner does not read in an id (2: a backslash, a control character, DEL,
+ * a non-ASCII byte). One table lookup a byte instead of four comparisons. */
+static unsigned char STOP[256];
+
+static void init_stop(void) {
+    for (int c = 0; c < 256; c++)
+        STOP[c] = (c < 0x20 || c >= 0x7f || c == '\\') ? 2 : 0;
+    STOP['"'] = 1;
+}
+
 /* A string of printable ASCII without escapes: its span (quotes excluded). */
 static int plain_string(const char **pp, const char *end, Span *out) {
     const char *p = *pp;
     if (p >= end || *p != '"')
         return DECLINE;
     const char *start = ++p;
-    while (p < end) {
-        unsigned char c = (unsigned char)*p;
-        if (c == '"') {
-            out->s = start;
-            out->n = p - start;
-            *pp = p + 1;
-            return OK;
-        }
-        if (c < 0x20 || c >= 0x7f || c == '\\')
-            return DECLINE;
+    while (p < end && !STOP[(unsigned char)*p])
         p++;
-    }
-    return DECLINE;
+    if (p >= end || STOP[(unsigned char)*p] != 1)
+        return DECLINE;
+    out->s = start;
+    out->n = p - start;
+    *pp = p + 1;
+    return OK;
 }
 
 static int hex4(const char *p, const char *end, unsigned *out) {
@@ -147,12 +153,19 @@ static int text_string(const char **pp, const char *end, Py_ssize_t max_chars) {
             *pp = (const char *)(p + 1);
             return OK;
         }
+        if (!STOP[c]) { /* a run of printable ASCII */
+            const unsigned char *run = p;
+            while (p < e && !STOP[*p])
+                p++;
+            chars += p - run;
+            continue;
+        }
         chars++;
         if (c < 0x20)
             return DECLINE;
         if (c < 0x80) {
             if (c != '\\') {
-                p++;
+                p++; /* DEL */
                 continue;
             }
             if (e - p < 2)
@@ -817,9 +830,11 @@ static PyMethodDef methods[] = {
 static struct PyModuleDef module_def = {
     PyModuleDef_HEAD_INIT, "ragstream.events._scan",
     "The compiled first pass over retrieval events (see ragstream.events.scan).", -1, methods,
+    NULL, NULL, NULL, NULL,
 };
 
 PyMODINIT_FUNC PyInit__scan(void) {
+    init_stop();
     PyObject *module = PyModule_Create(&module_def);
     if (module == NULL)
         return NULL;

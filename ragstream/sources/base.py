@@ -9,9 +9,11 @@ from typing import Protocol
 __all__ = ["Message", "Source"]
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Message:
-    """One raw message, before decoding."""
+    """One raw message, before decoding. Treat it as read-only; it is not frozen only
+    because a frozen dataclass takes four times as long to build (~1 us more a message,
+    on the hot path of every source)."""
 
     value: bytes
     """The message body: one JSON event (SPEC §1)."""
