@@ -234,8 +234,7 @@ def _group(
     """N pipeline processes in one new group; the load average before and after."""
     n, before = args.processes, os.getloadavg()[0]
     timeout = 120.0 + args.events / 1000
-    members = run_group(n, {**stage_args, "group": f"group-{r}"}, ends)
-    result = asyncio.run(asyncio.wait_for(members, timeout))
+    result = asyncio.run(run_group(n, {**stage_args, "group": f"group-{r}"}, ends, timeout))
     result["load"] = (before, os.getloadavg()[0])
     result["topic"] = stage_args["topic"]
     print(

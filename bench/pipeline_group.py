@@ -28,6 +28,7 @@ import os
 import sys
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from ragstream.pipeline.runner import Runner
@@ -144,50 +145,81 @@ async def _next(queue: asyncio.Queue[Any], results: Sequence[Args | None]) -> tu
     return i, msg or {}
 
 
-async def run_group(n: int, args: Args, ends: dict[int, int]) -> Args:
+@dataclass
+class _Progress:
+    """What a group run has seen so far (filled as it goes, read when it times out)."""
+
+    n: int
+    ends: dict[int, int]
+    procs: list[asyncio.subprocess.Process] = field(default_factory=list)
+    tasks: list[asyncio.Task[None]] = field(default_factory=list)
+    queue: asyncio.Queue[Any] = field(default_factory=asyncio.Queue)
+    results: list[Args | None] = field(default_factory=list)
+    owned: list[set[int] | None] = field(default_factory=list)
+    position: dict[int, int] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.results = [None] * self.n
+        self.owned = [None] * self.n
+        self.position = dict.fromkeys(self.ends, 0)
+
+    def __str__(self) -> str:
+        owned = [None if s is None else sorted(s) for s in self.owned]
+        return (
+            f"partitions owned per process {owned}, applied up to {self.position} of "
+            f"{self.ends}, results from {[r is not None for r in self.results]}"
+        )
+
+
+async def run_group(n: int, args: Args, ends: dict[int, int], limit: float) -> Args:
     """Run `n` pipeline processes in one group on a topic whose partition `p` ends at
-    `ends[p]`; their results, the go and stop times, and the exactly-once check."""
-    procs: list[asyncio.subprocess.Process] = []
-    tasks: list[asyncio.Task[None]] = []
-    queue: asyncio.Queue[Any] = asyncio.Queue()
-    results: list[Args | None] = [None] * n
+    `ends[p]`; their results, the go and stop times, and the exactly-once check. Past
+    `limit` seconds it fails with what it was waiting for (assignments, positions)."""
+    state = _Progress(n, ends)
     try:
-        for i in range(n):
-            cmd = ["-m", "bench.pipeline_stages", "pipeline", json.dumps({**args, "member": i})]
-            proc = await asyncio.create_subprocess_exec(
-                sys.executable, *cmd, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE
-            )
-            procs.append(proc)
-            tasks.append(asyncio.create_task(_lines(i, proc, queue)))
-        owned: list[set[int] | None] = [None] * n
-        while not _covers(owned, len(ends)):
-            i, msg = await _next(queue, results)
-            if "assigned" in msg:
-                owned[i] = set(msg["assigned"])
-        cpu_go = _cpu_jiffies()
-        go = time.perf_counter()
-        await _send(procs, b"go\n")
-        position = dict.fromkeys(ends, 0)
-        while any(position[p] < end for p, end in ends.items()):
-            _, msg = await _next(queue, results)
-            for p, offset in msg.get("progress", {}).items():
-                position[int(p)] = max(position[int(p)], offset)
-        stop = time.perf_counter()
-        busy, total, broker = (b - a for a, b in zip(cpu_go, _cpu_jiffies(), strict=True))
-        await _send(procs, b"stop\n")
-        while any(r is None for r in results):
-            i, msg = await _next(queue, results)
-            if "result" in msg:
-                results[i] = msg["result"]
-        for proc in procs:
-            await proc.wait()
+        async with asyncio.timeout(limit):
+            return await _run(state, args)
+    except TimeoutError:
+        raise RuntimeError(f"the group did not finish in {limit:.0f} s: {state}") from None
     finally:
-        for proc in procs:
+        for proc in state.procs:
             if proc.returncode is None:
                 proc.kill()
                 await proc.wait()
-        for task in tasks:
+        for task in state.tasks:
             task.cancel()
+
+
+async def _run(state: _Progress, args: Args) -> Args:
+    n, ends, queue, results, owned = state.n, state.ends, state.queue, state.results, state.owned
+    procs, position = state.procs, state.position
+    for i in range(n):
+        cmd = ["-m", "bench.pipeline_stages", "pipeline", json.dumps({**args, "member": i})]
+        proc = await asyncio.create_subprocess_exec(
+            sys.executable, *cmd, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE
+        )
+        procs.append(proc)
+        state.tasks.append(asyncio.create_task(_lines(i, proc, queue)))
+    while not _covers(owned, len(ends)):
+        i, msg = await _next(queue, results)
+        if "assigned" in msg:
+            owned[i] = set(msg["assigned"])
+    cpu_go = _cpu_jiffies()
+    go = time.perf_counter()
+    await _send(procs, b"go\n")
+    while any(position[p] < end for p, end in ends.items()):
+        _, msg = await _next(queue, results)
+        for p, offset in msg.get("progress", {}).items():
+            position[int(p)] = max(position[int(p)], offset)
+    stop = time.perf_counter()
+    busy, total, broker = (b - a for a, b in zip(cpu_go, _cpu_jiffies(), strict=True))
+    await _send(procs, b"stop\n")
+    while any(r is None for r in results):
+        i, msg = await _next(queue, results)
+        if "result" in msg:
+            results[i] = msg["result"]
+    for proc in procs:
+        await proc.wait()
     done = [r for r in results if r is not None]
     return {
         "processes": n,
