@@ -355,6 +355,44 @@ static int optional_number(const char **pp, const char *end, double lo, double h
 
 /* -- objects ------------------------------------------------------------------------------ */
 
+/* A member's key and the colon after it (with the blanks around it). */
+static int member_key(const char **pp, const char *end, Span *key) {
+    const char *p = *pp;
+    if (plain_string(&p, end, key))
+        return DECLINE;
+    p = skip_ws(p, end);
+    if (p >= end || *p != ':')
+        return DECLINE;
+    *pp = skip_ws(p + 1, end);
+    return OK;
+}
+
+enum { MORE = 0, CLOSED = 2 };
+
+/* After a value: MORE, past the comma and blanks, when another one follows; CLOSED, past
+ * `close`, at the end of the object or list; DECLINE otherwise. */
+static int after_value(const char **pp, const char *end, char close) {
+    const char *p = skip_ws(*pp, end);
+    if (p < end && *p == ',') {
+        *pp = skip_ws(p + 1, end);
+        return MORE;
+    }
+    if (p < end && *p == close) {
+        *pp = p + 1;
+        return CLOSED;
+    }
+    return DECLINE;
+}
+
+/* After the value of the member `flag` of an object: DECLINE when that member came before,
+ * else as `after_value` up to the closing brace. */
+static int member_done(const char **pp, const char *end, unsigned *seen, unsigned flag) {
+    if (*seen & flag)
+        return DECLINE;
+    *seen |= flag;
+    return after_value(pp, end, '}');
+}
+
 enum { F_DOC_ID = 1, F_SCORE = 2, F_T_DOC = 4, F_REL = 8 };
 
 /* One result (`is_qrel` 0) or qrel (1) object. */
@@ -373,12 +411,9 @@ static int item(const char **pp, const char *end, const Bounds *b, int is_qrel, 
     for (;;) {
         Span key;
         unsigned flag;
-        if (plain_string(&p, end, &key))
+        int next;
+        if (member_key(&p, end, &key))
             return DECLINE;
-        p = skip_ws(p, end);
-        if (p >= end || *p != ':')
-            return DECLINE;
-        p = skip_ws(p + 1, end);
         if (KEY(key, "doc_id")) {
             flag = F_DOC_ID;
             if (plain_string(&p, end, &out->id) || out->id.n < 1 || out->id.n > b->max_id)
@@ -404,21 +439,14 @@ static int item(const char **pp, const char *end, const Bounds *b, int is_qrel, 
         } else {
             return DECLINE;
         }
-        if (seen & flag)
-            return DECLINE;
-        seen |= flag;
-        p = skip_ws(p, end);
-        if (p < end && *p == ',') {
-            p = skip_ws(p + 1, end);
-            continue;
-        }
-        if (p < end && *p == '}')
+        if ((next = member_done(&p, end, &seen, flag)) == CLOSED)
             break;
-        return DECLINE;
+        if (next != MORE)
+            return DECLINE;
     }
     if (!(seen & F_DOC_ID) || (is_qrel && !(seen & F_REL)))
         return DECLINE;
-    *pp = p + 1;
+    *pp = p;
     return OK;
 }
 
@@ -458,16 +486,12 @@ static int item_list(const char **pp, const char *end, const Bounds *b, int is_q
         if (item(&p, end, b, is_qrel, &(*items)[n]))
             return DECLINE;
         n++;
-        p = skip_ws(p, end);
-        if (p < end && *p == ',') {
-            p++;
-            continue;
-        }
-        if (p < end && *p == ']')
+        if ((rc = after_value(&p, end, ']')) == CLOSED)
             break;
-        return DECLINE;
+        if (rc != MORE)
+            return DECLINE;
     }
-    *pp = p + 1;
+    *pp = p;
     *count = n;
     return OK;
 }
@@ -485,32 +509,25 @@ static int labels_object(const char **pp, const char *end, const Bounds *b, Even
     }
     for (;;) {
         Span key, value;
+        int next;
         if (n >= b->max_labels || n >= 64)
             return DECLINE;
-        if (plain_string(&p, end, &key) || key.n < 1 || key.n > b->max_label)
+        if (member_key(&p, end, &key) || key.n < 1 || key.n > b->max_label)
             return DECLINE;
         for (Py_ssize_t i = 0; i < n; i++)
             if (ev->label_keys[i].n == key.n && memcmp(ev->label_keys[i].s, key.s, (size_t)key.n) == 0)
                 return DECLINE; /* a repeated label key */
-        p = skip_ws(p, end);
-        if (p >= end || *p != ':')
-            return DECLINE;
-        p = skip_ws(p + 1, end);
         if (plain_string(&p, end, &value) || value.n > b->max_label)
             return DECLINE;
         ev->label_keys[n] = key;
         ev->label_values[n] = value;
         n++;
-        p = skip_ws(p, end);
-        if (p < end && *p == ',') {
-            p = skip_ws(p + 1, end);
-            continue;
-        }
-        if (p < end && *p == '}')
+        if ((next = after_value(&p, end, '}')) == CLOSED)
             break;
-        return DECLINE;
+        if (next != MORE)
+            return DECLINE;
     }
-    *pp = p + 1;
+    *pp = p;
     ev->labels = n;
     return OK;
 }
@@ -535,12 +552,9 @@ static int event(const char *p, const char *end, const Bounds *b, Event *ev, Scr
     for (;;) {
         Span key;
         unsigned flag;
-        if (plain_string(&p, end, &key))
+        int next;
+        if (member_key(&p, end, &key))
             return DECLINE;
-        p = skip_ws(p, end);
-        if (p >= end || *p != ':')
-            return DECLINE;
-        p = skip_ws(p + 1, end);
         if (KEY(key, "type")) {
             Span value;
             flag = T_TYPE;
@@ -579,22 +593,14 @@ static int event(const char *p, const char *end, const Bounds *b, Event *ev, Scr
         } else {
             return DECLINE;
         }
-        if (seen & flag)
-            return DECLINE;
-        seen |= flag;
-        p = skip_ws(p, end);
-        if (p < end && *p == ',') {
-            p = skip_ws(p + 1, end);
-            continue;
-        }
-        if (p < end && *p == '}')
+        if ((next = member_done(&p, end, &seen, flag)) == CLOSED)
             break;
-        return DECLINE;
+        if (next != MORE)
+            return DECLINE;
     }
     if ((seen & T_REQUIRED) != T_REQUIRED)
         return DECLINE;
-    p = skip_ws(p + 1, end);
-    return p == end ? OK : DECLINE;
+    return skip_ws(p, end) == end ? OK : DECLINE;
 }
 
 /* -- repeats ------------------------------------------------------------------------------ */
