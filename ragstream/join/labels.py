@@ -8,7 +8,6 @@ contribution in the windows, SPEC §3) and which became final.
 
 from __future__ import annotations
 
-import heapq
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -16,6 +15,7 @@ from enum import StrEnum
 from typing import Any
 
 from ragstream.events.scan import Scanned
+from ragstream.join.expiry import ExpiryQueue
 from ragstream.join.query import DocLike, OpenQuery
 
 __all__ = ["JoinCounters", "LabelJoin", "LabelOutcome", "PendingLabel"]
@@ -91,8 +91,7 @@ class LabelJoin:
     recent_final: int = 100_000
     counters: JoinCounters = field(default_factory=JoinCounters)
     _open: dict[str, OpenQuery] = field(default_factory=dict)
-    _expiry: list[tuple[float, int, str]] = field(default_factory=list)
-    _seq: int = 0
+    _expiry: ExpiryQueue = field(default_factory=ExpiryQueue)
     _pending: OrderedDict[str, list[PendingLabel]] = field(default_factory=OrderedDict)
     _pending_count: int = 0
     _final: OrderedDict[str, float] = field(default_factory=OrderedDict)
@@ -170,8 +169,7 @@ class LabelJoin:
                 counters.labels_applied += 1
         opened = self._open
         opened[query_id] = query
-        heapq.heappush(self._expiry, (query.expires_at, self._seq, query_id))
-        self._seq += 1
+        self._expiry.push(query.expires_at, query_id)
         self._dirty[query_id] = query
         while len(opened) > self.max_open:
             self._finalize_earliest(evicted=True)
@@ -224,21 +222,19 @@ class LabelJoin:
         early by `max_open`. Call it after the dirty queries have been scored, so that each
         final query carries its last contribution.
         """
-        expiry, heappop = self._expiry, heapq.heappop
-        if expiry and expiry[0][0] < t_now:  # one loop with locals: thousands a batch
+        due = self._expiry.pop_due(t_now)
+        if due:  # one loop with locals: thousands a batch
             opened, out, recent = self._open, self._final_out, self._final
-            done, last = 0, self._last_closed()
-            while expiry and expiry[0][0] < t_now:
-                query_id = heappop(expiry)[2]
+            last = self._last_closed()
+            for query_id in due:
                 query = opened.pop(query_id)
                 out.append(query)
                 if query.expires_at > last:
                     last = query.expires_at
                 recent[query_id] = last
-                done += 1
             for _ in range(len(recent) - self.recent_final):
                 recent.popitem(last=False)
-            self.counters.finalized += done
+            self.counters.finalized += len(due)
         self._forget_final(t_now - self.label_ttl)
         while self._pending:
             query_id, waiting = next(iter(self._pending.items()))
@@ -264,7 +260,7 @@ class LabelJoin:
             del recent[query_id]
 
     def _finalize_earliest(self, *, evicted: bool) -> None:
-        _, _, query_id = heapq.heappop(self._expiry)
+        query_id = self._expiry.pop()
         query = self._open.pop(query_id)
         self._final_out.append(query)
         self._final[query_id] = max(query.expires_at, self._last_closed())
@@ -318,8 +314,7 @@ class LabelJoin:
         for item in data["open"]:
             query = OpenQuery.restore(item)
             join._open[query.query_id] = query
-            heapq.heappush(join._expiry, (query.expires_at, join._seq, query.query_id))
-            join._seq += 1
+            join._expiry.push(query.expires_at, query.query_id)
         for qid, waiting in data["pending"].items():
             join._pending[qid] = [
                 PendingLabel(str(d), float(r), float(ts), float(a), None if t is None else float(t))

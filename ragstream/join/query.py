@@ -245,9 +245,10 @@ class OpenQuery:
         """Open a query from a retrieval event read by the compiled scanner (no repeats:
         the scanner declines those), as `from_retrieval` would from the decoded event.
 
-        An unlabeled event keeps only its leading document times and the message (the
-        state `release` leaves); a labeled one gets its ranking at once (its labels need it
-        now, and the kernels next), then qrels and inline labels as in `from_retrieval`."""
+        It keeps its leading document times (the scanner's C doubles) and the message, the
+        state `release` leaves; a labeled one also gets its ranking at once (its labels
+        need it now, and the kernels next), then qrels and inline labels as in
+        `from_retrieval`."""
         query = cls.__new__(cls)  # every slot set here: __init__'s checks are for callers
         query.query_id = scanned.query_id
         query.partition = partition
@@ -261,9 +262,9 @@ class OpenQuery:
         query._raw = raw
         query._results = None  # decoded again from `raw` if ever needed
         query._doc_ids = query._doc_times = query._top = None
+        query._top = scanned.top  # bytes: cheaper to keep than to convert, read once
         ids = scanned.ids
         if ids is None:
-            query._top = scanned.top  # bytes: cheaper to keep than to convert, read once
             return query
         query._doc_ids = ids
         times = array("d", scanned.times or b"")

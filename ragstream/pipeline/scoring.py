@@ -118,10 +118,14 @@ class Scorer:
             doc_ids, doc_times = query.raw_ranking()
             grade = labels.get
             rel.extend([grade(doc_id, 0.0) for doc_id in doc_ids])
-            rel_times.extend(doc_times)
+            label_times = query.label_times
+            # one time per document: a judged one weighs by its label's time in the ranking
+            # too, as in the ideal ranking (else a ranking time later than the label's would
+            # give ndcg_decayed above 1)
+            when = label_times.get
+            rel_times.extend([when(d, t) for d, t in zip(doc_ids, doc_times, strict=True)])
             rel_length.append(len(doc_ids))
             judged.extend(labels.values())
-            label_times = query.label_times
             judged_times.extend([label_times[doc_id] for doc_id in labels])
             judged_length.append(len(labels))
         rel_offsets = _offsets(rel_length)

@@ -56,3 +56,28 @@ def test_rows_match_hand_computation_including_decay() -> None:
     assert np.isnan(scored.plain[1]).all()
     assert np.isnan(scored.decayed[1]).all()
     assert scored.doc_age[1].tolist() == [10.0, 10.0]
+
+
+@pytest.mark.parametrize(
+    ("ranked_time", "label_time"),
+    [(None, 100 * DAY - 7 * DAY), (100 * DAY, 100 * DAY - 7 * DAY), (100 * DAY - 7 * DAY, None)],
+    ids=["ranking-without-time", "ranking-fresher", "label-without-time"],
+)
+def test_a_document_has_one_time_in_the_ranking_and_the_ideal(
+    ranked_time: float | None, label_time: float | None
+) -> None:
+    """The ranking and the qrel give one document different times (or only one gives
+    one): it weighs the same in the ranking and in the ideal ranking, the label's time
+    winning, so the ratio metrics stay at most 1. Here the only judged document is first,
+    one half-life old: ndcg_decayed and recall_decayed are 1, dcg_decayed@1 is 3 x 1/2."""
+    ts = 100 * DAY
+    docs = [RankedDoc(doc_id="a", t_doc=ranked_time), RankedDoc(doc_id="b", t_doc=ts)]
+    qrels = [RankedDoc(doc_id="a", rel=3, t_doc=label_time)]
+    layout = MetricLayout(cutoffs=(1, 3), half_lives=(7 * DAY,))
+    scored = Scorer(layout).score([_query("q", ts, docs, qrels)])
+    ratio = dict(zip(layout.ratio, scored.ratio[0, 0], strict=True))
+    decayed = dict(zip(layout.decayed, scored.decayed[0, 0], strict=True))
+    assert ratio["ndcg_decayed@1"] == pytest.approx(1.0)
+    assert ratio["recall_decayed@3"] == pytest.approx(1.0)
+    assert decayed["dcg_decayed@1"] == pytest.approx(1.5)
+    assert decayed["rr_decayed"] == pytest.approx(0.5)
