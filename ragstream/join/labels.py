@@ -140,16 +140,15 @@ class LabelJoin:
         return query
 
     def open_scanned(
-        self, scanned: Scanned, *, partition: int, labelset: tuple[str, ...], ts: float, raw: bytes
+        self, scanned: Scanned, partition: int, labelset: tuple[str, ...], ts: float, raw: bytes
     ) -> OpenQuery | None:
-        """`open` for a retrieval event read by the compiled scanner (`raw`: its message)."""
+        """`open` for a retrieval event read by the compiled scanner (`raw`: its message);
+        positional, as it is called once an event."""
         query_id = scanned.query_id
         if query_id in self._open or query_id in self._final:
             self.counters.duplicate_retrievals += 1
             return None
-        query = OpenQuery.from_scanned(
-            scanned, partition=partition, labelset=labelset, ts=ts, ttl=self.label_ttl, raw=raw
-        )
+        query = OpenQuery.from_scanned(scanned, partition, labelset, ts, self.label_ttl, raw)
         self._register(query)
         return query
 

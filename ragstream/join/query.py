@@ -235,7 +235,6 @@ class OpenQuery:
     def from_scanned(
         cls,
         scanned: Scanned,
-        *,
         partition: int,
         labelset: tuple[str, ...],
         ts: float,

@@ -261,7 +261,13 @@ class Engine:
                 elif type(event) is not DecodedFeedback:  # a late label may still count
                     counts[(kind, "late")] += 1
                     continue
-            if isinstance(event, Scanned) or type(event) is DecodedRetrieval:
+            if isinstance(event, Scanned):  # the usual event: opened here, one call
+                labelset = () if mapper is None else mapper(event.labels)
+                if join.open_scanned(event, partition, labelset, ts, message.value) is None:
+                    duplicate += 1
+                else:
+                    opened += 1
+            elif type(event) is DecodedRetrieval:
                 if self._open(join, event, partition, mapper, ts, message.value) is None:
                     duplicate += 1
                 else:
@@ -288,16 +294,14 @@ class Engine:
     @staticmethod
     def _open(
         join: LabelJoin,
-        event: Scanned | DecodedRetrieval,
+        event: DecodedRetrieval,
         partition: int,
         mapper: LabelSetMapper | None,
         ts: float,
         raw: bytes,
     ) -> OpenQuery | None:
-        """Open the query of a retrieval event, scanned or decoded; None: a duplicate."""
-        labelset = () if mapper is None else mapper(event.labels or {})
-        if isinstance(event, Scanned):
-            return join.open_scanned(event, partition=partition, labelset=labelset, ts=ts, raw=raw)
+        """Open the query of a decoded retrieval event; None: a duplicate."""
+        labelset = () if mapper is None else mapper(event.labels)
         return join.open(
             event.query_id,
             partition=partition,
