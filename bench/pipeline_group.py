@@ -193,13 +193,17 @@ async def run_group(n: int, args: Args, ends: dict[int, int], limit: float) -> A
 async def _run(state: _Progress, args: Args) -> Args:
     n, ends, queue, results, owned = state.n, state.ends, state.queue, state.results, state.owned
     procs, position = state.procs, state.position
-    for i in range(n):
+    for i in range(n):  # one after the other: each joins once the one before has its share
         cmd = ["-m", "bench.pipeline_stages", "pipeline", json.dumps({**args, "member": i})]
         proc = await asyncio.create_subprocess_exec(
             sys.executable, *cmd, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE
         )
         procs.append(proc)
         state.tasks.append(asyncio.create_task(_lines(i, proc, queue)))
+        while owned[i] is None:
+            j, msg = await _next(queue, results)
+            if "assigned" in msg:
+                owned[j] = set(msg["assigned"])
     while not _covers(owned, len(ends)):
         i, msg = await _next(queue, results)
         if "assigned" in msg:

@@ -25,6 +25,8 @@ import asyncio
 import cProfile
 import io
 import json
+import logging
+import os
 import pstats
 import sys
 import time
@@ -262,6 +264,9 @@ def _profile(args: Args) -> Args:
 
 def main(argv: list[str]) -> None:
     stage, args = argv[0], json.loads(argv[1])
+    level = os.environ.get("RAGSTREAM_BENCH_LOG")  # e.g. INFO: the clients' group joins
+    if level:
+        logging.basicConfig(level=level.upper(), format="%(asctime)s %(name)s %(message)s")
     tune_gc()  # as `ragstream run` does at start-up; the baselines get it too, to be fair
     if stage == "baseline":
         result = asyncio.run(_baseline(args))
