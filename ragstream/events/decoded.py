@@ -21,6 +21,7 @@ optional key reads as None, as it does with `.get()` on the model's dicts. Conte
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Annotated, Any, ClassVar, Literal, NotRequired, TypedDict
 
 import msgspec
@@ -100,6 +101,14 @@ class DecodedDoc(_Item, frozen=True, gc=False):
     t_doc: _DocTime | None = None
     rel: _Rel | None = None
 
+    @classmethod
+    def of(cls, doc: Mapping[str, Any] | _Item) -> DecodedDoc:
+        """The document of a validated mapping (a model's `RetrievedDoc`) or item; no
+        validation."""
+        return cls(
+            doc_id=doc["doc_id"], score=doc.get("score"), t_doc=doc.get("t_doc"), rel=doc.get("rel")
+        )
+
 
 class DecodedQrel(_Item, frozen=True, gc=False):
     """One graded judgment (the same fields and types as `Qrel`)."""
@@ -174,7 +183,7 @@ def to_decoded(event: Event) -> DecodedEvent:
             query_id=event.query_id,
             ts=event.ts,
             labels=event.labels,
-            results=[_doc(doc) for doc in event.results],
+            results=[DecodedDoc.of(doc) for doc in event.results],
             query=event.query,
             qrels=None if event.qrels is None else [_qrel(qrel) for qrel in event.qrels],
         )
@@ -197,12 +206,6 @@ def to_decoded(event: Event) -> DecodedEvent:
         doc_id=event.doc_id,
         rel=event.rel,
         source=event.source,
-    )
-
-
-def _doc(doc: RetrievedDoc) -> DecodedDoc:
-    return DecodedDoc(
-        doc_id=doc["doc_id"], score=doc.get("score"), t_doc=doc.get("t_doc"), rel=doc.get("rel")
     )
 
 

@@ -38,7 +38,6 @@ __all__ = ["TOP_DOCS", "DocLike", "OpenQuery", "RankedDoc", "dedupe_ranking"]
 
 TOP_DOCS = 10
 """Document times read at opening (the largest default cutoff): enough for the ages."""
-_TOP = TOP_DOCS
 
 
 class RankedDoc(TypedDict):
@@ -89,12 +88,6 @@ def _doubles(times: list[float | None]) -> array[float]:
         return array("d", times)  # type: ignore[arg-type]
     except TypeError:
         return array("d", [math.nan if t is None else t for t in times])
-
-
-def _as_doc(doc: DocLike) -> DecodedDoc:
-    if isinstance(doc, DecodedDoc):
-        return doc
-    return DecodedDoc(doc_id=doc["doc_id"], t_doc=doc.get("t_doc"), rel=doc.get("rel"))
 
 
 class OpenQuery:
@@ -148,7 +141,7 @@ class OpenQuery:
         ts: float,
         expires_at: float,
         *,
-        results: Sequence[DecodedDoc] = (),
+        results: Sequence[DecodedDoc] | None = (),
         raw: bytes | None = None,
         repeats: int = 0,
         doc_ids: tuple[str, ...] | None = None,
@@ -158,8 +151,9 @@ class OpenQuery:
         contribution: NDArray[np.float64] | None = None,
     ) -> None:
         """A query from its decoded `results` (ranking built on first use; `raw`, the
-        retrieval event's message, lets it decode them again after `release`), or from its
-        ranking `doc_ids` and `doc_times` (without repeats) when those are given."""
+        retrieval event's message, lets it decode them again after `release`; None: not
+        decoded yet, from `raw` when needed), or from its ranking `doc_ids` and
+        `doc_times` (without repeats) when those are given."""
         self.query_id = query_id
         self.partition = partition
         self.labelset = labelset
@@ -199,7 +193,7 @@ class OpenQuery:
             grades = {doc.doc_id: doc.rel for doc in results}  # type: ignore[union-attr]
             docs: Sequence[DecodedDoc] = results  # type: ignore[assignment]
         except AttributeError:  # mappings (tests, producers): converted once
-            docs = [_as_doc(doc) for doc in results]
+            docs = [doc if isinstance(doc, DecodedDoc) else DecodedDoc.of(doc) for doc in results]
             grades = {doc.doc_id: doc.rel for doc in docs}
         unique = len(grades)  # one pass gives the repeats and whether any inline label came
         query = cls(
@@ -214,7 +208,7 @@ class OpenQuery:
         )
         inline: Sequence[DecodedDoc] = ()
         if unique == len(docs):  # read while the documents are fresh in the cache
-            query._top = _doubles([doc.t_doc for doc in docs[:_TOP]])
+            query._top = _doubles([doc.t_doc for doc in docs[:TOP_DOCS]])
             if list(grades.values()).count(None) != unique:
                 inline = [doc for doc in docs if doc.rel is not None]
         else:  # an inline label counts at the first position only
@@ -248,26 +242,14 @@ class OpenQuery:
         state `release` leaves; a labeled one also gets its ranking at once (its labels
         need it now, and the kernels next), then qrels and inline labels as in
         `from_retrieval`."""
-        query = cls.__new__(cls)  # every slot set here: __init__'s checks are for callers
-        query.query_id = scanned.query_id
-        query.partition = partition
-        query.labelset = labelset
-        query.ts = ts
-        query.expires_at = ts + ttl
-        query.repeats = 0
-        query.labels = {}
-        query.label_times = {}
-        query.contribution = None
-        query._raw = raw
-        query._results = None  # decoded again from `raw` if ever needed
-        query._doc_ids = query._doc_times = query._top = None
+        query = cls(scanned.query_id, partition, labelset, ts, ts + ttl, results=None, raw=raw)
         query._top = scanned.top  # bytes: cheaper to keep than to convert, read once
         ids = scanned.ids
         if ids is None:
             return query
         query._doc_ids = ids
         times = array("d", scanned.times or b"")
-        query._doc_times = tuple([ts if not t <= ts else t for t in times])
+        query._doc_times = tuple([_effective_time(t, ts) for t in times])
         for labels in (scanned.qrels, scanned.inline):  # qrels first, as in from_retrieval
             for doc_id, rel, t_doc in labels or ():
                 query.set_label(doc_id, rel, t_doc)
@@ -320,7 +302,7 @@ class OpenQuery:
         NaN means the query's ts, and any time after ts counts as ts (see `doc_times`)."""
         top: Sequence[float] | None
         top = memoryview(self._top).cast("d") if type(self._top) is bytes else self._top
-        if top is not None and (width <= _TOP or len(top) < _TOP):
+        if top is not None and (width <= TOP_DOCS or len(top) < TOP_DOCS):
             return top[:width] if width < len(top) else top
         if self._doc_times is not None or self.repeats:
             return self.doc_times[:width]

@@ -261,14 +261,22 @@ class Engine:
                 elif type(event) is not DecodedFeedback:  # a late label may still count
                     counts[(kind, "late")] += 1
                     continue
-            if isinstance(event, Scanned):  # the usual event: opened here, one call
+            if isinstance(event, Scanned) or type(event) is DecodedRetrieval:
                 labelset = () if mapper is None else mapper(event.labels)
-                if join.open_scanned(event, partition, labelset, ts, message.value) is None:
-                    duplicate += 1
+                raw = message.value
+                if isinstance(event, Scanned):  # the usual event
+                    query = join.open_scanned(event, partition, labelset, ts, raw)
                 else:
-                    opened += 1
-            elif type(event) is DecodedRetrieval:
-                if self._open(join, event, partition, mapper, ts, message.value) is None:
+                    query = join.open(
+                        event.query_id,
+                        partition=partition,
+                        labelset=labelset,
+                        ts=ts,
+                        results=event.results,
+                        qrels=event.qrels or (),
+                        raw=raw,
+                    )
+                if query is None:
                     duplicate += 1
                 else:
                     opened += 1
@@ -290,27 +298,6 @@ class Engine:
         for name, seen in latest.items():
             last[name] = max(last.get(name, -math.inf), seen)
         return answers
-
-    @staticmethod
-    def _open(
-        join: LabelJoin,
-        event: DecodedRetrieval,
-        partition: int,
-        mapper: LabelSetMapper | None,
-        ts: float,
-        raw: bytes,
-    ) -> OpenQuery | None:
-        """Open the query of a decoded retrieval event; None: a duplicate."""
-        labelset = () if mapper is None else mapper(event.labels)
-        return join.open(
-            event.query_id,
-            partition=partition,
-            labelset=labelset,
-            ts=ts,
-            results=event.results,
-            qrels=event.qrels or (),
-            raw=raw,
-        )
 
     def _new_join(self, partition: int) -> LabelJoin:
         c = self.config

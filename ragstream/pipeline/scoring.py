@@ -23,7 +23,14 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ragstream.join import OpenQuery
-from ragstream.metrics import Gain, RankingBatch, decay_rate, evaluate, mean_doc_age
+from ragstream.metrics import (
+    Gain,
+    RankingBatch,
+    decay_rate,
+    effective_doc_time,
+    evaluate,
+    mean_doc_age,
+)
 
 __all__ = ["MetricLayout", "ScoredQueries", "Scorer"]
 
@@ -91,7 +98,7 @@ class Scorer:
         n = len(queries)
         layout = self.layout
         ts = np.array([q.ts for q in queries], dtype=np.float64).reshape(n)
-        labeled = np.array([bool(q.labels) for q in queries], dtype=np.bool_).reshape(n)
+        labeled = np.array([q.labeled for q in queries], dtype=np.bool_).reshape(n)
         h = len(self._rates)
         plain = np.full((n, len(layout.plain)), np.nan)
         ratio = np.full((n, h, len(layout.ratio)), np.nan)
@@ -131,9 +138,9 @@ class Scorer:
         rel_offsets = _offsets(rel_length)
         judged_offsets = _offsets(judged_length)
         # raw document times made effective for the batch: missing (NaN) or later -> ts
-        flat_times = np.array(rel_times, dtype=np.float64)
-        event = np.repeat(ts, rel_length)
-        np.copyto(flat_times, event, where=np.isnan(flat_times) | (flat_times > event))
+        flat_times = effective_doc_time(
+            np.array(rel_times, dtype=np.float64), np.repeat(ts, rel_length)
+        )
         batch = RankingBatch.from_ragged(rel, rel_offsets, judged, judged_offsets)
         times = RankingBatch.from_ragged(flat_times, rel_offsets, judged_times, judged_offsets)
         layout = self.layout
@@ -173,7 +180,7 @@ class Scorer:
             flat = np.array(list(chain.from_iterable(tops)), dtype=np.float64)
             times = np.zeros((n, width))
             times[np.arange(width) < length[:, None]] = flat  # row-major: the order of `flat`
-        np.copyto(times, ts[:, None], where=np.isnan(times) | (times > ts[:, None]))
+        times = effective_doc_time(times, ts)
         out = np.empty((n, len(cutoffs)))
         for c, k in enumerate(cutoffs):
             out[:, c] = mean_doc_age(times, length, k, ts)
