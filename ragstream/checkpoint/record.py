@@ -138,13 +138,12 @@ class SnapshotLog:
                 self._chunks[key] = value
 
     def heads(self) -> dict[int, tuple[str, int]]:
-        """Per partition with a head: its snapshot id and chunk count (unchecked)."""
+        """Per partition with a readable head: its snapshot id and chunk count."""
         out = {}
         for partition, (_, headers) in self._heads.items():
-            with_meta = dict(headers)
             try:
-                out[partition] = (with_meta[_SNAPSHOT].decode(), int(with_meta[_CHUNKS]))
-            except (KeyError, ValueError):
+                out[partition] = _meta(headers)
+            except RefusedSnapshotError:
                 continue
         return out
 
@@ -155,13 +154,7 @@ class SnapshotLog:
         if head is None:
             return None
         value, headers = head
-        meta = dict(headers)
-        try:
-            snapshot_id, count = meta[_SNAPSHOT].decode(), int(meta[_CHUNKS])
-        except (KeyError, ValueError) as error:
-            raise RefusedSnapshotError(
-                "corrupt", f"the head record lacks its headers ({error})"
-            ) from error
+        snapshot_id, count = _meta(headers)
         pieces = [value]
         for key in chunk_keys(partition, snapshot_id, count):
             piece = self._chunks.get(key)
@@ -179,6 +172,8 @@ class SnapshotLog:
             raise RefusedSnapshotError(
                 "format", f"record format {found!r}, this version reads {FORMAT}"
             )
+        if not isinstance(payload.get("state"), dict):
+            raise RefusedSnapshotError("corrupt", "the record holds no state object")
         try:
             return PartitionSnapshot(
                 partition=int(payload["partition"]),
@@ -191,3 +186,14 @@ class SnapshotLog:
             raise RefusedSnapshotError(
                 "corrupt", f"missing or malformed field ({error!r})"
             ) from error
+
+
+def _meta(headers: Headers) -> tuple[str, int]:
+    """A head record's snapshot id and chunk count, from its headers."""
+    meta = dict(headers)
+    try:
+        return meta[_SNAPSHOT].decode(), int(meta[_CHUNKS])
+    except (KeyError, ValueError) as error:
+        raise RefusedSnapshotError(
+            "corrupt", f"the head record lacks its headers ({error})"
+        ) from error

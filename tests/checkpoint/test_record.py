@@ -119,6 +119,13 @@ ONE = (("ragstream.snapshot", b"a"), ("ragstream.chunks", b"1"))
         (zlib.compress(b'{"format": 2}'), ONE, "format"),
         (zlib.compress(b'{"format": 1}'), ONE, "corrupt"),
         (zlib.compress(b'{"format": 1}'), (), "corrupt"),
+        (  # a state that is not an object: refused here, not when it is adopted
+            zlib.compress(
+                b'{"format": 1, "partition": 0, "offsets": {}, "state": [1], "taken_at": 1}'
+            ),
+            ONE,
+            "corrupt",
+        ),
     ],
 )
 def test_unreadable_records_are_refused_with_a_reason(
