@@ -205,7 +205,6 @@ _WORKERS = {
     "ranx": _work_ranx,
     "cli": _work_cli,
 }
-_TEXTS = ("cli-q.txt", "trec_eval.txt")
 _TEXT_WORKERS = {"cli-q": _text_cli, "trec_eval": _text_trec_eval}
 
 
@@ -248,7 +247,11 @@ def main(argv: list[str] | None = None) -> int:
     tools += [] if args.no_trec_eval else ["cli-q", "trec_eval"]
     with tempfile.TemporaryDirectory() as scratch:
         results = {tool: _spawn(tool, data.qrels, data.run, Path(scratch)) for tool in tools}
-        same = "not run" if args.no_trec_eval else _same_text(*(Path(scratch) / f for f in _TEXTS))
+        same = (
+            "not run"
+            if args.no_trec_eval
+            else _same_text(*(Path(scratch) / f"{tool}.txt" for tool in _TEXT_WORKERS))
+        )
     reference = results["pytrec_eval"]["values"]
     base = results["pytrec_eval"]["timings"]["seconds"]
     n_queries = len(next(iter(reference.values())))

@@ -6,7 +6,7 @@ import ctypes
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 import click
 
@@ -17,7 +17,6 @@ if TYPE_CHECKING:  # numpy and the evaluator are imported when the command runs,
 
 __all__ = ["eval_command"]
 
-_ENGINES: dict[str, Engine] = {"auto": "auto", "compiled": "compiled", "numpy": "numpy"}
 _FILE = click.Path(exists=True, dir_okay=False, readable=True, path_type=Path)
 
 
@@ -192,7 +191,7 @@ def eval_command(
             complete=complete,
             keep_best=keep_best,
             reader="arrow" if reader == "arrow" else "numpy",
-            engine=_ENGINES[engine],
+            engine=cast("Engine", engine),  # click.Choice admits only these
         )
     except TrecFormatError as error:
         raise click.ClickException(str(error)) from None

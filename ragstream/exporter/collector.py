@@ -232,8 +232,8 @@ def _handover_health(counters: HandoverCounters) -> Iterator[Metric]:
         "Partition state snapshots not adopted, by reason.",
         labels=["reason"],
     )
-    for reason in sorted(set(REFUSAL_REASONS) | set(counters.refused)):
-        refused.add_metric([reason], counters.refused.get(reason, 0))
+    for reason, n in sorted((dict.fromkeys(REFUSAL_REASONS, 0) | dict(counters.refused)).items()):
+        refused.add_metric([reason], n)
     yield refused
     yield CounterMetricFamily(
         PREFIX + "state_snapshot_bytes",

@@ -2,7 +2,7 @@
 
 from ragstream.testing.kafka_broker import KafkaBroker, KafkaBrokerError, TopicFactory
 from ragstream.testing.kafka_files import fetch_kafka_jars
-from ragstream.testing.kafka_read import read_records
+from ragstream.testing.kafka_read import committed_offsets, read_records
 from ragstream.testing.kafka_write import produce_records
 from ragstream.testing.trec_eval import TrecEvalError, fetch_trec_eval, run_trec_eval
 
@@ -11,6 +11,7 @@ __all__ = [
     "KafkaBrokerError",
     "TopicFactory",
     "TrecEvalError",
+    "committed_offsets",
     "fetch_kafka_jars",
     "fetch_trec_eval",
     "produce_records",

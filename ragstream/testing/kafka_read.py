@@ -1,12 +1,12 @@
-"""Read back what was produced to a topic, for tests that check a producer's output."""
+"""Read back what was produced to a topic, and what a group committed, for tests."""
 
 from __future__ import annotations
 
 import time
 
-from aiokafka import AIOKafkaConsumer, ConsumerRecord
+from aiokafka import AIOKafkaConsumer, ConsumerRecord, TopicPartition
 
-__all__ = ["read_records"]
+__all__ = ["committed_offsets", "read_records"]
 
 
 async def read_records(
@@ -24,5 +24,18 @@ async def read_records(
             for batch in (await consumer.getmany(timeout_ms=500)).values():
                 records.extend(batch)
         return records
+    finally:
+        await consumer.stop()
+
+
+async def committed_offsets(
+    bootstrap: str, group: str, topic: str, partitions: int
+) -> dict[int, int | None]:
+    """The offset `group` committed on each of the topic's first `partitions` partitions
+    (None: nothing committed)."""
+    consumer = AIOKafkaConsumer(bootstrap_servers=bootstrap, group_id=group)
+    await consumer.start()
+    try:
+        return {p: await consumer.committed(TopicPartition(topic, p)) for p in range(partitions)}
     finally:
         await consumer.stop()

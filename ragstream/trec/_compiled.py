@@ -84,7 +84,7 @@ def join_files(
         return None
     qids, n_common, n_qrels, rel, rel_offsets, judged, judged_offsets, q_repeat, r_repeat = out
     ranked = Ranked(
-        tuple(q.decode("utf-8", "replace") for q in qids),
+        tuple(map(_text, qids)),
         np.frombuffer(rel, dtype=np.float64),
         np.frombuffer(rel_offsets, dtype=np.int64),
         np.frombuffer(judged, dtype=np.float64),

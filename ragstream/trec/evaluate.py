@@ -91,22 +91,18 @@ def evaluate_files(
     `engine` as in `Engine`."""
     if engine == "compiled" and not AVAILABLE:
         raise RuntimeError("the compiled scanner ragstream.trec._scan is not built")
+    specs = _specs(metrics, relevance_level)  # before reading: a bad name costs no scan
+    ranked = None
     if engine == "compiled" or (engine == "auto" and reader == "numpy"):
         joined = join_files(qrels, run, keep_best=keep_best, complete=complete)
         if joined is not None:
-            specs = _specs(metrics, relevance_level)
             if joined.error is not None:
                 raise joined.error
-            return _evaluate(joined.ranked, specs, gain, relevance_level, complete)
-    return evaluate_tables(
-        read_qrels(qrels, reader=reader),
-        read_run(run, reader=reader),
-        metrics,
-        gain=gain,
-        relevance_level=relevance_level,
-        complete=complete,
-        keep_best=keep_best,
-    )
+            ranked = joined.ranked
+    if ranked is None:
+        tables = read_qrels(qrels, reader=reader), read_run(run, reader=reader)
+        ranked = join_tables(*tables, keep_best=keep_best, complete=complete)
+    return _evaluate(ranked, specs, gain, relevance_level, complete)
 
 
 def evaluate_tables(

@@ -219,7 +219,7 @@ def _values(
     return values
 
 
-_INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
+_INT64 = np.iinfo(np.int64)
 
 
 def _raise_first_bad(
@@ -240,7 +240,7 @@ def _raise_first_bad(
             raise TrecFormatError(
                 path, _line(chunk, row), f"{what} {shown!r} is not {need}"
             ) from None
-        if kind == "int" and not _INT64_MIN <= value <= _INT64_MAX:
+        if kind == "int" and not _INT64.min <= value <= _INT64.max:
             raise TrecFormatError(path, _line(chunk, row), f"{what} {shown!r} is out of range")
     raise AssertionError(f"{layout.kind}: a value failed to parse but no line was found")
 

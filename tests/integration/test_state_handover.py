@@ -14,7 +14,6 @@ from collections import Counter
 from collections.abc import Callable
 
 import numpy as np
-from aiokafka import AIOKafkaConsumer, TopicPartition
 from aiokafka.admin import AIOKafkaAdminClient
 from aiokafka.admin.config_resource import ConfigResource, ConfigResourceType
 from prometheus_client import CollectorRegistry, generate_latest
@@ -27,7 +26,7 @@ from ragstream.pipeline.scoring import MetricLayout
 from ragstream.sources.base import Message
 from ragstream.sources.kafka import KafkaSource, KafkaSourceConfig
 from ragstream.sources.synthetic import SyntheticConfig, SyntheticTraffic
-from ragstream.testing import KafkaBroker, TopicFactory, produce_records
+from ragstream.testing import KafkaBroker, TopicFactory, committed_offsets, produce_records
 
 WALL = 1_900_000_000.0
 Pairs = list[tuple[bytes, bytes]]
@@ -138,15 +137,6 @@ def _assert_windows_equal(reference: Engine, *replicas: Engine) -> None:
             np.testing.assert_allclose(got.decayed_mean(), want.decayed_mean(), rtol=1e-9)
 
 
-async def _committed(bootstrap: str, group: str, topic: str) -> dict[int, int | None]:
-    consumer = AIOKafkaConsumer(bootstrap_servers=bootstrap, group_id=group)
-    await consumer.start()
-    try:
-        return {p: await consumer.committed(TopicPartition(topic, p)) for p in range(3)}
-    finally:
-        await consumer.stop()
-
-
 async def test_partitions_move_on_join_and_on_clean_stop_counting_each_event_once(
     kafka_broker: KafkaBroker, kafka_topic_factory: TopicFactory
 ) -> None:
@@ -208,7 +198,7 @@ async def test_a_crashed_replicas_partitions_resume_from_its_checkpoint(
         await _until(lambda: a.total() == len(first) + len(second), "A to read the second part")
     finally:
         await a.crash()
-    committed = await _committed(bootstrap, f"g-{topic}", topic)
+    committed = await committed_offsets(bootstrap, f"g-{topic}", topic, 3)
     assert sum(o or 0 for o in committed.values()) == len(first) + len(second)  # past it
 
     b = _Replica(bootstrap, topic)
@@ -224,7 +214,7 @@ async def test_a_crashed_replicas_partitions_resume_from_its_checkpoint(
     _assert_windows_equal(reference, b.engine)  # the first part came with the checkpoint
     assert b.engine.open_queries == reference.open_queries
     assert b.engine.events + _direct(first).events == reference.events
-    committed = await _committed(bootstrap, f"g-{topic}", topic)
+    committed = await committed_offsets(bootstrap, f"g-{topic}", topic, 3)
     assert sum(o or 0 for o in committed.values()) == len(messages)
 
 

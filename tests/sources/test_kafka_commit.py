@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from collections.abc import AsyncGenerator, Sequence
 
-from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
+from aiokafka import AIOKafkaProducer, TopicPartition
 
 from ragstream.sources.base import Message
 from ragstream.sources.kafka import KafkaBatch, KafkaSource, KafkaSourceConfig, next_offsets
-from ragstream.testing import KafkaBroker, TopicFactory
+from ragstream.testing import KafkaBroker, TopicFactory, committed_offsets
 
 
 def test_next_offsets_of_a_plain_sequence_take_the_max_per_partition_in_any_order() -> None:
@@ -47,12 +47,7 @@ async def _produce(bootstrap: str, topic: str, n: int) -> None:
 
 
 async def _committed(bootstrap: str, group: str, topic: str) -> list[int | None]:
-    consumer = AIOKafkaConsumer(bootstrap_servers=bootstrap, group_id=group)
-    await consumer.start()
-    try:
-        return [await consumer.committed(TopicPartition(topic, p)) for p in range(3)]
-    finally:
-        await consumer.stop()
+    return list((await committed_offsets(bootstrap, group, topic, 3)).values())
 
 
 async def _consume(source: KafkaSource, n: int) -> list[Sequence[Message]]:

@@ -13,7 +13,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ragstream.trec import TrecFormatError, evaluate_files, read_qrels, read_run
+from ragstream.trec import Engine, TrecFormatError, evaluate_files, read_qrels, read_run
 from ragstream.trec._compiled import AVAILABLE, join_files
 from ragstream.trec._join import join_tables
 from ragstream.trec._ranked import Ranked
@@ -180,7 +180,7 @@ def _files(draw: st.DrawFn, messy: bool) -> tuple[bytes, bytes, bool, bool]:
 
 
 def _outcome(
-    engine: str, qrels: Path, run: Path, keep_best: bool = False, complete: bool = False
+    engine: Engine, qrels: Path, run: Path, keep_best: bool = False, complete: bool = False
 ) -> tuple[object, ...]:
     try:
         result = evaluate_files(
@@ -189,7 +189,7 @@ def _outcome(
             METRICS,
             keep_best=keep_best,
             complete=complete,
-            engine="compiled" if engine == "compiled" else "numpy",
+            engine=engine,
         )
     except TrecFormatError as error:
         return ("error", str(error), error.path, error.line)
