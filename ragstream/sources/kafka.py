@@ -149,6 +149,9 @@ class KafkaSource:
         self._owned: set[TopicPartition] = set()
         self._positions: dict[TopicPartition, int] = {}
         """Per owned partition: the offset after the last message handed out (or sought)."""
+        self._uncommitted: set[TopicPartition] = set()
+        """Owned partitions the broker said have no committed offset: asked once while
+        owned (only this replica could commit one, and it has handed nothing out)."""
         self._consumer: AIOKafkaConsumer | None = None
         self._stopping = asyncio.Event()
         self._applied: dict[TopicPartition, int] = {}
@@ -254,6 +257,7 @@ class KafkaSource:
                 await self._save(consumer, set(self._owned))
             finally:
                 self._owned.clear()
+                self._uncommitted.clear()
                 await consumer.stop()
         if self.handover is not None:
             await self.handover.stop()
@@ -325,6 +329,7 @@ class KafkaSource:
             await self._save(self._consumer, owned)
         for tp in revoked:
             self._positions.pop(tp, None)
+        self._uncommitted -= revoked
         if self._on_revoked is not None and revoked:
             self._on_revoked({tp.partition for tp in revoked})
 
@@ -396,13 +401,16 @@ class KafkaSource:
     ) -> None:
         """Take the committed offset as the position of each of `tps` that has none yet
         (and `seek` there); partitions without a committed offset, or whose offset the
-        broker cannot give now, stay without a position."""
-        for tp in tps - self._positions.keys():
+        broker cannot give now, stay without a position (the first are not asked again
+        while owned)."""
+        for tp in tps - self._positions.keys() - self._uncommitted:
             try:
                 committed = await consumer.committed(tp)
             except KafkaError:
                 continue
-            if committed is not None and tp not in self._positions:
+            if committed is None:
+                self._uncommitted.add(tp)
+            elif tp not in self._positions:
                 if seek:
                     consumer.seek(tp, committed)
                 self._positions[tp] = committed
