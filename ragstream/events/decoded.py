@@ -143,7 +143,8 @@ class DecodedRetrieval(_Decoded, frozen=True, gc=False, kw_only=True, tag="retri
     qrels: Annotated[list[DecodedQrel], Meta(max_length=MAX_QRELS)] | None = None
 
     def ranking(self) -> Ranking:
-        """The deduplicated ranking and the number of repeats (see `dedupe_results`)."""
+        """The deduplicated ranking, the number of repeats and the inline labels (see
+        `dedupe_results`)."""
         docs: list[RetrievedDoc] = [doc.as_dict() for doc in self.results]  # type: ignore[misc]
         return dedupe_results(docs)
 

@@ -10,7 +10,7 @@ them with `.get()`.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Annotated, Any, Literal, NamedTuple, NotRequired
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, TypeAdapter, with_config
@@ -35,11 +35,13 @@ __all__ = [
     "Event",
     "EventType",
     "FeedbackEvent",
+    "InlineLabel",
     "Qrel",
     "Ranking",
     "RetrievalEvent",
     "RetrievedDoc",
     "dedupe_results",
+    "inline_labels",
 ]
 
 MAX_ABS_REL = 100.0
@@ -124,7 +126,10 @@ class RetrievalEvent(_EventBase):
     type: Literal["retrieval"] = Field("retrieval", description="Always `retrieval`.")
     results: list[RetrievedDoc] = Field(
         max_length=MAX_RESULTS,
-        description="Retrieved documents in rank order; a repeated doc_id counts once, first.",
+        description=(
+            "Retrieved documents in rank order; a repeated doc_id counts once, first;"
+            " every inline rel, a repeat's included, is a label, applied in list order."
+        ),
     )
     query: _Text | None = Field(None, description="The query text.")
     qrels: list[Qrel] | None = Field(
@@ -134,7 +139,8 @@ class RetrievalEvent(_EventBase):
     )
 
     def ranking(self) -> Ranking:
-        """The deduplicated ranking and the number of repeats (see `dedupe_results`)."""
+        """The deduplicated ranking, the number of repeats and the inline labels (see
+        `dedupe_results`)."""
         return dedupe_results(self.results)
 
 
@@ -169,21 +175,45 @@ EVENT_ADAPTER: TypeAdapter[Event] = TypeAdapter(Event, config=ConfigDict(cache_s
 """Validates and serialises the event union (`validate_json` is the decoder's fast path)."""
 
 
+InlineLabel = tuple[str, float, float | None]
+"""An inline label of a retrieval event: `(doc_id, rel, t_doc)`, where `t_doc` is the
+document's time in the ranking (its first occurrence's `t_doc`), None when not given."""
+
+
 class Ranking(NamedTuple):
-    """A ranking with repeated documents removed."""
+    """A ranking with repeated documents removed, and the event's inline labels."""
 
     docs: tuple[RetrievedDoc, ...]
     """Each doc_id once, at its first position, in rank order (first occurrence kept)."""
     repeats: int
     """How many entries were dropped as repeats: len(results) - len(docs)."""
+    labels: tuple[InlineLabel, ...]
+    """Every inline `rel` of the results, a repeat's included, in list order (see
+    `inline_labels`): applied in that order, the last one of a document wins."""
 
 
 def dedupe_results(results: Sequence[RetrievedDoc]) -> Ranking:
-    """Keep the first occurrence of each doc_id (trec_eval-style rank), counting the repeats."""
-    seen: set[str] = set()
-    docs: list[RetrievedDoc] = []
+    """Keep the first occurrence of each doc_id (trec_eval-style rank), counting the repeats,
+    and read every inline label (see `inline_labels`)."""
+    first: dict[str, RetrievedDoc] = {}
     for doc in results:
-        if doc["doc_id"] not in seen:
-            seen.add(doc["doc_id"])
-            docs.append(doc)
-    return Ranking(tuple(docs), len(results) - len(docs))
+        first.setdefault(doc["doc_id"], doc)
+    labels = inline_labels((doc["doc_id"], doc.get("rel"), doc.get("t_doc")) for doc in results)
+    return Ranking(tuple(first.values()), len(results) - len(first), tuple(labels))
+
+
+def inline_labels(docs: Iterable[tuple[str, float | None, float | None]]) -> list[InlineLabel]:
+    """The inline labels of a result list given as `(doc_id, rel, t_doc)` in list order.
+
+    SPEC §2: every inline `rel`, a repeat's included, is a label for its document, applied
+    in list order (so the last one wins). A repeat counts once, at its first position, and
+    so has one time: each label carries its document's time in the ranking, the first
+    occurrence's `t_doc`, whatever `t_doc` a repeat gives.
+    """
+    times: dict[str, float | None] = {}
+    labels: list[InlineLabel] = []
+    for doc_id, rel, t_doc in docs:
+        t_doc = times.setdefault(doc_id, t_doc)
+        if rel is not None:
+            labels.append((doc_id, rel, t_doc))
+    return labels

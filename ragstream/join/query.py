@@ -29,8 +29,10 @@ from ragstream.events import (
     DecodedDoc,
     DecodedQrel,
     DecodedRetrieval,
+    InlineLabel,
     Limits,
     decode_event,
+    inline_labels,
 )
 from ragstream.events.scan import Scanned
 
@@ -185,7 +187,8 @@ class OpenQuery:
         qrels: Sequence[DocLike] = (),
         raw: bytes | None = None,
     ) -> OpenQuery:
-        """Open a query from its retrieval event; qrels first, then inline labels.
+        """Open a query from its retrieval event; qrels first, then every inline label in
+        list order, a repeated document's included (see `inline_labels`).
 
         `raw`: the event's message (the JSON the results were decoded from), kept so that
         `release` may drop the decoded documents."""
@@ -206,13 +209,13 @@ class OpenQuery:
             raw=raw,
             repeats=len(docs) - unique,
         )
-        inline: Sequence[DecodedDoc] = ()
+        inline: list[InlineLabel] = []
         if unique == len(docs):  # read while the documents are fresh in the cache
             query._top = _doubles([doc.t_doc for doc in docs[:TOP_DOCS]])
-            if list(grades.values()).count(None) != unique:
-                inline = [doc for doc in docs if doc.rel is not None]
-        else:  # an inline label counts at the first position only
-            inline = [doc for doc in dedupe_ranking(docs)[0] if doc.rel is not None]
+            if list(grades.values()).count(None) != unique:  # no repeats: each its own time
+                inline = [(d.doc_id, d.rel, d.t_doc) for d in docs if d.rel is not None]
+        else:  # every inline rel counts, a repeat's too, with its document's time
+            inline = inline_labels([(doc.doc_id, doc.rel, doc.t_doc) for doc in docs])
         for qrel in qrels:  # qrels first: an inline label arrives with the event
             if type(qrel) is DecodedQrel:  # decoded: attributes, and rel is always there
                 query.set_label(qrel.doc_id, qrel.rel, qrel.t_doc)
@@ -220,9 +223,8 @@ class OpenQuery:
             rel = qrel.get("rel")
             if rel is not None:
                 query.set_label(qrel["doc_id"], rel, qrel.get("t_doc"))
-        for doc in inline:
-            assert doc.rel is not None
-            query.set_label(doc.doc_id, doc.rel, doc.t_doc)
+        for doc_id, rel, t_doc in inline:  # in list order: the last of a document wins
+            query.set_label(doc_id, rel, t_doc)
         return query
 
     @classmethod
@@ -236,7 +238,8 @@ class OpenQuery:
         raw: bytes,
     ) -> OpenQuery:
         """Open a query from a retrieval event read by the compiled scanner (no repeats:
-        the scanner declines those), as `from_retrieval` would from the decoded event.
+        the scanner declines those, so its inline labels are one per labelled document, each
+        with its own time), as `from_retrieval` would from the decoded event.
 
         It keeps its leading document times (the scanner's C doubles) and the message, the
         state `release` leaves; a labeled one also gets its ranking at once (its labels

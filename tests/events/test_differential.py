@@ -21,15 +21,18 @@ from pydantic import BaseModel
 from ragstream.events import (
     DEFAULT_LIMITS,
     DecodedEvent,
+    DecodedRetrieval,
     DecodeError,
     Event,
     Limits,
+    RetrievalEvent,
     decode_batch,
     decode_event,
     decode_reference,
     fast_decode,
 )
 from ragstream.events.fast import fast_decode_many
+from ragstream.events.scan import AVAILABLE, bounds_of, scan_retrievals
 from ragstream.events.timestamps import MAX_TS, MIN_DOC_TS
 
 from ._examples import ANSWER, FEEDBACK, GOLDEN, INVALID_OBJECTS, RETRIEVAL, VALID, to_bytes
@@ -39,7 +42,8 @@ from ._examples import with_changes as changed
 def _dump(event: Event | DecodedEvent) -> dict[str, Any]:
     """Field values; ranked documents and qrels without their None-valued keys, since the
     decoder's item Structs read an absent optional key as None (as `.get()` on the
-    reference's dicts does) and do not remember whether it was absent or null."""
+    reference's dicts does) and do not remember whether it was absent or null. A retrieval
+    event also gives its `ranking()`: documents, repeats and inline labels."""
     if isinstance(event, BaseModel):
         dumped = event.model_dump()
     else:
@@ -47,6 +51,9 @@ def _dump(event: Event | DecodedEvent) -> dict[str, Any]:
     for name in ("results", "qrels"):
         if dumped.get(name) is not None:
             dumped[name] = [_item(item) for item in dumped[name]]
+    if isinstance(event, RetrievalEvent | DecodedRetrieval):
+        docs, repeats, labels = event.ranking()
+        dumped["ranking"] = [[_item(doc) for doc in docs], repeats, [list(x) for x in labels]]
     return dumped
 
 
@@ -228,6 +235,66 @@ def _tricky() -> dict[str, dict[str, Any]]:
 
 
 _TRICKY = _tricky()
+
+
+_REPEATED: dict[str, tuple[list[dict[str, Any]], list[dict[str, Any]], dict[str, float]]] = {
+    # SPEC §2: a repeat counts once, at its first position; every inline rel is a label,
+    # applied in list order (qrels first): (results, qrels, the labels once applied)
+    "rel on the repeat only": (
+        [{"doc_id": "a"}, {"doc_id": "b", "rel": 2}, {"doc_id": "a", "rel": 1}],
+        [],
+        {"b": 2.0, "a": 1.0},
+    ),
+    "several repeats, differing rel": (
+        [
+            {"doc_id": "a", "rel": 1},
+            {"doc_id": "a", "rel": 3},
+            {"doc_id": "b"},
+            {"doc_id": "a", "rel": 2},
+            {"doc_id": "b", "rel": None},
+        ],
+        [],
+        {"a": 2.0},
+    ),
+    "rel on first and repeat": (
+        [{"doc_id": "a", "rel": 3}, {"doc_id": "b"}, {"doc_id": "a", "rel": 1}],
+        [],
+        {"a": 1.0},
+    ),
+    "rel=0 on a repeat after rel=2": (
+        [{"doc_id": "a", "rel": 2}, {"doc_id": "a", "rel": 0}],
+        [],
+        {"a": 0.0},
+    ),
+    "qrels, then inline repeats in order": (
+        [{"doc_id": "a"}, {"doc_id": "c", "rel": 3}, {"doc_id": "a", "rel": 1}],
+        [{"doc_id": "a", "rel": 0}, {"doc_id": "c", "rel": 2}, {"doc_id": "z", "rel": 1}],
+        {"a": 1.0, "c": 3.0, "z": 1.0},
+    ),
+}
+
+
+@pytest.mark.parametrize("case", _REPEATED.values(), ids=_REPEATED)
+def test_inline_labels_of_repeated_documents_are_one_answer(
+    case: tuple[list[dict[str, Any]], list[dict[str, Any]], dict[str, float]],
+) -> None:
+    """Every decoder gives the same ranking and inline labels, and they are the contract's;
+    the compiled scanner declines the message (msgspec reads it)."""
+    results, qrels, expected = case
+    data = to_bytes(changed(RETRIEVAL, results=results, qrels=qrels))
+    assert _agree(data)[0] == "ok"
+    ids = list(dict.fromkeys(doc["doc_id"] for doc in results))
+    for decode in (decode_event, decode_reference, fast_decode):
+        event = decode(data)
+        assert isinstance(event, RetrievalEvent | DecodedRetrieval)
+        docs, repeats, labels = event.ranking()
+        assert [doc["doc_id"] for doc in docs] == ids
+        assert repeats == len(results) - len(ids)
+        applied = {q["doc_id"]: float(q["rel"]) for q in qrels}
+        applied.update((doc_id, rel) for doc_id, rel, _ in labels)
+        assert applied == expected
+    if AVAILABLE:
+        assert scan_retrievals([data], bounds_of(DEFAULT_LIMITS)) == [None]
 
 
 @pytest.mark.parametrize("data", _RAW, ids=range(len(_RAW)))

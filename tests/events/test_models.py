@@ -40,7 +40,44 @@ def test_dedupe_keeps_first_positions_and_counts_repeats() -> None:
     assert ranking.docs[0].get("score") == 3.0  # the first occurrence is kept
     assert ranking.repeats == 3
     assert len(event.results) == 6  # the event itself keeps every entry
-    assert dedupe_results([]) == ((), 0)
+    assert dedupe_results([]) == ((), 0, ())
+
+
+def test_every_inline_rel_is_a_label_a_repeats_included() -> None:
+    # SPEC §2: a repeat counts once, at its first position; its rel is a label all the same
+    results = [
+        RetrievedDoc(doc_id="a", t_doc=10.0),
+        RetrievedDoc(doc_id="b", rel=2),
+        RetrievedDoc(doc_id="a", rel=1, t_doc=99.0),  # the document's time stays 10
+        RetrievedDoc(doc_id="b", rel=0),
+        RetrievedDoc(doc_id="c", rel=None),
+    ]
+    ranking = dedupe_results(results)
+    assert [doc["doc_id"] for doc in ranking.docs] == ["a", "b", "c"]
+    assert ranking.repeats == 2
+    assert ranking.labels == (("b", 2, None), ("a", 1, 10.0), ("b", 0, None))  # list order
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from("abcd"),
+            st.none() | st.integers(0, 3).map(float),
+            st.none() | st.floats(0, 10),
+        ),
+        max_size=12,
+    )
+)
+def test_labels_applied_in_order_give_the_last_rel_of_each_document(
+    docs: list[tuple[str, float | None, float | None]],
+) -> None:
+    results = [RetrievedDoc(doc_id=i, rel=rel, t_doc=t) for i, rel, t in docs]
+    applied = {doc_id: rel for doc_id, rel, _ in dedupe_results(results).labels}
+    last = {doc_id: rel for doc_id, rel, _ in docs if rel is not None}
+    assert applied == last
+    first_time = {doc_id: t for doc_id, _, t in reversed(docs)}
+    assert all(t == first_time[i] for i, _, t in dedupe_results(results).labels)
 
 
 @settings(max_examples=200, deadline=None)

@@ -121,6 +121,10 @@ def _check(data: Any, limits: Limits = DEFAULT_LIMITS, top: int = 10, labels: bo
         event = _msgspec(data if type(data) is bytes else None, limits)
         assert event is not None, f"the scanner accepted what msgspec rejects: {data[:300]!r}"
         assert _view(record) == _expected(event, top, labels), data[:300]
+        if record.ids is not None:  # the ranking and inline labels of the events' own rule
+            docs, repeats, inline = event.ranking()
+            assert (record.ids, repeats) == (tuple(doc["doc_id"] for doc in docs), 0)
+            assert _canon(record.inline) == _canon(inline or None)
     return record
 
 

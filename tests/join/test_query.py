@@ -39,20 +39,23 @@ def _open(raw: bytes, *, keep_raw: bool) -> OpenQuery:
 def _expected(
     results: list[dict[str, Any]], qrels: list[dict[str, Any]]
 ) -> tuple[list[str], list[float], dict[str, float], dict[str, float]]:
-    """SPEC §2 read eagerly: first positions, effective times, qrels then inline labels; a
-    label without t_doc takes the document's time in the ranking (else ts), or keeps the
-    time an earlier label gave it."""
+    """SPEC §2 read eagerly: first positions, effective times, qrels then every inline label
+    in list order (a repeat's included, with its document's time in the ranking: the first
+    occurrence's t_doc); a label without t_doc takes the document's time in the ranking
+    (else ts), or keeps the time an earlier label gave it."""
     ids: list[str] = []
     times: list[float] = []
+    first_t_doc: dict[str, float | None] = {}
     inline: list[dict[str, Any]] = []
     for doc in results:
-        if doc["doc_id"] in ids:
-            continue
-        t = doc.get("t_doc")
-        ids.append(doc["doc_id"])
-        times.append(TS if t is None else min(t, TS))
+        doc_id = doc["doc_id"]
+        if doc_id not in ids:
+            t = doc.get("t_doc")
+            ids.append(doc_id)
+            times.append(TS if t is None else min(t, TS))
+            first_t_doc[doc_id] = t
         if doc.get("rel") is not None:
-            inline.append(doc)
+            inline.append({"doc_id": doc_id, "rel": doc["rel"], "t_doc": first_t_doc[doc_id]})
     labels: dict[str, float] = {}
     label_times: dict[str, float] = {}
     for item in [*qrels, *inline]:
@@ -148,3 +151,44 @@ def test_a_message_only_the_reference_decoder_takes_is_decoded_again_the_same_wa
     query.release()
     assert query.doc_ids == ("a", "b")
     assert query.doc_times == (10.0, TS)
+
+
+_Docs = list[dict[str, Any]]
+
+
+def _labels_of(results: _Docs, qrels: _Docs | None = None) -> Any:
+    query = _open(_event(results, qrels), keep_raw=False)
+    return query.doc_ids, query.repeats, query.labels, query.label_times
+
+
+def test_an_inline_label_on_a_repeat_counts_at_the_first_position() -> None:
+    # SPEC §2: the repeat's position does not count, its rel does
+    results: list[dict[str, Any]] = [{"doc_id": "a"}, {"doc_id": "b", "rel": 2}]
+    results.append({"doc_id": "a", "rel": 1})
+    assert _labels_of(results) == (("a", "b"), 1, {"b": 2.0, "a": 1.0}, {"a": TS, "b": TS})
+
+
+def test_inline_labels_of_repeats_apply_in_list_order() -> None:
+    several: _Docs = [{"doc_id": "a", "rel": 1}, {"doc_id": "a", "rel": 3}, {"doc_id": "b"}]
+    several.append({"doc_id": "a", "rel": 2})
+    assert _labels_of(several)[2] == {"a": 2.0}  # the last in the list wins
+    zero_last: _Docs = [{"doc_id": "a", "rel": 2}, {"doc_id": "a"}, {"doc_id": "a", "rel": 0}]
+    assert _labels_of(zero_last)[:3] == (("a",), 2, {"a": 0.0})  # rel=0 after rel=2: judged 0
+    no_rel_last: _Docs = [{"doc_id": "a", "rel": 2}, {"doc_id": "a", "rel": None}]
+    assert _labels_of(no_rel_last)[2] == {"a": 2.0}  # a repeat without rel is no label
+    # qrels first, then every inline rel in list order
+    qrels: _Docs = [{"doc_id": "a", "rel": 3}, {"doc_id": "z", "rel": 1}]
+    repeated: _Docs = [{"doc_id": "a"}, {"doc_id": "a", "rel": 0}]
+    assert _labels_of(repeated, qrels)[2] == {"a": 0.0, "z": 1.0}
+
+
+def test_a_repeat_label_has_its_documents_time_in_the_ranking() -> None:
+    # the first occurrence's t_doc is the document's time; a repeat's t_doc is not read
+    results: list[dict[str, Any]] = [{"doc_id": "a", "t_doc": 10.0}, {"doc_id": "b"}]
+    results.append({"doc_id": "a", "t_doc": 500.0, "rel": 1})
+    ids, _, labels, label_times = _labels_of(results)
+    assert (ids, labels, label_times) == (("a", "b"), {"a": 1.0}, {"a": 10.0})
+    # without a t_doc on the first occurrence, a qrel's time is kept, as for any inline label
+    results = [{"doc_id": "a"}, {"doc_id": "a", "t_doc": 500.0, "rel": 1}]
+    qrels = [{"doc_id": "a", "rel": 3, "t_doc": 20.0}]
+    assert _labels_of(results, qrels)[2:] == ({"a": 1.0}, {"a": 20.0})

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import random
 from collections import defaultdict
 from typing import Any
 
@@ -29,13 +30,36 @@ def _stream(n: int, seed: int = 3) -> list[Message]:
     ]
 
 
-def _engine(label_ttl: float = 900.0) -> Engine:
+def _with_repeats(messages: list[Message], seed: int) -> list[Message]:
+    """The messages with repeated documents added to a third of the retrieval events, with
+    inline labels on first occurrences and repeats (some 0, some null, some differing)."""
+    rng = random.Random(seed)
+    out: list[Message] = []
+    for m in messages:
+        event = json.loads(m.value)
+        if event["type"] == "retrieval" and rng.random() < 0.35:
+            results = event["results"]
+            for _ in range(rng.randint(1, 4)):
+                doc = dict(rng.choice(results[:6]))
+                doc["rel"] = rng.choice([None, 0, 1, 2, 3])
+                doc["t_doc"] = doc.get("t_doc", event["ts"]) - rng.uniform(0, 1e6)
+                results.insert(rng.randint(1, len(results)), doc)
+            if rng.random() < 0.3:
+                results[0]["rel"] = rng.choice([0, 2])
+            value = json.dumps(event, separators=(",", ":")).encode()
+            m = Message(value, partition=m.partition, offset=m.offset)
+        out.append(m)
+    return out
+
+
+def _engine(label_ttl: float = 900.0, *, scan: bool = True) -> Engine:
     config = EngineConfig(
         layout=MetricLayout(cutoffs=(1, 5, 10), half_lives=(3600.0,)),
         windows=WINDOWS,
         clock="event",
         label_keys=("app",),
         label_ttl=label_ttl,
+        scan=scan,
     )
     return Engine(config, wall=lambda: WALL)
 
@@ -49,11 +73,11 @@ def _reference(messages: list[Message]) -> dict[str, dict[str, Any]]:
         if e["type"] == "retrieval":
             labels = {q["doc_id"]: q["rel"] for q in e.get("qrels", [])}
             ranking: list[str] = []
-            for doc in e["results"]:
+            for doc in e["results"]:  # a repeat counts at its first position; its rel counts
                 if doc["doc_id"] not in ranking:
                     ranking.append(doc["doc_id"])
-                    if doc.get("rel") is not None:
-                        labels[doc["doc_id"]] = doc["rel"]
+                if doc.get("rel") is not None:
+                    labels[doc["doc_id"]] = doc["rel"]
             for doc_id, rel in early.pop(e["query_id"], []):
                 labels[doc_id] = rel
             queries[e["query_id"]] = {
@@ -127,6 +151,25 @@ def test_windows_equal_a_from_scratch_computation_after_every_batch() -> None:
         1 for m in messages if b'"type":"retrieval"' in m.value
     )
     assert engine.invalid == {}
+
+
+@pytest.mark.parametrize("scan", [True, False], ids=["scanner", "msgspec"])
+def test_repeated_documents_with_inline_labels_equal_a_from_scratch_computation(
+    scan: bool,
+) -> None:
+    messages = _with_repeats(_stream(1500, seed=5), seed=5)
+    engine = _engine(scan=scan)
+    for start in range(0, len(messages), 200):
+        engine.apply(messages[start : start + 200])
+        assert _check_windows(engine, _reference(messages[: start + 200])) > 0
+    repeats = 0
+    for m in messages:
+        event = json.loads(m.value)
+        if event["type"] == "retrieval":
+            ids = [doc["doc_id"] for doc in event["results"]]
+            repeats += len(ids) - len(set(ids))
+    assert repeats > 300
+    assert sum(join.counters.repeated_docs for join in engine.joins.values()) == repeats
 
 
 @settings(max_examples=8, deadline=None)
@@ -245,3 +288,80 @@ def test_snapshot_restore_continues_exactly_where_it_stopped() -> None:
             np.testing.assert_allclose(a[name].mean(), b[name].mean(), rtol=1e-12)
     for labelset, aggregate in straight.final.items():
         np.testing.assert_array_equal(aggregate.histogram, resumed.final[labelset].histogram)
+
+
+_LOG3 = math.log2(3)
+_TS = 1_767_225_600.0
+
+
+@pytest.mark.parametrize("scan", [True, False], ids=["scanner", "msgspec"])
+@pytest.mark.parametrize(
+    ("results", "qrels", "expected"),
+    [
+        # SPEC §2: a repeat counts once, at its first position; its inline rel is a label
+        (
+            [{"doc_id": "a"}, {"doc_id": "b", "rel": 2}, {"doc_id": "a", "rel": 1}],
+            None,
+            {"rr": 1.0, "precision@1": 1.0, "ndcg@10": (1 + 2 / _LOG3) / (2 + 1 / _LOG3)},
+        ),
+        # several repeats with differing rel: the last in the list wins
+        (
+            [{"doc_id": "a", "rel": 3}, {"doc_id": "b"}, {"doc_id": "a", "rel": 1}],
+            None,
+            {"rr": 1.0, "dcg@1": 1.0, "ndcg@10": 1.0},
+        ),
+        # rel=0 on a repeat after rel=2: judged non-relevant (still a labeled query)
+        (
+            [{"doc_id": "a", "rel": 2}, {"doc_id": "b", "rel": 1}, {"doc_id": "a", "rel": 0}],
+            None,
+            {"rr": 0.5, "precision@1": 0.0, "dcg@1": 0.0, "recall@5": 1.0},
+        ),
+        # qrels first, then every inline rel in list order
+        (
+            [{"doc_id": "a"}, {"doc_id": "c"}, {"doc_id": "a", "rel": 1}],
+            [{"doc_id": "a", "rel": 0}, {"doc_id": "c", "rel": 2}],
+            {"rr": 1.0, "recall@1": 0.5, "ndcg@10": (1 + 2 / _LOG3) / (2 + 1 / _LOG3)},
+        ),
+        # a repeat's label takes its document's time in the ranking (the first occurrence's
+        # t_doc, one half-life old here), not the repeat's own t_doc
+        (
+            [
+                {"doc_id": "a", "t_doc": _TS - 3600.0},
+                {"doc_id": "b", "rel": 1, "t_doc": _TS},
+                {"doc_id": "a", "rel": 1, "t_doc": _TS},
+            ],
+            None,
+            {
+                "rr": 1.0,
+                "ndcg@10": 1.0,
+                "ndcg_decayed@10|3600": (0.5 + 1 / _LOG3) / (1 + 0.5 / _LOG3),
+                "doc_age_seconds@1": 3600.0,
+            },
+        ),
+    ],
+    ids=["issue", "several-repeats", "zero-after-two", "qrels-then-inline", "repeat-time"],
+)
+def test_inline_labels_of_repeated_documents_by_hand(
+    scan: bool,
+    results: list[dict[str, Any]],
+    qrels: list[dict[str, Any]] | None,
+    expected: dict[str, float],
+) -> None:
+    config = EngineConfig(
+        layout=MetricLayout(cutoffs=(1, 5, 10), half_lives=(3600.0,)),
+        windows=WINDOWS,
+        clock="event",
+        scan=scan,
+    )
+    engine = Engine(config, wall=lambda: WALL)
+    event: dict[str, Any] = {"type": "retrieval", "query_id": "q", "ts": _TS, "results": results}
+    if qrels is not None:
+        event["qrels"] = qrels
+    engine.apply([Message(json.dumps(event).encode())])
+    assert engine.joins[0].counters.repeated_docs == 1
+    (query,) = engine.finish()
+    assert query.contribution is not None
+    values = dict(zip(engine.columns, query.contribution.tolist(), strict=False))
+    assert {name: values[name] for name in expected} == pytest.approx(expected, abs=1e-12)
+    mean = engine.store.read(engine.now(), ())["1h"].mean()  # the window holds the same row
+    assert mean[engine.columns.index("rr")] == pytest.approx(expected["rr"], abs=1e-12)

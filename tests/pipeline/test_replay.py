@@ -121,3 +121,35 @@ def test_replay_reports_bad_lines_with_their_line_numbers(events_file: Path) -> 
     assert f"{events_file}:2001: invalid event (bad_timestamp" in result.stderr
     assert "label set" in result.stdout
     assert "invalid: bad_json 1, bad_timestamp 1" in result.stdout
+
+
+def test_replay_counts_an_inline_label_on_a_repeated_document(tmp_path: Path) -> None:
+    """SPEC §2 through `ragstream replay`: a repeat counts once, at its first position, and
+    every inline rel (a repeat's included) is a label, applied in list order, after qrels."""
+    cases = {
+        "issue": ([{"doc_id": "a"}, {"doc_id": "b", "rel": 2}, {"doc_id": "a", "rel": 1}], [], 1.0),
+        "last-wins": (
+            [{"doc_id": "a", "rel": 2}, {"doc_id": "b", "rel": 1}, {"doc_id": "a", "rel": 0}],
+            [],
+            0.5,
+        ),
+        "after-qrels": (
+            [{"doc_id": "x"}, {"doc_id": "a"}, {"doc_id": "x", "rel": 0}],
+            [{"doc_id": "x", "rel": 3}, {"doc_id": "a", "rel": 1}],
+            0.5,
+        ),
+    }
+    path = tmp_path / "repeats.jsonl"
+    lines = []
+    for i, (qid, (results, qrels, _)) in enumerate(cases.items()):
+        event = {"type": "retrieval", "query_id": qid, "ts": 1_767_225_600.0 + i}
+        lines.append(json.dumps({**event, "results": results, "qrels": qrels}))
+    path.write_text("\n".join(lines) + "\n")
+    per_query = tmp_path / "per-query.jsonl"
+    args = ["replay", str(path), "--format", "json", "--per-query", str(per_query)]
+    result = CliRunner().invoke(main, args)
+    assert result.exit_code == 0, result.output
+    records = {r["query_id"]: r for r in map(json.loads, per_query.read_text().splitlines())}
+    assert {qid: r["metrics"]["rr"] for qid, r in records.items()} == {
+        qid: rr for qid, (_, _, rr) in cases.items()
+    }

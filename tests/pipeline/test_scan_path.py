@@ -43,15 +43,19 @@ def _config(scan: bool, **options: Any) -> EngineConfig:
 
 
 def _twist(value: bytes, rng: random.Random) -> bytes:
-    """Variants the scanner declines or must read right: repeats, inline labels, text
-    times, unknown fields, spacing, truncation, a feedback type on a retrieval body."""
+    """Variants the scanner declines or must read right: repeats (some with inline labels of
+    their own), inline labels, text times, unknown fields, spacing, truncation, a feedback
+    type on a retrieval body."""
     event = json.loads(value)
     roll = rng.random()
     if event.get("type") != "retrieval" or roll > 0.5:
         return value
     results = event["results"]
-    if roll < 0.05 and results:
+    if roll < 0.025 and results:
         results.append(dict(results[0]))  # a repeated document
+    elif roll < 0.05 and results:  # repeats whose inline labels count, in list order
+        results.insert(1, {**results[-1], "rel": rng.choice([0, 1, 3])})
+        results.append({**results[0], "rel": rng.choice([None, 0, 2]), "t_doc": 1.0})
     elif roll < 0.1 and results:
         results[min(2, len(results) - 1)]["rel"] = 2  # an inline label
         results[0]["rel"] = None
@@ -206,3 +210,25 @@ def test_document_age_from_the_scanned_times() -> None:
     engine.apply(messages)
     age = _ages(engine)
     assert (age("old"), age("none"), age("future")) == (1000.0, 0.0, 0.0)
+
+
+def test_a_label_on_a_repeat_scores_as_the_same_label_on_the_first_occurrence() -> None:
+    """The scanner reads the event without repeats, msgspec the one with them (the scanner
+    declines it): one answer, the contract's (rr 1 at position 1 with label 1)."""
+    ts = 1_767_225_600.0
+    plain = [{"doc_id": "a", "rel": 1, "t_doc": ts - 60}, {"doc_id": "b", "rel": 2}]
+    repeated = [{"doc_id": "a", "t_doc": ts - 60}, {"doc_id": "b", "rel": 2}]
+    repeated.append({"doc_id": "a", "rel": 1, "t_doc": ts})
+    rows = []
+    for results in (plain, repeated):
+        event = {"type": "retrieval", "query_id": "q", "ts": ts, "results": results}
+        value = json.dumps(event).encode()
+        read = scan_retrievals([value], bounds_of(DEFAULT_LIMITS))[0]
+        assert (read is None) == (results is repeated)
+        engine = Engine(_config(True), wall=lambda: WALL)
+        engine.apply([Message(value, partition=0, offset=0)])
+        (query,) = engine.finish()
+        assert query.labels == {"a": 1.0, "b": 2.0}
+        rows.append((query.doc_ids, query.label_times, _row(query.contribution)))
+        assert dict(zip(engine.columns, _row(query.contribution) or [], strict=False))["rr"] == 1
+    assert rows[0] == rows[1]
