@@ -166,6 +166,46 @@ async def test_invalid_messages_go_to_the_dead_letter_topic_with_their_reason(
     assert dict(records[0].headers)["ragstream.offset"] == b"50"
 
 
+async def test_an_inline_label_on_a_repeated_document_counts_through_kafka(
+    kafka_broker: KafkaBroker, kafka_topic_factory: TopicFactory
+) -> None:
+    """SPEC §2 through the broker: a repeat counts once, at its first position, and every
+    inline rel (a repeat's included) is a label, applied in list order after qrels."""
+    topic = await kafka_topic_factory(1)
+    cases = {
+        "issue": ([{"doc_id": "a"}, {"doc_id": "b", "rel": 2}, {"doc_id": "a", "rel": 1}], [], 1.0),
+        "last-wins": (
+            [{"doc_id": "a", "rel": 2}, {"doc_id": "b", "rel": 1}, {"doc_id": "a", "rel": 0}],
+            [],
+            0.5,
+        ),
+        "after-qrels": (
+            [{"doc_id": "x"}, {"doc_id": "a"}, {"doc_id": "x", "rel": 0}],
+            [{"doc_id": "x", "rel": 3}, {"doc_id": "a", "rel": 1}],
+            0.5,
+        ),
+    }
+    messages = []
+    for i, (qid, (results, qrels, _)) in enumerate(cases.items()):
+        event = {"type": "retrieval", "query_id": qid, "ts": 1_767_225_600.0 + i}
+        value = json.dumps({**event, "results": results, "qrels": qrels}).encode()
+        messages.append((qid.encode(), value))
+    await produce_records(kafka_broker.bootstrap_servers, topic, messages)
+    source = _source(kafka_broker.bootstrap_servers, topic, "g-repeats")
+    await source.start()
+    engine = Engine(_config(), wall=lambda: WALL)
+    try:
+        await _consume(Runner(engine, source), len(messages))
+    finally:
+        await source.stop()
+    assert engine.joins[0].counters.repeated_docs == 3
+    rr = engine.columns.index("rr")
+    final = {q.query_id: q.contribution for q in engine.finish()}
+    assert {qid: None if row is None else row[rr] for qid, row in final.items()} == {
+        qid: expected for qid, (_, _, expected) in cases.items()
+    }
+
+
 async def test_topics_that_are_not_co_partitioned_are_refused(
     kafka_broker: KafkaBroker, kafka_topic_factory: TopicFactory
 ) -> None:
