@@ -150,7 +150,7 @@ def _text_cli(qrels: str, run: str, text: Path) -> dict[str, float]:
 
 def _text_trec_eval(qrels: str, run: str, text: Path) -> dict[str, float]:
     """NIST's trec_eval program (C), `trec_eval -q` on the same measures."""
-    from ragstream.testing import fetch_trec_eval
+    from tests.support import fetch_trec_eval
 
     measures = [arg for measure in _MEASURES for arg in ("-m", measure)]
     binary = str(fetch_trec_eval())

@@ -4,7 +4,7 @@ Usage: `python -m bench.pipeline_bench [--events N | --quick] [--partitions P]
 [--processes N] ...`
 (or `scripts/bench.sh pipeline`). See docs/benchmarks.md, "Streaming pipeline".
 
-It starts its own single-node Kafka broker (`ragstream.testing.KafkaBroker`), creates one
+It starts its own single-node Kafka broker (`tests.support.KafkaBroker`), creates one
 topic, produces N retrieval events keyed by query id (not measured, reported apart), then
 runs each measured stage in a fresh process (`bench.pipeline_stages`): two plain-consumer
 baselines (`json.loads`, `orjson.loads`), the pipeline (`KafkaSource` + `Runner` +
@@ -33,7 +33,7 @@ from aiokafka import AIOKafkaProducer
 from bench.pipeline_data import DataConfig, blocks, partition_of
 from bench.pipeline_group import run_group
 from bench.pipeline_report import Run, group_rate, render
-from ragstream.testing import KafkaBroker, fetch_kafka_jars
+from tests.support import KafkaBroker, fetch_kafka_jars
 
 __all__ = ["main"]
 

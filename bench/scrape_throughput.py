@@ -28,7 +28,7 @@ from bench.scrape_data import T_END, DataConfig, base_events, engine_config, mes
 from ragstream.app import Agent
 from ragstream.pipeline.engine import Engine
 from ragstream.sources.base import Message
-from ragstream.testing.kafka_files import free_port
+from tests.support.kafka_files import free_port
 
 __all__ = ["MemorySource", "measure_throughput", "scraper"]
 

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from ragstream.testing import KafkaBroker, TopicFactory, fetch_kafka_jars
+from tests.support import KafkaBroker, TopicFactory, fetch_kafka_jars
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

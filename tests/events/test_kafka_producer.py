@@ -14,7 +14,7 @@ from ragstream.events import (
     retrieval_event,
     to_decoded,
 )
-from ragstream.testing import KafkaBroker, TopicFactory, read_records
+from tests.support import KafkaBroker, TopicFactory, read_records
 
 pytestmark = pytest.mark.kafka
 

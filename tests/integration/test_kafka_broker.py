@@ -8,7 +8,7 @@ import pytest
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, ConsumerRecord, TopicPartition
 from aiokafka.admin import AIOKafkaAdminClient
 
-from ragstream.testing import KafkaBroker, KafkaBrokerError, TopicFactory, fetch_kafka_jars
+from tests.support import KafkaBroker, KafkaBrokerError, TopicFactory, fetch_kafka_jars
 
 _MASK32 = 0xFFFFFFFF
 

@@ -16,7 +16,7 @@ from ragstream.sinks.dead_letters import KafkaDeadLetters
 from ragstream.sources.base import Message
 from ragstream.sources.kafka import CoPartitionError, KafkaSource, KafkaSourceConfig
 from ragstream.sources.synthetic import SyntheticConfig, SyntheticTraffic
-from ragstream.testing import KafkaBroker, TopicFactory, produce_records, read_records
+from tests.support import KafkaBroker, TopicFactory, produce_records, read_records
 
 WALL = 1_900_000_000.0
 JUNK = [b"{not json", b'{"type": "retrieval"}', b'{"type": "teleport", "query_id": "x", "ts": 1}']

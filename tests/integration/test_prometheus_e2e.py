@@ -17,8 +17,8 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from ragstream.sources.synthetic import SyntheticConfig, SyntheticTraffic
-from ragstream.testing import KafkaBroker, TopicFactory, produce_records
-from ragstream.testing.prometheus import PrometheusServer
+from tests.support import KafkaBroker, TopicFactory, produce_records
+from tests.support.prometheus import PrometheusServer
 
 pytestmark = pytest.mark.prometheus
 

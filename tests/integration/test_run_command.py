@@ -14,7 +14,7 @@ import aiohttp
 from aiokafka import AIOKafkaConsumer, TopicPartition
 
 from ragstream.sources.synthetic import SyntheticConfig, SyntheticTraffic
-from ragstream.testing import KafkaBroker, TopicFactory, produce_records
+from tests.support import KafkaBroker, TopicFactory, produce_records
 
 
 def _free_port() -> int:

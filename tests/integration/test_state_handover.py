@@ -26,7 +26,7 @@ from ragstream.pipeline.scoring import MetricLayout
 from ragstream.sources.base import Message
 from ragstream.sources.kafka import KafkaSource, KafkaSourceConfig
 from ragstream.sources.synthetic import SyntheticConfig, SyntheticTraffic
-from ragstream.testing import KafkaBroker, TopicFactory, committed_offsets, produce_records
+from tests.support import KafkaBroker, TopicFactory, committed_offsets, produce_records
 
 WALL = 1_900_000_000.0
 Pairs = list[tuple[bytes, bytes]]

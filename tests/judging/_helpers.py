@@ -7,7 +7,7 @@ import re
 from typing import Any
 
 from ragstream.judging.model import JudgeInput
-from ragstream.testing.openai_server import Reply
+from tests.support.openai_server import Reply
 
 _CONTEXTS = re.compile(r"CONTEXTS \((\d+)\):")
 

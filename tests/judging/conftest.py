@@ -6,7 +6,7 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from ragstream.testing.openai_server import OpenAIServer
+from tests.support.openai_server import OpenAIServer
 
 from ._helpers import good_responder
 

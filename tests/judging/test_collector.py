@@ -13,7 +13,7 @@ from ragstream.judging.collector import JudgeCollector
 from ragstream.judging.results import wilson_interval
 from ragstream.judging.service import JudgingService
 from ragstream.judging.settings import JudgeSettings, OpenAISettings, SamplingSettings
-from ragstream.testing.openai_server import OpenAIServer
+from tests.support.openai_server import OpenAIServer
 
 NOW = 1_800_000_000.0
 

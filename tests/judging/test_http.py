@@ -9,7 +9,7 @@ import pytest
 
 from ragstream.judging.http import ChatClient, parse_retry_after
 from ragstream.judging.model import JudgeError
-from ragstream.testing.openai_server import OpenAIServer, Reply
+from tests.support.openai_server import OpenAIServer, Reply
 
 DATE = "Wed, 21 Oct 2015 07:28:00 GMT"
 DATE_TS = email.utils.parsedate_to_datetime(DATE).timestamp()

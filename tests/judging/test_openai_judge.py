@@ -17,7 +17,7 @@ from ragstream.judging.http import ChatClient
 from ragstream.judging.model import JudgeError
 from ragstream.judging.openai_judge import OpenAIJudge, TokenAccount
 from ragstream.judging.prompts import PROMPT_VERSION, SYSTEM_PROMPT
-from ragstream.testing.openai_server import OpenAIServer, Reply
+from tests.support.openai_server import OpenAIServer, Reply
 
 from ._helpers import good_content, item
 

@@ -8,7 +8,7 @@ import pytest
 
 from ragstream.judging.lexical import LexicalJudge
 from ragstream.judging.publisher import JudgmentPublisher
-from ragstream.testing import KafkaBroker, TopicFactory, read_records
+from tests.support import KafkaBroker, TopicFactory, read_records
 
 from ._helpers import item
 

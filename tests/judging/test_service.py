@@ -24,7 +24,7 @@ from ragstream.pipeline.engine import Engine, EngineConfig
 from ragstream.pipeline.scoring import MetricLayout
 from ragstream.sources.base import Message
 from ragstream.sources.synthetic import SyntheticConfig, SyntheticTraffic
-from ragstream.testing.openai_server import OpenAIServer, Reply
+from tests.support.openai_server import OpenAIServer, Reply
 
 from ._helpers import good_content
 

@@ -12,7 +12,7 @@ from ragstream.judging.lexical import LexicalJudge
 from ragstream.judging.model import JudgeError, JudgeInput, Judgment
 from ragstream.judging.openai_judge import OpenAIJudge
 from ragstream.judging.workers import JudgeWorkers, LatencyHistogram
-from ragstream.testing.openai_server import OpenAIServer, Reply
+from tests.support.openai_server import OpenAIServer, Reply
 
 from ._helpers import good_content, item
 

@@ -8,7 +8,7 @@ from aiokafka import AIOKafkaProducer, TopicPartition
 
 from ragstream.sources.base import Message
 from ragstream.sources.kafka import KafkaBatch, KafkaSource, KafkaSourceConfig, next_offsets
-from ragstream.testing import KafkaBroker, TopicFactory, committed_offsets
+from tests.support import KafkaBroker, TopicFactory, committed_offsets
 
 
 def test_next_offsets_of_a_plain_sequence_take_the_max_per_partition_in_any_order() -> None:

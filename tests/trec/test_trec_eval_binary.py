@@ -17,9 +17,9 @@ from pathlib import Path
 import pytest
 
 from bench.eval_data import generate
-from ragstream.testing import TrecEvalError, fetch_trec_eval, run_trec_eval
 from ragstream.trec import evaluate_files
 from ragstream.trec.report import render
+from tests.support import TrecEvalError, fetch_trec_eval, run_trec_eval
 from tests.trec.test_conformance import _collection
 
 WriteFile = Callable[[str, str | bytes], Path]

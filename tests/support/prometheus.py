@@ -19,7 +19,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, Self
 
-from ragstream.testing.kafka_files import free_port
+from tests.support.kafka_files import free_port
 
 __all__ = ["PrometheusError", "PrometheusServer"]
 

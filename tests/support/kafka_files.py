@@ -10,7 +10,7 @@ import uuid
 from collections.abc import Mapping
 from pathlib import Path
 
-from ragstream.testing.fetch import SCRIPTS, run_fetch
+from tests.support.fetch import SCRIPTS, run_fetch
 
 __all__ = [
     "BASE_CONFIG",

@@ -9,7 +9,7 @@ import subprocess
 from collections.abc import Sequence
 from pathlib import Path
 
-from ragstream.testing.fetch import SCRIPTS, run_fetch
+from tests.support.fetch import SCRIPTS, run_fetch
 
 __all__ = ["TrecEvalError", "fetch_trec_eval", "run_trec_eval"]
 

@@ -28,7 +28,7 @@ from typing import Any, Protocol, Self
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 from aiokafka.errors import KafkaError, for_code
 
-from ragstream.testing.kafka_files import (
+from tests.support.kafka_files import (
     KafkaBrokerError,
     cluster_id,
     free_port,
