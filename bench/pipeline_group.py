@@ -31,8 +31,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from ragstream.events import Message
 from ragstream.pipeline.runner import Runner
-from ragstream.sources.base import Message
 
 __all__ = ["GroupMember", "offset_problems", "run_group"]
 

@@ -19,8 +19,8 @@ from typing import Any
 
 import msgspec
 
+from ragstream.events import Message
 from ragstream.pipeline.engine import Engine, EngineConfig
-from ragstream.sources.base import Message
 from ragstream.sources.synthetic import SyntheticConfig, SyntheticTraffic
 
 __all__ = [

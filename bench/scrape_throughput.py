@@ -26,8 +26,8 @@ from typing import Any
 
 from bench.scrape_data import T_END, DataConfig, base_events, engine_config, message_batches
 from ragstream.app import Agent
+from ragstream.events import Message
 from ragstream.pipeline.engine import Engine
-from ragstream.sources.base import Message
 from tests.support.kafka_files import free_port
 
 __all__ = ["MemorySource", "measure_throughput", "scraper"]

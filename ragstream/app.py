@@ -23,9 +23,8 @@ from ragstream.exporter.http import Health, MetricsServer
 from ragstream.judging.collector import JudgeCollector
 from ragstream.judging.service import JudgingService
 from ragstream.pipeline.engine import Engine
-from ragstream.pipeline.runner import DeadLetterSink, Runner
+from ragstream.pipeline.runner import DeadLetterSink, Runner, Source
 from ragstream.runtime import tune_gc
-from ragstream.sources.base import Source
 
 __all__ = ["Agent"]
 

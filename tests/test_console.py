@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from ragstream.console import render_generation, render_summary
+from ragstream.events import Message
 from ragstream.judging.results import JudgeResults
 from ragstream.pipeline.engine import Engine, EngineConfig
-from ragstream.sources.base import Message
 from ragstream.sources.synthetic import SyntheticConfig, SyntheticTraffic
 
 

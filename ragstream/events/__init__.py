@@ -28,6 +28,7 @@ from ragstream.events.decoded import (
 from ragstream.events.fast import fast_decode
 from ragstream.events.json_schema import event_json_schema
 from ragstream.events.limits import DEFAULT_LIMITS, Limits
+from ragstream.events.message import Message
 from ragstream.events.models import (
     EVENT_ADAPTER,
     MAX_ABS_REL,
@@ -45,7 +46,6 @@ from ragstream.events.models import (
     inline_labels,
 )
 from ragstream.events.producer import (
-    EventProducer,
     TimeLike,
     answer_event,
     encode_event,
@@ -72,12 +72,12 @@ __all__ = [
     "DecodedQrel",
     "DecodedRetrieval",
     "Event",
-    "EventProducer",
     "EventType",
     "FeedbackEvent",
     "IndexedDecodeError",
     "InlineLabel",
     "Limits",
+    "Message",
     "Qrel",
     "Ranking",
     "RetrievalEvent",

@@ -27,6 +27,7 @@ from ragstream.events import (
     DecodedRetrieval,
     DecodeError,
     Limits,
+    Message,
     decode_event,
     decode_rejected,
 )
@@ -37,7 +38,6 @@ from ragstream.join.query import TOP_DOCS
 from ragstream.metrics import Gain
 from ragstream.pipeline.labelsets import LabelSetMapper
 from ragstream.pipeline.scoring import MetricLayout, ScoredQueries, Scorer
-from ragstream.sources.base import Message
 from ragstream.windows import (
     Aggregate,
     Clock,

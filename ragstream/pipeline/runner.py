@@ -10,22 +10,38 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from ragstream.events import DecodedAnswer, DecodeError
+from ragstream.events import DecodedAnswer, DecodeError, Message
 from ragstream.join import OpenQuery
 from ragstream.pipeline.engine import BatchReport, Engine
-from ragstream.sources.base import Message, Source
 
-__all__ = ["DeadLetterSink", "RateLimitedLog", "Runner"]
+__all__ = ["DeadLetterSink", "RateLimitedLog", "Runner", "Source"]
 
 _log = logging.getLogger("ragstream.invalid")
 _YIELD = 0.001
 """Pause after each batch. A timed sleep (unlike sleep(0)) lets the event loop run every
 ready callback until the timer is due, so a scrape is answered within one batch instead of
 needing one batch per step of the HTTP exchange."""
+
+
+class Source(Protocol):
+    """A stream of message batches (Kafka, a file, synthetic traffic). Offsets are
+    committed only after a batch is applied."""
+
+    def batches(self) -> AsyncIterator[Sequence[Message]]:
+        """Yield batches until the source ends or `stop()` is called."""
+        ...
+
+    async def commit(self, batch: Sequence[Message]) -> None:
+        """Record that every message of `batch` (and all before it) has been applied."""
+        ...
+
+    async def stop(self) -> None:
+        """Stop yielding; the current batch may still be committed."""
+        ...
 
 
 class DeadLetterSink(Protocol):

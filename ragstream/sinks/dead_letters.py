@@ -7,8 +7,7 @@ from typing import Any
 
 from aiokafka import AIOKafkaProducer
 
-from ragstream.events import DecodeError
-from ragstream.sources.base import Message
+from ragstream.events import DecodeError, Message
 
 __all__ = ["KafkaDeadLetters", "dead_letter_headers"]
 

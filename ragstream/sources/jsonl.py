@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Iterator, Sequence
 from pathlib import Path
 
-from ragstream.sources.base import Message
+from ragstream.events import Message
 
 __all__ = ["JsonlSource", "read_jsonl"]
 

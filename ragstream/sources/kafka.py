@@ -40,7 +40,7 @@ from tenacity import AsyncRetrying, retry_if_exception_type, stop_never, wait_ra
 
 from ragstream.checkpoint import Handover, StateTopicError
 from ragstream.config import KafkaSecurity
-from ragstream.sources.base import Message
+from ragstream.events import Message
 
 __all__ = [
     "CoPartitionError",

@@ -7,7 +7,7 @@ import dataclasses
 import time
 from collections.abc import AsyncIterator, Callable, Sequence
 
-from ragstream.sources.base import Message
+from ragstream.events import Message
 from ragstream.sources.synthetic import SyntheticConfig, SyntheticTraffic, TimedEvent
 
 __all__ = ["LiveSyntheticSource"]

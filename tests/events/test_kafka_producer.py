@@ -7,13 +7,13 @@ from aiokafka import AIOKafkaProducer
 
 from ragstream.events import (
     Event,
-    EventProducer,
     answer_event,
     decode_event,
     feedback_event,
     retrieval_event,
     to_decoded,
 )
+from ragstream.producer import EventProducer
 from tests.support import KafkaBroker, TopicFactory, read_records
 
 pytestmark = pytest.mark.kafka

@@ -13,7 +13,6 @@ from ragstream.events import (
     MAX_ABS_REL,
     Context,
     Event,
-    EventProducer,
     Qrel,
     RetrievedDoc,
     answer_event,
@@ -26,6 +25,7 @@ from ragstream.events import (
     to_decoded,
 )
 from ragstream.events.timestamps import MAX_TS, MIN_DOC_TS
+from ragstream.producer import EventProducer
 
 from ._examples import VALID, to_bytes
 

@@ -9,11 +9,11 @@ import pytest
 from prometheus_client import CollectorRegistry
 from prometheus_client.parser import text_string_to_metric_families
 
+from ragstream.events import Message
 from ragstream.exporter.collector import EngineCollector, metric_for_column
 from ragstream.exporter.http import Health, MetricsServer
 from ragstream.pipeline.engine import Engine, EngineConfig
 from ragstream.pipeline.scoring import MetricLayout
-from ragstream.sources.base import Message
 
 T0 = 1_767_225_600.0
 WALL = T0 + 30.0

@@ -9,11 +9,11 @@ import time
 import numpy as np
 import pytest
 
+from ragstream.events import Message
 from ragstream.pipeline.engine import Engine, EngineConfig
 from ragstream.pipeline.runner import Runner
 from ragstream.pipeline.scoring import MetricLayout
 from ragstream.sinks.dead_letters import KafkaDeadLetters
-from ragstream.sources.base import Message
 from ragstream.sources.kafka import CoPartitionError, KafkaSource, KafkaSourceConfig
 from ragstream.sources.synthetic import SyntheticConfig, SyntheticTraffic
 from tests.support import KafkaBroker, TopicFactory, produce_records, read_records

@@ -19,11 +19,11 @@ from aiokafka.admin.config_resource import ConfigResource, ConfigResourceType
 from prometheus_client import CollectorRegistry, generate_latest
 
 from ragstream.checkpoint import Handover, PartitionSnapshot, StateTopic, encode
+from ragstream.events import Message
 from ragstream.exporter.collector import EngineCollector
 from ragstream.pipeline.engine import Engine, EngineConfig
 from ragstream.pipeline.runner import Runner
 from ragstream.pipeline.scoring import MetricLayout
-from ragstream.sources.base import Message
 from ragstream.sources.kafka import KafkaSource, KafkaSourceConfig
 from ragstream.sources.synthetic import SyntheticConfig, SyntheticTraffic
 from tests.support import KafkaBroker, TopicFactory, committed_offsets, produce_records

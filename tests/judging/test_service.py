@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from ragstream.events import AnswerEvent, DecodedAnswer, decode_event
+from ragstream.events import AnswerEvent, DecodedAnswer, Message, decode_event
 from ragstream.judging.model import JudgeInput, Judgment
 from ragstream.judging.sampler import Outcome
 from ragstream.judging.service import JudgingService, engine_label_sink, engine_lookup
@@ -22,7 +22,6 @@ from ragstream.judging.settings import (
 )
 from ragstream.pipeline.engine import Engine, EngineConfig
 from ragstream.pipeline.scoring import MetricLayout
-from ragstream.sources.base import Message
 from ragstream.sources.synthetic import SyntheticConfig, SyntheticTraffic
 from tests.support.openai_server import OpenAIServer, Reply
 

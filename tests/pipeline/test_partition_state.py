@@ -11,9 +11,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from ragstream.events import Message
 from ragstream.pipeline.engine import Engine, EngineConfig
 from ragstream.pipeline.scoring import MetricLayout
-from ragstream.sources.base import Message
 from ragstream.sources.synthetic import SyntheticConfig, SyntheticTraffic
 
 START = 1_767_225_600.0

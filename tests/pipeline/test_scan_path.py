@@ -19,11 +19,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from ragstream.events import Message
 from ragstream.events.limits import DEFAULT_LIMITS
 from ragstream.events.scan import AVAILABLE, bounds_of, scan_retrievals
 from ragstream.pipeline.engine import BatchReport, Engine, EngineConfig
 from ragstream.pipeline.scoring import MetricLayout
-from ragstream.sources.base import Message
 from ragstream.sources.synthetic import SyntheticConfig, SyntheticTraffic
 
 pytestmark = pytest.mark.skipif(not AVAILABLE, reason="the compiled scanner is not built")

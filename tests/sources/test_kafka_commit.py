@@ -6,7 +6,7 @@ from collections.abc import AsyncGenerator, Sequence
 
 from aiokafka import AIOKafkaProducer, TopicPartition
 
-from ragstream.sources.base import Message
+from ragstream.events import Message
 from ragstream.sources.kafka import KafkaBatch, KafkaSource, KafkaSourceConfig, next_offsets
 from tests.support import KafkaBroker, TopicFactory, committed_offsets
 
