@@ -40,8 +40,8 @@ from bench.pipeline_data import DataConfig, blocks, partition_of
 from bench.pipeline_group import GroupMember
 from ragstream.events import Message
 from ragstream.pipeline.engine import Engine, EngineConfig
+from ragstream.pipeline.gc import tune_gc
 from ragstream.pipeline.runner import Runner
-from ragstream.runtime import tune_gc
 from ragstream.sources.kafka import KafkaSource, KafkaSourceConfig
 
 __all__ = ["BATCH", "engine_config", "rss_mib"]

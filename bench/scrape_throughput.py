@@ -25,7 +25,7 @@ from collections.abc import AsyncIterator, Callable, Sequence
 from typing import Any
 
 from bench.scrape_data import T_END, DataConfig, base_events, engine_config, message_batches
-from ragstream.app import Agent
+from ragstream.agent import Agent
 from ragstream.events import Message
 from ragstream.pipeline.engine import Engine
 from tests.support.kafka_files import free_port

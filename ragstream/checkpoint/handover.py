@@ -31,7 +31,7 @@ from ragstream.checkpoint.record import (
     chunk_keys,
     encode,
 )
-from ragstream.checkpoint.topic import StateTopic
+from ragstream.checkpoint.topic import StateTopic, StateTopicError
 from ragstream.pipeline.engine import PartitionConfigError
 
 __all__ = ["REFUSAL_REASONS", "Handover", "HandoverCounters", "PartitionStates"]
@@ -112,9 +112,16 @@ class Handover:
         self.last_written: dict[int, dict[str, int]] = {}
         """Per partition: the input offsets of the last snapshot written or adopted here."""
 
-    async def start(self) -> None:
-        await self.topic.start()
+    async def start(self) -> bool:
+        """Start the state topic's clients; False (logged) when the topic cannot be used,
+        so that the caller goes on without hand-over. Connection errors raise."""
+        try:
+            await self.topic.start()
+        except StateTopicError as error:
+            _log.error("%s", error)
+            return False
         self._last_save = self._clock()
+        return True
 
     async def stop(self) -> None:
         await self.topic.stop()

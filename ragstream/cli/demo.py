@@ -10,15 +10,16 @@ from dataclasses import dataclass
 
 import click
 
-from ragstream.app import Agent
+from ragstream.agent import Agent
+from ragstream.config.judging import JudgeSettings, SamplingSettings
 from ragstream.console import render_generation, render_summary
 from ragstream.durations import format_duration
-from ragstream.judging.service import JudgingService, engine_lookup
-from ragstream.judging.settings import JudgeSettings, SamplingSettings
+from ragstream.judging.service import engine_lookup
 from ragstream.pipeline.engine import Engine, EngineConfig
 from ragstream.pipeline.scoring import MetricLayout
 from ragstream.sources.live import LiveSyntheticSource
 from ragstream.sources.synthetic import SyntheticConfig
+from ragstream.wiring import judging_service
 
 __all__ = ["demo"]
 
@@ -123,9 +124,7 @@ async def _demo(o: _Options) -> None:
     )
     source = LiveSyntheticSource(traffic)
     judge = JudgeSettings(sampling=SamplingSettings(rate=o.judge_rate, max_per_second=100.0))
-    judging = JudgingService.from_settings(
-        judge, labelset=engine.labelsets, lookup=engine_lookup(engine, [])
-    )
+    judging = judging_service(judge, labelset=engine.labelsets, lookup=engine_lookup(engine, []))
     agent = Agent(engine, source, host=o.host, port=o.port, judging=judging)
     started = time.time()
     interactive = sys.stdout.isatty()

@@ -11,8 +11,8 @@ import click
 from ragstream.cli._settings import settings_options, with_settings
 from ragstream.config import Settings
 from ragstream.pipeline.engine import Engine
+from ragstream.pipeline.gc import tune_gc
 from ragstream.pipeline.report import query_record, summary
-from ragstream.runtime import tune_gc
 from ragstream.sources.jsonl import read_jsonl
 from ragstream.wiring import engine_config
 

@@ -20,8 +20,8 @@ from pydantic_settings import (
     YamlConfigSettingsSource,
 )
 
+from ragstream.config.judging import JudgeSettings
 from ragstream.durations import Duration
-from ragstream.judging.settings import JudgeSettings
 
 __all__ = [
     "HttpSettings",

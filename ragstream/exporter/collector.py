@@ -19,7 +19,6 @@ from prometheus_client.core import (
 from prometheus_client.registry import Collector
 
 from ragstream import __version__
-from ragstream.checkpoint import REFUSAL_REASONS, HandoverCounters
 from ragstream.events import DECODE_REASONS
 from ragstream.exporter.windowed import (
     PREFIX,
@@ -55,14 +54,12 @@ class EngineCollector(Collector):
         lag: Callable[[], Mapping[tuple[str, int], int]] | None = None,
         extra: Callable[[], Iterable[Metric]] | None = None,
         windowed: bool = True,
-        handover: HandoverCounters | None = None,
     ) -> None:
         self.engine = engine
         self.windowed = windowed
         self._clock = clock
         self._lag = lag
         self._extra = extra
-        self._handover = handover
         self.scrapes = 0
 
     def describe(self) -> list[Metric]:
@@ -97,7 +94,6 @@ class EngineCollector(Collector):
             lag=self._lag,
             extra=self._extra,
             windowed=False,
-            handover=self._handover,
         )
 
     # -- self-health ---------------------------------------------------------------------------
@@ -161,8 +157,6 @@ class EngineCollector(Collector):
             for (topic, partition), n in sorted(self._lag().items()):
                 lag.add_metric([topic, str(partition)], n)
             yield lag
-        if self._handover is not None:
-            yield from _handover_health(self._handover)
         build = GaugeMetricFamily(
             PREFIX + "build_info", "Version of the agent.", labels=["version", "python"]
         )
@@ -209,34 +203,3 @@ class EngineCollector(Collector):
             "Repeated doc ids in results (each counts once, at its first rank).",
             totals.get("repeated_docs", 0),
         )
-
-
-def _handover_health(counters: HandoverCounters) -> Iterator[Metric]:
-    """Partition state moved between replicas (`run` with `state.enabled`)."""
-    snapshots = CounterMetricFamily(
-        PREFIX + "state_snapshots",
-        "Partition state snapshots: written, write_failed, adopted, fresh (none), refused.",
-        labels=["outcome"],
-    )
-    for outcome, n in (
-        ("written", counters.written),
-        ("write_failed", counters.write_failed),
-        ("adopted", counters.adopted),
-        ("fresh", counters.fresh),
-        ("refused", sum(counters.refused.values())),
-    ):
-        snapshots.add_metric([outcome], n)
-    yield snapshots
-    refused = CounterMetricFamily(
-        PREFIX + "state_snapshots_refused",
-        "Partition state snapshots not adopted, by reason.",
-        labels=["reason"],
-    )
-    for reason, n in sorted((dict.fromkeys(REFUSAL_REASONS, 0) | dict(counters.refused)).items()):
-        refused.add_metric([reason], n)
-    yield refused
-    yield CounterMetricFamily(
-        PREFIX + "state_snapshot_bytes",
-        "Compressed bytes of the partition state snapshots written.",
-        counters.bytes_written,
-    )

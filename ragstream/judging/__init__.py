@@ -42,12 +42,9 @@ from ragstream.judging.sampler import (
 )
 from ragstream.judging.service import (
     JudgingService,
-    build_judge,
-    build_sampler,
     engine_label_sink,
     engine_lookup,
 )
-from ragstream.judging.settings import JudgeSettings
 from ragstream.judging.workers import JudgeWorkers
 
 __all__ = [
@@ -68,7 +65,6 @@ __all__ = [
     "JudgeInput",
     "JudgeLabel",
     "JudgeResults",
-    "JudgeSettings",
     "JudgeWorkers",
     "JudgingService",
     "Judgment",
@@ -83,8 +79,6 @@ __all__ = [
     "TokenAccount",
     "TokenBucket",
     "Usage",
-    "build_judge",
-    "build_sampler",
     "cache_key",
     "engine_label_sink",
     "engine_lookup",

@@ -3,11 +3,12 @@
 Offsets are committed only after the engine has applied a batch (`commit`), and at most
 every `commit_interval` seconds (0: after every batch), so a crash replays at most the
 batches applied since the last commit and never loses one (at least once). When the group
-rebalances, and on `stop()`, every applied offset is committed first; with a `Handover`,
-the revoked partitions' state is then written to the state topic (acknowledged) before
+rebalances, and on `stop()`, every applied offset is committed first; with a partition
+state store (`PartitionStateStore`, e.g. `ragstream.checkpoint.Handover`, plugged in by the
+wiring of the run), the revoked partitions' state is then saved (acknowledged) before
 `on_revoked` drops it, and newly assigned partitions adopt their latest snapshot and are
 sought to the offset it covers, so the events after it are applied once, whatever offset
-was committed. Snapshots are also written every `Handover.interval` seconds and on
+was committed. Snapshots are also saved whenever the store says a checkpoint is due and on
 `stop()`, so that the partitions of a replica that crashed move with a bounded replay.
 
 The source knows, per partition, the offset after the last message it handed out. The
@@ -26,20 +27,17 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from aiokafka import AIOKafkaConsumer, ConsumerRebalanceListener, TopicPartition
 from aiokafka.admin import AIOKafkaAdminClient
 from aiokafka.coordinator.assignors.range import RangePartitionAssignor
 from aiokafka.coordinator.assignors.roundrobin import RoundRobinPartitionAssignor
 from aiokafka.errors import KafkaConnectionError, KafkaError
-from aiokafka.helpers import create_ssl_context
 from tenacity import AsyncRetrying, retry_if_exception_type, stop_never, wait_random_exponential
 
-from ragstream.checkpoint import Handover, StateTopicError
-from ragstream.config import KafkaSecurity
 from ragstream.events import Message
 
 __all__ = [
@@ -47,7 +45,7 @@ __all__ = [
     "KafkaBatch",
     "KafkaSource",
     "KafkaSourceConfig",
-    "client_security",
+    "PartitionStateStore",
     "next_offsets",
 ]
 
@@ -72,7 +70,9 @@ class KafkaSourceConfig:
     retry_backoff_max: float = 30.0
     commit_interval: float = 1.0
     """Seconds between offset commits (0: after every batch); revoke and stop commit all."""
-    security: KafkaSecurity = field(default_factory=KafkaSecurity)
+    client_options: Mapping[str, Any] = field(default_factory=dict)
+    """More keyword arguments for every aiokafka client: TLS and SASL (`security_protocol`,
+    `ssl_context`, `sasl_mechanism`, ...)."""
 
 
 class KafkaBatch(list[Message]):
@@ -100,22 +100,41 @@ def next_offsets(batch: Sequence[Message]) -> dict[TopicPartition, int]:
     return out
 
 
-def client_security(security: KafkaSecurity) -> dict[str, Any]:
-    """aiokafka keyword arguments for TLS and SASL (secrets unwrapped only here)."""
-    kwargs: dict[str, Any] = {"security_protocol": security.protocol}
-    if security.protocol in ("SSL", "SASL_SSL"):
-        kwargs["ssl_context"] = create_ssl_context(
-            cafile=str(security.ssl_cafile) if security.ssl_cafile else None,
-            certfile=str(security.ssl_certfile) if security.ssl_certfile else None,
-            keyfile=str(security.ssl_keyfile) if security.ssl_keyfile else None,
-            password=security.ssl_password.get_secret_value() if security.ssl_password else None,
-        )
-    if security.protocol.startswith("SASL"):
-        assert security.sasl_password is not None  # checked by KafkaSecurity
-        kwargs["sasl_mechanism"] = security.sasl_mechanism
-        kwargs["sasl_plain_username"] = security.sasl_username
-        kwargs["sasl_plain_password"] = security.sasl_password.get_secret_value()
-    return kwargs
+Offsets = Mapping[str, int]
+"""Per input topic: the next offset to consume."""
+
+
+class PartitionStateStore(Protocol):
+    """Where partitions' state goes when they leave and comes from when they arrive."""
+
+    async def start(self) -> bool:
+        """Connect; False when the store cannot be used (the source then goes on without
+        it); connection errors raise and are retried."""
+        ...
+
+    async def stop(self) -> None: ...
+
+    def checkpoint_due(self) -> bool:
+        """True when the owned partitions' state should be saved now."""
+        ...
+
+    async def save(
+        self, positions: Callable[[], Mapping[int, Offsets]], *, changed_only: bool = False
+    ) -> int:
+        """Save the state of every partition `positions()` names, with those offsets (taken
+        at the instant of the export); returns how many were saved. Never raises."""
+        ...
+
+    async def load(
+        self,
+        partitions: set[int],
+        topics: Sequence[str],
+        assigned: set[tuple[str, int]],
+        earliest: Mapping[tuple[str, int], int],
+    ) -> dict[int, dict[str, int]]:
+        """Adopt the saved state of newly assigned partitions; returns the offsets to seek
+        each adopted partition's topics to. Never raises."""
+        ...
 
 
 class _Listener(ConsumerRebalanceListener):  # type: ignore[misc]
@@ -138,14 +157,15 @@ class KafkaSource:
         *,
         on_revoked: Callable[[set[int]], None] | None = None,
         on_assigned: Callable[[set[int]], None] | None = None,
-        handover: Handover | None = None,
+        state: PartitionStateStore | None = None,
     ) -> None:
-        """``on_revoked`` drops the state of revoked partitions (after ``handover`` saved
-        it); ``handover`` moves state between replicas (None: each starts afresh)."""
+        """``on_revoked`` drops the state of revoked partitions (after ``state`` saved
+        it); ``state`` moves partitions' state between replicas (None: each starts
+        afresh)."""
         self.config = config
         self._on_revoked = on_revoked
         self._on_assigned = on_assigned
-        self.handover = handover
+        self.state = state
         self._owned: set[TopicPartition] = set()
         self._positions: dict[TopicPartition, int] = {}
         """Per owned partition: the offset after the last message handed out (or sought)."""
@@ -179,7 +199,7 @@ class KafkaSource:
                 if self._stopping.is_set():
                     return
                 await self._check_copartitioned()
-                await self._start_handover()
+                await self._start_state()
                 await self._connect()
 
     async def _pause(self, seconds: float) -> None:
@@ -187,16 +207,14 @@ class KafkaSource:
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(self._stopping.wait(), seconds)
 
-    async def _start_handover(self) -> None:
-        """Start the state topic's clients; without a usable topic, go on without hand-over."""
-        if self.handover is None:
+    async def _start_state(self) -> None:
+        """Start the partition state store; without a usable one, go on without it."""
+        if self.state is None:
             return
-        try:
-            await self.handover.start()
-        except StateTopicError as error:
-            _log.error("%s; partitions will start afresh after a rebalance", error)
-            await self.handover.stop()
-            self.handover = None
+        if not await self.state.start():
+            _log.error("partitions will start afresh after a rebalance")
+            await self.state.stop()
+            self.state = None
 
     async def _connect(self) -> None:
         c = self.config
@@ -208,7 +226,7 @@ class KafkaSource:
             auto_offset_reset=c.auto_offset_reset,
             max_poll_records=c.max_batch,
             partition_assignment_strategy=(RangePartitionAssignor, RoundRobinPartitionAssignor),
-            **client_security(c.security),
+            **c.client_options,
         )
         try:
             await consumer.start()
@@ -226,7 +244,7 @@ class KafkaSource:
         admin = AIOKafkaAdminClient(
             bootstrap_servers=c.bootstrap_servers,
             client_id=c.client_id,
-            **client_security(c.security),
+            **c.client_options,
         )
         await admin.start()
         try:
@@ -259,8 +277,8 @@ class KafkaSource:
                 self._owned.clear()
                 self._uncommitted.clear()
                 await consumer.stop()
-        if self.handover is not None:
-            await self.handover.stop()
+        if self.state is not None:
+            await self.state.stop()
 
     # -- consumption ---------------------------------------------------------------------------
 
@@ -273,7 +291,7 @@ class KafkaSource:
         consumer = self._require()
         timeout_ms = int(self.config.poll_timeout * 1000)
         while not self._stopping.is_set():
-            if self.handover is not None and self.handover.checkpoint_due():
+            if self.state is not None and self.state.checkpoint_due():
                 await self._save(consumer, set(self._owned), changed_only=True)
             data = await consumer.getmany(timeout_ms=timeout_ms, max_records=self.config.max_batch)
             batch = KafkaBatch()
@@ -335,7 +353,7 @@ class KafkaSource:
 
     async def _assigned(self, assigned: set[TopicPartition]) -> None:
         consumer = self._consumer
-        if self.handover is not None and consumer is not None and assigned:
+        if self.state is not None and consumer is not None and assigned:
             # aiokafka may fetch while this callback runs: hold the partitions back until
             # their state is in place and they are positioned
             consumer.pause(*assigned)
@@ -349,14 +367,14 @@ class KafkaSource:
         if self._on_assigned is not None and assigned:
             self._on_assigned({tp.partition for tp in assigned})
 
-    # -- state hand-over -----------------------------------------------------------------------
+    # -- partition state -----------------------------------------------------------------------
 
     async def _save(
         self, consumer: AIOKafkaConsumer, owned: set[TopicPartition], *, changed_only: bool = False
     ) -> int:
         """Snapshot the partitions of ``owned`` whose position in every topic is known
         (``changed_only``: and has moved since their last snapshot)."""
-        if self.handover is None or not owned:
+        if self.state is None or not owned:
             return 0
         # nothing handed out since assignment: the committed offset is the position
         await self._positions_from_committed(consumer, owned, seek=False)
@@ -372,17 +390,17 @@ class KafkaSource:
                     _log.info("partition %d: no known position, its state is not saved", p)
             return out
 
-        return await self.handover.save(positions, changed_only=changed_only)
+        return await self.state.save(positions, changed_only=changed_only)
 
     async def _adopt(self, consumer: AIOKafkaConsumer, assigned: set[TopicPartition]) -> None:
         """Adopt the assigned partitions' snapshots and seek to the offsets they cover."""
-        assert self.handover is not None
+        assert self.state is not None
         try:
             earliest = await consumer.beginning_offsets(list(assigned))
         except KafkaError:
             _log.warning("could not read the partitions' first offsets", exc_info=True)
             earliest = {}
-        seek = await self.handover.load(
+        seek = await self.state.load(
             {tp.partition for tp in assigned},
             self.config.topics,
             {(tp.topic, tp.partition) for tp in assigned},

@@ -19,6 +19,7 @@ from aiokafka.admin.config_resource import ConfigResource, ConfigResourceType
 from prometheus_client import CollectorRegistry, generate_latest
 
 from ragstream.checkpoint import Handover, PartitionSnapshot, StateTopic, encode
+from ragstream.checkpoint.collector import HandoverCollector
 from ragstream.events import Message
 from ragstream.exporter.collector import EngineCollector
 from ragstream.pipeline.engine import Engine, EngineConfig
@@ -78,7 +79,7 @@ class _Replica:
                 poll_timeout=0.1,
             ),
             on_revoked=self.engine.drop_partitions,
-            handover=self.handover,
+            state=self.handover,
         )
         self.runner = Runner(self.engine, self.source)
         self.task: asyncio.Task[None] | None = None
@@ -108,7 +109,7 @@ class _Replica:
             self.task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self.task
-        handover, self.source.handover = self.source.handover, None
+        handover, self.source.state = self.source.state, None
         await self.source.stop()
         if handover is not None:
             await handover.stop()
@@ -322,7 +323,8 @@ async def test_a_snapshot_kept_with_other_windows_is_refused_and_counted(
     _assert_windows_equal(reference, replica.engine)
     assert replica.engine.events == reference.events
     registry = CollectorRegistry()
-    registry.register(EngineCollector(replica.engine, handover=counters))
+    registry.register(EngineCollector(replica.engine))
+    registry.register(HandoverCollector(counters))
     text = generate_latest(registry).decode()
     assert 'ragstream_state_snapshots_total{outcome="refused"} 3.0' in text
     assert 'ragstream_state_snapshots_refused_total{reason="config"} 3.0' in text

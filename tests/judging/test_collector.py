@@ -8,11 +8,12 @@ import pytest
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
+from ragstream.config.judging import JudgeSettings, OpenAISettings, SamplingSettings
 from ragstream.events import AnswerEvent
 from ragstream.judging.collector import JudgeCollector
 from ragstream.judging.results import wilson_interval
 from ragstream.judging.service import JudgingService
-from ragstream.judging.settings import JudgeSettings, OpenAISettings, SamplingSettings
+from ragstream.wiring import judging_service
 from tests.support.openai_server import OpenAIServer
 
 NOW = 1_800_000_000.0
@@ -50,7 +51,7 @@ async def _run(service: JudgingService, answers: list[AnswerEvent]) -> None:
 
 async def test_windowed_gauges_and_health() -> None:
     settings = JudgeSettings(sampling=SamplingSettings(rate=1.0, max_per_second=None))
-    service = JudgingService.from_settings(
+    service = judging_service(
         settings,
         labelset=lambda labels: (labels.get("app", ""),),
         windows=(60.0, 300.0),
@@ -92,7 +93,7 @@ async def test_openai_metrics(server: OpenAIServer) -> None:
             price_completion_per_1m=8.0,
         ),
     )
-    service = JudgingService.from_settings(settings, windows=(60.0,))
+    service = judging_service(settings, windows=(60.0,))
     answers = _answers(4)
     await _run(service, [*answers, answers[0].model_copy(update={"query_id": "again"})])
     await asyncio.sleep(0)

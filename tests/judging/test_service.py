@@ -10,19 +10,20 @@ import time
 
 import pytest
 
-from ragstream.events import AnswerEvent, DecodedAnswer, Message, decode_event
-from ragstream.judging.model import JudgeInput, Judgment
-from ragstream.judging.sampler import Outcome
-from ragstream.judging.service import JudgingService, engine_label_sink, engine_lookup
-from ragstream.judging.settings import (
+from ragstream.config.judging import (
     JudgeSettings,
     OpenAISettings,
     RetrievalRuleSettings,
     SamplingSettings,
 )
+from ragstream.events import AnswerEvent, DecodedAnswer, Message, decode_event
+from ragstream.judging.model import JudgeInput, Judgment
+from ragstream.judging.sampler import Outcome
+from ragstream.judging.service import JudgingService, engine_label_sink, engine_lookup
 from ragstream.pipeline.engine import Engine, EngineConfig
 from ragstream.pipeline.scoring import MetricLayout
 from ragstream.sources.synthetic import SyntheticConfig, SyntheticTraffic
+from ragstream.wiring import judging_service
 from tests.support.openai_server import OpenAIServer, Reply
 
 from ._helpers import good_content
@@ -94,7 +95,7 @@ async def test_poor_retrieval_is_oversampled_and_judge_labels_reach_the_join() -
     )
     sink, label_counts = engine_label_sink(engine)
     judged: list[JudgeInput] = []
-    service = JudgingService.from_settings(
+    service = judging_service(
         settings,
         labelset=engine.labelsets,
         windows=WINDOWS,
@@ -133,7 +134,7 @@ async def test_lexical_judging_sees_the_synthetic_drift() -> None:
     engine = _engine()
     messages = _messages(2000)
     settings = JudgeSettings(sampling=SamplingSettings(rate=1.0, max_per_second=None))
-    service = JudgingService.from_settings(
+    service = judging_service(
         settings,
         labelset=engine.labelsets,
         windows=WINDOWS,
@@ -191,7 +192,7 @@ async def test_a_slow_judge_does_not_slow_consumption(server: OpenAIServer) -> N
     on: list[float] = []
     for _ in range(2):
         off.append((await _consume(messages, None))[0])
-        service = JudgingService.from_settings(settings, windows=WINDOWS)
+        service = judging_service(settings, windows=WINDOWS)
         await service.start()
         wall, applying, judging = await _consume(messages, service)
         on.append(wall)

@@ -18,13 +18,14 @@ from collections.abc import Awaitable, Callable, Mapping
 from prometheus_client import CollectorRegistry
 
 from ragstream.checkpoint import HandoverCounters
+from ragstream.checkpoint.collector import HandoverCollector
 from ragstream.exporter.collector import EngineCollector
 from ragstream.exporter.http import Health, MetricsServer
 from ragstream.judging.collector import JudgeCollector
 from ragstream.judging.service import JudgingService
 from ragstream.pipeline.engine import Engine
+from ragstream.pipeline.gc import tune_gc
 from ragstream.pipeline.runner import DeadLetterSink, Runner, Source
-from ragstream.runtime import tune_gc
 
 __all__ = ["Agent"]
 
@@ -68,9 +69,13 @@ class Agent:
         self._started = False
         self.registry = CollectorRegistry()  # everything (OpenMetrics, tests)
         rest = CollectorRegistry()  # all but the windowed families, for the fast text path
-        self.collector = EngineCollector(engine, lag=lambda: self._lag, handover=handover)
+        self.collector = EngineCollector(engine, lag=lambda: self._lag)
         self.registry.register(self.collector)
         rest.register(self.collector.health_only())
+        if handover is not None:
+            states = HandoverCollector(handover)
+            self.registry.register(states)
+            rest.register(states)
         if judging is not None:
             judge = JudgeCollector(judging, engine.config.label_keys, now=engine.read_clock())
             self.registry.register(judge)

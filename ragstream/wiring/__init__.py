@@ -1,0 +1,18 @@
+"""Builds the library objects from the settings: the one place where configuration meets
+code (with the command line, which reads the settings)."""
+
+from ragstream.wiring.engine import engine_config
+from ragstream.wiring.judging import build_judge, build_sampler, engine_judging, judging_service
+from ragstream.wiring.kafka import client_security, dead_letters, kafka_source, state_handover
+
+__all__ = [
+    "build_judge",
+    "build_sampler",
+    "client_security",
+    "dead_letters",
+    "engine_config",
+    "engine_judging",
+    "judging_service",
+    "kafka_source",
+    "state_handover",
+]

@@ -1,0 +1,137 @@
+"""The judging side built from the `judge` settings: sampler, judge, service."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from ragstream.config import Settings
+from ragstream.config.judging import JudgeSettings
+from ragstream.judging.budget import CostBudget, TokenBucket
+from ragstream.judging.cache import JudgmentCache
+from ragstream.judging.circuit import CircuitBreaker
+from ragstream.judging.http import ChatClient
+from ragstream.judging.lexical import LexicalJudge
+from ragstream.judging.model import Judge
+from ragstream.judging.openai_judge import OpenAIJudge, TokenAccount
+from ragstream.judging.publisher import JudgmentPublisher
+from ragstream.judging.results import JudgeResults
+from ragstream.judging.sampler import LabelRule, RetrievalRule, Sampler
+from ragstream.judging.service import (
+    JudgingService,
+    LabelSink,
+    RetrievalLookup,
+    engine_label_sink,
+    engine_lookup,
+)
+from ragstream.pipeline.engine import Engine
+
+__all__ = ["build_judge", "build_sampler", "engine_judging", "judging_service"]
+
+
+def build_sampler(settings: JudgeSettings) -> Sampler:
+    """The sampler described by ``settings.sampling``."""
+    s = settings.sampling
+    rules: list[LabelRule | RetrievalRule] = [
+        LabelRule(r.key, r.value, r.rate) for r in s.label_rules
+    ]
+    rules += [RetrievalRule(r.metric, r.below, r.rate) for r in s.retrieval_rules]
+    limit = TokenBucket(s.max_per_second, s.burst) if s.max_per_second is not None else None
+    budget = None
+    if s.budget_per_hour is not None or s.budget_per_day is not None:
+        budget = CostBudget(s.budget_per_hour, s.budget_per_day, s.estimated_cost)
+    return Sampler(s.rate, rules, limit=limit, budget=budget, salt=s.salt)
+
+
+def build_judge(settings: JudgeSettings) -> Judge:
+    """The configured judge: `LexicalJudge` or an `OpenAIJudge` on the configured endpoint."""
+    if settings.kind == "lexical":
+        lx = settings.lexical
+        return LexicalJudge(lx.support_threshold, lx.min_claim_tokens, lx.check_numbers)
+    o = settings.openai
+    client = ChatClient(
+        o.base_url,
+        o.model,
+        api_key=o.resolve_api_key(),
+        timeout=o.timeout,
+        max_retries=o.max_retries,
+        backoff_initial=o.backoff_initial,
+        backoff_max=o.backoff_max,
+        retry_after_max=o.retry_after_max,
+        json_mode=o.json_mode,
+        temperature=o.temperature,
+        max_tokens=o.max_tokens,
+    )
+    return OpenAIJudge(
+        client,
+        breaker=CircuitBreaker(o.circuit_failures, o.circuit_cooldown),
+        cache=JudgmentCache(o.cache_size),
+        account=TokenAccount(o.price_prompt_per_1m, o.price_completion_per_1m),
+    )
+
+
+def judging_service(
+    settings: JudgeSettings,
+    *,
+    labelset: Callable[[Mapping[str, str]], tuple[str, ...]] = lambda labels: (),
+    windows: Sequence[float] = (60.0, 300.0, 3600.0, 86400.0),
+    buckets: int = 60,
+    bins: int = 20,
+    lookup: RetrievalLookup | None = None,
+    on_labels: LabelSink | None = None,
+    bootstrap_servers: str | None = None,
+    producer_options: Mapping[str, Any] | None = None,
+    sampler_clock: Callable[[], float] = time.time,
+    window_clock: Callable[[], float] = time.time,
+) -> JudgingService:
+    """A judging service built from the `judge` section; ``bootstrap_servers`` is needed
+    only to publish judgments."""
+    publisher = None
+    if settings.publish_topic is not None:
+        if bootstrap_servers is None:
+            raise ValueError("judge.publish_topic needs the Kafka bootstrap servers")
+        publisher = JudgmentPublisher(
+            settings.publish_topic,
+            bootstrap_servers=bootstrap_servers,
+            **dict(producer_options or {}),
+        )
+    return JudgingService(
+        build_sampler(settings),
+        build_judge(settings),
+        JudgeResults(labelset=labelset, windows=windows, buckets=buckets, bins=bins),
+        queue_size=settings.queue_size,
+        concurrency=settings.concurrency,
+        drain_timeout=settings.drain_timeout,
+        lookup=lookup,
+        on_labels=on_labels if settings.feed_labels else None,
+        label_threshold=settings.label_threshold,
+        publisher=publisher,
+        sampler_clock=sampler_clock,
+        window_clock=window_clock,
+    )
+
+
+def engine_judging(
+    settings: Settings, engine: Engine, producer_options: dict[str, Any] | None = None
+) -> JudgingService | None:
+    """The judging service of an agent around `engine`, or None when `judge.enabled` is
+    false: sampled by the engine's clock, its labels fed back to the engine."""
+    judge = settings.judge
+    if not judge.enabled:
+        return None
+    metrics = [rule.metric for rule in judge.sampling.retrieval_rules]
+    clock = engine.read_clock()
+    return judging_service(
+        judge,
+        labelset=engine.labelsets,
+        windows=settings.windows.sizes,
+        buckets=settings.windows.buckets,
+        bins=settings.metrics.histogram_bins,
+        lookup=engine_lookup(engine, metrics),
+        on_labels=engine_label_sink(engine)[0],
+        bootstrap_servers=settings.kafka.bootstrap_servers,
+        producer_options=producer_options,
+        sampler_clock=clock,
+        window_clock=clock,
+    )

@@ -1,0 +1,48 @@
+"""`ragstream run` assembled: the engine, the Kafka source with its hand-over, dead
+letters and judging around one `Agent`."""
+
+from __future__ import annotations
+
+from ragstream.agent import Agent
+from ragstream.config import Settings
+from ragstream.pipeline.engine import Engine
+from ragstream.wiring.engine import engine_config
+from ragstream.wiring.judging import engine_judging
+from ragstream.wiring.kafka import client_security, dead_letters, kafka_source, state_handover
+
+__all__ = ["run_agent"]
+
+
+async def run_agent(settings: Settings) -> None:
+    """Consume the configured topics and serve /metrics until the source ends or SIGTERM.
+
+    Raises `ragstream.sources.kafka.CoPartitionError` when the topics are not
+    co-partitioned."""
+    security = client_security(settings.kafka.security)
+    engine = Engine(engine_config(settings))
+    handover = state_handover(settings, engine, security)
+    source = kafka_source(settings, engine, handover)
+    letters = dead_letters(settings)
+
+    async def start() -> None:
+        await source.start()
+        if letters is not None:
+            await letters.start()
+
+    agent = Agent(
+        engine,
+        source,
+        host=settings.http.host,
+        port=settings.http.port,
+        start_source=start,
+        lag=source.lag,
+        assigned=lambda: len(source.assignment()),
+        dead_letters=letters,
+        judging=engine_judging(settings, engine, security),
+        handover=None if handover is None else handover.counters,
+    )
+    try:
+        await agent.run()
+    finally:
+        if letters is not None:
+            await letters.stop()
