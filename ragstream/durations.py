@@ -1,4 +1,5 @@
-"""Durations as people write them in configuration: `90s`, `5m`, `1h`, `24h`, `7d`."""
+"""Durations as people write them in configuration: `90s`, `5m`, `1h`, `24h`, `7d` -- the
+one parser and formatter of the project."""
 
 from __future__ import annotations
 
@@ -35,8 +36,13 @@ def parse_duration(value: object) -> float:
 
 
 def format_duration(seconds: float) -> str:
-    """The shortest exact form: 60 -> `1m`, 86400 -> `1d`, 90 -> `90s`, 0.25 -> `250ms`."""
-    for unit in ("w", "d", "h", "m", "s"):
+    """The shortest exact form in weeks, hours, minutes, seconds or milliseconds: 60 ->
+    `1m`, 86400 -> `24h`, 604800 -> `1w`, 90 -> `90s`, 0.25 -> `250ms`.
+
+    It names windows (`window="24h"`) and half-lives (`half_life="1w"`) in the exported
+    labels, and writes durations back into configuration. Days are read (`7d`) but never
+    written, so that a day-long window is `24h`, as Prometheus users write it."""
+    for unit in ("w", "h", "m", "s"):
         count = seconds / _UNITS[unit]
         if count >= 1 and count == int(count):
             return f"{int(count)}{unit}"

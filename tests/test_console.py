@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from ragstream.console import render_generation, render_summary
 from ragstream.events import Message
 from ragstream.judging.results import JudgeResults
 from ragstream.pipeline.engine import Engine, EngineConfig
+from ragstream.pipeline.layout import RowLayout
+from ragstream.report.console import render_generation, render_summary
 from ragstream.sources.synthetic import SyntheticConfig, SyntheticTraffic
 
 
@@ -24,4 +25,7 @@ def test_summary_has_one_row_per_label_set_and_window_with_aligned_columns() -> 
 
 
 def test_generation_table_says_when_nothing_was_judged() -> None:
-    assert render_generation(JudgeResults(), ("app",), 0.0) == "(no judged answers yet)"
+    assert (
+        render_generation(JudgeResults(), RowLayout(label_keys=("app",)), 0.0)
+        == "(no judged answers yet)"
+    )

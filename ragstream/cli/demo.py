@@ -11,15 +11,15 @@ from dataclasses import dataclass
 import click
 
 from ragstream.agent import Agent
+from ragstream.config import JoinSettings, LabelSettings
 from ragstream.config.judging import JudgeSettings, SamplingSettings
-from ragstream.console import render_generation, render_summary
 from ragstream.durations import format_duration
 from ragstream.judging.service import engine_lookup
-from ragstream.pipeline.engine import Engine, EngineConfig
-from ragstream.pipeline.scoring import MetricLayout
+from ragstream.pipeline.engine import Engine
+from ragstream.report.console import render_generation, render_summary
 from ragstream.sources.live import LiveSyntheticSource
 from ragstream.sources.synthetic import SyntheticConfig
-from ragstream.wiring import judging_service
+from ragstream.wiring import engine_config_of, judging_service
 
 __all__ = ["demo"]
 
@@ -112,11 +112,10 @@ class _Options:
 
 async def _demo(o: _Options) -> None:
     engine = Engine(
-        EngineConfig(
-            layout=MetricLayout(cutoffs=(1, 3, 5, 10), half_lives=(7 * 86400.0,)),
-            label_keys=("app", "index"),
+        engine_config_of(
+            labels=LabelSettings(keys=["app", "index"]),
+            join=JoinSettings(label_ttl=o.label_ttl),
             clock="wall",
-            label_ttl=o.label_ttl,
         )
     )
     traffic = SyntheticConfig(
@@ -140,7 +139,7 @@ async def _demo(o: _Options) -> None:
                 f"metrics: {agent.server.url}/metrics"
             )
             table = render_summary(engine, time.time())
-            judged = render_generation(judging.results, engine.config.label_keys, time.time())
+            judged = render_generation(judging.results, engine.layout, time.time())
             if interactive:
                 click.echo("\x1b[2J\x1b[H", nl=False)
             click.echo(f"{head}\n{table}\n\nanswers judged by the lexical heuristic:\n{judged}\n")

@@ -12,7 +12,7 @@ from ragstream.cli._settings import settings_options, with_settings
 from ragstream.config import Settings
 from ragstream.pipeline.engine import Engine
 from ragstream.pipeline.gc import tune_gc
-from ragstream.pipeline.report import query_record, summary
+from ragstream.report.replay import query_record, summary
 from ragstream.sources.jsonl import read_jsonl
 from ragstream.wiring import engine_config
 

@@ -17,46 +17,19 @@ from dataclasses import dataclass, field
 import numpy as np
 from prometheus_client.core import GaugeMetricFamily, HistogramMetricFamily, Metric
 
-from ragstream.durations import format_duration
-from ragstream.pipeline.engine import EVENT_TIME, EVENT_TIME_BASE, Engine
+from ragstream.pipeline.engine import Engine
+from ragstream.pipeline.layout import EVENT_TIME, Column
 
 __all__ = ["PREFIX", "Family", "build", "metric_for_column", "render_text", "to_metrics"]
 
 PREFIX = "ragstream_"
-_FAMILY_NAMES = {
-    "rr": "retrieval_mrr",
-    "precision": "retrieval_precision",
-    "recall": "retrieval_recall",
-    "hit_rate": "retrieval_hit_rate",
-    "dcg": "retrieval_dcg",
-    "ndcg": "retrieval_ndcg",
-    "doc_age_seconds": "retrieval_doc_age_seconds",
-}
-_HELP = {
-    "retrieval_mrr": "Mean reciprocal rank of the first relevant document over the window.",
-    "retrieval_precision": "Mean precision@k (relevant in the top k / k) over the window.",
-    "retrieval_recall": "Mean recall@k (relevant in the top k / all judged relevant).",
-    "retrieval_hit_rate": "Share of queries with a relevant document in the top k.",
-    "retrieval_dcg": "Mean DCG@k (linear or exponential gain, log2 discount).",
-    "retrieval_ndcg": "Mean NDCG@k (ideal ranking over all judged documents).",
-    "retrieval_doc_age_seconds": "Mean age of the top-k documents at scrape time.",
-    "retrieval_mrr_decayed": "Mean recency-weighted reciprocal rank, decayed live.",
-    "retrieval_precision_decayed": "Mean recency-weighted precision@k, decayed live.",
-    "retrieval_dcg_decayed": "Mean recency-weighted DCG@k, decayed live.",
-    "retrieval_ndcg_decayed": "Mean recency-weighted NDCG@k (a ratio: constant in time).",
-    "retrieval_recall_decayed": "Mean recency-weighted recall@k (a ratio: constant in time).",
-    "window_queries": "Queries in the window: all of them, and those with at least one label.",
-}
-_HISTOGRAM_FAMILIES = ("rr", "precision", "recall", "ndcg")
+_QUERIES_HELP = "Queries in the window: all of them, and those with at least one label."
 
 
-def metric_for_column(column: str) -> tuple[str, dict[str, str]]:
-    """`"ndcg@10"` -> (`"retrieval_ndcg"`, {"k": "10"}); `"rr_decayed"` -> mrr_decayed."""
-    base, _, k = column.partition("@")
-    decayed = base.endswith("_decayed")
-    family = base.removesuffix("_decayed")
-    name = _FAMILY_NAMES[family] + ("_decayed" if decayed else "")
-    return name, ({"k": k} if k else {})
+def metric_for_column(column: Column) -> tuple[str, dict[str, str]]:
+    """A column's gauge (after `ragstream_`) and its `k` label: `ndcg@10` ->
+    (`retrieval_ndcg`, {"k": "10"}); `rr_decayed` -> (`retrieval_mrr_decayed`, {})."""
+    return column.gauge, ({} if column.k is None else {"k": str(column.k)})
 
 
 @dataclass(slots=True)
@@ -90,34 +63,50 @@ def build(engine: Engine, now: float) -> list[Family]:
 
 
 def _gauges(engine: Engine, now: float) -> list[Family]:
-    keys = tuple(engine.config.label_keys)
     layout = engine.layout
-    columns = engine.columns
+    keys = layout.label_keys
     matrix = engine.store.read_matrix(now)
     if not matrix.labelsets:
         return []
     mean = matrix.mean()
     families: dict[str, Family] = {}
 
-    def family(name: str, extra: Sequence[str]) -> Family:
+    def family(column: Column, extra: Sequence[str]) -> Family:
+        name = column.gauge
         found = families.get(name)
         if found is None:
             labels = (*extra, "window", *keys)
-            found = families[name] = Family(PREFIX + name, _HELP.get(name, name), labels)
+            found = families[name] = Family(PREFIX + name, column.help, labels)
         return found
 
-    queries = family("window_queries", ("kind",))
+    queries = families["window_queries"] = Family(
+        PREFIX + "window_queries", _QUERIES_HELP, ("kind", "window", *keys)
+    )
     windows = engine.spec.names
-    half_lives = [format_duration(h) for h in layout.half_lives]
-    rr = columns.index("rr")
-    event = columns.index(EVENT_TIME)
-    plain = [(i, *metric_for_column(c)) for i, c in enumerate(layout.plain)]
-    ratio = [metric_for_column(c) for c in layout.ratio]
-    decayed = [metric_for_column(c) for c in layout.decayed]
-    ages = [(columns.index(c), str(k)) for c, k in zip(layout.doc_age, layout.cutoffs, strict=True)]
-    n_plain, n_ratio = len(layout.plain), len(layout.ratio)
-    grid = matrix.decayed_mean() if half_lives else None
-    ages_family = family("retrieval_doc_age_seconds", ("k",))
+    rr = layout.index("rr")
+    event = layout.index(EVENT_TIME)
+    width = layout.width
+    # (value index, family, label values before the window); decayed values index the
+    # decayed grid of the matrix, flattened half-life-major after the window columns
+    plain: list[tuple[int, Family, tuple[str, ...]]] = []
+    ages: list[tuple[int, Family, tuple[str, ...]]] = []
+    decayed: list[tuple[int, Family, tuple[str, ...]]] = []
+    for i, column in enumerate(layout.columns):
+        if column.part == "event_time":
+            continue
+        extra = {} if column.k is None else {"k": str(column.k)}
+        values = tuple(extra.values())
+        if column.half_life is not None:
+            extra["half_life"] = ""
+            values = (*values, layout.half_life_label(column.half_life))
+        entry = (i, family(column, tuple(extra)), values)
+        if column.part == "doc_age":
+            ages.append(entry)
+        elif column.part == "decayed":
+            decayed.append((i - width, *entry[1:]))
+        else:
+            plain.append(entry)
+    grid = matrix.decayed_mean() if decayed else None
     for li, labelset in enumerate(matrix.labelsets):
         for wi, window in enumerate(windows):
             n = int(matrix.queries[li, wi])
@@ -127,22 +116,14 @@ def _gauges(engine: Engine, now: float) -> list[Family]:
             values = mean[li, wi].tolist()
             queries.rows.append((("all", *tail), float(n)))
             queries.rows.append((("labeled", *tail), float(matrix.count[li, wi, rr])))
-            for i, name, extra in plain:
-                _row(family(name, tuple(extra)), (*extra.values(), *tail), values[i])
-            for j, half_life in enumerate(half_lives):
-                start = n_plain + j * n_ratio
-                for c, (name, extra) in enumerate(ratio):
-                    labels = (*extra.values(), half_life, *tail)
-                    _row(family(name, (*extra, "half_life")), labels, values[start + c])
-                if grid is not None:
-                    row = grid[li, wi, j].tolist()
-                    for c, (name, extra) in enumerate(decayed):
-                        labels = (*extra.values(), half_life, *tail)
-                        _row(family(name, (*extra, "half_life")), labels, row[c])
-            # live age = mean age at the queries' ts + (now - their mean ts)
-            since = max(now - (values[event] + EVENT_TIME_BASE), 0.0)
-            for column, k in ages:
-                _row(ages_family, (k, *tail), values[column] + since)
+            for i, fam, head in plain:
+                _row(fam, (*head, *tail), values[i])
+            if grid is not None:
+                flat = grid[li, wi].reshape(-1).tolist()
+                for i, fam, head in decayed:
+                    _row(fam, (*head, *tail), flat[i])
+            for i, fam, head in ages:
+                _row(fam, (*head, *tail), layout.live_age(values[i], values[event], now))
     return list(families.values())
 
 
@@ -152,25 +133,29 @@ def _row(family: Family, labels: tuple[str, ...], value: float) -> None:
 
 
 def _histograms(engine: Engine) -> list[Family]:
-    keys = tuple(engine.config.label_keys)
+    layout = engine.layout
     edges = engine.spec.edges()
     bounds = (*(f"{e:.6g}" for e in edges[:-1]), "+Inf")
+    exported = [
+        (i, layout.column(name))
+        for i, name in enumerate(layout.plain)
+        if name in layout.hist_columns
+    ]
     families: dict[str, Family] = {}
     for labelset, aggregate in sorted(engine.final.items()):
         counts = np.cumsum(aggregate.histogram, axis=1).astype(np.float64)
         sums = aggregate.total
-        for i, column in enumerate(engine.layout.plain):
-            base = column.partition("@")[0]
-            if base not in _HISTOGRAM_FAMILIES:
-                continue
-            _, extra = metric_for_column(column)
-            name = PREFIX + "query_" + base
+        for i, column in exported:
+            family = column.family
+            assert family is not None
+            name = f"{PREFIX}query_{family.name}"
+            extra = {} if column.k is None else {"k": str(column.k)}
             found = families.get(name)
             if found is None:
                 found = families[name] = Family(
                     name,
-                    f"Final per-query {base} (after the label TTL).",
-                    (*extra, *keys),
+                    f"Final per-query {family.name} (after the label TTL).",
+                    (*extra, *layout.label_keys),
                     kind="histogram",
                     bounds=bounds,
                 )

@@ -1,23 +1,15 @@
 """Retrieval metrics as pure, batch-first numpy kernels, with trec_eval conventions.
 
 Build a `RankingBatch` (Q ranked lists and their judgments), then call a kernel or
-`evaluate(batch, ["rr", "ndcg@10", ...])`. Every kernel returns one float64 value per query.
+`evaluate(batch, ["rr", "ndcg@10", ...])`. Every kernel returns one float64 value per query;
+the metric registry (`REGISTRY`) lists the families and how each is named and exported.
 See docs/metrics.md for the definitions.
 """
 
 from ragstream.metrics._context import Gain
 from ragstream.metrics.batch import RankingBatch
 from ragstream.metrics.dcg import dcg, ndcg
-from ragstream.metrics.names import (
-    CUTOFF_FAMILIES,
-    DECAYABLE_FAMILIES,
-    DEFAULT_CUTOFFS,
-    FAMILIES,
-    MetricSpec,
-    evaluate,
-    parse_metric,
-    trec_name,
-)
+from ragstream.metrics.names import MetricSpec, evaluate, parse_metric, trec_name
 from ragstream.metrics.ranking import (
     average_precision,
     hit_rate,
@@ -31,13 +23,19 @@ from ragstream.metrics.recency import (
     mean_doc_age,
     recency_weight,
 )
+from ragstream.metrics.registry import (
+    DEFAULT_CUTOFFS,
+    REGISTRY,
+    MetricFamily,
+    MetricRegistry,
+)
 
 __all__ = [
-    "CUTOFF_FAMILIES",
-    "DECAYABLE_FAMILIES",
     "DEFAULT_CUTOFFS",
-    "FAMILIES",
+    "REGISTRY",
     "Gain",
+    "MetricFamily",
+    "MetricRegistry",
     "MetricSpec",
     "RankingBatch",
     "average_precision",

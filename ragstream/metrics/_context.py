@@ -39,7 +39,7 @@ def _check_threshold(threshold: float) -> float:
     return value
 
 
-def _check_k(k: int) -> int:
+def _check_k(k: int | None) -> int:
     if isinstance(k, bool) or not isinstance(k, int | np.integer) or k < 1:
         raise ValueError(f"cutoff k must be an integer >= 1, got {k!r}")
     return int(k)

@@ -33,12 +33,11 @@ def ndcg(b: RankingBatch, k: int, *, gain: Gain = "linear") -> _F64:
     return _ndcg(_Context(b, gain=gain, kmax=k), k, b.has_weights)
 
 
-def _dcg(ctx: _Context, k: int, decayed: bool) -> _F64:
-    k = _check_k(k)
-    return _column(ctx.cumulative_dcg(decayed), k)
+def _dcg(ctx: _Context, k: int | None, decayed: bool) -> _F64:
+    return _column(ctx.cumulative_dcg(decayed), _check_k(k))
 
 
-def _ndcg(ctx: _Context, k: int, decayed: bool) -> _F64:
-    k = _check_k(k)
-    ideal = _column(ctx.cumulative_ideal(decayed), k)
-    return _safe_divide(_column(ctx.cumulative_dcg(decayed), k), ideal)
+def _ndcg(ctx: _Context, k: int | None, decayed: bool) -> _F64:
+    cutoff = _check_k(k)
+    ideal = _column(ctx.cumulative_ideal(decayed), cutoff)
+    return _safe_divide(_column(ctx.cumulative_dcg(decayed), cutoff), ideal)

@@ -1,6 +1,8 @@
 """Binary-relevance ranking metrics, per query, batch-first: rr, precision, recall, hit rate, AP.
 
-A document is relevant when its grade is >= `threshold` (trec_eval's relevance level,
+Each kernel (`_name(ctx, k, decayed)`, one row of `ragstream.metrics.registry`) reads the
+shared arrays of a `_Context`; the public functions wrap them for one metric. A document
+is relevant when its grade is >= `threshold` (trec_eval's relevance level,
 default 1). Unjudged documents have grade 0 and are never relevant. When the batch carries
 recency weights, rr, precision and recall use them (the decayed forms); hit rate and
 average precision ignore them. Each function returns a float64 array of shape (Q,).
@@ -24,7 +26,7 @@ def reciprocal_rank(b: RankingBatch, *, threshold: float = 1.0) -> _F64:
 
     Decayed: w_r / r, the weight of that first relevant document over its rank.
     """
-    return _reciprocal_rank(_Context(b, threshold=threshold), b.has_weights)
+    return _reciprocal_rank(_Context(b, threshold=threshold), None, b.has_weights)
 
 
 def precision(b: RankingBatch, k: int, *, threshold: float = 1.0) -> _F64:
@@ -47,7 +49,7 @@ def recall(b: RankingBatch, k: int, *, threshold: float = 1.0) -> _F64:
 
 def hit_rate(b: RankingBatch, k: int, *, threshold: float = 1.0) -> _F64:
     """hit_rate@k = 1 if any relevant document is in the top k, else 0 (trec `success_k`)."""
-    return _hit_rate(_Context(b, threshold=threshold, kmax=k), k)
+    return _hit_rate(_Context(b, threshold=threshold, kmax=k), k, False)
 
 
 def average_precision(b: RankingBatch, *, threshold: float = 1.0) -> _F64:
@@ -56,10 +58,10 @@ def average_precision(b: RankingBatch, *, threshold: float = 1.0) -> _F64:
     No cutoff; relevant documents that were not retrieved contribute 0; 0 when none is
     judged relevant.
     """
-    return _average_precision(_Context(b, threshold=threshold))
+    return _average_precision(_Context(b, threshold=threshold), None, False)
 
 
-def _reciprocal_rank(ctx: _Context, decayed: bool) -> _F64:
+def _reciprocal_rank(ctx: _Context, k: int | None, decayed: bool) -> _F64:
     mask = ctx.full_relevant()
     rows = mask.shape[0]
     if mask.shape[1] == 0:
@@ -70,22 +72,21 @@ def _reciprocal_rank(ctx: _Context, decayed: bool) -> _F64:
     return np.where(found, numerator / (first + 1.0), 0.0)
 
 
-def _precision(ctx: _Context, k: int, decayed: bool) -> _F64:
-    k = _check_k(k)
-    return _column(ctx.hits(decayed), k) / float(k)
+def _precision(ctx: _Context, k: int | None, decayed: bool) -> _F64:
+    cutoff = _check_k(k)
+    return _column(ctx.hits(decayed), cutoff) / float(cutoff)
 
 
-def _recall(ctx: _Context, k: int, decayed: bool) -> _F64:
-    k = _check_k(k)
-    return _safe_divide(_column(ctx.hits(decayed), k), ctx.judged_relevant(decayed))
+def _recall(ctx: _Context, k: int | None, decayed: bool) -> _F64:
+    hits = _column(ctx.hits(decayed), _check_k(k))
+    return _safe_divide(hits, ctx.judged_relevant(decayed))
 
 
-def _hit_rate(ctx: _Context, k: int) -> _F64:
-    k = _check_k(k)
-    return (_column(ctx.hits(False), k) > 0).astype(np.float64)
+def _hit_rate(ctx: _Context, k: int | None, decayed: bool) -> _F64:
+    return (_column(ctx.hits(False), _check_k(k)) > 0).astype(np.float64)
 
 
-def _average_precision(ctx: _Context) -> _F64:
+def _average_precision(ctx: _Context, k: int | None, decayed: bool) -> _F64:
     mask = ctx.full_relevant()
     rows = mask.shape[0]
     row, col = np.nonzero(mask)

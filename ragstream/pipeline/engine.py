@@ -35,16 +35,16 @@ from ragstream.events.fast import fast_decode_many
 from ragstream.events.scan import Scanned, bounds_of, scan_retrievals
 from ragstream.join import LabelJoin, LabelOutcome, OpenQuery
 from ragstream.join.query import TOP_DOCS
-from ragstream.metrics import Gain
+from ragstream.metrics import DEFAULT_CUTOFFS, Gain
 from ragstream.pipeline.labelsets import LabelSetMapper
-from ragstream.pipeline.scoring import MetricLayout, ScoredQueries, Scorer
+from ragstream.pipeline.layout import DEFAULT_HALF_LIVES, RowLayout
+from ragstream.pipeline.scoring import ScoredQueries, Scorer
 from ragstream.windows import (
     Aggregate,
     Clock,
     Timing,
     WindowSpec,
     WindowStore,
-    histogram_columns,
 )
 
 __all__ = [
@@ -52,23 +52,12 @@ __all__ = [
     "Engine",
     "EngineConfig",
     "PartitionConfigError",
-    "RowParts",
-    "window_columns",
 ]
 
 _F64 = NDArray[np.float64]
-EVENT_TIME = "event_time"
-"""Window column holding `ts - EVENT_TIME_BASE`, for the live mean document age."""
-EVENT_TIME_BASE = 1_600_000_000.0
 _PRUNE_EVERY = 60.0
 _LATE = int(Timing.LATE)
 _FUTURE = int(Timing.FUTURE)
-
-
-def window_columns(layout: MetricLayout) -> tuple[str, ...]:
-    """Plain window columns: plain metrics, ratio metrics per half-life, doc ages, event time."""
-    ratio = tuple(f"{name}|{h:g}" for h in layout.half_lives for name in layout.ratio)
-    return (*layout.plain, *ratio, *layout.doc_age, EVENT_TIME)
 
 
 class PartitionConfigError(ValueError):
@@ -84,7 +73,8 @@ class PartitionConfigError(ValueError):
 class EngineConfig:
     """Everything the engine is built from (the app wiring fills it from the settings)."""
 
-    layout: MetricLayout = field(default_factory=MetricLayout)
+    cutoffs: tuple[int, ...] = DEFAULT_CUTOFFS
+    half_lives: tuple[float, ...] = DEFAULT_HALF_LIVES
     windows: tuple[float, ...] = (60.0, 300.0, 3600.0, 86400.0)
     buckets: int = 60
     bins: int = 20
@@ -102,18 +92,6 @@ class EngineConfig:
     scan: bool = True
     """Read retrieval events of the common shape with the compiled scanner when it is
     built (`ragstream.events.scan`); False: msgspec reads every message. Same results."""
-
-
-@dataclass(frozen=True, slots=True)
-class RowParts:
-    """One query's contribution row, by part (see `MetricLayout`)."""
-
-    plain: _F64
-    ratio: _F64
-    """(half-lives, ratio metrics)"""
-    doc_age: _F64
-    decayed: _F64
-    """(half-lives, decayed metrics), valued at the query's ts"""
 
 
 @dataclass(slots=True)
@@ -134,9 +112,9 @@ class Engine:
 
     def __init__(self, config: EngineConfig, *, wall: Callable[[], float] | None = None) -> None:
         self.config = config
-        layout = config.layout
+        layout = RowLayout(config.cutoffs, config.half_lives, config.label_keys)
         self.layout = layout
-        self.columns = window_columns(layout)
+        self.columns = layout.window_columns
         self.spec = WindowSpec(
             columns=self.columns,
             decayed=layout.decayed if layout.half_lives else (),
@@ -145,7 +123,7 @@ class Engine:
             buckets=config.buckets,
             bins=config.bins,
             horizon=config.future_tolerance,
-            hist_columns=histogram_columns(self.columns),
+            hist_columns=layout.hist_columns,
         )
         clock_kwargs = {} if wall is None else {"wall": wall}
         self.clock = Clock.for_spec(self.spec, config.clock, **clock_kwargs)
@@ -340,30 +318,9 @@ class Engine:
             query.release()  # scored: what the message can give again is dropped
 
     def _rows(self, scored: ScoredQueries) -> _F64:
-        """One row per query: plain window columns, then decayed values (half-life-major)."""
-        n = scored.ts.shape[0]
-        # the event time only serves the live document age: absent where the age is
-        event_time = np.where(np.isnan(scored.doc_age[:, :1]), np.nan, scored.ts[:, None])
-        event_time -= EVENT_TIME_BASE
-        parts = [
-            scored.plain,
-            scored.ratio.reshape(n, -1),
-            scored.doc_age,
-            event_time,
-            scored.decayed.reshape(n, -1),
-        ]
-        return np.concatenate(parts, axis=1)
-
-    def unpack(self, row: _F64) -> RowParts:
-        """Split one contribution row back into its parts (the inverse of `_rows`)."""
-        layout = self.layout
-        h = len(layout.half_lives)
-        p, r, a = len(layout.plain), h * len(layout.ratio), len(layout.doc_age)
-        return RowParts(
-            plain=row[:p],
-            ratio=row[p : p + r].reshape(h, len(layout.ratio)),
-            doc_age=row[p + r : p + r + a],
-            decayed=row[len(self.columns) :].reshape(h, len(layout.decayed)),
+        """One row per query (see `RowLayout.rows`)."""
+        return self.layout.rows(
+            scored.ts, scored.plain, scored.ratio, scored.doc_age, scored.decayed
         )
 
     def _advance(self, now: float) -> list[OpenQuery]:

@@ -1,22 +1,16 @@
-"""Per-query metric rows for a batch of open queries, in one pass of the kernels.
+"""Per-query metric values for a batch of open queries, in one pass of the kernels.
 
-The columns are fixed by a `MetricLayout` built from the configured cutoffs and half-lives:
-
-- `plain`: rr and, per cutoff, precision, recall, hit_rate, dcg and ndcg;
-- `ratio`: per half-life, ndcg_decayed and recall_decayed per cutoff; they do not change
-  with the read time (the common decay factor cancels), so they are plain window means;
-- `decayed`: per half-life, rr_decayed and, per cutoff, precision_decayed and dcg_decayed,
-  valued at the query's event time `ts`; a window decays them live from there, since
-  `sum_i g_i exp(-lam (t - t_doc_i)) = exp(-lam (t - ts)) * sum_i g_i exp(-lam (ts - t_doc_i))`;
-- `doc_age`: per cutoff, the mean age of the top-k documents at `ts` (NaN without
-  documents); the live age at t adds `t - ts`.
+The metrics are those of a `RowLayout` (`ragstream.pipeline.layout`): plain metrics; per
+half-life the ratio metrics (which do not change with the read time) and the sum metrics
+valued at the query's event time `ts` (a window decays them live from there, since
+`sum_i g_i exp(-lam (t - t_doc_i)) = exp(-lam (t - ts)) * sum_i g_i exp(-lam (ts - t_doc_i))`);
+and per cutoff the mean age of the top-k documents at `ts` (NaN without documents).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from functools import cached_property
 from itertools import chain
 
 import numpy as np
@@ -31,39 +25,11 @@ from ragstream.metrics import (
     evaluate,
     mean_doc_age,
 )
+from ragstream.pipeline.layout import RowLayout
 
-__all__ = ["MetricLayout", "ScoredQueries", "Scorer"]
+__all__ = ["ScoredQueries", "Scorer"]
 
 _F64 = NDArray[np.float64]
-_PLAIN_FAMILIES = ("precision", "recall", "hit_rate", "dcg", "ndcg")
-_RATIO_FAMILIES = ("ndcg", "recall")
-_SUM_FAMILIES = ("precision", "dcg")
-
-
-@dataclass(frozen=True)
-class MetricLayout:
-    """Which metric columns exist, in a fixed order."""
-
-    cutoffs: tuple[int, ...] = (1, 3, 5, 10)
-    half_lives: tuple[float, ...] = (604_800.0,)
-
-    @cached_property
-    def plain(self) -> tuple[str, ...]:
-        return ("rr", *(f"{f}@{k}" for f in _PLAIN_FAMILIES for k in self.cutoffs))
-
-    @cached_property
-    def ratio(self) -> tuple[str, ...]:
-        """Per half-life (same names for each)."""
-        return tuple(f"{f}_decayed@{k}" for f in _RATIO_FAMILIES for k in self.cutoffs)
-
-    @cached_property
-    def decayed(self) -> tuple[str, ...]:
-        """Per half-life (same names for each)."""
-        return ("rr_decayed", *(f"{f}_decayed@{k}" for f in _SUM_FAMILIES for k in self.cutoffs))
-
-    @cached_property
-    def doc_age(self) -> tuple[str, ...]:
-        return tuple(f"doc_age_seconds@{k}" for k in self.cutoffs)
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,7 +53,7 @@ class ScoredQueries:
 class Scorer:
     """Turns open queries into metric rows with the batch kernels."""
 
-    def __init__(self, layout: MetricLayout, *, gain: Gain = "linear", threshold: float = 1.0):
+    def __init__(self, layout: RowLayout, *, gain: Gain = "linear", threshold: float = 1.0):
         self.layout = layout
         self.gain: Gain = gain
         self.threshold = threshold
@@ -144,12 +110,12 @@ class Scorer:
         batch = RankingBatch.from_ragged(rel, rel_offsets, judged, judged_offsets)
         times = RankingBatch.from_ragged(flat_times, rel_offsets, judged_times, judged_offsets)
         layout = self.layout
-        values = evaluate(batch, layout.plain, gain=self.gain, threshold=self.threshold)
+        values = evaluate(batch, layout.plain_metrics, gain=self.gain, threshold=self.threshold)
         plain = _stack(values, layout.plain, n)
         h = len(self._rates)
         ratio = np.empty((n, h, len(layout.ratio)))
         decayed = np.empty((n, h, len(layout.decayed)))
-        names = (*layout.ratio, *layout.decayed)
+        names = (*layout.ratio_metrics, *layout.decayed_metrics)
         for j, lam in enumerate(self._rates):
             weight = np.exp(-lam * (ts[:, None] - times.rel))
             judged_weight = np.exp(-lam * (ts[:, None] - times.judged))

@@ -40,13 +40,10 @@ def render(
     return _table(result, per_query, digits)
 
 
-_TREC_ORDER = ("ap", "rr", "precision", "recall", "ndcg", "hit_rate")
-"""Families in the order of trec_eval's measure table (te_trec_measures)."""
-
-
 def _trec_position(spec: MetricSpec) -> tuple[int, int]:
-    family = spec.family
-    return (_TREC_ORDER.index(family) if family in _TREC_ORDER else len(_TREC_ORDER)), spec.k or 0
+    """Families in the order of trec_eval's measure table (te_trec_measures), cutoffs
+    ascending."""
+    return spec.row.trec_position, spec.k or 0
 
 
 def _trec(result: TrecEvaluation, per_query: bool, digits: int | None) -> str:

@@ -13,19 +13,14 @@ from ragstream.windows.matrix import WindowMatrix
 from ragstream.windows.ring import SlidingWindow
 from ragstream.windows.spec import (
     DEFAULT_WINDOWS,
-    HISTOGRAM_FAMILIES,
     WindowSpec,
     bucket_of,
-    format_duration,
-    histogram_columns,
-    parse_duration,
 )
 from ragstream.windows.store import LabelSet, SeriesKey, WindowStore
 from ragstream.windows.windowset import WindowRead, WindowSet
 
 __all__ = [
     "DEFAULT_WINDOWS",
-    "HISTOGRAM_FAMILIES",
     "Aggregate",
     "Clock",
     "ClockMode",
@@ -42,7 +37,4 @@ __all__ = [
     "WindowStore",
     "bucket_of",
     "decay_rates",
-    "format_duration",
-    "histogram_columns",
-    "parse_duration",
 ]

@@ -3,73 +3,26 @@
 from __future__ import annotations
 
 import math
-import re
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
+from ragstream.durations import format_duration
+
 __all__ = [
     "DEFAULT_WINDOWS",
     "F64",
-    "HISTOGRAM_FAMILIES",
     "I64",
     "WindowSpec",
     "bucket_of",
-    "format_duration",
-    "histogram_columns",
-    "parse_duration",
 ]
 
 F64 = npt.NDArray[np.float64]
 I64 = npt.NDArray[np.int64]
 
 DEFAULT_WINDOWS: tuple[float, ...] = (60.0, 300.0, 3600.0, 86400.0)
-
-HISTOGRAM_FAMILIES: tuple[str, ...] = ("rr", "ndcg", "precision", "recall")
-"""Metric families whose window histograms are kept by default: the headline ratios in
-[0, 1] that quantiles and PSI are asked of."""
-
-_UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0, "w": 604800.0}
-_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h|d|w)?\s*$")
-
-
-def parse_duration(text: str | float) -> float:
-    """Seconds in a duration such as ``"5m"``, ``"24h"``, ``"90s"`` or a plain number."""
-    if isinstance(text, int | float):
-        seconds = float(text)
-    else:
-        match = _DURATION.match(text)
-        if match is None:
-            raise ValueError(f"not a duration: {text!r} (use e.g. 30s, 5m, 1h, 24h)")
-        seconds = float(match.group(1)) * _UNITS[match.group(2) or "s"]
-    if not (math.isfinite(seconds) and seconds > 0):
-        raise ValueError(f"a duration must be positive and finite, got {text!r}")
-    return seconds
-
-
-def format_duration(seconds: float) -> str:
-    """The label of a window length: the largest of h, m, s that divides it (86400 -> "24h")."""
-    for unit, size in (("h", 3600.0), ("m", 60.0), ("s", 1.0)):
-        count = seconds / size
-        if count >= 1 and count == int(count):
-            return f"{int(count)}{unit}"
-    return f"{seconds:g}s"
-
-
-def histogram_columns(
-    columns: Sequence[str], families: Sequence[str] = HISTOGRAM_FAMILIES
-) -> tuple[str, ...]:
-    """The columns of the given metric families (the name before ``@``), in column order.
-
-    Per-half-life columns (named ``metric|half_life``) are left out: one histogram per
-    metric is what quantiles and PSI need. With the default families and cutoffs 1, 3, 5,
-    10 that is ``rr`` and ``ndcg``, ``precision``, ``recall`` at each cutoff: 13 columns.
-    """
-    wanted = set(families)
-    return tuple(c for c in columns if "|" not in c and c.partition("@")[0] in wanted)
 
 
 def bucket_of(times: npt.ArrayLike, width: float) -> I64:
@@ -135,8 +88,6 @@ class WindowSpec:
         if not (0 < self.max_exponent <= 600):
             raise ValueError("max_exponent must be in (0, 600] to keep sums finite")
         object.__setattr__(self, "names", tuple(format_duration(w) for w in self.windows))
-        if len(set(self.names)) != len(self.names):
-            raise ValueError(f"window labels collide: {self.names}")
 
     @property
     def decayed_width(self) -> int:

@@ -39,7 +39,14 @@ def test_bad_durations_say_how_to_write_one(bad: object) -> None:
 
 @pytest.mark.parametrize(
     ("seconds", "text"),
-    [(60.0, "1m"), (86400.0, "1d"), (90.0, "90s"), (0.25, "250ms"), (5400.0, "90m")],
+    [
+        (60.0, "1m"),
+        (86400.0, "24h"),
+        (604800.0, "1w"),
+        (90.0, "90s"),
+        (0.25, "250ms"),
+        (5400.0, "90m"),
+    ],
 )
 def test_durations_format_to_the_shortest_exact_unit(seconds: float, text: str) -> None:
     assert format_duration(seconds) == text

@@ -13,7 +13,7 @@ from ragstream.events import Message
 from ragstream.exporter.collector import EngineCollector, metric_for_column
 from ragstream.exporter.http import Health, MetricsServer
 from ragstream.pipeline.engine import Engine, EngineConfig
-from ragstream.pipeline.scoring import MetricLayout
+from ragstream.pipeline.layout import RowLayout
 
 T0 = 1_767_225_600.0
 WALL = T0 + 30.0
@@ -21,7 +21,8 @@ WALL = T0 + 30.0
 
 def _engine(**overrides: object) -> Engine:
     config = EngineConfig(
-        layout=MetricLayout(cutoffs=(1, 3), half_lives=(3600.0,)),
+        cutoffs=(1, 3),
+        half_lives=(3600.0,),
         windows=(60.0, 3600.0),
         clock="wall",
         label_keys=("app",),
@@ -61,10 +62,17 @@ def _key(name: str, **labels: str) -> tuple[str, frozenset[tuple[str, str]]]:
 
 
 def test_metric_names_follow_the_contract() -> None:
-    assert metric_for_column("rr") == ("retrieval_mrr", {})
-    assert metric_for_column("ndcg@10") == ("retrieval_ndcg", {"k": "10"})
-    assert metric_for_column("precision_decayed@5") == ("retrieval_precision_decayed", {"k": "5"})
-    assert metric_for_column("rr_decayed") == ("retrieval_mrr_decayed", {})
+    layout = RowLayout(cutoffs=(5, 10), half_lives=(3600.0,))
+    column = layout.column
+    assert metric_for_column(column("rr")) == ("retrieval_mrr", {})
+    assert metric_for_column(column("ndcg@10")) == ("retrieval_ndcg", {"k": "10"})
+    decayed = column("precision_decayed@5|3600")
+    assert metric_for_column(decayed) == ("retrieval_precision_decayed", {"k": "5"})
+    assert metric_for_column(column("rr_decayed|3600")) == ("retrieval_mrr_decayed", {})
+    assert metric_for_column(column("doc_age_seconds@5")) == (
+        "retrieval_doc_age_seconds",
+        {"k": "5"},
+    )
 
 
 def test_windowed_gauges_histograms_and_health_at_scrape_time() -> None:

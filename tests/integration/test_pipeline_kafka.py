@@ -12,7 +12,6 @@ import pytest
 from ragstream.events import Message
 from ragstream.pipeline.engine import Engine, EngineConfig
 from ragstream.pipeline.runner import Runner
-from ragstream.pipeline.scoring import MetricLayout
 from ragstream.sinks.dead_letters import KafkaDeadLetters
 from ragstream.sources.kafka import CoPartitionError, KafkaSource, KafkaSourceConfig
 from ragstream.sources.synthetic import SyntheticConfig, SyntheticTraffic
@@ -24,7 +23,8 @@ JUNK = [b"{not json", b'{"type": "retrieval"}', b'{"type": "teleport", "query_id
 
 def _config() -> EngineConfig:
     return EngineConfig(
-        layout=MetricLayout(cutoffs=(1, 5, 10), half_lives=(3600.0,)),
+        cutoffs=(1, 5, 10),
+        half_lives=(3600.0,),
         windows=(60.0, 300.0, 3600.0),
         clock="event",
         label_keys=("app",),

@@ -24,7 +24,6 @@ from ragstream.events import Message
 from ragstream.exporter.collector import EngineCollector
 from ragstream.pipeline.engine import Engine, EngineConfig
 from ragstream.pipeline.runner import Runner
-from ragstream.pipeline.scoring import MetricLayout
 from ragstream.sources.kafka import KafkaSource, KafkaSourceConfig
 from ragstream.sources.synthetic import SyntheticConfig, SyntheticTraffic
 from tests.support import KafkaBroker, TopicFactory, committed_offsets, produce_records
@@ -35,7 +34,8 @@ Pairs = list[tuple[bytes, bytes]]
 
 def _config(buckets: int = 60) -> EngineConfig:
     return EngineConfig(
-        layout=MetricLayout(cutoffs=(1, 5, 10), half_lives=(3600.0,)),
+        cutoffs=(1, 5, 10),
+        half_lives=(3600.0,),
         windows=(60.0, 300.0, 3600.0),
         buckets=buckets,
         clock="event",

@@ -21,7 +21,6 @@ from ragstream.judging.model import JudgeInput, Judgment
 from ragstream.judging.sampler import Outcome
 from ragstream.judging.service import JudgingService, engine_label_sink, engine_lookup
 from ragstream.pipeline.engine import Engine, EngineConfig
-from ragstream.pipeline.scoring import MetricLayout
 from ragstream.sources.synthetic import SyntheticConfig, SyntheticTraffic
 from ragstream.wiring import judging_service
 from tests.support.openai_server import OpenAIServer, Reply
@@ -48,7 +47,8 @@ def _messages(n: int) -> list[Message]:
 
 def _engine() -> Engine:
     config = EngineConfig(
-        layout=MetricLayout(cutoffs=(1, 5, 10), half_lives=(3600.0,)),
+        cutoffs=(1, 5, 10),
+        half_lives=(3600.0,),
         windows=WINDOWS,
         clock="event",
         label_keys=("app",),

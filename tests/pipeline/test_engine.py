@@ -15,7 +15,6 @@ from hypothesis import strategies as st
 
 from ragstream.events import Message
 from ragstream.pipeline.engine import Engine, EngineConfig
-from ragstream.pipeline.scoring import MetricLayout
 from ragstream.sources.synthetic import SyntheticConfig, SyntheticTraffic
 
 WINDOWS = (60.0, 300.0, 3600.0)
@@ -54,7 +53,8 @@ def _with_repeats(messages: list[Message], seed: int) -> list[Message]:
 
 def _engine(label_ttl: float = 900.0, *, scan: bool = True) -> Engine:
     config = EngineConfig(
-        layout=MetricLayout(cutoffs=(1, 5, 10), half_lives=(3600.0,)),
+        cutoffs=(1, 5, 10),
+        half_lives=(3600.0,),
         windows=WINDOWS,
         clock="event",
         label_keys=("app",),

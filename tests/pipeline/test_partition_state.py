@@ -13,7 +13,6 @@ from hypothesis import strategies as st
 
 from ragstream.events import Message
 from ragstream.pipeline.engine import Engine, EngineConfig
-from ragstream.pipeline.scoring import MetricLayout
 from ragstream.sources.synthetic import SyntheticConfig, SyntheticTraffic
 
 START = 1_767_225_600.0
@@ -23,7 +22,8 @@ PARTITIONS = 3
 
 def _config(clock: str = "event", **overrides: Any) -> EngineConfig:
     options: dict[str, Any] = {
-        "layout": MetricLayout(cutoffs=(1, 5), half_lives=(3600.0,)),
+        "cutoffs": (1, 5),
+        "half_lives": (3600.0,),
         "windows": (60.0, 300.0, 3600.0),
         "clock": clock,
         "label_keys": ("app",),

@@ -23,7 +23,6 @@ from ragstream.events import Message
 from ragstream.events.limits import DEFAULT_LIMITS
 from ragstream.events.scan import AVAILABLE, bounds_of, scan_retrievals
 from ragstream.pipeline.engine import BatchReport, Engine, EngineConfig
-from ragstream.pipeline.scoring import MetricLayout
 from ragstream.sources.synthetic import SyntheticConfig, SyntheticTraffic
 
 pytestmark = pytest.mark.skipif(not AVAILABLE, reason="the compiled scanner is not built")
@@ -33,7 +32,8 @@ WALL = 1_900_000_000.0
 
 def _config(scan: bool, **options: Any) -> EngineConfig:
     base: dict[str, Any] = {
-        "layout": MetricLayout(cutoffs=(1, 3, 10), half_lives=(3600.0,)),
+        "cutoffs": (1, 3, 10),
+        "half_lives": (3600.0,),
         "windows": (60.0, 600.0),
         "buckets": 12,
         "clock": "event",
@@ -179,7 +179,7 @@ def test_late_labels_rebuild_a_released_scanned_query() -> None:
     # b has no t_doc: it dates from ts; c is after ts: clamped to ts
     assert query.doc_times == (1_799_000_000.0, 1_800_000_000.0, 1_800_000_000.0)
     assert query.contribution is not None
-    rr = engine.unpack(query.contribution).plain[0]
+    rr = engine.layout.unpack(query.contribution).plain[0]
     assert rr == 0.5  # the relevant document is second
 
 
@@ -188,7 +188,7 @@ def _ages(engine: Engine) -> Callable[[str], float]:
         query = engine.find_query(query_id)
         assert query is not None
         assert query.contribution is not None
-        return float(engine.unpack(query.contribution).doc_age[0])
+        return float(engine.layout.unpack(query.contribution).doc_age[0])
 
     return age
 

@@ -6,7 +6,6 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
-from ragstream.durations import format_duration
 from ragstream.join import OpenQuery
 from ragstream.pipeline.engine import Engine
 
@@ -19,38 +18,21 @@ def _number(value: float) -> float | None:
     return None if math.isnan(value) else float(value)
 
 
-def _metric_names(engine: Engine) -> list[str]:
-    """Per-query output names: plain metrics, then per half-life the decayed ones."""
-    layout = engine.layout
-    names = list(layout.plain)
-    several = len(layout.half_lives) > 1
-    for h in layout.half_lives:
-        suffix = f"/{format_duration(h)}" if several else ""
-        names.extend(f"{n}{suffix}" for n in (*layout.ratio, *layout.decayed))
-    names.extend(layout.doc_age)
-    return names
-
-
 def query_record(engine: Engine, query: OpenQuery) -> dict[str, Any]:
     """`{"query_id", "labels", "ts", "labeled", "metrics": {...}}` for one final query.
 
     Decayed sum metrics are valued at the query's own event time; unlabeled queries have
     null retrieval metrics.
     """
-    values: list[float] = []
+    layout = engine.layout
+    metrics: dict[str, float | None] = {}
     if query.contribution is not None:
-        parts = engine.unpack(query.contribution)
-        values = parts.plain.tolist()
-        for j in range(len(engine.layout.half_lives)):
-            values.extend(parts.ratio[j].tolist())
-            values.extend(parts.decayed[j].tolist())
-        values.extend(parts.doc_age.tolist())
-    names = _metric_names(engine)
-    metrics = {name: _number(v) for name, v in zip(names, values, strict=True)} if values else {}
-    keys = engine.config.label_keys
+        values = layout.record_values(query.contribution)
+        names = layout.record_names()
+        metrics = {name: _number(v) for name, v in zip(names, values, strict=True)}
     return {
         "query_id": query.query_id,
-        "labels": dict(zip(keys, query.labelset, strict=True)),
+        "labels": layout.labelset_labels(query.labelset),
         "ts": query.ts,
         "labeled": query.labeled,
         "metrics": metrics,
@@ -60,12 +42,12 @@ def query_record(engine: Engine, query: OpenQuery) -> dict[str, Any]:
 def summary(engine: Engine, metrics: Sequence[str] = _SUMMARY_METRICS) -> dict[str, Any]:
     """Counters, final-query means per label set, and every window at the engine's t_now."""
     now = engine.now()
-    keys = engine.config.label_keys
-    chosen = [m for m in metrics if m in engine.columns]
+    layout = engine.layout
+    chosen = [m for m in metrics if m in layout.window_columns]
     final: dict[str, Any] = {}
     for labelset, aggregate in sorted(engine.final.items()):
-        means = dict(zip(engine.layout.plain, aggregate.mean().tolist(), strict=True))
-        final[_name(keys, labelset)] = {
+        means = dict(zip(layout.plain, aggregate.mean().tolist(), strict=True))
+        final[layout.labelset_name(labelset)] = {
             "queries": int(aggregate.rows),
             **{m: _number(means[m]) for m in chosen},
         }
@@ -73,14 +55,14 @@ def summary(engine: Engine, metrics: Sequence[str] = _SUMMARY_METRICS) -> dict[s
     for labelset in engine.store.labelsets():
         per_window: dict[str, Any] = {}
         for window, read in engine.store.read(now, labelset).items():
-            mean = dict(zip(engine.columns, read.mean().tolist(), strict=True))
-            labeled = int(read.aggregate.count[engine.columns.index("rr")])
+            mean = dict(zip(layout.window_columns, read.mean().tolist(), strict=True))
+            labeled = int(read.aggregate.count[layout.index("rr")])
             per_window[window] = {
                 "queries": read.queries,
                 "labeled": labeled,
                 **{m: _number(mean[m]) for m in chosen},
             }
-        windows[_name(keys, labelset)] = per_window
+        windows[layout.labelset_name(labelset)] = per_window
     return {
         "t_now": now,
         "events": {f"{t}/{o}": n for (t, o), n in sorted(engine.events.items())},
@@ -89,9 +71,3 @@ def summary(engine: Engine, metrics: Sequence[str] = _SUMMARY_METRICS) -> dict[s
         "final": final,
         "windows": windows,
     }
-
-
-def _name(keys: Sequence[str], labelset: tuple[str, ...]) -> str:
-    if not keys:
-        return "all"
-    return ",".join(f"{k}={v or '-'}" for k, v in zip(keys, labelset, strict=True))

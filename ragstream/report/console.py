@@ -6,47 +6,56 @@ import math
 from collections.abc import Sequence
 
 from ragstream.judging.results import JudgeResults
-from ragstream.pipeline.engine import EVENT_TIME, EVENT_TIME_BASE, Engine
+from ragstream.pipeline.engine import Engine
+from ragstream.pipeline.layout import EVENT_TIME, RowLayout
 
 __all__ = ["render_generation", "render_summary"]
 
 _DAY = 86_400.0
-_COLUMNS = (("MRR", "rr"), ("nDCG@10", "ndcg@10"), ("P@5", "precision@5"), ("R@10", "recall@10"))
+SUMMARY_METRICS = ("rr", "ndcg@10", "precision@5", "recall@10")
+"""The metrics of the demo's table (those the engine keeps)."""
+_AGE = "doc_age_seconds@10"
 
 
 def _fmt(value: float, digits: int = 3) -> str:
     return "-" if math.isnan(value) else f"{value:.{digits}f}"
 
 
-def render_summary(engine: Engine, now: float, windows: Sequence[str] = ("1m", "5m")) -> str:
+def render_summary(
+    engine: Engine,
+    now: float,
+    windows: Sequence[str] = ("1m", "5m"),
+    metrics: Sequence[str] = SUMMARY_METRICS,
+) -> str:
     """A fixed-width table: label set, window, queries, labeled share, metrics, doc age."""
-    keys = engine.config.label_keys
-    columns = engine.columns
-    head = ["label set", "window", "queries", "labeled", *(n for n, _ in _COLUMNS), "age@10 (d)"]
+    layout = engine.layout
+    chosen = [layout.column(m) for m in metrics if m in layout.window_columns]
+    titles = [c.metric.title for c in chosen if c.metric is not None]
+    head = ["label set", "window", "queries", "labeled", *titles, "age@10 (d)"]
     rows: list[list[str]] = [head]
-    age = columns.index("doc_age_seconds@10") if "doc_age_seconds@10" in columns else None
-    event = columns.index(EVENT_TIME)
-    rr = columns.index("rr")
+    age = layout.index(_AGE) if _AGE in layout.window_columns else None
+    event = layout.index(EVENT_TIME)
+    rr = layout.index("rr")
     for labelset in engine.store.labelsets():
         reads = engine.store.read(now, labelset)
-        name = ",".join(f"{k}={v or '-'}" for k, v in zip(keys, labelset, strict=True)) or "all"
+        name = layout.labelset_name(labelset)
         for window in windows:
             read = reads.get(window)
             if read is None or read.queries == 0:
                 continue
             mean = read.mean()
             labeled = int(read.aggregate.count[rr])
-            cells = [_fmt(float(mean[columns.index(c)])) for _, c in _COLUMNS if c in columns]
+            cells = [_fmt(float(mean[layout.index(c.name)])) for c in chosen]
             days = math.nan
             if age is not None:
-                days = (mean[age] + max(0.0, now - mean[event] - EVENT_TIME_BASE)) / _DAY
+                days = layout.live_age(float(mean[age]), float(mean[event]), now) / _DAY
             share = f"{labeled / read.queries:.0%}"
             rows.append([name, window, str(read.queries), share, *cells, _fmt(days, 1)])
     return _table(rows)
 
 
 def render_generation(
-    results: JudgeResults, keys: Sequence[str], now: float, window: str = "5m"
+    results: JudgeResults, layout: RowLayout, now: float, window: str = "5m"
 ) -> str:
     """Judged answers per label set: faithfulness and the hallucination ratio with its
     Wilson 95% interval and sample size."""
@@ -56,7 +65,7 @@ def render_generation(
         read = reads.get(window)
         if read is None or read.judged == 0:
             continue
-        name = ",".join(f"{k}={v or '-'}" for k, v in zip(keys, labelset, strict=True)) or "all"
+        name = layout.labelset_name(labelset)
         low, high = read.hallucination_interval
         rows.append(
             [
