@@ -32,7 +32,7 @@ from ragstream.checkpoint.record import (
     encode,
 )
 from ragstream.checkpoint.topic import StateTopic, StateTopicError
-from ragstream.pipeline.engine import PartitionConfigError
+from ragstream.pipeline.partitions import PartitionConfigError
 
 __all__ = ["REFUSAL_REASONS", "Handover", "HandoverCounters", "PartitionStates"]
 

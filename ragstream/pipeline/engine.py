@@ -36,6 +36,7 @@ from ragstream.events.scan import Scanned, bounds_of, scan_retrievals
 from ragstream.join import LabelJoin, LabelOutcome, OpenQuery
 from ragstream.join.query import TOP_DOCS
 from ragstream.metrics import DEFAULT_CUTOFFS, Gain
+from ragstream.pipeline import partitions
 from ragstream.pipeline.labelsets import LabelSetMapper
 from ragstream.pipeline.layout import DEFAULT_HALF_LIVES, RowLayout
 from ragstream.pipeline.scoring import ScoredQueries, Scorer
@@ -51,22 +52,12 @@ __all__ = [
     "BatchReport",
     "Engine",
     "EngineConfig",
-    "PartitionConfigError",
 ]
 
 _F64 = NDArray[np.float64]
 _PRUNE_EVERY = 60.0
 _LATE = int(Timing.LATE)
 _FUTURE = int(Timing.FUTURE)
-
-
-class PartitionConfigError(ValueError):
-    """A partition's state was kept with another configuration (`Engine.state_config`)."""
-
-    def __init__(self, differs: Sequence[str]) -> None:
-        super().__init__("the partition state was kept with another " + ", ".join(differs))
-        self.differs = tuple(differs)
-        """The names of the settings that differ."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -143,7 +134,7 @@ class Engine:
         self._final_columns = len(layout.plain)
         self._next_prune = -math.inf
         self.pruned_series = 0
-        self._retired_join_counts: Counter[str] = Counter()
+        self.retired_join_counts: Counter[str] = Counter()
         """Join counters of partitions this engine handed over or dropped, so that the
         counters it exports never go down when a partition leaves."""
         limits = config.limits
@@ -354,120 +345,36 @@ class Engine:
             self.store.drop_partition(partition)
             join = self.joins.pop(partition, None)
             if join is not None:
-                self._retired_join_counts.update(join.counters.as_dict())
+                self.retired_join_counts.update(join.counters.as_dict())
 
     def join_counters(self) -> dict[str, int]:
         """The label joins' counters summed over held partitions and those that left."""
-        totals = Counter(self._retired_join_counts)
+        totals = Counter(self.retired_join_counts)
         for join in self.joins.values():
             totals.update(join.counters.as_dict())
         return dict(totals)
 
     def state_config(self) -> dict[str, Any]:
-        """What a partition's state depends on besides the events: the window spec (windows,
-        buckets, metric columns, bins), label keys, gain, threshold and clock mode. A
-        partition's state moves only between engines where this is equal."""
-        c = self.config
-        return {  # lists, not tuples: equal to itself after a JSON round-trip
-            "spec": self.spec.to_dict(),
-            "label_keys": list(c.label_keys),
-            "gain": c.gain,
-            "relevance_threshold": c.relevance_threshold,
-            "clock": c.clock,
-        }
+        """What a partition's state depends on besides the events (see
+        `ragstream.pipeline.partitions.state_config`)."""
+        return partitions.state_config(self)
 
-    def export_partitions(self, partitions: Sequence[int] | set[int]) -> dict[int, dict[str, Any]]:
+    def export_partitions(self, parts: Sequence[int] | set[int]) -> dict[int, dict[str, Any]]:
         """Each partition's windows and open queries, JSON-friendly, for the replica that
         takes the partition over (`adopt_partition`). Take it between batches: labels given
         from the side since the last batch are scored first, so that none is left behind."""
         self._rescore(self.clock.now())  # a no-op unless labels came from the side
-        config = self.state_config()
-        clock_now = self.clock.snapshot()["now"]
-        out: dict[int, dict[str, Any]] = {}
-        for partition in sorted(partitions):
-            join = self.joins.get(partition)
-            out[partition] = {
-                "version": 1,
-                "partition": partition,
-                "config": config,
-                "clock_now": clock_now,
-                "windows": self.store.export_partition(partition),
-                "join": None if join is None else join.snapshot(),
-            }
-        return out
+        return partitions.export_partitions(self, parts)
 
     def adopt_partition(self, state: Mapping[str, Any]) -> None:
-        """Take over one partition exported by `export_partitions` (this engine's own state
-        of that partition, if any, is replaced).
-
-        The rings are keyed by absolute bucket index, so they line up with this engine's
-        whatever its clock: buckets that have aged out of a window by this engine's
-        position are left out, and the decay landmark is rebased. With the event clock,
-        `t_now` moves up to the exporter's (it has seen those events). The join keeps its
-        open queries (with their current contributions, so later labels replace them) but
-        takes this engine's caps and TTLs for what comes next, and its counters start at 0
-        here (the exporter counted what happened before). Raises `PartitionConfigError`
-        (a `ValueError`), before changing anything, when the state was kept with another
-        configuration; a damaged
-        state may raise after a partial import (drop the partition then).
-        """
-        if state.get("version") != 1:
-            raise ValueError(f"unsupported partition state version {state.get('version')!r}")
-        theirs, ours = state.get("config") or {}, self.state_config()
-        differs = [name for name in ours if theirs.get(name) != ours[name]]
-        if differs:
-            raise PartitionConfigError(differs)
-        partition = int(state["partition"])
-        windows = dict(state["windows"])
-        if int(windows["partition"]) != partition:
-            raise ValueError("the partition state's windows belong to another partition")
-        self.drop_partitions({partition})
-        self.store.import_partition(windows)
-        self._adopt_join(partition, state.get("join"))
-        for item in windows["series"]:  # see _adopt_join
-            self.labelsets.admit(item["labels"])
-        clock_now = state.get("clock_now")
-        if self.config.clock == "event" and clock_now is not None:
-            snapshot = self.clock.snapshot()
-            if snapshot["now"] is None or float(clock_now) > snapshot["now"]:
-                snapshot["now"] = float(clock_now)
-                self.clock = Clock.restore(snapshot, wall=self.clock.wall)
-
-    def _adopt_join(self, partition: int, data: Mapping[str, Any] | None) -> None:
-        if data is None:
-            return
-        c = self.config
-        join = LabelJoin.restore(
-            {
-                **data,
-                "label_ttl": c.label_ttl,
-                "pending_ttl": c.pending_ttl,
-                "max_open": c.max_open,
-                "max_pending": c.max_pending,
-                "counters": {},
-            }
-        )
-        self.joins[partition] = join
-        # Values admitted from now on count the adopted ones against the cap (an adopted
-        # `other` means the exporter had reached it: so has this replica then).
-        for query in data["open"]:
-            self.labelsets.admit(query["labelset"])
+        """Take over one partition exported by `export_partitions`; raises
+        `PartitionConfigError` before changing anything when it was kept with another
+        configuration (see `ragstream.pipeline.partitions.adopt_partition`)."""
+        partitions.adopt_partition(self, state)
 
     def snapshot(self) -> dict[str, Any]:
         """Everything the engine knows, JSON-friendly; take it between batches."""
-        return {
-            "version": 1,
-            "clock": self.clock.snapshot(),
-            "store": self.store.snapshot(),
-            "joins": {str(p): j.snapshot() for p, j in sorted(self.joins.items())},
-            "labelsets": self.labelsets.snapshot(),
-            "final": [[list(k), a.snapshot()] for k, a in sorted(self.final.items())],
-            "events": [[t, o, n] for (t, o), n in sorted(self.events.items())],
-            "invalid": dict(self.invalid),
-            "clamped": dict(self.clamped),
-            "last_event_time": dict(self.last_event_time),
-            "retired_join_counts": dict(self._retired_join_counts),
-        }
+        return partitions.snapshot(self)
 
     @classmethod
     def restore(
@@ -479,20 +386,7 @@ class Engine:
     ) -> Engine:
         """An engine built from `config` that continues from `snapshot`."""
         engine = cls(config, wall=wall)
-        clock_kwargs = {} if wall is None else {"wall": wall}
-        engine.clock = Clock.restore(snapshot["clock"], **clock_kwargs)
-        engine.store = WindowStore.restore(snapshot["store"])
-        if engine.store.spec != engine.spec:
-            raise ValueError("the snapshot was taken with other windows or metrics")
-        engine.joins = {int(p): LabelJoin.restore(j) for p, j in snapshot["joins"].items()}
-        engine.labelsets.restore_state(snapshot["labelsets"])
-        engine.final = {tuple(k): Aggregate.restore(a) for k, a in snapshot["final"]}
-        engine.events = Counter({(t, o): int(n) for t, o, n in snapshot["events"]})
-        engine.invalid = Counter(snapshot["invalid"])
-        engine.clamped = Counter(snapshot["clamped"])
-        engine.last_event_time = dict(snapshot["last_event_time"])
-        # absent from older snapshots
-        engine._retired_join_counts = Counter(snapshot.get("retired_join_counts") or {})
+        partitions.restore(engine, snapshot)
         return engine
 
     # -- lookups from the side (judging) -------------------------------------------------------

@@ -1,0 +1,205 @@
+"""The engine's state as JSON-friendly records: one partition's share, to move it between
+replicas (`export_partitions` / `adopt_partition`), and everything (`snapshot` / `restore`).
+
+Functions of the engine's parts (`EngineParts`, which `Engine` has), so that what a record
+holds is stated in one place and the engine keeps only the batch path.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from typing import Any, Protocol
+
+from ragstream.join import LabelJoin
+from ragstream.pipeline.labelsets import LabelSetMapper
+from ragstream.windows import Aggregate, Clock, WindowSpec, WindowStore
+
+__all__ = [
+    "EngineParts",
+    "PartitionConfigError",
+    "adopt_partition",
+    "export_partitions",
+    "restore",
+    "snapshot",
+    "state_config",
+]
+
+VERSION = 1
+
+
+class PartitionConfigError(ValueError):
+    """A partition's state was kept with another configuration (`state_config`)."""
+
+    def __init__(self, differs: Sequence[str]) -> None:
+        super().__init__("the partition state was kept with another " + ", ".join(differs))
+        self.differs = tuple(differs)
+        """The names of the settings that differ."""
+
+
+class _Config(Protocol):
+    @property
+    def label_keys(self) -> tuple[str, ...]: ...
+    @property
+    def gain(self) -> str: ...
+    @property
+    def relevance_threshold(self) -> float: ...
+    @property
+    def clock(self) -> str: ...
+    @property
+    def label_ttl(self) -> float: ...
+    @property
+    def pending_ttl(self) -> float: ...
+    @property
+    def max_open(self) -> int: ...
+    @property
+    def max_pending(self) -> int: ...
+
+
+class EngineParts(Protocol):
+    """The parts of an engine that its state records hold."""
+
+    @property
+    def config(self) -> _Config: ...
+    @property
+    def spec(self) -> WindowSpec: ...
+
+    clock: Clock
+    store: WindowStore
+    joins: dict[int, LabelJoin]
+    labelsets: LabelSetMapper
+    final: dict[tuple[str, ...], Aggregate]
+    events: Counter[tuple[str, str]]
+    invalid: Counter[str]
+    clamped: Counter[str]
+    last_event_time: dict[str, float]
+    retired_join_counts: Counter[str]
+
+    def drop_partitions(self, partitions: set[int]) -> None: ...
+
+
+def state_config(engine: EngineParts) -> dict[str, Any]:
+    """What a partition's state depends on besides the events: the window spec (windows,
+    buckets, metric columns, bins), label keys, gain, threshold and clock mode. A
+    partition's state moves only between engines where this is equal."""
+    c = engine.config
+    return {  # lists, not tuples: equal to itself after a JSON round-trip
+        "spec": engine.spec.to_dict(),
+        "label_keys": list(c.label_keys),
+        "gain": c.gain,
+        "relevance_threshold": c.relevance_threshold,
+        "clock": c.clock,
+    }
+
+
+def export_partitions(
+    engine: EngineParts, partitions: Sequence[int] | set[int]
+) -> dict[int, dict[str, Any]]:
+    """Each partition's windows and open queries, for the replica that takes it over."""
+    config = state_config(engine)
+    clock_now = engine.clock.snapshot()["now"]
+    out: dict[int, dict[str, Any]] = {}
+    for partition in sorted(partitions):
+        join = engine.joins.get(partition)
+        out[partition] = {
+            "version": VERSION,
+            "partition": partition,
+            "config": config,
+            "clock_now": clock_now,
+            "windows": engine.store.export_partition(partition),
+            "join": None if join is None else join.snapshot(),
+        }
+    return out
+
+
+def adopt_partition(engine: EngineParts, state: Mapping[str, Any]) -> None:
+    """Take over one partition exported by `export_partitions` (the engine's own state of
+    that partition, if any, is replaced).
+
+    The rings are keyed by absolute bucket index, so they line up with this engine's
+    whatever its clock: buckets that have aged out of a window by this engine's position
+    are left out, and the decay landmark is rebased. With the event clock, `t_now` moves up
+    to the exporter's (it has seen those events). The join keeps its open queries (with
+    their current contributions, so later labels replace them) but takes this engine's caps
+    and TTLs for what comes next, and its counters start at 0 here (the exporter counted
+    what happened before). Raises `PartitionConfigError` (a `ValueError`), before changing
+    anything, when the state was kept with another configuration; a damaged state may
+    raise after a partial import (drop the partition then).
+    """
+    if state.get("version") != VERSION:
+        raise ValueError(f"unsupported partition state version {state.get('version')!r}")
+    theirs, ours = state.get("config") or {}, state_config(engine)
+    differs = [name for name in ours if theirs.get(name) != ours[name]]
+    if differs:
+        raise PartitionConfigError(differs)
+    partition = int(state["partition"])
+    windows = dict(state["windows"])
+    if int(windows["partition"]) != partition:
+        raise ValueError("the partition state's windows belong to another partition")
+    engine.drop_partitions({partition})
+    engine.store.import_partition(windows)
+    _adopt_join(engine, partition, state.get("join"))
+    for item in windows["series"]:  # see _adopt_join
+        engine.labelsets.admit(item["labels"])
+    clock_now = state.get("clock_now")
+    if engine.config.clock == "event" and clock_now is not None:
+        clock = engine.clock.snapshot()
+        if clock["now"] is None or float(clock_now) > clock["now"]:
+            clock["now"] = float(clock_now)
+            engine.clock = Clock.restore(clock, wall=engine.clock.wall)
+
+
+def _adopt_join(engine: EngineParts, partition: int, data: Mapping[str, Any] | None) -> None:
+    if data is None:
+        return
+    c = engine.config
+    join = LabelJoin.restore(
+        {
+            **data,
+            "label_ttl": c.label_ttl,
+            "pending_ttl": c.pending_ttl,
+            "max_open": c.max_open,
+            "max_pending": c.max_pending,
+            "counters": {},
+        }
+    )
+    engine.joins[partition] = join
+    # Values admitted from now on count the adopted ones against the cap (an adopted
+    # `other` means the exporter had reached it: so has this replica then).
+    for query in data["open"]:
+        engine.labelsets.admit(query["labelset"])
+
+
+def snapshot(engine: EngineParts) -> dict[str, Any]:
+    """Everything the engine knows, JSON-friendly; take it between batches."""
+    return {
+        "version": VERSION,
+        "clock": engine.clock.snapshot(),
+        "store": engine.store.snapshot(),
+        "joins": {str(p): j.snapshot() for p, j in sorted(engine.joins.items())},
+        "labelsets": engine.labelsets.snapshot(),
+        "final": [[list(k), a.snapshot()] for k, a in sorted(engine.final.items())],
+        "events": [[t, o, n] for (t, o), n in sorted(engine.events.items())],
+        "invalid": dict(engine.invalid),
+        "clamped": dict(engine.clamped),
+        "last_event_time": dict(engine.last_event_time),
+        "retired_join_counts": dict(engine.retired_join_counts),
+    }
+
+
+def restore(engine: EngineParts, data: Mapping[str, Any]) -> None:
+    """Make a new engine continue from `snapshot` output (its wall clock is kept)."""
+    engine.clock = Clock.restore(data["clock"], wall=engine.clock.wall)
+    store = WindowStore.restore(data["store"])
+    if store.spec != engine.spec:
+        raise ValueError("the snapshot was taken with other windows or metrics")
+    engine.store = store
+    engine.joins = {int(p): LabelJoin.restore(j) for p, j in data["joins"].items()}
+    engine.labelsets.restore_state(data["labelsets"])
+    engine.final = {tuple(k): Aggregate.restore(a) for k, a in data["final"]}
+    engine.events = Counter({(t, o): int(n) for t, o, n in data["events"]})
+    engine.invalid = Counter(data["invalid"])
+    engine.clamped = Counter(data["clamped"])
+    engine.last_event_time = dict(data["last_event_time"])
+    # absent from older snapshots
+    engine.retired_join_counts = Counter(data.get("retired_join_counts") or {})
