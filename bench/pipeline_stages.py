@@ -38,11 +38,13 @@ from aiokafka import AIOKafkaConsumer
 
 from bench.pipeline_data import DataConfig, blocks, partition_of
 from bench.pipeline_group import GroupMember
+from ragstream.config import JoinSettings, LabelSettings
 from ragstream.events import Message
 from ragstream.pipeline.engine import Engine, EngineConfig
 from ragstream.pipeline.gc import tune_gc
 from ragstream.pipeline.runner import Runner
 from ragstream.sources.kafka import KafkaSource, KafkaSourceConfig
+from ragstream.wiring import engine_config_of
 
 __all__ = ["BATCH", "engine_config", "rss_mib"]
 
@@ -64,8 +66,10 @@ def rss_mib() -> float:
 
 def engine_config(args: Args) -> EngineConfig:
     """The default engine configuration on the event clock (a replay: reproducible)."""
-    return EngineConfig(
-        clock="event", label_ttl=float(args["label_ttl"]), label_keys=tuple(args["label_keys"])
+    return engine_config_of(
+        labels=LabelSettings(keys=list(args["label_keys"])),
+        join=JoinSettings(label_ttl=float(args["label_ttl"])),
+        clock="event",
     )
 
 

@@ -19,9 +19,11 @@ from typing import Any
 
 import msgspec
 
+from ragstream.config import LabelSettings
 from ragstream.events import Message
 from ragstream.pipeline.engine import Engine, EngineConfig
 from ragstream.sources.synthetic import SyntheticConfig, SyntheticTraffic
+from ragstream.wiring import engine_config_of
 
 __all__ = [
     "LABEL_KEYS",
@@ -122,7 +124,8 @@ def message_batches(
 
 def engine_config(labelsets: int) -> EngineConfig:
     """The default engine configuration, with the two service labels exported."""
-    return EngineConfig(label_keys=LABEL_KEYS, max_label_values=max(50, labelsets))
+    labels = LabelSettings(keys=list(LABEL_KEYS), max_values=max(50, labelsets))
+    return engine_config_of(labels=labels)
 
 
 def fill(engine: Engine, batches: Iterator[list[Message]]) -> int:

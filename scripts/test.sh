@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The one test command: installs everything the tests need on a fresh machine
-# (Python packages, the Kafka broker's jars, Prometheus, trec_eval), then runs ruff, mypy
-# and the whole pytest suite. Extra arguments go to pytest.
+# (Python packages, the Kafka broker's jars, Prometheus, trec_eval), then runs ruff, mypy,
+# import-linter and the whole pytest suite. Extra arguments go to pytest.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -15,5 +15,7 @@ echo "== ruff"
 .venv/bin/ruff format --check .
 echo "== mypy"
 .venv/bin/mypy
+echo "== import-linter (the layers of docs/architecture.md)"
+.venv/bin/lint-imports --no-cache
 echo "== pytest"
 .venv/bin/pytest "$@"

@@ -16,8 +16,8 @@ from ragstream.trec.evaluate import (
     evaluate_tables,
 )
 from ragstream.trec.qrels import read_qrels
+from ragstream.trec.records import TrecTable
 from ragstream.trec.run import read_run
-from ragstream.trec.table import TrecTable
 
 __all__ = [
     "DEFAULT_METRICS",

@@ -24,7 +24,7 @@ from numpy.typing import NDArray
 
 from ragstream.trec._columns import field_words
 from ragstream.trec._tokenize import PAD, Chunk, Layout
-from ragstream.trec.table import TrecTable
+from ragstream.trec.records import TrecTable
 
 __all__ = ["arrow_available", "read_table_arrow"]
 

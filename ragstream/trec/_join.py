@@ -21,7 +21,7 @@ from ragstream.trec._ranked import (
     repeated_document,
     repeated_judgment,
 )
-from ragstream.trec.table import TrecTable
+from ragstream.trec.records import TrecTable
 
 __all__ = ["join_tables"]
 

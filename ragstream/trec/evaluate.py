@@ -30,8 +30,9 @@ from ragstream.trec._compiled import AVAILABLE, join_files
 from ragstream.trec._join import join_tables
 from ragstream.trec._ranked import Ranked
 from ragstream.trec.qrels import read_qrels
+from ragstream.trec.records import TrecTable
 from ragstream.trec.run import read_run
-from ragstream.trec.table import Reader, TrecTable
+from ragstream.trec.table import Reader
 
 __all__ = ["DEFAULT_METRICS", "Engine", "TrecEvaluation", "evaluate_files", "evaluate_tables"]
 

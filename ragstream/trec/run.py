@@ -14,7 +14,8 @@ from __future__ import annotations
 import os
 
 from ragstream.trec._tokenize import Layout
-from ragstream.trec.table import Reader, TrecTable, read_table
+from ragstream.trec.records import TrecTable
+from ragstream.trec.table import Reader, read_table
 
 __all__ = ["RUN_LAYOUT", "read_run"]
 

@@ -12,12 +12,14 @@ from typing import Literal
 import numpy as np
 from numpy.typing import NDArray
 
+from ragstream.trec._arrow import read_table_arrow
 from ragstream.trec._columns import field_bytes, field_words, parse_decimals
 from ragstream.trec._keys import pad_words
 from ragstream.trec._tokenize import Chunk, Layout, read_blocks, tokenize
 from ragstream.trec.errors import TrecFormatError
+from ragstream.trec.records import TrecTable
 
-__all__ = ["Reader", "TrecTable", "read_table"]
+__all__ = ["Reader", "read_table"]
 
 Reader = Literal["numpy", "arrow"]
 """Which parser reads a file: "numpy" (the default) always uses numpy; "arrow" uses
@@ -27,37 +29,6 @@ pyarrow was not faster overall, so it is opt-in."""
 
 _U64 = NDArray[np.uint64]
 _I64 = NDArray[np.int64]
-
-
-@dataclass(frozen=True)
-class TrecTable:
-    """The records of one qrels or run file, in file order.
-
-    Consecutive records with the same query id form a *block*; files are normally one
-    block per query, so query ids are kept once per block, not once per line.
-    """
-
-    path: str
-    """The file, as given (for messages)."""
-    qid_words: _U64
-    """(B, Wq) query id of each block, as big-endian words (byte order = strcmp order)."""
-    block_starts: _I64
-    """(B + 1,) first record of each block, then the number of records."""
-    doc_words: _U64
-    """(N, Wd) document id of each record, as words."""
-    values: NDArray[np.float64] | _I64
-    """(N,) the score (run, float64) or relevance grade (qrels, int64) of each record."""
-    lines: _I64 | None
-    """(N,) 1-based line number of each record; None when record i is on line i + 1."""
-
-    @property
-    def size(self) -> int:
-        """Number of records."""
-        return int(self.doc_words.shape[0])
-
-    def line(self, record: int) -> int:
-        """The 1-based line number of a record."""
-        return record + 1 if self.lines is None else int(self.lines[record])
 
 
 def read_table(
@@ -81,8 +52,6 @@ def read_table(
     """
     name = os.fspath(path)
     if reader == "arrow":
-        from ragstream.trec._arrow import read_table_arrow  # imports table: not at the top
-
         fast = read_table_arrow(name, layout, value)
         if fast is not None:
             return fast

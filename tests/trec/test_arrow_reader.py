@@ -14,8 +14,8 @@ from hypothesis import strategies as st
 from ragstream.trec import TrecFormatError, evaluate_files, read_qrels, read_run
 from ragstream.trec._arrow import read_table_arrow
 from ragstream.trec.qrels import QRELS_LAYOUT
+from ragstream.trec.records import TrecTable
 from ragstream.trec.run import RUN_LAYOUT
-from ragstream.trec.table import TrecTable
 
 pytest.importorskip("pyarrow")
 

@@ -14,8 +14,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ragstream.trec import TrecFormatError, read_qrels, read_run
+from ragstream.trec.records import TrecTable
 from ragstream.trec.run import RUN_LAYOUT
-from ragstream.trec.table import TrecTable, read_table
+from ragstream.trec.table import read_table
 
 WriteFile = Callable[[str, str | bytes], Path]
 
