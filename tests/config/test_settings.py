@@ -139,3 +139,10 @@ def test_the_documented_example_configuration_is_valid(monkeypatch: pytest.Monke
     assert settings.labels.keys == ["app", "index"]
     assert settings.judge.sampling.label_rules[0].rate == 0.2
     assert "from-a-secret" not in repr(settings)
+
+
+def test_the_engine_config_from_default_settings_is_the_engines_default() -> None:
+    from ragstream.pipeline.engine import EngineConfig
+    from ragstream.wiring import engine_config_of
+
+    assert engine_config_of() == EngineConfig()
