@@ -348,7 +348,8 @@ def test_inline_labels_of_repeated_documents_by_hand(
     expected: dict[str, float],
 ) -> None:
     config = EngineConfig(
-        layout=MetricLayout(cutoffs=(1, 5, 10), half_lives=(3600.0,)),
+        cutoffs=(1, 5, 10),
+        half_lives=(3600.0,),
         windows=WINDOWS,
         clock="event",
         scan=scan,
