@@ -17,7 +17,7 @@ from ragstream.durations import format_duration
 from ragstream.judging.service import engine_lookup
 from ragstream.pipeline.engine import Engine
 from ragstream.report.console import render_generation, render_summary
-from ragstream.sources.live import LiveSyntheticSource
+from ragstream.sources.paced import PacedSyntheticSource
 from ragstream.sources.synthetic import SyntheticConfig
 from ragstream.wiring import engine_config_of, judging_service
 
@@ -121,7 +121,7 @@ async def _demo(o: _Options) -> None:
     traffic = SyntheticConfig(
         seed=o.seed, rate=o.rate, drift_at=o.drift_at, feedback_delay=(1.0, 15.0)
     )
-    source = LiveSyntheticSource(traffic)
+    source = PacedSyntheticSource(traffic)
     judge = JudgeSettings(sampling=SamplingSettings(rate=o.judge_rate, max_per_second=100.0))
     judging = judging_service(judge, labelset=engine.labelsets, lookup=engine_lookup(engine, []))
     agent = Agent(engine, source, host=o.host, port=o.port, judging=judging)

@@ -1,6 +1,6 @@
 """The windowed gauges and final-query histograms, built in one pass over the windows.
 
-`build()` reads every label set at once (`WindowStore.read_matrix`) and groups the samples by
+`build()` reads every label set at once (`WindowStore.read_totals`) and groups the samples by
 family. Two renderers share it: `to_metrics()` for prometheus_client (OpenMetrics and any
 registry user), and `render_text()`, which writes the Prometheus text format directly —
 at 10 000 series prometheus_client's generic encoder costs several times the rest of a
@@ -65,10 +65,10 @@ def build(engine: Engine, now: float) -> list[Family]:
 def _gauges(engine: Engine, now: float) -> list[Family]:
     layout = engine.layout
     keys = layout.label_keys
-    matrix = engine.store.read_matrix(now)
-    if not matrix.labelsets:
+    totals = engine.store.read_totals(now)
+    if not totals.labelsets:
         return []
-    mean = matrix.mean()
+    mean = totals.mean()
     families: dict[str, Family] = {}
 
     def family(column: Column, extra: Sequence[str]) -> Family:
@@ -87,7 +87,7 @@ def _gauges(engine: Engine, now: float) -> list[Family]:
     event = layout.index(EVENT_TIME)
     width = layout.width
     # (value index, family, label values before the window); decayed values index the
-    # decayed grid of the matrix, flattened half-life-major after the window columns
+    # decayed grid of the totals, flattened half-life-major after the window columns
     plain: list[tuple[int, Family, tuple[str, ...]]] = []
     ages: list[tuple[int, Family, tuple[str, ...]]] = []
     decayed: list[tuple[int, Family, tuple[str, ...]]] = []
@@ -106,16 +106,16 @@ def _gauges(engine: Engine, now: float) -> list[Family]:
             decayed.append((i - width, *entry[1:]))
         else:
             plain.append(entry)
-    grid = matrix.decayed_mean() if decayed else None
-    for li, labelset in enumerate(matrix.labelsets):
+    grid = totals.decayed_mean() if decayed else None
+    for li, labelset in enumerate(totals.labelsets):
         for wi, window in enumerate(windows):
-            n = int(matrix.queries[li, wi])
+            n = int(totals.queries[li, wi])
             if n == 0:
                 continue
             tail = (window, *labelset)
             values = mean[li, wi].tolist()
             queries.rows.append((("all", *tail), float(n)))
-            queries.rows.append((("labeled", *tail), float(matrix.count[li, wi, rr])))
+            queries.rows.append((("labeled", *tail), float(totals.count[li, wi, rr])))
             for i, fam, head in plain:
                 _row(fam, (*head, *tail), values[i])
             if grid is not None:

@@ -9,7 +9,6 @@ See docs/windows.md.
 from ragstream.windows.aggregate import Aggregate
 from ragstream.windows.clock import Clock, ClockMode, Stamped, Timing
 from ragstream.windows.decay import ForwardDecay, decay_rates
-from ragstream.windows.matrix import WindowMatrix
 from ragstream.windows.ring import SlidingWindow
 from ragstream.windows.spec import (
     DEFAULT_WINDOWS,
@@ -17,6 +16,7 @@ from ragstream.windows.spec import (
     bucket_of,
 )
 from ragstream.windows.store import LabelSet, SeriesKey, WindowStore
+from ragstream.windows.totals import WindowTotals
 from ragstream.windows.windowset import WindowRead, WindowSet
 
 __all__ = [
@@ -30,11 +30,11 @@ __all__ = [
     "SlidingWindow",
     "Stamped",
     "Timing",
-    "WindowMatrix",
     "WindowRead",
     "WindowSet",
     "WindowSpec",
     "WindowStore",
+    "WindowTotals",
     "bucket_of",
     "decay_rates",
 ]

@@ -8,7 +8,7 @@ from typing import Any, Self
 import numpy as np
 import numpy.typing as npt
 
-from ragstream.windows._kernels import Digest, add_into, as_rows, plain_sums, settle
+from ragstream.windows._scatter import Digest, add_into, as_rows, plain_sums, settle
 from ragstream.windows.spec import F64, I64
 
 __all__ = ["Aggregate"]

@@ -17,7 +17,7 @@ from typing import Any, Self
 import numpy as np
 import numpy.typing as npt
 
-from ragstream.windows._kernels import (
+from ragstream.windows._scatter import (
     Digest,
     add_into,
     as_rows,

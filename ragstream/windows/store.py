@@ -2,7 +2,7 @@
 
 State is keyed ``(partition, labelset) -> series id`` over one :class:`WindowSet` that holds
 every series side by side, so a whole batch of many series is applied with a fixed number of
-numpy calls, and a scrape reads every label set at once (:meth:`WindowStore.read_matrix`). A
+numpy calls, and a scrape reads every label set at once (:meth:`WindowStore.read_totals`). A
 partition's state can be dropped when the partition is revoked, exported, and imported by
 the replica that gets it. Memory is ``series x windows x slots x columns``: fixed per
 series, never per event. Label sets whose windows are all empty can be pruned.
@@ -18,9 +18,9 @@ from typing import Any, Self
 import numpy as np
 import numpy.typing as npt
 
-from ragstream.windows._kernels import as_rows, decay_to
-from ragstream.windows.matrix import WindowMatrix
+from ragstream.windows._scatter import as_rows, decay_to
 from ragstream.windows.spec import I64, WindowSpec
+from ragstream.windows.totals import WindowTotals
 from ragstream.windows.windowset import WindowRead, WindowSet
 
 __all__ = ["LabelSet", "SeriesKey", "WindowStore"]
@@ -180,7 +180,7 @@ class WindowStore:
         """Every label set's windows at ``now``, merged across partitions."""
         return {key: self.read(now, key) for key in self.labelsets()}
 
-    def read_matrix(self, now: float) -> WindowMatrix:
+    def read_totals(self, now: float) -> WindowTotals:
         """Every label set's totals in every window at ``now`` as arrays (merged across
         partitions): O(series x columns) numpy work, from the rings' running totals.
 
@@ -212,7 +212,7 @@ class WindowStore:
             if d:  # per-series sums are exactly 0 where empty, so merged ones are too
                 dcount[j] = merged(t["dcount"])
                 dtotal[j] = decay_to(merged(t["dsum"]), ring.rates, now - ring.landmark)
-        return WindowMatrix(
+        return WindowTotals(
             spec,
             now,
             labelsets,

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ragstream.windows import WindowMatrix, WindowRead, WindowSet, WindowSpec, WindowStore
+from ragstream.windows import WindowRead, WindowSet, WindowSpec, WindowStore, WindowTotals
 from ragstream.windows.store import SeriesKey
 
 T0 = 1_700_000_000.0
@@ -64,7 +64,7 @@ def same_state(a: Any, b: Any) -> None:
 
 
 def matrix_equals_reads(store: WindowStore, at: float) -> None:
-    matrix = store.read_matrix(at)
+    matrix = store.read_totals(at)
     assert matrix.labelsets == store.labelsets()
     mean, dmean, stderr = matrix.mean(), matrix.decayed_mean(), matrix.stderr()
     for i, labels in enumerate(matrix.labelsets):
@@ -191,7 +191,7 @@ def test_one_batch_of_many_series_is_one_pass() -> None:
         same_reads(many.read(T0, labels), single.read(T0, labels))
     matrix_equals_reads(many, T0 + 3.0)
     many.retract_many(T0, keys, index, times, values, decayed)
-    matrix = many.read_matrix(T0)
+    matrix = many.read_totals(T0)
     assert matrix.queries.sum() == 0
     assert matrix.total.tolist() == np.zeros_like(matrix.total).tolist()
     assert np.isnan(matrix.mean()).all()
@@ -215,18 +215,18 @@ def test_matrix_reads_ahead_without_moving_the_ring() -> None:
     store = WindowStore(SPEC)  # 10 s window in 2 s buckets
     store.add(0, ("a",), T0, [T0 - 9.0, T0 - 1.0], [[1.0, 1.0, 1.0], [0.0, 0.0, 3.0]])
     store.add(1, ("a",), T0, [T0 - 1.0], [[0.5, 0.5, 2.0]])
-    ahead = store.read_matrix(T0 + 6.0)
+    ahead = store.read_totals(T0 + 6.0)
     assert ahead.queries[0].tolist() == [2, 3]  # the T0 - 9 row left the 10 s window
     np.testing.assert_allclose(ahead.mean()[0, 0], [0.25, 0.25, 2.5])
-    now = store.read_matrix(T0)
+    now = store.read_totals(T0)
     assert now.queries[0].tolist() == [3, 3]
     np.testing.assert_allclose(now.mean()[0, 0], [0.5, 0.5, 2.0])
-    assert store.read_matrix(T0 + 1000.0).queries.tolist() == [[0, 0]]
+    assert store.read_totals(T0 + 1000.0).queries.tolist() == [[0, 0]]
 
 
 def test_empty_store_reads_an_empty_matrix() -> None:
-    matrix = WindowStore(SPEC).read_matrix(T0)
-    assert isinstance(matrix, WindowMatrix)
+    matrix = WindowStore(SPEC).read_totals(T0)
+    assert isinstance(matrix, WindowTotals)
     assert matrix.labelsets == []
     assert matrix.count.shape == (0, 2, 3)
     assert matrix.decayed_mean().shape == (0, 2, 2, 1)

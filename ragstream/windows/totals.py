@@ -1,4 +1,4 @@
-"""Every label set's windows at once, as arrays: what a scrape reads in one pass."""
+"""Every label set's windows at once, as arrays: the totals a scrape reads in one pass."""
 
 from __future__ import annotations
 
@@ -8,13 +8,13 @@ import numpy as np
 
 from ragstream.windows.spec import F64, I64, WindowSpec
 
-__all__ = ["WindowMatrix"]
+__all__ = ["WindowTotals"]
 
 LabelSet = tuple[str, ...]
 
 
 @dataclass(frozen=True)
-class WindowMatrix:
+class WindowTotals:
     """Totals of every label set (merged over partitions) in every window at time ``at``.
 
     Arrays are indexed ``[labelset, window, ...]`` in the order of :attr:`labelsets` and

@@ -10,10 +10,10 @@ from collections.abc import AsyncIterator, Callable, Sequence
 from ragstream.events import Message
 from ragstream.sources.synthetic import SyntheticConfig, SyntheticTraffic, TimedEvent
 
-__all__ = ["LiveSyntheticSource"]
+__all__ = ["PacedSyntheticSource"]
 
 
-class LiveSyntheticSource:
+class PacedSyntheticSource:
     """Delivers `SyntheticTraffic` as it happens: event times start at the wall clock.
 
     Every `interval` seconds it yields the events whose arrival time has come, spread over
