@@ -1,14 +1,15 @@
 """Durations as people write them in configuration: `90s`, `5m`, `1h`, `24h`, `7d` -- the
-one parser and formatter of the project."""
+one parser and formatter of the project -- and the decay rate of a half-life."""
 
 from __future__ import annotations
 
+import math
 import re
 from typing import Annotated
 
 from pydantic import BeforeValidator, PlainSerializer
 
-__all__ = ["Duration", "format_duration", "parse_duration"]
+__all__ = ["Duration", "decay_rate", "format_duration", "parse_duration"]
 
 _UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0, "w": 604800.0}
 _PATTERN = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h|d|w)?\s*$")
@@ -58,3 +59,11 @@ Duration = Annotated[
     PlainSerializer(format_duration, return_type=str, when_used="json"),
 ]
 """A pydantic field type: accepts `"5m"` or seconds, holds seconds, writes `"5m"` to JSON."""
+
+
+def decay_rate(half_life_seconds: float) -> float:
+    """lambda = ln 2 / half_life; an infinite half-life gives 0 (no decay)."""
+    half_life = float(half_life_seconds)
+    if math.isnan(half_life) or half_life <= 0:
+        raise ValueError(f"half-life must be > 0 seconds, got {half_life_seconds!r}")
+    return math.log(2.0) / half_life

@@ -16,17 +16,11 @@ import math
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from ragstream.durations import decay_rate
+
 __all__ = ["decay_rate", "effective_doc_time", "mean_doc_age", "recency_weight"]
 
 _F64 = NDArray[np.float64]
-
-
-def decay_rate(half_life_seconds: float) -> float:
-    """lambda = ln 2 / half_life; an infinite half-life gives 0 (no decay)."""
-    half_life = float(half_life_seconds)
-    if math.isnan(half_life) or half_life <= 0:
-        raise ValueError(f"half-life must be > 0 seconds, got {half_life_seconds!r}")
-    return math.log(2.0) / half_life
 
 
 def effective_doc_time(t_doc: ArrayLike, ts: ArrayLike) -> _F64:

@@ -10,13 +10,13 @@ per rebase, so reads stay exact to about 1e-15 relative.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from typing import Any, Self
 
 import numpy as np
 import numpy.typing as npt
 
+from ragstream.durations import decay_rate
 from ragstream.windows._scatter import (
     Digest,
     add_into,
@@ -34,8 +34,8 @@ _ZERO_SLOT = np.zeros(1, dtype=np.int64)
 
 
 def decay_rates(half_lives: Sequence[float]) -> F64:
-    """``λ = ln 2 / half_life`` for each half-life (seconds)."""
-    return math.log(2.0) / np.asarray(half_lives, dtype=np.float64)
+    """``λ = ln 2 / half_life`` for each half-life (seconds; see `decay_rate`)."""
+    return np.array([decay_rate(h) for h in half_lives], dtype=np.float64)
 
 
 class ForwardDecay:

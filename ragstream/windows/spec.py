@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from ragstream.durations import format_duration
+from ragstream.durations import decay_rate, format_duration
 
 __all__ = [
     "DEFAULT_WINDOWS",
@@ -127,7 +127,7 @@ class WindowSpec:
     @property
     def rates(self) -> F64:
         """Decay rate per decayed value, ``λ = ln 2 / half_life``, half-life-major."""
-        lam = math.log(2.0) / np.asarray(self.half_lives, dtype=np.float64)
+        lam = np.array([decay_rate(h) for h in self.half_lives], dtype=np.float64)
         return np.repeat(lam, len(self.decayed))
 
     @property
