@@ -111,7 +111,9 @@ def test_check_config_explains_every_problem_in_plain_words(tmp_path: Path) -> N
     assert "3 problem(s)" in result.output
     assert "kafka.max_batch (given: 0): Input should be greater than or equal to 1" in result.output
     assert "kafka.bootsrap_servers" in result.output
-    assert "is not a known setting" in result.output
+    assert "kafka.bootsrap_servers: unknown setting; did you mean kafka.bootstrap_servers?" in (
+        result.output
+    )
     assert "cannot read '5x' as a duration" in result.output
     assert "RAGSTREAM_WINDOWS__SIZES" in result.output
     assert "Traceback" not in result.output
@@ -146,3 +148,38 @@ def test_the_engine_config_from_default_settings_is_the_engines_default() -> Non
     from ragstream.wiring import engine_config_of
 
     assert engine_config_of() == EngineConfig()
+
+
+@pytest.mark.parametrize(
+    ("setting", "named", "closest"),
+    [
+        ("nonsense=1", "nonsense", None),
+        ("kafka.bootstrap_server=x", "kafka.bootstrap_server", "kafka.bootstrap_servers"),
+        ("windw.sizes=[1m]", "windw", "windows"),
+        ("judge.openai.modl=m", "judge.openai.modl", "judge.openai.model"),
+    ],
+)
+def test_an_unknown_setting_is_named_with_the_closest_known_one(
+    setting: str, named: str, closest: str | None
+) -> None:
+    result = CliRunner().invoke(main, ["check-config", "--set", setting])
+    assert result.exit_code == 1
+    assert f"{named}: unknown setting" in result.output
+    assert "[env:" not in result.output  # no variable exists for a setting that does not
+    if closest is None:
+        assert "did you mean" not in result.output
+        assert "kafka, windows" in result.output  # the settings known at that level
+    else:
+        assert f"did you mean {closest}?" in result.output
+
+
+def test_an_unknown_setting_from_the_environment_names_its_variable(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("RAGSTREAM_KAFKA__GROUP", "g")
+    result = CliRunner().invoke(main, ["check-config"])
+    assert result.exit_code == 1
+    assert (
+        "kafka.group: unknown setting; did you mean kafka.group_id?"
+        "  [set by the environment variable RAGSTREAM_KAFKA__GROUP]"
+    ) in result.output
