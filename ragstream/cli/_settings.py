@@ -1,4 +1,5 @@
-"""Flags shared by the commands that build the agent's settings (`run`, `check-config`)."""
+"""Flags shared by the commands that build the agent's settings (`run`, `check-config`,
+`replay`)."""
 
 from __future__ import annotations
 
@@ -12,36 +13,47 @@ import yaml
 
 from ragstream.config import Settings, explain_error, load_settings
 
-__all__ = ["settings_from_flags", "settings_options", "with_settings"]
+__all__ = ["file_settings_options", "settings_from_flags", "settings_options", "with_settings"]
 
 F = TypeVar("F", bound=Callable[..., Any])
 
 
-def settings_options(command: F) -> F:
-    """Add `--config`, the common shortcuts, and `--set section.key=value`."""
-    options = [
-        click.option(
-            "--config",
-            "config_file",
-            type=click.Path(path_type=Path, dir_okay=False),
-            envvar="RAGSTREAM_CONFIG",
-            help="YAML or TOML configuration file (env RAGSTREAM_CONFIG).",
-        ),
-        click.option("--bootstrap-servers", help="Kafka bootstrap servers, host:port[,...]."),
-        click.option("--topic", "topics", multiple=True, help="Topic to consume (repeatable)."),
-        click.option("--group-id", help="Kafka consumer group."),
-        click.option("--port", type=int, help="HTTP port for /metrics, /healthz, /readyz."),
-        click.option(
-            "--set",
-            "assignments",
-            multiple=True,
-            metavar="KEY=VALUE",
-            help="Any setting by its dotted path, e.g. --set windows.sizes='[1m, 1h]'.",
-        ),
-    ]
+_CONFIG = click.option(
+    "--config",
+    "config_file",
+    type=click.Path(path_type=Path, dir_okay=False),
+    envvar="RAGSTREAM_CONFIG",
+    help="YAML or TOML configuration file (env RAGSTREAM_CONFIG).",
+)
+_SET = click.option(
+    "--set",
+    "assignments",
+    multiple=True,
+    metavar="KEY=VALUE",
+    help="Any setting by its dotted path, e.g. --set windows.sizes='[1m, 1h]'.",
+)
+_KAFKA_HTTP = (
+    click.option("--bootstrap-servers", help="Kafka bootstrap servers, host:port[,...]."),
+    click.option("--topic", "topics", multiple=True, help="Topic to consume (repeatable)."),
+    click.option("--group-id", help="Kafka consumer group."),
+    click.option("--port", type=int, help="HTTP port for /metrics, /healthz, /readyz."),
+)
+
+
+def _apply(command: F, options: tuple[Callable[[F], F], ...]) -> F:
     for option in reversed(options):
         command = option(command)
     return command
+
+
+def settings_options(command: F) -> F:
+    """Add `--config`, the Kafka and HTTP shortcuts, and `--set section.key=value`."""
+    return _apply(command, (_CONFIG, *_KAFKA_HTTP, _SET))
+
+
+def file_settings_options(command: F) -> F:
+    """Add `--config` and `--set` only: for commands that neither consume Kafka nor serve."""
+    return _apply(command, (_CONFIG, _SET))
 
 
 def _nest(overrides: dict[str, Any], dotted: str, value: Any) -> None:
@@ -86,16 +98,17 @@ def settings_from_flags(
 
 
 def with_settings(command: Callable[..., Any]) -> Callable[..., Any]:
-    """Turn the flags of `settings_options` into one `settings` keyword argument."""
+    """Turn the flags of `settings_options` (or `file_settings_options`) into one `settings`
+    keyword argument."""
 
     @functools.wraps(command)
     def wrapper(
         config_file: Path | None,
-        bootstrap_servers: str | None,
-        topics: tuple[str, ...],
-        group_id: str | None,
-        port: int | None,
         assignments: tuple[str, ...],
+        bootstrap_servers: str | None = None,
+        topics: tuple[str, ...] = (),
+        group_id: str | None = None,
+        port: int | None = None,
         **kwargs: Any,
     ) -> Any:
         settings = settings_from_flags(

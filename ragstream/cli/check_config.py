@@ -10,9 +10,16 @@ from ragstream.config import Settings, render_settings
 __all__ = ["check_config"]
 
 
-@click.command("check-config")
+@click.command("check-config", short_help="Print the effective configuration, or what is wrong.")
 @settings_options
-@click.option("--format", "fmt", type=click.Choice(["yaml", "json"]), default="yaml")
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["yaml", "json"]),
+    default="yaml",
+    show_default=True,
+    help="How the configuration is printed.",
+)
 @with_settings
 def check_config(settings: Settings, fmt: str) -> None:
     """Print the effective configuration (file < environment < flags), secrets masked."""

@@ -24,7 +24,7 @@ from ragstream.wiring import engine_config_of, judging_service
 __all__ = ["demo"]
 
 
-@click.command("demo")
+@click.command("demo", short_help="Run the agent on synthetic traffic (no Kafka needed).")
 @click.option(
     "--duration",
     type=click.FloatRange(min=0),
@@ -38,7 +38,7 @@ __all__ = ["demo"]
     show_default=True,
     help="HTTP port for /metrics (0 picks a free one).",
 )
-@click.option("--host", default="127.0.0.1", show_default=True)
+@click.option("--host", default="127.0.0.1", show_default=True, help="HTTP address for /metrics.")
 @click.option(
     "--rate",
     type=click.FloatRange(min=0.1),
@@ -74,7 +74,9 @@ __all__ = ["demo"]
     show_default=True,
     help="Share of answers judged (lexical judge).",
 )
-@click.option("--seed", type=int, default=7, show_default=True)
+@click.option(
+    "--seed", type=int, default=7, show_default=True, help="Seed of the synthetic traffic."
+)
 def demo(
     duration: float,
     port: int,

@@ -69,7 +69,7 @@ def _keep_freed_memory() -> None:
         return
 
 
-@click.command("eval")
+@click.command("eval", short_help="Evaluate a TREC run against qrels as trec_eval does.")
 @click.option("--qrels", "qrels", type=_FILE, required=True, help="Qrels: qid iter docid rel.")
 @click.option("--run", "run", type=_FILE, required=True, help="Run: qid Q0 docid rank score tag.")
 @click.option(

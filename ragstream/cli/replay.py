@@ -8,29 +8,41 @@ from typing import Any, TextIO
 
 import click
 
-from ragstream.cli._settings import settings_options, with_settings
+from ragstream.cli._settings import file_settings_options, with_settings
 from ragstream.config import Settings
 from ragstream.pipeline.engine import Engine
 from ragstream.pipeline.gc import tune_gc
+from ragstream.report.console import render_replay
 from ragstream.report.replay import query_record, summary
 from ragstream.sources.jsonl import read_jsonl
 from ragstream.wiring import engine_config
 
 __all__ = ["replay"]
 
-_TABLE_METRICS = ("rr", "ndcg@10", "precision@5", "recall@10")
 
-
-@click.command("replay")
+@click.command("replay", short_help="Run the pipeline on a file of events, then summarize.")
 @click.argument("file", type=click.Path(path_type=Path, exists=True, dir_okay=False))
-@settings_options
-@click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table")
+@file_settings_options
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["table", "json"]),
+    default="table",
+    show_default=True,
+    help="table: the summary for people; json: every counter and mean, for programs.",
+)
 @click.option(
     "--per-query",
     type=click.Path(path_type=Path, dir_okay=False, writable=True),
     help="Write one JSON line per query with its final metrics.",
 )
-@click.option("--batch-size", type=click.IntRange(1), default=5000, show_default=True)
+@click.option(
+    "--batch-size",
+    type=click.IntRange(1),
+    default=5000,
+    show_default=True,
+    help="Lines read and applied at a time.",
+)
 @with_settings
 def replay(
     settings: Settings, file: Path, fmt: str, per_query: Path | None, batch_size: int
@@ -38,7 +50,8 @@ def replay(
     """Run the pipeline on FILE (one event per line) and print a summary at the end.
 
     The clock is the event clock (t_now = the largest event time seen), so two replays of
-    one file give the same output. Malformed lines are counted by reason, never fatal.
+    one file give the same output. Malformed lines are reported on stderr and counted by
+    reason; the exit status is 0 unless no line of FILE is a valid event (then 1).
     """
     tune_gc()
     engine = Engine(engine_config(settings, clock="event"))
@@ -57,7 +70,9 @@ def replay(
     if fmt == "json":
         click.echo(json.dumps(result, indent=2, sort_keys=True))
     else:
-        click.echo(_table(result))
+        click.echo(render_replay(result))
+    if not any(n for (_, outcome), n in engine.events.items() if outcome != "invalid"):
+        raise click.ClickException(_no_valid_event(file, engine))
 
 
 def _write(out: TextIO | None, engine: Engine, queries: list[Any]) -> None:
@@ -67,29 +82,10 @@ def _write(out: TextIO | None, engine: Engine, queries: list[Any]) -> None:
         out.write(json.dumps(query_record(engine, query), sort_keys=True) + "\n")
 
 
-def _cell(value: object) -> str:
-    return "-" if value is None else f"{value:.4f}" if isinstance(value, float) else str(value)
-
-
-def _table(result: dict[str, Any]) -> str:
-    head = ["label set", "window", "queries", "labeled", *_TABLE_METRICS]
-    rows = [head]
-    for labelset, windows in result["windows"].items():
-        for window, values in windows.items():
-            rows.append(
-                [labelset, window, str(values["queries"]), str(values["labeled"])]
-                + [_cell(values.get(m)) for m in _TABLE_METRICS]
-            )
-    for labelset, values in result["final"].items():
-        rows.append(
-            [labelset, "final", str(values["queries"]), str(values["queries"])]
-            + [_cell(values.get(m)) for m in _TABLE_METRICS]
-        )
-    widths = [max(len(r[i]) for r in rows) for i in range(len(head))]
-    lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)) for r in rows]
-    lines.insert(1, "  ".join("-" * w for w in widths))
-    lines.append("")
-    lines.append("events: " + ", ".join(f"{k} {v}" for k, v in result["events"].items()))
-    invalid = result["invalid"]
-    lines.append("invalid: " + (", ".join(f"{k} {v}" for k, v in invalid.items()) or "none"))
-    return "\n".join(lines)
+def _no_valid_event(file: Path, engine: Engine) -> str:
+    invalid = sum(engine.invalid.values())
+    if not invalid:
+        return f"{file} held no valid event: it has no event lines"
+    reasons = ", ".join(f"{k} {v}" for k, v in sorted(engine.invalid.items()))
+    lines = "line" if invalid == 1 else "lines"
+    return f"{file} held no valid event: {invalid} {lines}, all invalid ({reasons})"

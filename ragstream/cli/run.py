@@ -15,7 +15,7 @@ from ragstream.wiring.run import run_agent
 __all__ = ["run"]
 
 
-@click.command("run")
+@click.command("run", short_help="Run the agent on Kafka topics and serve /metrics.")
 @settings_options
 @with_settings
 def run(settings: Settings) -> None:

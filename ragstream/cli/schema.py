@@ -12,7 +12,7 @@ from ragstream.events.json_schema import SchemaKind, event_json_schema
 __all__ = ["schema"]
 
 
-@click.command("schema")
+@click.command("schema", short_help="Print the JSON Schema of the events.")
 @click.option(
     "--type",
     "kind",

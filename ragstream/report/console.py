@@ -1,19 +1,26 @@
-"""The demo's live terminal summary: a few key metrics per label set and window."""
+"""Tables for people: the demo's live summary and replay's final one, in one vocabulary.
+
+Both head the metrics with their titles (`MRR`, `nDCG@10`, `P@5`, `R@10`, from the metric
+registry); machine formats (JSON, per-query records, Prometheus series, trec_eval names)
+keep the metric names.
+"""
 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from ragstream.judging.results import JudgeResults
+from ragstream.metrics import parse_metric
 from ragstream.pipeline.engine import Engine
 from ragstream.pipeline.layout import EVENT_TIME, RowLayout
 
-__all__ = ["render_generation", "render_summary"]
+__all__ = ["SUMMARY_METRICS", "render_generation", "render_replay", "render_summary"]
 
 _DAY = 86_400.0
 SUMMARY_METRICS = ("rr", "ndcg@10", "precision@5", "recall@10")
-"""The metrics of the demo's table (those the engine keeps)."""
+"""The metrics of the demo's and replay's tables (those the engine keeps)."""
 _AGE = "doc_age_seconds@10"
 
 
@@ -80,6 +87,29 @@ def render_generation(
     if len(rows) == 1:
         return "(no judged answers yet)"
     return _table(rows)
+
+
+def render_replay(result: Mapping[str, Any], metrics: Sequence[str] = SUMMARY_METRICS) -> str:
+    """Replay's summary (`ragstream.report.replay.summary`) as a table: every window at the
+    end of the file, then each label set's final queries; the event counts below."""
+    titles = [parse_metric(m).title for m in metrics]
+    head = ["label set", "window", "queries", "labeled", *titles]
+    rows = [head]
+    for labelset, windows in result["windows"].items():
+        for window, values in windows.items():
+            rows.append(_replay_row(labelset, window, values, values["labeled"], metrics))
+    for labelset, values in result["final"].items():
+        rows.append(_replay_row(labelset, "final", values, values["queries"], metrics))
+    events = ", ".join(f"{k} {v}" for k, v in result["events"].items()) or "none"
+    invalid = ", ".join(f"{k} {v}" for k, v in result["invalid"].items()) or "none"
+    return f"{_table(rows)}\n\nevents: {events}\ninvalid: {invalid}"
+
+
+def _replay_row(
+    labelset: str, window: str, values: Mapping[str, Any], labeled: int, metrics: Sequence[str]
+) -> list[str]:
+    cells = ["-" if values.get(m) is None else f"{values[m]:.4f}" for m in metrics]
+    return [labelset, window, str(values["queries"]), str(labeled), *cells]
 
 
 def _table(rows: list[list[str]]) -> str:

@@ -153,3 +153,47 @@ def test_replay_counts_an_inline_label_on_a_repeated_document(tmp_path: Path) ->
     assert {qid: r["metrics"]["rr"] for qid, r in records.items()} == {
         qid: rr for qid, (_, _, rr) in cases.items()
     }
+
+
+def test_replay_table_names_metrics_as_the_demo_does(events_file: Path) -> None:
+    result = CliRunner().invoke(main, ["replay", str(events_file), "--set", "labels.keys=[app]"])
+    assert result.exit_code == 0, result.output
+    head = result.stdout.splitlines()[0].split()
+    assert head[-4:] == ["MRR", "nDCG@10", "P@5", "R@10"]
+    assert not {"rr", "precision@5", "ndcg@10", "recall@10"} & set(head)
+    rows = [line for line in result.stdout.splitlines() if line.startswith("app=")]
+    assert rows, result.stdout
+    assert any(line.split()[1] == "final" for line in rows)
+
+
+@pytest.mark.parametrize(
+    ("content", "said"),
+    [
+        (b'{broken json\n{"type": "nope", "query_id": "q", "ts": 1}\n', "2 lines, all invalid"),
+        (b"", "no event"),
+    ],
+)
+def test_replay_of_a_file_without_a_valid_event_says_so_and_fails(
+    tmp_path: Path, content: bytes, said: str
+) -> None:
+    path = tmp_path / "events.jsonl"
+    path.write_bytes(content)
+    result = subprocess.run(
+        [sys.executable, "-m", "ragstream", "replay", str(path)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert result.returncode == 1, (result.stdout, result.stderr)
+    assert f"{path} held no valid event" in result.stderr
+    assert said in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_replay_with_one_valid_event_among_bad_lines_succeeds(tmp_path: Path) -> None:
+    path = tmp_path / "events.jsonl"
+    retrieval = {"type": "retrieval", "query_id": "q", "ts": 1.0, "results": [{"doc_id": "a"}]}
+    path.write_text("{broken json\n" + json.dumps(retrieval) + "\n")
+    result = CliRunner().invoke(main, ["replay", str(path)])
+    assert result.exit_code == 0, result.output
+    assert "invalid: bad_json 1" in result.stdout
