@@ -4,4 +4,5 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/bootstrap.sh
+echo "== ragstream demo $* (no Kafka needed; Ctrl-C stops it)"
 exec .venv/bin/ragstream demo "$@"

@@ -9,6 +9,7 @@ if [ "$(id -u)" -ne 0 ]; then
   echo "prometheus is not installed and this is not root: run 'sudo apt-get install prometheus'" >&2
   exit 1
 fi
+echo "prometheus.sh: installing Debian's prometheus package with apt-get (about 20 MB)" >&2
 export DEBIAN_FRONTEND=noninteractive
 apt-get update -qq
 apt-get install -y -qq --no-install-recommends prometheus >/dev/null

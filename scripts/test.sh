@@ -5,10 +5,13 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-scripts/bootstrap.sh test
-scripts/kafka.sh fetch >/dev/null  # the Kafka broker's jars (cached after the first run)
-scripts/prometheus.sh  # a real Prometheus server and promtool (Debian package)
-scripts/trec_eval.sh fetch >/dev/null  # NIST's trec_eval, the reference for `ragstream eval`
+scripts/bootstrap.sh test  # says what it installs
+echo "== Apache Kafka's broker jars (fetched once with Maven into ~/.cache/ragstream)"
+scripts/kafka.sh fetch >/dev/null
+echo "== Prometheus and promtool (Debian's package, installed once)"
+scripts/prometheus.sh
+echo "== NIST's trec_eval, the reference for \`ragstream eval\` (fetched once with Maven)"
+scripts/trec_eval.sh fetch >/dev/null
 
 echo "== ruff"
 .venv/bin/ruff check .
