@@ -19,6 +19,6 @@ echo "== ruff"
 echo "== mypy"
 .venv/bin/mypy
 echo "== import-linter (the layers of docs/architecture.md)"
-.venv/bin/lint-imports --no-cache
+.venv/bin/lint-imports --no-cache --no-logo
 echo "== pytest"
 .venv/bin/pytest "$@"
