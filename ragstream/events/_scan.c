@@ -21,6 +21,9 @@
  *   - a repeated document id in the results declines (the ranking would need deduplication).
  * Bounds (lengths, counts, time and grade ranges) are checked as msgspec's constraints are.
  * The values are built only once the whole message has been validated.
+ *
+ * readable(data) is the guard in front of msgspec (see ragstream/events/guard.py): strict
+ * UTF-8 throughout, and no value nested in more than 200 arrays or objects.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -137,6 +140,26 @@ static int hex4(const char *p, const char *end, unsigned *out) {
     return OK;
 }
 
+/* The length of the UTF-8 sequence at p (its first byte >= 0x80), or 0 when it is not
+ * strict UTF-8: no overlong forms, no surrogates, nothing above U+10FFFF. */
+static inline Py_ssize_t utf8_sequence(const unsigned char *p, const unsigned char *e) {
+    unsigned c = *p;
+    if (c >= 0xC2 && c <= 0xDF)
+        return e - p >= 2 && (p[1] & 0xC0) == 0x80 ? 2 : 0;
+    if (c >= 0xE0 && c <= 0xEF) {
+        if (e - p < 3 || (p[1] & 0xC0) != 0x80 || (p[2] & 0xC0) != 0x80)
+            return 0;
+        return (c == 0xE0 && p[1] < 0xA0) || (c == 0xED && p[1] >= 0xA0) ? 0 : 3;
+    }
+    if (c >= 0xF0 && c <= 0xF4) {
+        if (e - p < 4 || (p[1] & 0xC0) != 0x80 || (p[2] & 0xC0) != 0x80 ||
+            (p[3] & 0xC0) != 0x80)
+            return 0;
+        return (c == 0xF0 && p[1] < 0x90) || (c == 0xF4 && p[1] >= 0x90) ? 0 : 4;
+    }
+    return 0;
+}
+
 /* Any JSON string, checked (escapes, strict UTF-8) and measured in code points. */
 static int text_string(const char **pp, const char *end, Py_ssize_t max_chars) {
     const unsigned char *p = (const unsigned char *)*pp;
@@ -193,27 +216,10 @@ static int text_string(const char **pp, const char *end, Py_ssize_t max_chars) {
                 return DECLINE;
             }
         }
-        /* strict UTF-8: no overlong forms, no surrogates, nothing above U+10FFFF */
-        if (c >= 0xC2 && c <= 0xDF) {
-            if (e - p < 2 || (p[1] & 0xC0) != 0x80)
-                return DECLINE;
-            p += 2;
-        } else if (c >= 0xE0 && c <= 0xEF) {
-            if (e - p < 3 || (p[1] & 0xC0) != 0x80 || (p[2] & 0xC0) != 0x80)
-                return DECLINE;
-            if ((c == 0xE0 && p[1] < 0xA0) || (c == 0xED && p[1] >= 0xA0))
-                return DECLINE;
-            p += 3;
-        } else if (c >= 0xF0 && c <= 0xF4) {
-            if (e - p < 4 || (p[1] & 0xC0) != 0x80 || (p[2] & 0xC0) != 0x80 ||
-                (p[3] & 0xC0) != 0x80)
-                return DECLINE;
-            if ((c == 0xF0 && p[1] < 0x90) || (c == 0xF4 && p[1] >= 0x90))
-                return DECLINE;
-            p += 4;
-        } else {
+        Py_ssize_t n = utf8_sequence(p, e);
+        if (n == 0)
             return DECLINE;
-        }
+        p += n;
     }
     return DECLINE;
 }
@@ -744,6 +750,110 @@ static PyObject *record(const Event *ev, const Scratch *s, Py_ssize_t top, int w
     return rec;
 }
 
+/* -- the guard (see ragstream.events.guard) ---------------------------------------------- */
+
+#define MAX_DEPTH 200
+#define ONES UINT64_C(0x0101010101010101)
+#define HIGHS UINT64_C(0x8080808080808080)
+
+/* 0x80 in each byte of x that is `[` or `{` (they differ in bit 5 only), 0 elsewhere: the
+ * exact zero-byte test on x | 0x20... xor "{{{{...". */
+static inline uint64_t openers(uint64_t x) {
+    uint64_t y = (x | (ONES * 0x20)) ^ (ONES * '{');
+    return ~(((y & ~HIGHS) + ~HIGHS) | y) & HIGHS;
+}
+
+static int valid_utf8(const unsigned char *p, const unsigned char *e) {
+    while (p < e) {
+        if (*p < 0x80) {
+            p++;
+            continue;
+        }
+        Py_ssize_t n = utf8_sequence(p, e);
+        if (n == 0)
+            return 0;
+        p += n;
+    }
+    return 1;
+}
+
+/* 1 when no value is nested in more than MAX_DEPTH arrays or objects, read as JSON's
+ * grammar reads it: brackets in strings do not count, a backslash in a string escapes the
+ * next byte. A value in the container at depth MAX_DEPTH + 1 (a scalar, a string, a key or
+ * another container) is too deep; so the parser of the reference counts. */
+static int shallow(const unsigned char *p, const unsigned char *e) {
+    Py_ssize_t depth = 0;
+    while (p < e) {
+        unsigned c = *p++;
+        switch (c) {
+        case ']': case '}':
+            if (depth > 0)
+                depth--;
+            continue;
+        case ' ': case '\t': case '\n': case '\r': case ',': case ':':
+            continue;
+        default:
+            break;
+        }
+        if (depth > MAX_DEPTH)
+            return 0;
+        if (c == '[' || c == '{') {
+            depth++;
+        } else if (c == '"') {
+            while (p < e && *p != '"')
+                p += *p == '\\' && e - p > 1 ? 2 : 1;
+            p += p < e;
+        }
+    }
+    return 1;
+}
+
+/* One pass 8 bytes at a time: are all bytes ASCII, and how many open an array or object?
+ * (a counter a byte in `counts`, summed every 255 words). Only then, and only when needed,
+ * UTF-8 validation and the exact depth. */
+static int readable_bytes(const unsigned char *s, Py_ssize_t n) {
+    const uint64_t evens = UINT64_C(0x00FF00FF00FF00FF);
+    uint64_t high = 0;
+    Py_ssize_t opened = 0, i = 0;
+    while (n - i >= 8) {
+        uint64_t counts = 0, pairs;
+        Py_ssize_t stop = (n - i) / 8 > 255 ? i + 255 * 8 : n - (n - i) % 8;
+        for (; i < stop; i += 8) {
+            uint64_t x;
+            memcpy(&x, s + i, 8);
+            high |= x;
+            counts += openers(x) >> 7;
+        }
+        pairs = (counts & evens) + ((counts >> 8) & evens);
+        opened += (Py_ssize_t)((pairs * UINT64_C(0x0001000100010001)) >> 48);
+    }
+    for (; i < n; i++) {
+        high |= s[i];
+        opened += s[i] == '[' || s[i] == '{';
+    }
+    if ((high & HIGHS) && !valid_utf8(s, s + n))
+        return 0;
+    return opened <= MAX_DEPTH || shallow(s, s + n);
+}
+
+static PyObject *readable(PyObject *module, PyObject *value) {
+    (void)module;
+    const unsigned char *s;
+    Py_ssize_t n;
+    if (PyBytes_Check(value)) {
+        s = (const unsigned char *)PyBytes_AS_STRING(value);
+        n = PyBytes_GET_SIZE(value);
+    } else if (PyByteArray_Check(value)) {
+        s = (const unsigned char *)PyByteArray_AS_STRING(value);
+        n = PyByteArray_GET_SIZE(value);
+    } else {
+        PyErr_Format(PyExc_TypeError, "expected bytes or bytearray, got %.100s",
+                     Py_TYPE(value)->tp_name);
+        return NULL;
+    }
+    return PyBool_FromLong(readable_bytes(s, n));
+}
+
 /* -- the module --------------------------------------------------------------------------- */
 
 static PyObject *scan(PyObject *module, PyObject *args) {
@@ -830,6 +940,8 @@ static PyStructSequence_Desc scanned_desc = {
 static PyMethodDef methods[] = {
     {"scan", scan, METH_VARARGS,
      "scan(values, bounds, top, want_labels) -> list of Scanned or None, one per value"},
+    {"readable", readable, METH_O,
+     "readable(data) -> bool: strict UTF-8, and no value nested deeper than 200"},
     {NULL, NULL, 0, NULL},
 };
 

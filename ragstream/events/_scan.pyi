@@ -39,3 +39,7 @@ def scan(
     the caller decodes it the usual way). `bounds`: (max_message_bytes, max_results,
     max_qrels, max_text_chars, max_id_chars, max_labels, max_label_chars, min_event_ts,
     min_doc_ts, max_ts, max_abs_rel)."""
+
+def readable(data: bytes | bytearray) -> bool:
+    """True when `data` is strict UTF-8 and no value in it is nested in more than 200
+    arrays or objects (`ragstream.events.guard`)."""

@@ -9,6 +9,14 @@ Two steps, both in msgspec's C code except for RFC 3339 strings:
    models' parser with a shortcut for the usual shapes), then `msgspec.convert` into the
    same Structs, so the same bounds apply to both forms.
 
+Before step 1, `readable` (`ragstream.events.guard`) makes sure the message is UTF-8
+throughout and not nested too deeply: msgspec would skip invalid UTF-8 under a key the
+schema does not know, and recurse on deep nesting there until Python's recursion limit.
+Such a message is rejected here (None), and the reference names it `bad_json`. Should
+msgspec still raise `RecursionError` (within the depth limit, but called on a nearly full
+Python stack), the message is rejected the same way and the reference, whose parser does
+not recurse on the Python stack, decides.
+
 `fast_decode_many` runs step 1 over a whole batch in one loop (the hot path of the engine).
 It never explains a rejection: `decode_event` asks the pydantic reference why, so reason
 codes and details are the reference's.
@@ -21,6 +29,7 @@ from collections.abc import Sequence
 import msgspec
 
 from ragstream.events.decoded import DecodedEvent
+from ragstream.events.guard import readable
 from ragstream.events.timestamps import rfc3339_seconds
 
 __all__ = ["fast_decode", "fast_decode_many"]
@@ -32,10 +41,14 @@ _TIMED_LISTS = ("results", "qrels")
 
 def fast_decode(data: bytes | bytearray) -> DecodedEvent | None:
     """The event in `data` (UTF-8 JSON), or None when it is not a valid event for msgspec."""
+    if not readable(data):
+        return None
     try:
         return _TYPED.decode(data)
     except msgspec.DecodeError as exc:  # ValidationError is a DecodeError too
         return _after_reject(data, exc)
+    except RecursionError:
+        return None
 
 
 def fast_decode_many(
@@ -47,13 +60,15 @@ def fast_decode_many(
     events: list[DecodedEvent | None] = []
     append = events.append
     for data in messages:
-        if not data or len(data) > max_message_bytes:
+        if not data or len(data) > max_message_bytes or not readable(data):
             append(None)
             continue
         try:
             append(decode(data))
         except msgspec.DecodeError as exc:
             append(_after_reject(data, exc))  # RFC 3339 times (step 2), or None
+        except RecursionError:
+            append(None)
     return events
 
 
@@ -68,7 +83,7 @@ def _decode_with_text_times(data: bytes | bytearray) -> DecodedEvent | None:
     """Step 2: RFC 3339 strings in `ts` and `t_doc` to seconds, then validate as in step 1."""
     try:
         message = _ANY.decode(data)
-    except msgspec.DecodeError:
+    except (msgspec.DecodeError, RecursionError):
         return None
     if type(message) is not dict:
         return None
@@ -81,7 +96,7 @@ def _decode_with_text_times(data: bytes | bytearray) -> DecodedEvent | None:
                     _to_seconds(item, "t_doc")
     try:
         event: DecodedEvent = msgspec.convert(message, DecodedEvent)
-    except msgspec.ValidationError:
+    except (msgspec.ValidationError, RecursionError):
         return None
     return event
 

@@ -96,10 +96,18 @@ def _agree(data: bytes | None, limits: Limits = DEFAULT_LIMITS) -> tuple[Any, ..
 def _reference_only(data: bytes) -> bool:
     """Valid messages msgspec rejects (they take the reference path in `decode_event`).
 
-    NaN/Infinity literals (not JSON; the reference ignores them in unknown fields), and
-    repeated keys (msgspec validates every occurrence, the reference only the last).
+    NaN/Infinity literals (not JSON; the reference ignores them in unknown fields), numbers
+    beyond the range of a double (JSON, but msgspec's generic decode of a message with
+    RFC 3339 times refuses them even in unknown fields), and repeated keys (msgspec
+    validates every occurrence, the reference only the last).
     """
     repeated = False
+
+    def float_hook(text: str) -> float:
+        value = float(text)
+        if math.isinf(value):
+            raise ZeroDivisionError
+        return value
 
     def pairs_hook(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
         nonlocal repeated
@@ -107,7 +115,12 @@ def _reference_only(data: bytes) -> bool:
         return dict(pairs)
 
     try:
-        json.loads(data, parse_constant=lambda name: 1 / 0, object_pairs_hook=pairs_hook)
+        json.loads(
+            data,
+            parse_constant=lambda name: 1 / 0,
+            parse_float=float_hook,
+            object_pairs_hook=pairs_hook,
+        )
     except ZeroDivisionError:
         return True
     return repeated
