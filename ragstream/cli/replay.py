@@ -14,7 +14,7 @@ from ragstream.pipeline.engine import Engine
 from ragstream.pipeline.gc import tune_gc
 from ragstream.report.console import render_replay
 from ragstream.report.replay import query_record, summary
-from ragstream.sources.jsonl import read_jsonl
+from ragstream.sources.jsonl import LineCounts, read_jsonl
 from ragstream.wiring import engine_config
 
 __all__ = ["replay"]
@@ -51,13 +51,15 @@ def replay(
 
     The clock is the event clock (t_now = the largest event time seen), so two replays of
     one file give the same output. Malformed lines are reported on stderr and counted by
-    reason; the exit status is 0 unless no line of FILE is a valid event (then 1).
+    reason, blank lines skipped and counted; the exit status is 0 unless no line of FILE is
+    a valid event (then 1).
     """
     tune_gc()
     engine = Engine(engine_config(settings, clock="event"))
     out: TextIO | None = per_query.open("w", encoding="utf-8") if per_query else None
+    lines = LineCounts()
     try:
-        for batch in read_jsonl(file, batch_size):
+        for batch in read_jsonl(file, batch_size, lines):
             report = engine.apply(batch)
             for message, error in report.invalid:
                 click.echo(f"{file}:{message.offset}: invalid event ({error})", err=True)
@@ -66,7 +68,7 @@ def replay(
     finally:
         if out is not None:
             out.close()
-    result = summary(engine)
+    result = {**summary(engine), "lines": {"read": lines.lines, "blank": lines.blank}}
     if fmt == "json":
         click.echo(json.dumps(result, indent=2, sort_keys=True))
     else:

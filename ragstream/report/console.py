@@ -102,7 +102,11 @@ def render_replay(result: Mapping[str, Any], metrics: Sequence[str] = SUMMARY_ME
         rows.append(_replay_row(labelset, "final", values, values["queries"], metrics))
     events = ", ".join(f"{k} {v}" for k, v in result["events"].items()) or "none"
     invalid = ", ".join(f"{k} {v}" for k, v in result["invalid"].items()) or "none"
-    return f"{_table(rows)}\n\nevents: {events}\ninvalid: {invalid}"
+    text = f"{_table(rows)}\n\nevents: {events}\ninvalid: {invalid}"
+    read = result.get("lines")
+    if read is not None:
+        text += f"\nlines: {read['read']} read, {read['blank']} blank (skipped)"
+    return text
 
 
 def _replay_row(

@@ -1,22 +1,48 @@
-"""A JSONL file as a source: one event per line, line numbers as offsets."""
+"""A JSONL file as a source: one event per line, line numbers as offsets.
+
+A blank line -- nothing but JSON's blanks (spaces, tabs, a carriage return) -- is not a
+message: files end with one, and people separate groups of lines with them. It is skipped
+and counted (`LineCounts.blank`), so that the lines read always add up. Any other line is a
+message, whatever it holds: a line of other white space (a form feed, a no-break space) or
+a byte order mark goes to the decoder, which counts it as invalid (`bad_json`).
+"""
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 from ragstream.events import Message
 
-__all__ = ["JsonlSource", "read_jsonl"]
+__all__ = ["JsonlSource", "LineCounts", "read_jsonl"]
+
+_BLANKS = b" \t\r"
 
 
-def read_jsonl(path: Path, batch_size: int = 5000) -> Iterator[list[Message]]:
-    """Batches of the file's non-blank lines; `offset` is the 1-based line number."""
+@dataclass(slots=True)
+class LineCounts:
+    """What a reader has read so far: `lines = messages + blank`."""
+
+    lines: int = 0
+    """Lines read."""
+    blank: int = 0
+    """Blank lines skipped (not messages)."""
+
+
+def read_jsonl(
+    path: Path, batch_size: int = 5000, counts: LineCounts | None = None
+) -> Iterator[list[Message]]:
+    """Batches of the file's lines but the blank ones; `offset` is the 1-based line number.
+    `counts`, when given, is updated as the lines are read."""
+    counts = LineCounts() if counts is None else counts
     batch: list[Message] = []
     with path.open("rb") as handle:
         for number, line in enumerate(handle, start=1):
+            counts.lines += 1
             body = line.rstrip(b"\r\n")
-            if not body.strip():
+            if not body.strip(_BLANKS):
+                counts.blank += 1
                 continue
             batch.append(Message(body, partition=0, offset=number, topic=path.name))
             if len(batch) >= batch_size:
@@ -33,10 +59,12 @@ class JsonlSource:
         self.path = path
         self.batch_size = batch_size
         self.committed_line = 0
+        self.counts = LineCounts()
+        """Lines read and blank lines skipped."""
         self._stopped = False
 
     async def batches(self) -> AsyncIterator[Sequence[Message]]:
-        for batch in read_jsonl(self.path, self.batch_size):
+        for batch in read_jsonl(self.path, self.batch_size, self.counts):
             if self._stopped:
                 return
             yield batch

@@ -206,6 +206,49 @@ async def test_an_inline_label_on_a_repeated_document_counts_through_kafka(
     }
 
 
+_FEEDBACK = b'{"type":"feedback","query_id":"q","ts":1700000000,"doc_id":"d","rel":1,"source":"x"'
+POISON = [
+    _FEEDBACK + b',"x":' + b"[" * 1000 + b"]" * 1000 + b"}",  # a RecursionError out of msgspec
+    _FEEDBACK + b',"x":' + b"{" * 100_000 + b"}",
+    _FEEDBACK + b',"x":"\xff"}',  # invalid UTF-8 that msgspec skipped
+    _FEEDBACK + b',"\xed\xa0\x80":[{"y":"\xc0\x80"}]}',
+    _FEEDBACK + b',"x":"\\ud800"}',
+]
+
+
+async def test_hostile_messages_are_dead_lettered_and_the_agent_goes_on(
+    kafka_broker: KafkaBroker, kafka_topic_factory: TopicFactory
+) -> None:
+    """Messages that used to stop the agent (at every restart: a poison pill) among valid
+    ones: each is counted as bad_json and dead-lettered, every valid event is applied."""
+    topic, dead = await kafka_topic_factory(2), await kafka_topic_factory(1)
+    messages = _events(600)
+    mixed = list(messages)
+    for i, value in enumerate(POISON):
+        mixed.insert(100 * (i + 1), (b"poison-%d" % i, value))
+    await produce_records(kafka_broker.bootstrap_servers, topic, mixed)
+    source = _source(kafka_broker.bootstrap_servers, topic, "g-poison", max_batch=64)
+    await source.start()
+    letters = KafkaDeadLetters(dead, bootstrap_servers=kafka_broker.bootstrap_servers)
+    await letters.start()
+    engine = Engine(_config(), wall=lambda: WALL)
+    try:
+        await _consume(Runner(engine, source, dead_letters=letters), len(mixed))
+    finally:
+        await source.stop()
+        await letters.stop()
+    assert engine.invalid == {"bad_json": len(POISON)}
+    reference = _direct(messages)
+    assert engine.events - reference.events == {("unknown", "invalid"): len(POISON)}
+    assert reference.events - engine.events == {}
+    _assert_same_windows(reference, engine)
+    records = await read_records(kafka_broker.bootstrap_servers, dead, len(POISON), within=15)
+    assert sorted((r.key, r.value) for r in records) == sorted(
+        (b"poison-%d" % i, value) for i, value in enumerate(POISON)
+    )
+    assert {dict(r.headers)["ragstream.reason"] for r in records} == {b"bad_json"}
+
+
 async def test_topics_that_are_not_co_partitioned_are_refused(
     kafka_broker: KafkaBroker, kafka_topic_factory: TopicFactory
 ) -> None:

@@ -197,3 +197,37 @@ def test_replay_with_one_valid_event_among_bad_lines_succeeds(tmp_path: Path) ->
     result = CliRunner().invoke(main, ["replay", str(path)])
     assert result.exit_code == 0, result.output
     assert "invalid: bad_json 1" in result.stdout
+
+
+def test_replay_goes_on_past_hostile_lines_and_counts_blank_ones(tmp_path: Path) -> None:
+    """A line nested 1000 deep under an unknown key used to end the replay (exit 1, a
+    RecursionError); invalid UTF-8 there was accepted; blank lines were counted nowhere."""
+    traffic = SyntheticTraffic(SyntheticConfig(seed=3, rate=10.0))
+    valid = [e.value for e in traffic.take(50)]
+    feedback = (
+        b'{"type":"feedback","query_id":"q","ts":1700000000,"doc_id":"d","rel":1,"source":"x"'
+    )
+    lines = [
+        *valid[:20],
+        feedback + b',"x":' + b"[" * 1000 + b"]" * 1000 + b"}",  # line 21
+        b"",
+        feedback + b',"x":"\xff"}',  # line 23
+        b"  ",
+        *valid[20:],
+    ]
+    path = tmp_path / "hostile.jsonl"
+    path.write_bytes(b"\n".join(lines) + b"\n")
+    result = subprocess.run(
+        [sys.executable, "-m", "ragstream", "replay", "--format", "json", str(path)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    assert f"{path}:21: invalid event (bad_json" in result.stderr
+    assert f"{path}:23: invalid event (bad_json" in result.stderr
+    summary = json.loads(result.stdout)
+    assert summary["invalid"] == {"bad_json": 2}
+    assert summary["lines"] == {"read": len(lines), "blank": 2}
+    counted = sum(summary["events"].values())
+    assert counted == len(valid) + 2 == summary["lines"]["read"] - summary["lines"]["blank"]

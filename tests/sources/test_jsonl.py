@@ -1,0 +1,55 @@
+"""The JSONL source: line numbers as offsets, blank lines skipped and counted."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ragstream.sources.jsonl import JsonlSource, LineCounts, read_jsonl
+
+_LINES = [
+    b'{"a": 1}',
+    b"",  # a separator
+    b"   \t",
+    b'{"a": 2}\r',  # CRLF
+    b"\r",
+    b"\x0c",  # a form feed is not JSON's white space: a message (the decoder refuses it)
+    b"\xef\xbb\xbf",  # a byte order mark alone: a message too
+    b' {"a": 3} ',
+]
+
+
+def _file(tmp_path: Path, ending: bytes = b"\n\n") -> Path:
+    path = tmp_path / "events.jsonl"
+    path.write_bytes(b"\n".join(_LINES) + ending)
+    return path
+
+
+def test_blank_lines_are_skipped_and_counted(tmp_path: Path) -> None:
+    counts = LineCounts()
+    batches = list(read_jsonl(_file(tmp_path), batch_size=2, counts=counts))
+    messages = [m for batch in batches for m in batch]
+    assert [len(b) for b in batches] == [2, 2, 1]
+    assert [(m.offset, m.value) for m in messages] == [
+        (1, b'{"a": 1}'),
+        (4, b'{"a": 2}'),
+        (6, b"\x0c"),
+        (7, b"\xef\xbb\xbf"),
+        (8, b' {"a": 3} '),
+    ]
+    # the final newline ends line 8; the empty line after it is line 9, blank
+    assert counts == LineCounts(lines=9, blank=4)
+    assert counts.lines == len(messages) + counts.blank
+
+
+def test_a_file_without_a_final_newline(tmp_path: Path) -> None:
+    counts = LineCounts()
+    messages = [m for b in read_jsonl(_file(tmp_path, b""), counts=counts) for m in b]
+    assert len(messages) == 5
+    assert counts == LineCounts(lines=8, blank=3)
+
+
+async def test_the_source_keeps_the_counts(tmp_path: Path) -> None:
+    source = JsonlSource(_file(tmp_path), batch_size=3)
+    seen = [m.offset async for batch in source.batches() for m in batch]
+    assert seen == [1, 4, 6, 7, 8]
+    assert source.counts == LineCounts(lines=9, blank=4)
