@@ -847,9 +847,7 @@ static PyObject *readable(PyObject *module, PyObject *value) {
         s = (const unsigned char *)PyByteArray_AS_STRING(value);
         n = PyByteArray_GET_SIZE(value);
     } else {
-        PyErr_Format(PyExc_TypeError, "expected bytes or bytearray, got %.100s",
-                     Py_TYPE(value)->tp_name);
-        return NULL;
+        Py_RETURN_FALSE; /* not bytes: the reference decides */
     }
     return PyBool_FromLong(readable_bytes(s, n));
 }

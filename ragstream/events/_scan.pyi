@@ -40,6 +40,6 @@ def scan(
     max_qrels, max_text_chars, max_id_chars, max_labels, max_label_chars, min_event_ts,
     min_doc_ts, max_ts, max_abs_rel)."""
 
-def readable(data: bytes | bytearray) -> bool:
-    """True when `data` is strict UTF-8 and no value in it is nested in more than 200
-    arrays or objects (`ragstream.events.guard`)."""
+def readable(data: object) -> bool:
+    """True when `data` is bytes (or a bytearray) of strict UTF-8 in which no value is
+    nested in more than 200 arrays or objects (`ragstream.events.guard`)."""

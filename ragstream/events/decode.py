@@ -8,9 +8,11 @@ to agree on every input, which the differential tests check.)
 
 Reasons (usable as a Prometheus label, in order of precedence):
 `empty` (null or zero-length value), `too_large` (message bytes or a size limit),
-`bad_json` (not UTF-8 JSON), `not_object` (JSON, but not an object), `unknown_type`
-(`type` is not retrieval/answer/feedback), `bad_timestamp` (`ts`/`t_doc` malformed or
-out of range) and `schema` (anything else: missing or mistyped fields, out-of-range values).
+`bad_json` (not UTF-8 JSON, or a value nested in more than 200 arrays or objects;
+anywhere in the message, unknown fields included), `not_object` (JSON, but not an
+object), `unknown_type` (`type` is not retrieval/answer/feedback), `bad_timestamp`
+(`ts`/`t_doc` malformed or out of range) and `schema` (anything else: missing or mistyped
+fields, out-of-range values).
 """
 
 from __future__ import annotations

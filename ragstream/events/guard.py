@@ -34,9 +34,11 @@ _OPEN = frozenset(b"[{")
 _CLOSE = frozenset(b"]}")
 
 
-def readable_reference(data: bytes | bytearray) -> bool:
-    """True when `data` is strict UTF-8 and no value in it is nested deeper than
+def readable_reference(data: object) -> bool:
+    """True when `data` is bytes of strict UTF-8 in which no value is nested deeper than
     `MAX_DEPTH`, read as JSON's grammar reads it (brackets in strings do not count)."""
+    if not isinstance(data, bytes | bytearray):
+        return False  # the reference decides
     if not data.isascii():
         try:
             data.decode("utf-8")

@@ -232,6 +232,13 @@ def _stack() -> list[Any]:
     return frames
 
 
+def test_text_is_left_to_the_reference_which_reads_it() -> None:
+    text = _FEEDBACK.decode()
+    assert not readable(text)
+    assert not readable_reference(text)
+    assert decode_event(text) == decode_event(_FEEDBACK)  # type: ignore[arg-type]
+
+
 @pytest.mark.skipif(not AVAILABLE, reason="ragstream.events._scan is not built")
 def test_the_compiled_guard_is_the_reference_guard_on_every_table_entry() -> None:
     for data in [*_HOSTILE.values(), *_ACCEPTED.values(), _FEEDBACK, b"", b"[", b"]]]", b'"\\']:
