@@ -20,11 +20,17 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from bench.hostile_data import CATEGORIES, MAX_DEPTH, Hostile, hostile_messages, nested
-from ragstream.events import DecodeError, Limits, decode_event, decode_reference, fast_decode, guard
+from ragstream.events import (
+    DecodeError,
+    Limits,
+    Message,
+    decode_event,
+    decode_reference,
+    fast_decode,
+    guard,
+)
 from ragstream.events.scan import AVAILABLE, bounds_of, scan_retrievals
 from ragstream.pipeline.engine import Engine, EngineConfig
-from ragstream.pipeline.scoring import MetricLayout
-from ragstream.sources.base import Message
 
 from ._examples import ANSWER, FEEDBACK, GOLDEN, RETRIEVAL, to_bytes
 from .test_differential import _canon, _dump, _reference_only, _verdict
@@ -74,7 +80,8 @@ def test_every_decoder_agrees_on_the_generated_stream(category: str) -> None:
 
 def _engine(scan: bool) -> Engine:
     config = EngineConfig(
-        layout=MetricLayout(cutoffs=(1, 5), half_lives=()),
+        cutoffs=(1, 5),
+        half_lives=(),
         windows=(60.0, 3600.0),
         clock="event",
         label_keys=("app",),

@@ -15,11 +15,9 @@ from typing import Any
 import numpy as np
 import pytest
 
-from ragstream.events import Limits
+from ragstream.events import Limits, Message
 from ragstream.events.guard import MAX_DEPTH
 from ragstream.pipeline.engine import Engine, EngineConfig
-from ragstream.pipeline.scoring import MetricLayout
-from ragstream.sources.base import Message
 from ragstream.sources.synthetic import SyntheticConfig, SyntheticTraffic
 
 WALL = 1_900_000_000.0
@@ -46,7 +44,8 @@ def _stream(n: int) -> list[Message]:
 
 def _engine(**options: Any) -> Engine:
     config = EngineConfig(
-        layout=MetricLayout(cutoffs=(1, 5, 10), half_lives=(3600.0,)),
+        cutoffs=(1, 5, 10),
+        half_lives=(3600.0,),
         windows=(60.0, 3600.0),
         clock="event",
         label_keys=("app",),
@@ -106,4 +105,4 @@ def test_a_query_nested_to_the_limit_is_decoded_again_when_a_label_comes() -> No
     engine.apply([Message(label, offset=1)])
     assert engine.invalid == {}
     assert query.doc_ids == ("a", "b")
-    assert engine.unpack(query.contribution).plain[0] == 0.5  # rr: relevant at rank 2
+    assert engine.layout.unpack(query.contribution).plain[0] == 0.5  # rr: relevant at rank 2
