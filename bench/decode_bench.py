@@ -12,9 +12,11 @@ this process's CPU time (`time.process_time`, which other processes on a shared 
 disturb less than wall time), best of R runs; the load average is printed alongside.
 `json.loads` (and `orjson.loads`, if installed) only parse: they are the floor of what a
 validating decoder can cost in Python objects. The compiled scanner
-(`ragstream.events.scan`, a batch API) is timed kept only, on the same batches: it reads
+(`ragstream.events.scanner`, a batch API) is timed kept only, on the same batches: it reads
 the retrieval events of the common shape into small records and declines the rest (the
 engine hands those to msgspec), so its row says how many of the stream it read.
+`BatchReader` is what the engine reads a batch with: the scanner, then msgspec, then the
+reference for what msgspec rejects.
 
 Kept events make the cyclic garbage collector a large share of the cost: every dict and
 list allocated counts towards a collection, and full collections walk every object of the
@@ -38,12 +40,13 @@ import msgspec
 
 from ragstream.events import (
     DEFAULT_LIMITS,
+    BatchReader,
     decode_batch,
     decode_event,
     decode_reference,
     format_rfc3339,
 )
-from ragstream.events.scan import AVAILABLE, bounds_of, scan_retrievals
+from ragstream.events.scanner import AVAILABLE, bounds_of, scan_retrievals
 from ragstream.sources.synthetic import SyntheticConfig, SyntheticTraffic
 
 __all__ = ["main"]
@@ -139,6 +142,18 @@ def _scanned(messages: Sequence[bytes], batch: int) -> Callable[[], None]:
     return run
 
 
+def _engine_reads(messages: Sequence[bytes], batch: int) -> Callable[[], None]:
+    reader = BatchReader()  # what the engine reads a batch with: scanner, msgspec, reference
+
+    def run() -> None:
+        for start in range(0, len(messages), batch):
+            read = reader.read(messages[start : start + batch])
+            assert not read.errors
+        del read
+
+    return run
+
+
 def _stream(name: str, messages: list[bytes], batch: int, repeat: int) -> None:
     """Print one table: each decoder kept and dropped, with the ratio to the reference."""
     events, errors = decode_batch(messages)
@@ -163,6 +178,10 @@ def _stream(name: str, messages: list[bytes], batch: int, repeat: int) -> None:
         read = sum(r is not None for r in scan_retrievals(messages, bounds_of(DEFAULT_LIMITS)))
         label = f"scanner ({read / len(messages):.0%} read)"
         rates[label] = (_rate(_scanned(messages, batch), len(messages), repeat), float("nan"))
+    rates["BatchReader (the engine's)"] = (
+        _rate(_engine_reads(messages, batch), len(messages), repeat),
+        float("nan"),
+    )
     ref_kept, ref_dropped = rates["pydantic reference"]
     for label, (kept, dropped) in rates.items():
         drop, drop_ratio = (

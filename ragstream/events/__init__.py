@@ -1,31 +1,23 @@
 """Event schemas (v1): models, decoding with reason codes, and helpers for producers.
 
-The pydantic models (`RetrievalEvent`, `AnswerEvent`, `FeedbackEvent`) are the published
-contract and what the producer helpers build; `decode_event` returns their msgspec
-counterparts (`DecodedRetrieval`, `DecodedAnswer`, `DecodedFeedback`), with the same fields.
+The pydantic models (`RetrievalEvent`, `AnswerEvent`, `FeedbackEvent`, `models.py`) are the
+published contract and what the builders (`builders.py`) make; `decode_event` returns their
+msgspec counterparts (`DecodedRetrieval`, ..., `structs.py`), with the same fields.
+Decoding, fastest first: the compiled scanner (`scanner.py`), msgspec (`msgspec_decode.py`,
+behind the `guard.py` check), the pydantic reference (`reference.py`, which names every
+reason of `reasons.py`); `batch.py` chains them for a batch as the engine reads it.
 """
 
-from ragstream.events.decode import (
-    DECODE_REASONS,
-    DecodeError,
-    DecodeReason,
-    IndexedDecodeError,
-    decode_batch,
-    decode_event,
-    decode_reference,
-    decode_rejected,
+from ragstream.events.batch import BatchRead, BatchReader, Read
+from ragstream.events.builders import (
+    TimeLike,
+    answer_event,
+    encode_event,
+    feedback_event,
+    message_key,
+    retrieval_event,
 )
-from ragstream.events.decoded import (
-    DecodedAnswer,
-    DecodedContext,
-    DecodedDoc,
-    DecodedEvent,
-    DecodedFeedback,
-    DecodedQrel,
-    DecodedRetrieval,
-    to_decoded,
-)
-from ragstream.events.fast import fast_decode
+from ragstream.events.decode import decode_batch, decode_event, decode_reference, decode_rejected
 from ragstream.events.json_schema import event_json_schema
 from ragstream.events.limits import DEFAULT_LIMITS, Limits
 from ragstream.events.message import Message
@@ -45,13 +37,17 @@ from ragstream.events.models import (
     dedupe_results,
     inline_labels,
 )
-from ragstream.events.producer import (
-    TimeLike,
-    answer_event,
-    encode_event,
-    feedback_event,
-    message_key,
-    retrieval_event,
+from ragstream.events.msgspec_decode import fast_decode
+from ragstream.events.reasons import DECODE_REASONS, DecodeError, DecodeReason, IndexedDecodeError
+from ragstream.events.structs import (
+    DecodedAnswer,
+    DecodedContext,
+    DecodedDoc,
+    DecodedEvent,
+    DecodedFeedback,
+    DecodedQrel,
+    DecodedRetrieval,
+    to_decoded,
 )
 from ragstream.events.timestamps import format_rfc3339, parse_rfc3339
 
@@ -61,6 +57,8 @@ __all__ = [
     "EVENT_ADAPTER",
     "MAX_ABS_REL",
     "AnswerEvent",
+    "BatchRead",
+    "BatchReader",
     "Context",
     "DecodeError",
     "DecodeReason",
@@ -80,6 +78,7 @@ __all__ = [
     "Message",
     "Qrel",
     "Ranking",
+    "Read",
     "RetrievalEvent",
     "RetrievedDoc",
     "TimeLike",

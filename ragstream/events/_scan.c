@@ -945,7 +945,7 @@ static PyMethodDef methods[] = {
 
 static struct PyModuleDef module_def = {
     PyModuleDef_HEAD_INIT, "ragstream.events._scan",
-    "The compiled first pass over retrieval events (see ragstream.events.scan).", -1, methods,
+    "The compiled first pass over retrieval events (see ragstream.events.scanner).", -1, methods,
     NULL, NULL, NULL, NULL,
 };
 

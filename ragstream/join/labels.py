@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
-from ragstream.events.scan import Scanned
+from ragstream.events.scanner import Scanned
 from ragstream.join.expiry import ExpiryQueue
 from ragstream.join.query import DocLike, OpenQuery
 

@@ -34,7 +34,7 @@ from ragstream.events import (
     decode_event,
     inline_labels,
 )
-from ragstream.events.scan import Scanned
+from ragstream.events.scanner import Scanned
 
 __all__ = ["TOP_DOCS", "DocLike", "OpenQuery", "RankedDoc", "dedupe_ranking"]
 

@@ -21,18 +21,16 @@ from numpy.typing import NDArray
 
 from ragstream.events import (
     DEFAULT_LIMITS,
+    BatchReader,
     DecodedAnswer,
-    DecodedEvent,
     DecodedFeedback,
     DecodedRetrieval,
     DecodeError,
     Limits,
     Message,
-    decode_event,
-    decode_rejected,
+    Read,
 )
-from ragstream.events.fast import fast_decode_many
-from ragstream.events.scan import Scanned, bounds_of, scan_retrievals
+from ragstream.events.scanner import Scanned
 from ragstream.join import LabelJoin, LabelOutcome, OpenQuery
 from ragstream.join.query import TOP_DOCS
 from ragstream.metrics import DEFAULT_CUTOFFS, Gain
@@ -82,7 +80,7 @@ class EngineConfig:
     limits: Limits = DEFAULT_LIMITS
     scan: bool = True
     """Read retrieval events of the common shape with the compiled scanner when it is
-    built (`ragstream.events.scan`); False: msgspec reads every message. Same results."""
+    built (`ragstream.events.scanner`); False: msgspec reads every message. Same results."""
 
 
 @dataclass(slots=True)
@@ -92,10 +90,6 @@ class BatchReport:
     invalid: list[tuple[Message, DecodeError]] = field(default_factory=list)
     answers: list[DecodedAnswer] = field(default_factory=list)
     final: list[OpenQuery] = field(default_factory=list)
-
-
-Read = DecodedEvent | Scanned
-"""A decoded event, or a retrieval event read by the compiled scanner."""
 
 
 class Engine:
@@ -137,10 +131,12 @@ class Engine:
         self.retired_join_counts: Counter[str] = Counter()
         """Join counters of partitions this engine handed over or dropped, so that the
         counters it exports never go down when a partition leaves."""
-        limits = config.limits
-        self._fast = limits is DEFAULT_LIMITS or limits.is_default
-        """Default limits: msgspec (and the scanner) alone decide what is valid."""
-        self._bounds = bounds_of(limits)
+        self.reader = BatchReader(
+            config.limits,
+            scan=config.scan,
+            top=TOP_DOCS,
+            want_labels=bool(config.label_keys),
+        )
 
     # -- the batch ---------------------------------------------------------------------------
 
@@ -161,45 +157,17 @@ class Engine:
     def _decode(
         self, messages: Sequence[Message], report: BatchReport
     ) -> tuple[list[Read], Sequence[Message]]:
-        """The batch's events and their messages, in order; invalid messages reported.
-
-        With the default limits, the compiled scanner reads the retrieval events of the
-        common shape, msgspec the messages it declines, and the pydantic reference those
-        msgspec rejects (it names the reason, or accepts after all)."""
-        limits = self.config.limits
-        values = [m.value for m in messages]
-        fast = self._fast
-        decoded: list[Read | None]
-        if fast and self.config.scan:
-            decoded = scan_retrievals(  # type: ignore[assignment]
-                values, self._bounds, top=TOP_DOCS, want_labels=bool(self.config.label_keys)
-            )
-            declined = [i for i, read in enumerate(decoded) if read is None]
-            if declined:
-                rest = fast_decode_many([values[i] for i in declined], limits.max_message_bytes)
-                for i, event in zip(declined, rest, strict=True):
-                    decoded[i] = event
-        elif fast:
-            decoded = fast_decode_many(values, limits.max_message_bytes)  # type: ignore[assignment]
-        else:
-            decoded = [None] * len(values)
-        if decoded.count(None) == 0:  # the usual batch: every message valid for msgspec
-            return decoded, messages  # type: ignore[return-value]
-        events: list[Read] = []
-        kept: list[Message] = []
-        for message, read in zip(messages, decoded, strict=True):
-            if read is None:  # the reference names the reason (or accepts it after all)
-                try:
-                    decode = decode_rejected if fast else decode_event
-                    read = decode(message.value, limits)
-                except DecodeError as error:
-                    report.invalid.append((message, error))
-                    self.invalid[error.reason] += 1
-                    self.events[("unknown", "invalid")] += 1
-                    continue
-            events.append(read)
-            kept.append(message)
-        return events, kept
+        """The batch's events and their messages, in order; invalid messages reported
+        (see `ragstream.events.BatchReader`)."""
+        read = self.reader.read([m.value for m in messages])
+        for item in read.errors:
+            report.invalid.append((messages[item.index], item.error))
+            self.invalid[item.error.reason] += 1
+        if read.errors:
+            self.events[("unknown", "invalid")] += len(read.errors)
+        if read.kept is None:
+            return read.events, messages
+        return read.events, [messages[i] for i in read.kept]
 
     def _apply_events(
         self,

@@ -31,8 +31,8 @@ from ragstream.events import (
     decode_reference,
     fast_decode,
 )
-from ragstream.events.fast import fast_decode_many
-from ragstream.events.scan import AVAILABLE, bounds_of, scan_retrievals
+from ragstream.events.msgspec_decode import fast_decode_many
+from ragstream.events.scanner import AVAILABLE, bounds_of, scan_retrievals
 from ragstream.events.timestamps import MAX_TS, MIN_DOC_TS
 
 from ._examples import ANSWER, FEEDBACK, GOLDEN, INVALID_OBJECTS, RETRIEVAL, VALID, to_bytes

@@ -29,7 +29,7 @@ from ragstream.events import (
     fast_decode,
     guard,
 )
-from ragstream.events.scan import AVAILABLE, bounds_of, scan_retrievals
+from ragstream.events.scanner import AVAILABLE, bounds_of, scan_retrievals
 from ragstream.pipeline.engine import Engine, EngineConfig
 
 from ._examples import ANSWER, FEEDBACK, GOLDEN, RETRIEVAL, to_bytes

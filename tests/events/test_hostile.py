@@ -25,9 +25,9 @@ from ragstream.events import (
     decode_rejected,
     fast_decode,
 )
-from ragstream.events.fast import fast_decode_many
 from ragstream.events.guard import MAX_DEPTH, readable, readable_reference
-from ragstream.events.scan import AVAILABLE, bounds_of, scan_retrievals
+from ragstream.events.msgspec_decode import fast_decode_many
+from ragstream.events.scanner import AVAILABLE, bounds_of, scan_retrievals
 
 from ._examples import ANSWER, FEEDBACK, GOLDEN, to_bytes
 

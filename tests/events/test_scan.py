@@ -17,7 +17,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import ragstream.events.scan as scan_module
+import ragstream.events.scanner as scan_module
 from ragstream.events import (
     DEFAULT_LIMITS,
     EVENT_ADAPTER,
@@ -30,7 +30,7 @@ from ragstream.events import (
     fast_decode,
     retrieval_event,
 )
-from ragstream.events.scan import AVAILABLE, bounds_of, scan_retrievals
+from ragstream.events.scanner import AVAILABLE, bounds_of, scan_retrievals
 from ragstream.events.timestamps import MAX_TS, MIN_DOC_TS
 from ragstream.sources.synthetic import SyntheticConfig, SyntheticTraffic
 

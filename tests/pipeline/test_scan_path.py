@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 
 from ragstream.events import Message
 from ragstream.events.limits import DEFAULT_LIMITS
-from ragstream.events.scan import AVAILABLE, bounds_of, scan_retrievals
+from ragstream.events.scanner import AVAILABLE, bounds_of, scan_retrievals
 from ragstream.pipeline.engine import BatchReport, Engine, EngineConfig
 from ragstream.sources.synthetic import SyntheticConfig, SyntheticTraffic
 

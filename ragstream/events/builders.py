@@ -13,7 +13,6 @@ from datetime import datetime
 
 import msgspec
 
-from ragstream.events.decoded import DecodedEvent
 from ragstream.events.models import (
     EVENT_ADAPTER,
     AnswerEvent,
@@ -25,6 +24,7 @@ from ragstream.events.models import (
     RetrievalEvent,
     RetrievedDoc,
 )
+from ragstream.events.structs import DecodedEvent
 
 __all__ = [
     "TimeLike",

@@ -4,7 +4,7 @@ The pydantic models in `ragstream.events.models` are the published contract (JSO
 producer helpers) and the reference; these Structs carry the same constraints as msgspec
 `Meta` so that msgspec validates while it parses, and they have the same attribute names.
 Numbers only: `ts` and `t_doc` are float Unix seconds here; RFC 3339 strings are
-normalised before validation (see `ragstream.events.fast`).
+normalised before validation (see `ragstream.events.msgspec_decode`).
 
 Events are frozen and not tracked by the cyclic garbage collector (`gc=False`): they hold
 only strings, floats and lists/dicts of them, so they cannot form reference cycles unless

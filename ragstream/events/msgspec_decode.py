@@ -28,8 +28,8 @@ from collections.abc import Sequence
 
 import msgspec
 
-from ragstream.events.decoded import DecodedEvent
 from ragstream.events.guard import readable
+from ragstream.events.structs import DecodedEvent
 from ragstream.events.timestamps import rfc3339_seconds
 
 __all__ = ["fast_decode", "fast_decode_many"]
