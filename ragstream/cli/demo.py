@@ -10,16 +10,9 @@ from dataclasses import dataclass
 
 import click
 
-from ragstream.agent import Agent
-from ragstream.config import JoinSettings, LabelSettings
-from ragstream.config.judging import JudgeSettings, SamplingSettings
 from ragstream.durations import format_duration
-from ragstream.judging.service import engine_lookup
-from ragstream.pipeline.engine import Engine
 from ragstream.report.console import render_generation, render_summary
-from ragstream.sources.paced import PacedSyntheticSource
-from ragstream.sources.synthetic import SyntheticConfig
-from ragstream.wiring import engine_config_of, judging_service
+from ragstream.wiring.demo import demo_agent
 
 __all__ = ["demo"]
 
@@ -113,20 +106,16 @@ class _Options:
 
 
 async def _demo(o: _Options) -> None:
-    engine = Engine(
-        engine_config_of(
-            labels=LabelSettings(keys=["app", "index"]),
-            join=JoinSettings(label_ttl=o.label_ttl),
-            clock="wall",
-        )
+    agent, judging = demo_agent(
+        rate=o.rate,
+        drift_at=o.drift_at,
+        label_ttl=o.label_ttl,
+        judge_rate=o.judge_rate,
+        seed=o.seed,
+        host=o.host,
+        port=o.port,
     )
-    traffic = SyntheticConfig(
-        seed=o.seed, rate=o.rate, drift_at=o.drift_at, feedback_delay=(1.0, 15.0)
-    )
-    source = PacedSyntheticSource(traffic)
-    judge = JudgeSettings(sampling=SamplingSettings(rate=o.judge_rate, max_per_second=100.0))
-    judging = judging_service(judge, labelset=engine.labelsets, lookup=engine_lookup(engine, []))
-    agent = Agent(engine, source, host=o.host, port=o.port, judging=judging)
+    engine = agent.engine
     started = time.time()
     interactive = sys.stdout.isatty()
 
