@@ -36,7 +36,8 @@ LabelSink = Callable[[Sequence[JudgeLabel]], None]
 def engine_lookup(engine: Engine, metrics: Sequence[str]) -> RetrievalLookup:
     """Reads an open query's current metric row from the engine (None when not open or
     not scored yet; NaN values — an unlabeled query — do not match any rule)."""
-    index = {name: engine.columns.index(name) for name in metrics if name in engine.columns}
+    layout = engine.layout
+    index = {name: layout.index(name) for name in metrics if name in layout.window_columns}
 
     def lookup(query_id: str) -> Mapping[str, float] | None:
         query = engine.find_query(query_id)
