@@ -22,13 +22,12 @@ from typing import Any, Literal
 import numpy as np
 from numpy.typing import NDArray
 
-from ragstream.trec._columns import field_words
-from ragstream.trec._tokenize import PAD, Chunk, Layout
+from ragstream.trec._ids import Ids, concat, from_fields
+from ragstream.trec._tokenize import PAD, Layout
 from ragstream.trec.records import TrecTable
 
 __all__ = ["arrow_available", "read_table_arrow"]
 
-_U64 = NDArray[np.uint64]
 _I64 = NDArray[np.int64]
 _SLICE = 1 << 20  # bytes per step of the uniformity scan: its temporaries stay in cache
 _NEWLINE = 10
@@ -127,7 +126,7 @@ def _read(
     if n == 0 or any(table.column(name).null_count for name in kept):
         return None
     heads, qids = _blocks(table.column("qid"))
-    if np.any((qids[:, 0] >> np.uint64(56)) == _HASH):  # comment lines: the numpy reader
+    if np.any((qids.words[:, 0] >> np.uint64(56)) == _HASH):  # comments: the numpy reader
         return None
     raw = np.concatenate([np.asarray(c) for c in table.column(value_field).chunks])
     values: NDArray[np.float64] | _I64 = (
@@ -145,7 +144,7 @@ def _read(
     )
 
 
-def _blocks(column: Any) -> tuple[_I64, _U64]:
+def _blocks(column: Any) -> tuple[_I64, Ids]:
     """First record of each run of equal query ids, and those ids as words."""
     import pyarrow as pa
     import pyarrow.compute as pc
@@ -170,22 +169,18 @@ def _blocks(column: Any) -> tuple[_I64, _U64]:
     return np.concatenate(heads).astype(np.int64), _words(pa.chunked_array(firsts))
 
 
-def _words(column: Any) -> _U64:
-    """(N, W) big-endian words of a binary column, zero padded (as the numpy reader)."""
-    chunks = [chunk for chunk in column.chunks if len(chunk)]
-    spans = [_offsets(chunk) for chunk in chunks]
-    longest = max(int(np.max(ends - starts)) for starts, ends in spans)
-    out = np.empty((sum(len(chunk) for chunk in chunks), max(1, -(-longest // 8))), np.uint64)
-    row = 0
-    for chunk, (starts, ends) in zip(chunks, spans, strict=True):
-        data_buffer = chunk.buffers()[2]
-        size = int(ends[-1])
+def _words(column: Any) -> Ids:
+    """The ids of a binary column (as the numpy reader makes them)."""
+    parts = []
+    for chunk in column.chunks:
+        if not len(chunk):
+            continue
+        starts, ends = _offsets(chunk)
+        base, size = int(starts[0]), int(ends[-1] - starts[0])
         data = np.zeros(size + PAD, dtype=np.uint8)
-        data[:size] = np.frombuffer(data_buffer, dtype=np.uint8)[:size]
-        bounds = (starts[:, None], ends[:, None])
-        out[row : row + starts.size] = field_words(Chunk(data, bounds, None, 1, starts.size), 0)
-        row += starts.size
-    return out
+        data[:size] = np.frombuffer(chunk.buffers()[2], dtype=np.uint8)[base : base + size]
+        parts.append(from_fields(data, starts - base, ends - starts))
+    return concat(parts)
 
 
 def _offsets(array: Any) -> tuple[_I64, _I64]:

@@ -1,8 +1,7 @@
-"""Fields as 64-bit words and as numbers, without a Python loop over lines.
+"""Fields as ids and as numbers, without a Python loop over lines.
 
-Ids become big-endian 64-bit words, zero padded: 8 bytes per word, gathered with one
-unaligned load per record from a strided view of the block. Rows of words compare exactly
-like C `strcmp` on the raw bytes (ids never contain NUL), the order trec_eval uses.
+Ids become rows of big-endian 64-bit words (`_ids`), gathered with one unaligned load per
+word from a strided view of the block.
 
 Numbers are parsed column by column (the i-th byte of every field at once). A decimal such
 as `-12.375` takes Clinger's exact fast path: its digits form an integer m < 2^53 and the
@@ -17,18 +16,17 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import NDArray
 
-from ragstream.trec._tokenize import PAD, Chunk
+from ragstream.trec._ids import Ids, from_fields, loads
+from ragstream.trec._tokenize import Chunk
 
-__all__ = ["field_bytes", "field_words", "parse_decimals"]
+__all__ = ["field_bytes", "field_ids", "parse_decimals"]
 
 _U64 = NDArray[np.uint64]
 _F64 = NDArray[np.float64]
 _I64 = NDArray[np.int64]
 _BOOL = NDArray[np.bool_]
 _POW10 = np.array([10.0**i for i in range(23)], dtype=np.float64)
-# _KEEP[n] keeps the first n bytes (the high ones) of a big-endian word.
 _ONES = 0x0101010101010101
-_KEEP = np.array([((1 << (8 * n)) - 1) << (8 * (8 - n)) for n in range(9)], dtype=np.uint64)
 
 
 def _lengths(chunk: Chunk, column: int) -> tuple[_I64, _I64]:
@@ -36,25 +34,15 @@ def _lengths(chunk: Chunk, column: int) -> tuple[_I64, _I64]:
     return starts, ends - starts
 
 
-def field_words(chunk: Chunk, column: int) -> _U64:
-    """(N, W) big-endian words of field `column` of each record, zero padded."""
+def field_ids(chunk: Chunk, column: int) -> Ids:
+    """The ids in field `column` of each record."""
     starts, lengths = _lengths(chunk, column)
-    longest = int(lengths.max()) if lengths.size else 0
-    n_words = max(1, -(-longest // 8))
-    loads = _loads(chunk.data)
-    out = np.empty((starts.size, n_words), dtype=np.uint64)
-    for w in range(n_words):
-        offset = starts + 8 * w
-        if w and 8 * w + 8 > PAD:  # a long id: loads past the end must stay in bounds
-            np.minimum(offset, loads.size - 1, out=offset)
-        word = loads[offset].astype(np.uint64)
-        word &= _KEEP[np.clip(lengths - 8 * w, 0, 8)]
-        out[:, w] = word
-    return out
+    return from_fields(chunk.data, starts, lengths)
 
 
 def field_bytes(chunk: Chunk, column: int, rows: _I64) -> NDArray[np.bytes_]:
-    """Field `column` of some records as a numpy bytes array (for slow paths and messages)."""
+    """Field `column` of some records as a numpy bytes array, as wide as the longest (for
+    slow paths: the caller gives short fields only)."""
     starts, lengths = _lengths(chunk, column)
     starts, lengths = starts[rows], lengths[rows]
     width = max(1, int(lengths.max()) if lengths.size else 1)
@@ -64,12 +52,6 @@ def field_bytes(chunk: Chunk, column: int, rows: _I64) -> NDArray[np.bytes_]:
     matrix *= np.arange(width)[None, :] < lengths[:, None]
     texts: NDArray[np.bytes_] = matrix.view(f"S{width}").ravel()
     return texts
-
-
-def _loads(data: NDArray[np.uint8]) -> NDArray[np.uint64]:
-    """Element i is the big-endian word of bytes i..i+7 (an unaligned, overlapping view)."""
-    view: NDArray[np.uint64] = np.ndarray((data.size - 7,), dtype=">u8", buffer=data, strides=(1,))
-    return view
 
 
 def _eight_digits(packed: NDArray[np.uint64]) -> NDArray[np.uint64]:
@@ -93,7 +75,7 @@ def parse_decimals(chunk: Chunk, column: int, allow_dot: bool) -> tuple[_F64, _B
     """
     starts, lengths = _lengths(chunk, column)
     n = starts.size
-    raw = _loads(chunk.data)[starts].view(np.uint8).reshape(n, 8)  # bytes in field order
+    raw = loads(chunk.data)[starts].view(np.uint8).reshape(n, 8)  # bytes in field order
     live = np.arange(8) < lengths[:, None]
     field = raw * live
     digit = field - np.uint8(48)

@@ -10,10 +10,13 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 from numpy.typing import NDArray
 
-from ragstream.trec._keys import doc_keys, factorize_rows, pad_words, rows_equal
+from ragstream.trec._ids import Ids, comparable, concat
+from ragstream.trec._keys import doc_keys, factorize_rows, rows_equal
 from ragstream.trec._order import trec_order
 from ragstream.trec._ranked import (
     Ranked,
@@ -28,7 +31,7 @@ __all__ = ["join_tables"]
 _I64 = NDArray[np.int64]
 _U64 = NDArray[np.uint64]
 _F64 = NDArray[np.float64]
-_Tables = tuple[TrecTable, TrecTable, _I64, _I64, _U64, _U64, _U64]
+_Tables = tuple[TrecTable, TrecTable, _I64, _I64, _U64, _U64, "_QueryNames"]
 
 
 class _CollisionError(Exception):
@@ -42,15 +45,12 @@ def join_tables(qrels: TrecTable, run: TrecTable, *, keep_best: bool, complete: 
     document judged twice, a document repeated within a query of the run (unless
     `keep_best`: its best-scored line counts, the earliest on equal scores).
     """
-    width = max(qrels.qid_words.shape[1], run.qid_words.shape[1])
-    names, codes = factorize_rows(
-        np.concatenate([pad_words(qrels.qid_words, width), pad_words(run.qid_words, width)])
-    )
-    n_blocks = qrels.qid_words.shape[0]
+    q_qids, r_qids = comparable([qrels.qids, run.qids])
+    names, codes = factorize_rows(np.concatenate([q_qids, r_qids]))
+    n_blocks = qrels.qids.size
     q_codes = np.repeat(codes[:n_blocks], np.diff(qrels.block_starts))
     r_codes = np.repeat(codes[n_blocks:], np.diff(run.block_starts))
-    width = max(qrels.doc_words.shape[1], run.doc_words.shape[1])
-    q_docs, r_docs = pad_words(qrels.doc_words, width), pad_words(run.doc_words, width)
+    q_docs, r_docs = comparable([qrels.docs, run.docs])
     n_names = names.shape[0]
     in_qrels = np.zeros(n_names, dtype=bool)
     in_qrels[q_codes] = True
@@ -60,7 +60,8 @@ def join_tables(qrels: TrecTable, run: TrecTable, *, keep_best: bool, complete: 
     eval_codes = np.flatnonzero(evaluated)
     if eval_codes.size == 0 and not complete:
         raise no_common_query(run.path, qrels.path)
-    tables = (qrels, run, q_codes, r_codes, q_docs, r_docs, names)
+    qids = _QueryNames(concat([qrels.qids, run.qids]), codes, names.shape[0])
+    tables = (qrels, run, q_codes, r_codes, q_docs, r_docs, qids)
     try:
         rows, rel = _rank(tables, evaluated, keep_best, exact=False)
     except _CollisionError:
@@ -78,7 +79,7 @@ def join_tables(qrels: TrecTable, run: TrecTable, *, keep_best: bool, complete: 
     starts = np.cumsum(counts) - counts
     judged_index, judged_offsets = _segments(starts[eval_codes], counts[eval_codes])
     return Ranked(
-        _decode(names[eval_codes]),
+        qids.texts(eval_codes),
         rel[index],
         rel_offsets,
         qrels.values[judged_rows[judged_index]].astype(np.float64),
@@ -96,11 +97,23 @@ def _segments(starts: _I64, lengths: _I64) -> tuple[_I64, _I64]:
     return index.astype(np.int64), offsets
 
 
-def _decode(words: _U64) -> tuple[str, ...]:
-    if words.shape[0] == 0:
-        return ()
-    raw = words.astype(">u8").view(f"S{8 * words.shape[1]}").ravel()
-    return tuple(b.decode("utf-8", "replace") for b in raw.tolist())
+@dataclass(frozen=True)
+class _QueryNames:
+    """The query ids behind the query codes (for results and messages)."""
+
+    ids: Ids
+    """The query ids of the qrels blocks, then of the run blocks."""
+    codes: _I64
+    """The code of each of those."""
+    n_codes: int
+
+    def texts(self, codes: _I64) -> tuple[str, ...]:
+        first = np.full(self.n_codes, -1, dtype=np.int64)
+        first[self.codes[::-1]] = np.arange(self.codes.size - 1, -1, -1)  # first block
+        return tuple(_text(raw) for raw in self.ids.texts(first[codes]))
+
+    def text(self, code: int) -> str:
+        return self.texts(np.array([code], dtype=np.int64))[0]
 
 
 def _scores(run: TrecTable) -> _F64:
@@ -116,8 +129,8 @@ def _rank(
     (0 when unjudged). The lookup runs on the ranked rows, whose keys ascend by query: the
     binary searches stay in cache.
     """
-    qrels, run, q_codes, r_codes, q_docs, r_docs, names = tables
-    n_names = names.shape[0]
+    qrels, run, q_codes, r_codes, q_docs, r_docs, qids = tables
+    n_names = qids.n_codes
     q_keys = doc_keys(q_codes, q_docs, n_names, exact)
     r_keys = doc_keys(r_codes, r_docs, n_names, exact)
     q_order = np.argsort(q_keys, kind="stable").astype(np.int64)
@@ -130,8 +143,9 @@ def _rank(
         i = int(np.argmin(np.maximum(first, second)))
         a, b = sorted((int(first[i]), int(second[i])))
         lines = (qrels.line(a), qrels.line(b))
-        raise repeated_judgment(qrels.path, lines, _text(names[q_codes[b]]), _text(q_docs[b]))
-    keep = _deduplicate(run, r_keys, r_codes, r_docs, names, keep_best)
+        doc = _text(qrels.docs.text(b))
+        raise repeated_judgment(qrels.path, lines, qids.text(int(q_codes[b])), doc)
+    keep = _deduplicate(run, r_keys, r_codes, r_docs, qids, keep_best)
     rows = np.flatnonzero(keep & evaluated[r_codes])
     rows = rows[trec_order(r_codes[rows], _scores(run)[rows], r_docs[rows])]
     keys = r_keys[rows]
@@ -151,7 +165,7 @@ def _deduplicate(
     keys: _U64,
     codes: _I64,
     docs: _U64,
-    names: _U64,
+    qids: _QueryNames,
     keep_best: bool,
 ) -> NDArray[np.bool_]:
     """Rows of the run to keep: all, unless a document repeats within a query."""
@@ -172,7 +186,8 @@ def _deduplicate(
         i = int(np.argmin(seconds))
         a, b = int(firsts[i]), int(seconds[i])
         lines = (run.line(a), run.line(b))
-        raise repeated_document(run.path, lines, _text(names[codes[b]]), _text(docs[b]))
+        doc = _text(run.docs.text(b))
+        raise repeated_document(run.path, lines, qids.text(int(codes[b])), doc)
     scores = _scores(run)[rows]
     group = np.cumsum(heads)
     best = np.lexsort((rows, -scores, group))  # per group: best score, then earliest line
@@ -182,5 +197,5 @@ def _deduplicate(
     return keep
 
 
-def _text(words: _U64) -> str:
-    return bytes(words.astype(">u8").tobytes()).rstrip(b"\0").decode("utf-8", "replace")
+def _text(raw: bytes) -> str:
+    return raw.decode("utf-8", "replace")

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
-from ragstream.trec.errors import TrecFormatError
+from ragstream.trec.errors import TrecFormatError, quote
 
 __all__ = ["Ranked", "no_common_query", "repeated_document", "repeated_judgment"]
 
@@ -50,7 +50,7 @@ def repeated_judgment(path: str, lines: tuple[int, int], qid: str, doc: str) -> 
     return TrecFormatError(
         path,
         second,
-        f"document {doc!r} judged twice for query {qid!r} (lines {first} and {second})",
+        f"document {quote(doc)} judged twice for query {quote(qid)} (lines {first} and {second})",
     )
 
 
@@ -60,6 +60,6 @@ def repeated_document(path: str, lines: tuple[int, int], qid: str, doc: str) -> 
     return TrecFormatError(
         path,
         second,
-        f"document {doc!r} repeated for query {qid!r} (lines {first} and {second}); "
+        f"document {quote(doc)} repeated for query {quote(qid)} (lines {first} and {second}); "
         "--keep-best keeps its best-scored line",
     )

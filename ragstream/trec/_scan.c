@@ -6,6 +6,8 @@
  * by document id descending, compared like strcmp), and the grades of all its judged
  * documents (file order), as CSR arrays of doubles.
  *
+ * Text after a run line's sixth field is skipped, as trec_eval does.
+ *
  * The scanner accepts a strict subset of what the numpy reader accepts and declines the
  * rest (it returns a reason string): a malformed line, a NUL byte, an empty file, a score
  * spelling other than [+-]digits[.digits][e[+-]digits] (inf, nan, underscores), a grade
@@ -399,7 +401,16 @@ static int scan_file(File *f, Registry *reg) {
             while (p < end && CLS[(unsigned char)*p] == C_BLANK) p++;
             if (p == end || *p == '\n') break;
             if (f->run && n == 0 && *p == '#') goto comment;
-            if (n == k) return decline(f, line, "too many fields");
+            if (n == k) {
+                /* text after a run line's sixth field is ignored, as trec_eval does;
+                 * qrels lines have exactly four fields */
+                if (!f->run) return decline(f, line, "too many fields");
+                const char *newline = memchr(p, '\n', (size_t)(end - p));
+                const char *stop = newline ? newline : end;
+                if (memchr(p, 0, (size_t)(stop - p))) return decline(f, line, "NUL byte");
+                p = stop;
+                break;
+            }
             tok[n] = p;
             p = token_end(p, end);
             if (p < end && *p == 0) return decline(f, line, "NUL byte");

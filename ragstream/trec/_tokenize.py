@@ -6,7 +6,8 @@ common case -- every line has exactly the expected number of fields, no comments
 blank lines -- is *proved* with three vectorized comparisons (the k-th newline lies
 between the last field of line k and the first field of line k + 1), so no Python loop
 touches a line. Anything else goes through an exact, still vectorized, per-line count that
-skips what trec_eval skips and names the first malformed line.
+skips what trec_eval skips (and, in runs, the text after a line's last field, as
+trec_eval does) and names the first malformed line.
 
 Whitespace is C `isspace` in the "C" locale: space, \\t, \\n, \\v, \\f, \\r. NUL bytes are an
 error (trec_eval cannot read them either).
@@ -20,7 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
-from ragstream.trec.errors import TrecFormatError
+from ragstream.trec.errors import TrecFormatError, quote
 
 __all__ = ["PAD", "Chunk", "Layout", "read_blocks", "tokenize"]
 
@@ -45,6 +46,9 @@ class Layout:
     """Skip whitespace-only lines (trec_eval does in runs) instead of rejecting them."""
     comment_after_space: bool
     """A `#` after leading whitespace starts a comment (runs); else only in column 1."""
+    extra_fields_ignored: bool
+    """Text after the last field is ignored (runs, as trec_eval); else the line is
+    malformed."""
 
 
 @dataclass(frozen=True)
@@ -90,9 +94,10 @@ def read_blocks(path: str, block_bytes: int = 1 << 24) -> Iterator[tuple[_U8, in
     carry = np.zeros(0, dtype=np.uint8)
     with open(path, "rb", buffering=0) as handle:
         while True:
-            buffer = np.empty(carry.size + block_bytes + PAD, dtype=np.uint8)
+            step = max(block_bytes, carry.size)  # a line longer than a block: doubling reads
+            buffer = np.empty(carry.size + step + PAD, dtype=np.uint8)
             buffer[: carry.size] = carry
-            view = memoryview(buffer)[carry.size : carry.size + block_bytes]  # type: ignore[arg-type]
+            view = memoryview(buffer)[carry.size : carry.size + step]  # type: ignore[arg-type]
             read = handle.readinto(view)
             total = carry.size + read
             if not read:
@@ -220,21 +225,23 @@ def _tokenize_general(
     if not layout.comment_after_space:
         is_hash &= heads == line_start[has]
     comment[has] = is_hash
-    bad = ~comment & (counts != k)
+    bad = ~comment & ((counts < k) if layout.extra_fields_ignored else (counts != k))
     if layout.blank_lines_ok:
         bad &= has
     if np.any(bad):
         j = int(np.argmax(bad))
-        text = data[line_start[j] : newlines[j]].tobytes().decode("utf-8", "replace").strip()
         expected = f"{k} fields ({' '.join(layout.fields)})"
         if not counts[j]:
             reason = f"blank line; expected {expected}"
-        else:
-            shown = text if len(text) <= 120 else text[:117] + "..."
-            reason = f"expected {expected}, found {counts[j]}: {shown!r}"
+        else:  # the line without surrounding whitespace (its first 1000 bytes at most)
+            line = data[starts[first_token[j]] : ends[first_token[j] + counts[j] - 1]]
+            text = line[:1000].tobytes().decode("utf-8", "replace").strip()
+            reason = f"expected {expected}, found {counts[j]}: {quote(text)}"
         raise TrecFormatError(path, first_line + j, reason)
     keep_line = has & ~comment
     keep = keep_line[token_line]
+    if layout.extra_fields_ignored:  # the first k tokens of each line
+        keep &= np.arange(starts.size) - first_token[token_line] < k
     lines = first_line + np.flatnonzero(keep_line)
     bounds = (starts[keep].reshape(-1, k), ends[keep].reshape(-1, k))
     return Chunk(data, bounds, lines.astype(np.int64), first_line, n_lines)

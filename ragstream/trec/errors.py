@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-__all__ = ["TrecFormatError"]
+__all__ = ["TrecFormatError", "quote"]
 
 
 class TrecFormatError(ValueError):
@@ -18,3 +18,15 @@ class TrecFormatError(ValueError):
         self.reason = reason
         where = path if line is None else f"{path}:{line}"
         super().__init__(f"{where}: {reason}")
+
+
+def quote(text: bytes | str, limit: int = 120) -> str:
+    """`text` quoted for a message (invalid UTF-8 replaced), cut to `limit` characters
+    with "..." when longer, so that a huge field gives a message of readable size."""
+    cut = False
+    if isinstance(text, bytes):
+        cut = len(text) > 4 * limit
+        text = text[: 4 * limit].decode("utf-8", "replace")
+    if cut or len(text) > limit:
+        text = text[: limit - 3] + "..."
+    return repr(text)

@@ -2,9 +2,9 @@
 
 `iter` is ignored. `rel` is an integer grade; a negative grade means "in the pool but not
 judged" to trec_eval: such a document is neither relevant nor gains anything. Lines whose
-first byte is `#` are comments. Blank lines and lines with another number of fields are
-errors, as in trec_eval. A document judged twice for one query is an error too (trec_eval
-stops on it; pytrec_eval's parser asserts).
+first byte is `#` are comments. Blank lines and lines with another number of fields (more
+than four too) are errors, as in trec_eval. A document judged twice for one query is an
+error too (trec_eval stops on it; pytrec_eval's parser asserts).
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ QRELS_LAYOUT = Layout(
     fields=("qid", "iter", "docid", "rel"),
     blank_lines_ok=False,
     comment_after_space=False,
+    extra_fields_ignored=False,
 )
 """The shape of a qrels line."""
 

@@ -7,9 +7,10 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
+from ragstream.trec._ids import Ids
+
 __all__ = ["TrecTable"]
 
-_U64 = NDArray[np.uint64]
 _I64 = NDArray[np.int64]
 
 
@@ -23,12 +24,12 @@ class TrecTable:
 
     path: str
     """The file, as given (for messages)."""
-    qid_words: _U64
-    """(B, Wq) query id of each block, as big-endian words (byte order = strcmp order)."""
+    qids: Ids
+    """(B,) the query id of each block."""
     block_starts: _I64
     """(B + 1,) first record of each block, then the number of records."""
-    doc_words: _U64
-    """(N, Wd) document id of each record, as words."""
+    docs: Ids
+    """(N,) the document id of each record."""
     values: NDArray[np.float64] | _I64
     """(N,) the score (run, float64) or relevance grade (qrels, int64) of each record."""
     lines: _I64 | None
@@ -37,7 +38,7 @@ class TrecTable:
     @property
     def size(self) -> int:
         """Number of records."""
-        return int(self.doc_words.shape[0])
+        return self.docs.size
 
     def line(self, record: int) -> int:
         """The 1-based line number of a record."""

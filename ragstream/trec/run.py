@@ -5,8 +5,7 @@ descending in byte order) and ignores the rank column, so its content is not che
 Q0 and tag columns are not checked either. Scores are any float spelling Python accepts
 (`-3`, `0.25`, `1e-05`, `inf`); NaN is an error. Blank lines and lines starting with `#`
 (after optional whitespace) are skipped, as trec_eval does. Every other line must have
-exactly six fields (trec_eval also ignores extra fields after the tag; pytrec_eval rejects
-them, and so do we).
+at least six fields; whatever follows the sixth (the tag) is ignored, as trec_eval does.
 """
 
 from __future__ import annotations
@@ -24,6 +23,7 @@ RUN_LAYOUT = Layout(
     fields=("qid", "Q0", "docid", "rank", "score", "tag"),
     blank_lines_ok=True,
     comment_after_space=True,
+    extra_fields_ignored=True,
 )
 """The shape of a run line."""
 

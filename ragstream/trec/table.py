@@ -1,9 +1,10 @@
-"""A parsed TREC file as columns: query blocks, document ids as words, one value per line."""
+"""A parsed TREC file as columns: query blocks, document ids, one value per line."""
 
 from __future__ import annotations
 
 import dataclasses
 import os
+import re
 from collections import deque
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
@@ -13,10 +14,10 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ragstream.trec._arrow import read_table_arrow
-from ragstream.trec._columns import field_bytes, field_words, parse_decimals
-from ragstream.trec._keys import pad_words
-from ragstream.trec._tokenize import Chunk, Layout, read_blocks, tokenize
-from ragstream.trec.errors import TrecFormatError
+from ragstream.trec._columns import field_bytes, field_ids, parse_decimals
+from ragstream.trec._ids import Ids, concat, from_fields
+from ragstream.trec._tokenize import PAD, Chunk, Layout, read_blocks, tokenize
+from ragstream.trec.errors import TrecFormatError, quote
 from ragstream.trec.records import TrecTable
 
 __all__ = ["Reader", "read_table"]
@@ -77,39 +78,44 @@ def read_table(
                 collect(pending.popleft())
         while pending:
             collect(pending.popleft())
-    parts = [part for part in parts if part.docs.shape[0]]
+    parts = [part for part in parts if part.docs.size]
     if not parts:
         raise TrecFormatError(name, None, f"no {layout.kind} lines ({' '.join(layout.fields)})")
-    qid_parts: list[_U64] = []
+    qid_parts: list[Ids] = []
     starts: list[_I64] = []
     offset = 0
-    previous: _U64 | None = None
+    previous: bytes | None = None
     for part in parts:
         heads = part.heads
-        if previous is not None and _same_row(previous, part.qids[0]):
+        if previous is not None and previous == part.qids.text(0):  # the block goes on
             heads = heads[1:]
-            qid_parts.append(part.qids[1:])
+            qid_parts.append(part.qids.take(np.arange(1, part.qids.size)))
         else:
             qid_parts.append(part.qids)
         starts.append(heads + offset)
-        previous = part.qids[-1]
-        offset += part.docs.shape[0]
+        previous = part.qids.text(part.qids.size - 1)
+        offset += part.docs.size
     lines = None
-    if any(part.lines is not None for part in parts):
+    records_before = np.cumsum([0] + [part.docs.size for part in parts[:-1]])
+    consecutive = all(  # record i on line i + 1 (a block of only comments breaks it too)
+        part.lines is None and part.first_line == before + 1
+        for part, before in zip(parts, records_before.tolist(), strict=True)
+    )
+    if not consecutive:
         lines = np.concatenate(
             [
                 part.lines
                 if part.lines is not None
-                else np.arange(part.first_line, part.first_line + part.docs.shape[0])
+                else np.arange(part.first_line, part.first_line + part.docs.size)
                 for part in parts
             ]
         ).astype(np.int64)
     values: NDArray[np.float64] | _I64 = np.concatenate([part.values for part in parts])
     return TrecTable(
         name,
-        _stack(qid_parts),
+        concat(qid_parts),
         np.concatenate([*starts, [offset]]).astype(np.int64),
-        _stack([part.docs for part in parts]),
+        concat([part.docs for part in parts]),
         values,
         lines,
     )
@@ -119,9 +125,9 @@ def read_table(
 class _Block:
     """The kept columns of one block of records."""
 
-    qids: _U64
+    qids: Ids
     heads: _I64
-    docs: _U64
+    docs: Ids
     values: NDArray[np.float64] | _I64
     lines: _I64 | None
     first_line: int
@@ -138,18 +144,16 @@ def _parse_block(
 ) -> _Block:
     chunk = tokenize(data, size, layout, path)
     if not chunk.size:
-        empty = np.zeros((0, 1), dtype=np.uint64)
         no_rows = np.zeros(0, np.int64)
+        empty = from_fields(np.zeros(PAD, dtype=np.uint8), no_rows, no_rows)
         return _Block(empty, no_rows, empty, np.zeros(0), None, 1, chunk.n_lines)
-    qids = field_words(chunk, layout.fields.index("qid"))
-    change = np.ones(chunk.size, dtype=bool)
-    change[1:] = np.any(qids[1:] != qids[:-1], axis=1)
-    heads = np.flatnonzero(change)
+    qids = field_ids(chunk, layout.fields.index("qid"))
+    heads = _block_heads(qids)
     column = layout.fields.index("score" if kind == "float" else "rel")
     return _Block(
-        qids[heads],
+        qids.take(heads),
         heads,
-        field_words(chunk, layout.fields.index("docid")),
+        field_ids(chunk, layout.fields.index("docid")),
         _values(chunk, column, kind, layout, path),
         chunk.lines,
         1,
@@ -157,16 +161,20 @@ def _parse_block(
     )
 
 
-def _same_row(a: _U64, b: _U64) -> bool:
-    """Two 1-D word rows equal up to zero-word padding."""
-    width = max(a.size, b.size)
-    return bool(np.array_equal(pad_words(a[None], width), pad_words(b[None], width)))
-
-
-def _stack(parts: list[_U64]) -> _U64:
-    """Concatenate word matrices of different widths (zero words pad, as NUL bytes do)."""
-    width = max(p.shape[1] for p in parts)
-    return np.concatenate([pad_words(p, width) for p in parts])
+def _block_heads(qids: Ids) -> _I64:
+    """The first record of each run of equal query ids."""
+    words = qids.words
+    change = np.ones(qids.size, dtype=bool)
+    change[1:] = np.any(words[1:] != words[:-1], axis=1)
+    if qids.long_rows.size:  # next to a long id, equal words do not prove equal ids
+        rows = np.union1d(qids.long_rows, qids.long_rows + 1)
+        rows = rows[(rows > 0) & (rows < qids.size)]
+        rows = rows[~change[rows]]
+        texts = qids.texts(rows)
+        before = qids.texts(rows - 1)
+        change[rows] = np.array([a != b for a, b in zip(texts, before, strict=True)], dtype=bool)
+    heads: _I64 = np.flatnonzero(change)
+    return heads
 
 
 def _values(
@@ -176,11 +184,27 @@ def _values(
     values: NDArray[np.float64] | _I64 = floats if kind == "float" else floats.astype(np.int64)
     rows = np.flatnonzero(slow)
     if rows.size:
-        texts = field_bytes(chunk, column, rows)
-        try:
-            values[rows] = texts.astype(values.dtype)
-        except (ValueError, OverflowError):
-            _raise_first_bad(chunk, rows, texts, kind, layout, path)
+        starts, ends = chunk.field(column)
+        wide = ends[rows] - starts[rows] > _WIDE
+        short, long = rows[~wide], rows[wide]
+        bad: list[tuple[int, bytes, str]] = []
+        if short.size:
+            texts = field_bytes(chunk, column, short)
+            try:
+                values[short] = texts.astype(values.dtype)
+            except (ValueError, OverflowError):
+                bad.append(_first_bad(short, texts, kind))
+        for row in long.tolist():  # numpy's conversion of wide strings needs 100x their size
+            text = chunk.data[starts[row] : ends[row]].tobytes()
+            try:
+                values[row] = float(text) if kind == "float" else int(text)
+            except (ValueError, OverflowError) as error:
+                bad.append((row, text, _reason(error, text, kind)))
+                break
+        if bad:
+            row, text, reason = min(bad)
+            what = "score" if kind == "float" else "relevance"
+            raise TrecFormatError(path, _line(chunk, row), f"{what} {quote(text)} {reason}")
     if kind == "float":
         nan = np.flatnonzero(np.isnan(values))
         if nan.size:
@@ -188,30 +212,39 @@ def _values(
     return values
 
 
-_INT64 = np.iinfo(np.int64)
+_DIGITS = re.compile(rb"[+-]?[0-9]+")
+_WIDE = 64  # longer fields are converted one by one
 
 
-def _raise_first_bad(
-    chunk: Chunk,
-    rows: _I64,
-    texts: NDArray[np.bytes_],
-    kind: Literal["float", "int"],
-    layout: Layout,
-    path: str,
-) -> None:
-    what = "score" if kind == "float" else "relevance"
-    for row, text in zip(rows.tolist(), texts.tolist(), strict=True):
-        shown = text.decode("utf-8", "replace")
+def _first_bad(
+    rows: _I64, texts: NDArray[np.bytes_], kind: Literal["float", "int"]
+) -> tuple[int, bytes, str]:
+    """(row, text, reason) of the first text numpy cannot convert, found by bisection
+    with the same conversion."""
+    dtype = np.float64 if kind == "float" else np.int64
+    good, bad = 0, texts.size  # texts[:good] convert, texts[:bad] do not
+    while bad - good > 1:
+        middle = (good + bad) // 2
         try:
-            value = float(text) if kind == "float" else int(text)
+            texts[good:middle].astype(dtype)
+            good = middle
         except (ValueError, OverflowError):
-            need = "a number" if kind == "float" else "an integer"
-            raise TrecFormatError(
-                path, _line(chunk, row), f"{what} {shown!r} is not {need}"
-            ) from None
-        if kind == "int" and not _INT64.min <= value <= _INT64.max:
-            raise TrecFormatError(path, _line(chunk, row), f"{what} {shown!r} is out of range")
-    raise AssertionError(f"{layout.kind}: a value failed to parse but no line was found")
+            bad = middle
+    text = bytes(texts[good])
+    try:
+        texts[good : good + 1].astype(dtype)
+    except (ValueError, OverflowError) as error:
+        return int(rows[good]), text, _reason(error, text, kind)
+    raise AssertionError("the conversion failed, then succeeded")  # pragma: no cover
+
+
+def _reason(error: Exception, text: bytes, kind: Literal["float", "int"]) -> str:
+    """Why a field is not a value (numpy converts as Python's float() and int() do)."""
+    if isinstance(error, OverflowError):  # beyond int64
+        return "is out of range"
+    if kind == "int" and _DIGITS.fullmatch(text) is not None:  # beyond what int() converts
+        return "is out of range"
+    return "is not a number" if kind == "float" else "is not an integer"
 
 
 def _line(chunk: Chunk, row: int) -> int:

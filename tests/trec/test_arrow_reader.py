@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 
 from ragstream.trec import TrecFormatError, evaluate_files, read_qrels, read_run
 from ragstream.trec._arrow import read_table_arrow
+from ragstream.trec._ids import WIDTH
 from ragstream.trec.qrels import QRELS_LAYOUT
 from ragstream.trec.records import TrecTable
 from ragstream.trec.run import RUN_LAYOUT
@@ -42,7 +43,12 @@ _QRELS = "q1 0 d1 2\nq1 0 d2 -1\nq1 0 d3 0\nq1 0 d4 007\nqx 0 a 3\n" + f"qx 0 {_
 
 def _same(a: TrecTable, b: TrecTable) -> None:
     assert a.path == b.path
-    for name in ("qid_words", "block_starts", "doc_words", "values"):
+    for ids in ("qids", "docs"):
+        x, y = getattr(a, ids), getattr(b, ids)
+        for name in ("words", "long_rows", "long_offsets", "long_bytes"):
+            assert np.array_equal(getattr(x, name), getattr(y, name)), (ids, name)
+            assert getattr(x, name).dtype == getattr(y, name).dtype, (ids, name)
+    for name in ("block_starts", "values"):
         x, y = getattr(a, name), getattr(b, name)
         assert x.dtype == y.dtype, name
         assert x.shape == y.shape, name
@@ -90,6 +96,7 @@ def test_a_last_line_without_newline_is_read_alike(write: WriteFile) -> None:
         ("nan", "q Q0 d 1 nan t\n"),
         ("not a number", "q Q0 d 1 1.5x t\n"),
         ("seven fields", "q Q0 d 1 1 t extra\n"),
+        ("text after the tag", "301 Q0 FBIS3-27619 99 2.138276 STANDARD more junk at\n"),
         ("empty", ""),
         ("vertical tab", "q Q0 d\x0b 1 1 t\n"),
         ("nul", "q Q0 d\x00 1 1 t\n"),
@@ -112,6 +119,17 @@ def test_the_fast_reader_declines_what_it_cannot_prove(
         assert got == expected  # the same precise FILE:LINE: reason
     else:
         _same(got, expected)
+
+
+def test_a_huge_id_is_read_alike_without_widening_every_row(write: WriteFile) -> None:
+    lines = [f"q{i // 100} Q0 d{i} 1 {i} t\n" for i in range(2000)]
+    lines[7] = "q0 Q0 " + "x" * (1 << 20) + " 1 5 t\n"
+    run = write("run", "".join(lines))
+    fast = read_table_arrow(str(run), RUN_LAYOUT, "float")
+    assert fast is not None
+    _same(fast, read_run(run, reader="numpy"))
+    assert fast.docs.words.shape == (2000, WIDTH)
+    assert fast.docs.text(7) == b"x" * (1 << 20)
 
 
 def test_bad_lines_keep_their_precise_errors(write: WriteFile) -> None:

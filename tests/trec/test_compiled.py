@@ -70,7 +70,7 @@ def test_keep_best_closes_the_gaps(write: WriteFile) -> None:
         ("q1 Q0 a 1 1 t\nq1 Q0 b 2 inf t\n", "run line 2: value spelling"),
         ("q1 Q0 a 1 nan t\n", "run line 1: value spelling"),
         ("q1 Q0 a 1 1_0 t\n", "run line 1: value spelling"),
-        ("q1 Q0 a 1 1 t extra\n", "run line 1: too many fields"),
+        ("q1 Q0 a 1 1 t extra \x00 text\n", "run line 1: NUL byte"),
         ("q1 Q0 a 1 1\n", "run line 1: too few fields"),
         ("q1 Q0 a 1 1 t\nq1 Q0 b\x00 2 1 t\n", "run line 2: NUL byte"),
         ("# only a comment\n\n", "run line 1: no records"),
@@ -95,6 +95,7 @@ def test_blank_qrels_line_and_empty_files_decline(write: WriteFile) -> None:
     assert join(b"q1 0 a 99999999999999999999\n", b"q1 Q0 a 1 1 t\n", False) == (
         "qrels line 1: value spelling"
     )
+    assert join(b"q1 0 a 1 x\n", b"q1 Q0 a 1 1 t\n", False) == "qrels line 1: too many fields"
     empty = write("run", "")
     assert join_files(write("qrels", "q1 0 a 1\n"), empty, keep_best=False, complete=False) is None
 
@@ -120,6 +121,11 @@ _SCORES = [
 ]  # fmt: skip
 _GRADES = ["0", "1", "2", "3", "-1", "+2", "02", "000000000000000003"]
 _MESSY_SCORES = ["inf", "-Infinity", "nan", "1_0", "abc", "1e", "--1", "0x10"]
+# Text after a run line's sixth field, which trec_eval ignores (NIST's own test runs have
+# lines like `301 Q0 FBIS3-27619 99 2.138276 STANDARD more junk at`).
+_TRAILING = st.sampled_from(
+    ["", "", "", " more junk at", "\tx", " # not a comment", " 1 2 3", "  7\t", " \xe9\x01"]
+)
 
 
 @st.composite
@@ -149,7 +155,8 @@ def _files(draw: st.DrawFn, messy: bool) -> tuple[bytes, bytes, bool, bool]:
     end = st.sampled_from(["\n", "\n", "\r\n"])
     qrels_lines = [f"{q}{draw(sep)}0{draw(sep)}{d}{draw(sep)}{g}{draw(end)}" for q, d, g in judged]
     run_lines = [
-        f"{q}{draw(sep)}Q0{draw(sep)}{d}{draw(sep)}{i}{draw(sep)}{s}{draw(sep)}tag{draw(end)}"
+        f"{q}{draw(sep)}Q0{draw(sep)}{d}{draw(sep)}{i}{draw(sep)}{s}{draw(sep)}tag"
+        f"{draw(_TRAILING)}{draw(end)}"
         for i, (q, d, s) in enumerate(ranked)
     ]
     if draw(st.booleans()):
@@ -165,14 +172,15 @@ def _files(draw: st.DrawFn, messy: bool) -> tuple[bytes, bytes, bool, bool]:
                 [
                     f"q1 Q0 a 1 {draw(st.sampled_from(_MESSY_SCORES))} t\n",
                     "q1 Q0 a 1 1\n",
-                    "q1 Q0 a 1 1 t x\n",
+                    "q1 Q0 a 1 1 t x\x00\n",
                     "q1 Q0 a\x00 1 1 t\n",
                 ]
             )
         )
         run_lines.insert(draw(st.integers(0, len(run_lines))), bad)
         if draw(st.booleans()):
-            qrels_lines.insert(draw(st.integers(0, len(qrels_lines))), "q1 0 b 1.5\n")
+            qrels_bad = draw(st.sampled_from(["q1 0 b 1.5\n", "q1 0 b 1 x\n", "q1 0 b\n"]))
+            qrels_lines.insert(draw(st.integers(0, len(qrels_lines))), qrels_bad)
     qrels_text, run_text = "".join(qrels_lines), "".join(run_lines)
     if draw(st.booleans()):
         run_text = run_text.rstrip("\n")  # a last line without newline
