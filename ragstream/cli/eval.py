@@ -71,7 +71,13 @@ def _keep_freed_memory() -> None:
 
 @click.command("eval", short_help="Evaluate a TREC run against qrels as trec_eval does.")
 @click.option("--qrels", "qrels", type=_FILE, required=True, help="Qrels: qid iter docid rel.")
-@click.option("--run", "run", type=_FILE, required=True, help="Run: qid Q0 docid rank score tag.")
+@click.option(
+    "--run",
+    "run",
+    type=_FILE,
+    required=True,
+    help="Run: qid Q0 docid rank score tag (text after the tag is ignored).",
+)
 @click.option(
     "-m",
     "--metrics",
