@@ -1,0 +1,25 @@
+"""Drift detectors: pure, I/O-free, snapshot-able (see docs/drift.md).
+
+Windowed detectors compare a short window with the rest of a long one at each evaluation
+(:class:`ZScore` on count, sum and sum of squares; :class:`Psi` on fixed-bin histograms);
+sequential detectors watch the stream of final per-query values (:class:`PageHinkley`,
+:class:`Adwin`). Each has ``update`` (a number or a numpy array, in order), ``score``,
+``alarm``, ``detections`` and ``snapshot()`` / ``restore()`` to JSON-ready dicts.
+"""
+
+from ragstream.drift._common import Direction
+from ragstream.drift.adwin import Adwin
+from ragstream.drift.page_hinkley import PageHinkley
+from ragstream.drift.psi import Psi, psi
+from ragstream.drift.zscore import Moments, ZScore, welch_z
+
+__all__ = [
+    "Adwin",
+    "Direction",
+    "Moments",
+    "PageHinkley",
+    "Psi",
+    "ZScore",
+    "psi",
+    "welch_z",
+]

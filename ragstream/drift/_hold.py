@@ -1,0 +1,48 @@
+"""The alarm of a sequential detector: raised by a detection, held for ``hold`` values."""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = ["Hold"]
+
+
+class Hold:
+    """Counts detections and how many values came after the latest one.
+
+    A sequential detector restarts after a detection (see each detector's reset policy),
+    so its statistic falls back to 0 at once; the alarm stays raised while fewer than
+    ``hold`` values have been seen since, so that a scrape in between still sees it.
+    """
+
+    __slots__ = ("detections", "hold", "since")
+
+    def __init__(self, hold: int) -> None:
+        if hold < 1:
+            raise ValueError("hold must be at least 1")
+        self.hold = int(hold)
+        self.detections = 0
+        self.since: int | None = None
+        """Values seen after the latest detection (``None``: none yet)."""
+
+    @property
+    def alarm(self) -> bool:
+        return self.since is not None and self.since < self.hold
+
+    def advance(self, values: int, offsets: list[int]) -> None:
+        """A batch of ``values`` values was processed, with detections at ``offsets``."""
+        if offsets:
+            self.detections += len(offsets)
+            self.since = values - 1 - offsets[-1]
+        elif self.since is not None:
+            self.since += values
+
+    def state(self) -> dict[str, Any]:
+        return {"hold": self.hold, "detections": self.detections, "since": self.since}
+
+    @classmethod
+    def from_state(cls, state: dict[str, Any]) -> Hold:
+        out = cls(state["hold"])
+        out.detections = int(state["detections"])
+        out.since = None if state["since"] is None else int(state["since"])
+        return out

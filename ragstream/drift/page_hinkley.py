@@ -1,0 +1,228 @@
+"""Page-Hinkley test on the stream of final per-query values, in standard deviations.
+
+Each value is first standardised against the running mean and standard deviation of the
+values before it (since the last reset), ``z_t = (x_t - m_{t-1}) / s_{t-1}``, so one set
+of defaults fits every metric in [0, 1] whatever its spread. For a drop (``down``):
+
+    g_t = max(0, g_{t-1} - z_t - delta)      alarm when g_t > threshold
+
+which is Page-Hinkley's ``M_T - U_T`` (``U_T = Σ (z_t + delta)``, ``M_T = max U``) kept as
+one bounded number. ``up`` accumulates ``z_t - delta``; ``both`` keeps the two. Under no
+change ``z`` has mean 0 and ``g`` drifts down by ``delta`` a value; after a drop of
+``d`` standard deviations it climbs by about ``d - delta`` a value.
+
+Warm-up: the first ``min_instances`` values after a reset only build the reference (``g``
+stays 0). Reset policy: at an alarm the detector restarts from nothing (reference and
+``g``); the value that raised the alarm belongs to the old regime and is dropped. The
+alarm flag is held for ``hold`` values (see :class:`~ragstream.drift._hold.Hold`).
+
+``update`` takes a number or an array; a batch costs a fixed number of numpy calls (plus
+one pass per alarm) and gives the same result as the values one at a time, up to float
+rounding. See docs/drift.md.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, ClassVar, Self
+
+import numpy as np
+import numpy.typing as npt
+
+from ragstream.drift._common import F64, I64, Direction, as_values, check_version
+from ragstream.drift._hold import Hold
+
+__all__ = ["PageHinkley"]
+
+_CHUNK = 1 << 20
+
+
+def _lindley(g0: float, steps: F64) -> F64:
+    """``g_t = max(0, g_{t-1} + steps_t)`` from ``g0``, for every t at once."""
+    s = g0 + np.cumsum(steps)
+    out: F64 = s - np.minimum(np.minimum.accumulate(s), 0.0)
+    return out
+
+
+class PageHinkley:
+    """Page-Hinkley change detector (see the module docstring)."""
+
+    kind: ClassVar[str] = "page_hinkley"
+
+    __slots__ = (
+        "_g_down",
+        "_g_up",
+        "_hold",
+        "_m2",
+        "_mean",
+        "_n",
+        "delta",
+        "direction",
+        "min_instances",
+        "min_std",
+        "threshold",
+    )
+
+    def __init__(
+        self,
+        delta: float = 0.05,
+        threshold: float = 150.0,
+        min_instances: int = 1000,
+        direction: Direction | str = Direction.DOWN,
+        hold: int = 1000,
+        min_std: float = 1e-6,
+    ) -> None:
+        if delta < 0 or threshold <= 0:
+            raise ValueError("delta must be >= 0 and threshold > 0")
+        if min_instances < 2:
+            raise ValueError("min_instances must be at least 2")
+        if min_std <= 0:
+            raise ValueError("min_std must be positive")
+        self.delta = float(delta)
+        self.threshold = float(threshold)
+        self.min_instances = int(min_instances)
+        self.direction = Direction(direction)
+        self.min_std = float(min_std)
+        self._hold = Hold(hold)
+        self._reset()
+
+    def _reset(self) -> None:
+        self._n = 0
+        self._mean = 0.0
+        self._m2 = 0.0
+        self._g_down = 0.0
+        self._g_up = 0.0
+
+    # -- reads -----------------------------------------------------------------------------
+
+    @property
+    def alarm(self) -> bool:
+        return self._hold.alarm
+
+    @property
+    def detections(self) -> int:
+        return self._hold.detections
+
+    @property
+    def count(self) -> int:
+        """Values in the reference (since the last reset)."""
+        return self._n
+
+    @property
+    def statistic(self) -> float:
+        """``g`` of the watched side (the larger one for ``both``)."""
+        if self.direction is Direction.DOWN:
+            return self._g_down
+        if self.direction is Direction.UP:
+            return self._g_up
+        return max(self._g_down, self._g_up)
+
+    @property
+    def score(self) -> float:
+        """``statistic / threshold``: 1 is the alarm level."""
+        return self.statistic / self.threshold
+
+    # -- updates ---------------------------------------------------------------------------
+
+    def update(self, values: npt.ArrayLike) -> I64:
+        """Feed values in order (NaN skipped); offsets (into the finite values) of the
+        values that raised an alarm."""
+        x = as_values(values)
+        offsets: list[int] = []
+        start = 0
+        while start < x.size:
+            stop = min(start + _CHUNK, x.size)
+            hit = self._segment(x[start:stop])
+            if hit < 0:
+                start = stop
+            else:
+                offsets.append(start + hit)
+                self._reset()
+                start += hit + 1
+        self._hold.advance(int(x.size), offsets)
+        return np.asarray(offsets, dtype=np.int64)
+
+    def _segment(self, x: F64) -> int:
+        """Run ``x`` from the current state; the offset of the first alarm (the state is
+        then left for the caller to reset) or -1 with the state advanced past ``x``."""
+        m = x.size
+        n0 = self._n
+        shift = self._mean if n0 > 0 else float(x[0])
+        y = x - shift
+        cs = np.cumsum(y)
+        cs2 = np.cumsum(y * y)
+        before = np.concatenate(([0.0], cs[:-1]))
+        before2 = np.concatenate(([0.0], cs2[:-1]))
+        nj = n0 + np.arange(m, dtype=np.float64)
+        active = nj >= self.min_instances
+        if active.any():
+            with np.errstate(invalid="ignore", divide="ignore"):
+                mean = shift + before / nj
+                m2 = self._m2 + before2 - before * before / nj
+                std = np.sqrt(np.maximum(m2, 0.0) / (nj - 1.0))
+                z = np.where(active, (x - mean) / np.maximum(std, self.min_std), 0.0)
+            hit = m
+            watch_down = self.direction is not Direction.UP
+            watch_up = self.direction is not Direction.DOWN
+            g_down = g_up = None
+            if watch_down:
+                g_down = _lindley(self._g_down, np.where(active, -z - self.delta, 0.0))
+                over = np.flatnonzero(g_down > self.threshold)
+                if over.size:
+                    hit = min(hit, int(over[0]))
+            if watch_up:
+                g_up = _lindley(self._g_up, np.where(active, z - self.delta, 0.0))
+                over = np.flatnonzero(g_up > self.threshold)
+                if over.size:
+                    hit = min(hit, int(over[0]))
+            if hit < m:
+                return hit
+            if g_down is not None:
+                self._g_down = float(g_down[-1])
+            if g_up is not None:
+                self._g_up = float(g_up[-1])
+        total = n0 + m
+        self._mean = shift + float(cs[-1]) / total
+        self._m2 = self._m2 + float(cs2[-1]) - float(cs[-1]) ** 2 / total
+        self._n = total
+        return -1
+
+    # -- persistence -----------------------------------------------------------------------
+
+    def snapshot(self) -> dict[str, Any]:
+        return {
+            "kind": self.kind,
+            "version": 1,
+            "delta": self.delta,
+            "threshold": self.threshold,
+            "min_instances": self.min_instances,
+            "direction": self.direction.value,
+            "min_std": self.min_std,
+            "n": self._n,
+            "mean": self._mean,
+            "m2": self._m2,
+            "g_down": self._g_down,
+            "g_up": self._g_up,
+            **self._hold.state(),
+        }
+
+    @classmethod
+    def restore(cls, snapshot: dict[str, Any]) -> Self:
+        check_version(snapshot, cls.kind)
+        det = cls(
+            delta=snapshot["delta"],
+            threshold=snapshot["threshold"],
+            min_instances=snapshot["min_instances"],
+            direction=snapshot["direction"],
+            hold=snapshot["hold"],
+            min_std=snapshot["min_std"],
+        )
+        det._n = int(snapshot["n"])
+        det._mean = float(snapshot["mean"])
+        det._m2 = float(snapshot["m2"])
+        det._g_down = float(snapshot["g_down"])
+        det._g_up = float(snapshot["g_up"])
+        det._hold = Hold.from_state(snapshot)
+        if not all(math.isfinite(v) for v in (det._mean, det._m2, det._g_down, det._g_up)):
+            raise ValueError("page_hinkley snapshot holds a non-finite number")
+        return det

@@ -1,0 +1,145 @@
+"""Population stability index between a short window's histogram and the rest of a long
+window's.
+
+The windows keep fixed-bin histograms over [0, 1] (20 bins by default, right-closed, see
+docs/windows.md). As for the z-score, the reference is the long window minus the short one
+(bin counts subtract exactly), so the short window is not compared with itself:
+
+    p_i = max(c_s,i / n_s, eps),   q_i = max(c_r,i / n_r, eps),   c_r = c_l - c_s
+    PSI = Σ_i (p_i - q_i) · ln(p_i / q_i)
+
+``eps`` (default 1e-4) stands in for an empty bin's share, where the logarithm would be
+infinite; a bin empty on both sides adds 0. No signal (NaN) below ``min_count`` values in
+the short window or ``min_reference`` in the reference. See docs/drift.md.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar, Self
+
+import numpy as np
+import numpy.typing as npt
+
+from ragstream.drift._common import F64, I64, check_version, float_in, float_out
+from ragstream.drift._latch import Latch
+
+__all__ = ["EPSILON", "Psi", "psi"]
+
+EPSILON = 1e-4
+
+
+def psi(
+    short: npt.ArrayLike,
+    long: npt.ArrayLike,
+    *,
+    eps: float = EPSILON,
+    min_count: int = 1,
+    min_reference: int = 1,
+) -> F64:
+    """PSI of histograms ``(..., bins)`` (the short window's and the long window's counts),
+    over the leading dimensions; NaN where a side has fewer values than its floor. Raises
+    ``ValueError`` if a long window's bin holds fewer values than the short window's."""
+    c_s = np.asarray(short, dtype=np.float64)
+    c_l = np.asarray(long, dtype=np.float64)
+    if c_s.shape != c_l.shape or c_s.ndim == 0:
+        raise ValueError("histograms must have the same shape (..., bins)")
+    c_r = c_l - c_s
+    if np.any(c_r < 0) or np.any(c_s < 0):
+        raise ValueError("a long window's bin holds fewer values than its short window's")
+    n_s = c_s.sum(axis=-1)
+    n_r = c_r.sum(axis=-1)
+    ok = (n_s >= max(min_count, 1)) & (n_r >= max(min_reference, 1))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        p = np.maximum(c_s / n_s[..., None], eps)
+        q = np.maximum(c_r / n_r[..., None], eps)
+        value = ((p - q) * np.log(p / q)).sum(axis=-1)
+    out: F64 = np.where(ok, value, np.nan)
+    return out
+
+
+class Psi:
+    """Alarm on the PSI between one metric's short-window and long-window histograms.
+
+    ``update`` takes the two histograms at one evaluation (``(bins,)``) or at a series of
+    evaluations in time order (``(T, bins)``). The alarm turns on at ``psi >= threshold``
+    and off below ``release * threshold`` or when the volume goes under a floor. PSI is
+    symmetric: it sees a change of shape in either direction, not which way the mean went.
+    """
+
+    kind: ClassVar[str] = "psi"
+
+    __slots__ = ("_latch", "eps", "min_count", "min_reference", "score", "threshold")
+
+    def __init__(
+        self,
+        threshold: float = 0.1,
+        min_count: int = 1000,
+        min_reference: int = 1000,
+        eps: float = EPSILON,
+        release: float = 0.8,
+    ) -> None:
+        if threshold <= 0:
+            raise ValueError("threshold must be positive")
+        if min_count < 1 or min_reference < 1:
+            raise ValueError("volume floors must be at least 1")
+        if not 0.0 < eps < 1.0:
+            raise ValueError("eps must be in (0, 1)")
+        self.threshold = float(threshold)
+        self.min_count = int(min_count)
+        self.min_reference = int(min_reference)
+        self.eps = float(eps)
+        self._latch = Latch(release)
+        self.score = float("nan")
+        """The last PSI (NaN: no signal)."""
+
+    @property
+    def alarm(self) -> bool:
+        return self._latch.alarm
+
+    @property
+    def detections(self) -> int:
+        """How many times the alarm turned on."""
+        return self._latch.onsets
+
+    def update(self, short: npt.ArrayLike, long: npt.ArrayLike) -> I64:
+        """Evaluate in order; indices (into the batch) where the alarm turned on."""
+        value = psi(
+            short,
+            long,
+            eps=self.eps,
+            min_count=self.min_count,
+            min_reference=self.min_reference,
+        ).reshape(-1)
+        if value.size == 0:
+            return np.zeros(0, dtype=np.int64)
+        self.score = float(value[-1])
+        return self._latch.feed(value / self.threshold)
+
+    def snapshot(self) -> dict[str, Any]:
+        return {
+            "kind": self.kind,
+            "version": 1,
+            "threshold": self.threshold,
+            "min_count": self.min_count,
+            "min_reference": self.min_reference,
+            "eps": self.eps,
+            "release": self._latch.release,
+            "score": float_out(self.score),
+            "alarm": self._latch.alarm,
+            "detections": self._latch.onsets,
+        }
+
+    @classmethod
+    def restore(cls, snapshot: dict[str, Any]) -> Self:
+        check_version(snapshot, cls.kind)
+        det = cls(
+            threshold=snapshot["threshold"],
+            min_count=snapshot["min_count"],
+            min_reference=snapshot["min_reference"],
+            eps=snapshot["eps"],
+            release=snapshot["release"],
+        )
+        det.score = float_in(snapshot["score"])
+        det._latch.alarm = bool(snapshot["alarm"])
+        det._latch.onsets = int(snapshot["detections"])
+        return det
