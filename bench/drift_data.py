@@ -69,7 +69,8 @@ class Model:
             cum_good = np.cumsum(_rr_pmf(0.25, 0.5))
             cum_bad = np.cumsum(_rr_pmf(0.6, 0.2))
             idx = np.where(
-                bad, np.searchsorted(cum_bad, u, side="right"),
+                bad,
+                np.searchsorted(cum_bad, u, side="right"),
                 np.searchsorted(cum_good, u, side="right"),
             )
             out: F64 = _RR_VALUES[np.minimum(idx, 10)]
@@ -77,8 +78,8 @@ class Model:
         p0 = np.where(bad, 0.4, 0.15)
         p1 = np.where(bad, 0.1, 0.25)
         beta = np.where(bad, rng.beta(1.5, 2.5, n), rng.beta(2.5, 1.5, n))
-        out = np.where(u < p0, 0.0, np.where(u < p0 + p1, 1.0, beta))
-        return out
+        mixed: F64 = np.where(u < p0, 0.0, np.where(u < p0 + p1, 1.0, beta))
+        return mixed
 
 
 MODELS = (Model("rr"), Model("ndcg"))

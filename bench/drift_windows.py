@@ -84,7 +84,9 @@ class Cells:
         """The window of length ``window`` read at each time in ``at`` (cell boundaries)."""
         width = window / buckets
         ratio = width / CELL
-        if abs(ratio - round(ratio)) > 1e-9 or np.any(np.abs(at / CELL - np.round(at / CELL)) > 1e-9):
+        if abs(ratio - round(ratio)) > 1e-9 or np.any(
+            np.abs(at / CELL - np.round(at / CELL)) > 1e-9
+        ):
             raise ValueError("bucket widths and read times must be multiples of the cell")
         hi = np.round(at / CELL).astype(np.int64)
         lo = np.maximum((np.floor(at / width + 1e-9) - buckets) * round(ratio), 0).astype(np.int64)

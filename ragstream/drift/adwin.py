@@ -64,7 +64,7 @@ class Adwin:
 
     def __init__(
         self,
-        delta: float = 0.002,
+        delta: float = 1e-5,
         clock: int = 32,
         max_buckets: int = 5,
         min_window_length: int = 5,

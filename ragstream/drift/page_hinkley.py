@@ -65,8 +65,8 @@ class PageHinkley:
 
     def __init__(
         self,
-        delta: float = 0.05,
-        threshold: float = 150.0,
+        delta: float = 0.08,
+        threshold: float = 110.0,
         min_instances: int = 1000,
         direction: Direction | str = Direction.DOWN,
         hold: int = 1000,

@@ -15,6 +15,7 @@ from river import drift as river_drift
 from ragstream.drift import Adwin
 
 RIVER_ADWIN: Any = river_drift.ADWIN  # river has no type hints
+RIVER_DELTA = 0.002  # river's default; ours is smaller (docs/drift.md)
 
 
 def changing_stream(seed: int) -> np.ndarray:
@@ -47,7 +48,7 @@ def river_run(x: np.ndarray, **params: float) -> tuple[list[int], list[tuple[int
 def test_same_detections_as_river(seed: int) -> None:
     x = changing_stream(seed)
     expected, _ = river_run(x)
-    ours = Adwin(direction="both", max_window=10**9)
+    ours = Adwin(delta=0.002, direction="both", max_window=10**9)  # river's defaults
     assert ours.update(x).tolist() == expected
     assert len(expected) >= 2
 
@@ -140,22 +141,22 @@ def test_bounded_memory_on_a_million_values() -> None:
 def test_one_sided() -> None:
     rng = np.random.default_rng(4)
     rise = np.r_[(rng.random(5000) < 0.4), (rng.random(5000) < 0.6)].astype(np.float64)
-    assert Adwin().update(rise).size == 0
-    assert Adwin(direction="up").update(rise).size >= 1
-    assert Adwin(direction="both").update(rise).size >= 1
-    assert Adwin().update(1.0 - rise).size >= 1
+    assert Adwin(delta=RIVER_DELTA).update(rise).size == 0
+    assert Adwin(delta=RIVER_DELTA, direction="up").update(rise).size >= 1
+    assert Adwin(delta=RIVER_DELTA, direction="both").update(rise).size >= 1
+    assert Adwin(delta=RIVER_DELTA).update(1.0 - rise).size >= 1
 
 
 def test_hold_and_score() -> None:
     rng = np.random.default_rng(5)
     x = np.r_[(rng.random(3000) < 0.7), (rng.random(3000) < 0.3)].astype(np.float64)
-    det = Adwin(hold=100)
+    det = Adwin(delta=RIVER_DELTA, hold=100)
     assert det.score == 0.0
     det.update(x[:3000])
     assert 0.0 < det.score < 1.0
     assert not det.alarm
     stop = 3000 + int(det.update(x[3000:4000])[0]) + 1  # the first detection
-    replay = Adwin(hold=100)
+    replay = Adwin(delta=RIVER_DELTA, hold=100)
     assert replay.update(x[:stop]).tolist() == [stop - 1]
     assert replay.alarm
     assert replay.score >= 1.0
@@ -169,7 +170,7 @@ def test_hold_and_score() -> None:
 
 def test_snapshot_round_trip_continues_identically() -> None:
     x = changing_stream(7)
-    a = Adwin(direction="both")
+    a = Adwin(delta=RIVER_DELTA, direction="both")
     a.update(x[:9000])
     b = Adwin.restore(json.loads(json.dumps(a.snapshot())))
     assert b.snapshot() == a.snapshot()

@@ -159,7 +159,7 @@ def test_long_batch_in_chunks_equals_loop() -> None:
     rng = np.random.default_rng(11)
     x = (rng.random((1 << 20) + 5000) < 0.6).astype(np.float64)
     x[-3000:] = (rng.random(3000) < 0.3).astype(np.float64)
-    det = PageHinkley(threshold=40.0, min_instances=100)
+    det = PageHinkley(delta=0.05, threshold=40.0, min_instances=100)
     ref = LoopPH(0.05, 40.0, 100, "down")
     assert det.update(x).tolist() == ref.update(x.tolist())
     check_state(det, ref)

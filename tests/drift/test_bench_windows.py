@@ -1,0 +1,52 @@
+"""The drift benchmark's simulated windows read what ragstream.windows reads."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from bench.drift_data import MODELS, arrivals
+from bench.drift_windows import Cells
+from ragstream.windows import WindowSet, WindowSpec
+
+
+def test_cells_read_like_the_agent_windows() -> None:
+    rng = np.random.default_rng(1)
+    duration = 2.5 * 3600
+    times, values = next(arrivals(rng, MODELS[1], 2.0, 0.0, duration))
+    cells = Cells(duration)
+    cells.add(times, values)
+    spec = WindowSpec(columns=("ndcg",), windows=(300.0, 3600.0), buckets=60)
+    windows = WindowSet(spec)
+    at = cells.scrapes(15.0)
+    reads = {w: cells.read(at, w) for w in (300.0, 3600.0)}
+    done = 0
+    for i, t in enumerate(at.tolist()):
+        upto = int(np.searchsorted(times, t))
+        if upto > done:
+            windows.add(t, times[done:upto], values[done:upto, None])
+            done = upto
+        agent = windows.read(t)
+        for w, name in ((300.0, "5m"), (3600.0, "1h")):
+            agg = agent[name].aggregate
+            ours = reads[w]
+            assert int(ours.n[i]) == int(agg.count[0]), (t, name)
+            assert ours.total[i] == pytest.approx(float(agg.total[0]), rel=1e-9, abs=1e-9)
+            assert ours.total_sq[i] == pytest.approx(float(agg.total_sq[0]), rel=1e-9, abs=1e-9)
+            np.testing.assert_array_equal(ours.hist[i], agg.histogram[0])
+
+
+def test_drop_streams_have_the_stated_means() -> None:
+    rng = np.random.default_rng(2)
+    for model in MODELS:
+        good, _ = model.means()
+        for drop in (0.0, 0.05, 0.2):
+            x = model.sample(rng, 400_000, drop)
+            assert x.mean() == pytest.approx(good - drop, abs=0.004)
+            assert x.min() >= 0.0
+            assert x.max() <= 1.0
+    rr = MODELS[0].sample(rng, 10_000, 0.1)
+    assert set(np.unique(rr).tolist()) <= {0.0, *(1.0 / r for r in range(1, 11))}
+    ndcg = MODELS[1].sample(rng, 10_000)
+    assert 0.1 < (ndcg == 0.0).mean() < 0.2
+    assert 0.2 < (ndcg == 1.0).mean() < 0.3
