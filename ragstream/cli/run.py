@@ -8,7 +8,7 @@ import logging
 import click
 
 from ragstream.cli._settings import settings_options, with_settings
-from ragstream.config import Settings
+from ragstream.config import SecretFileError, Settings
 from ragstream.sources.kafka import CoPartitionError
 from ragstream.wiring.run import run_agent
 
@@ -29,5 +29,5 @@ def run(settings: Settings) -> None:
     )
     try:
         asyncio.run(run_agent(settings))
-    except CoPartitionError as error:
+    except (CoPartitionError, SecretFileError) as error:
         raise click.ClickException(str(error)) from error

@@ -1,6 +1,7 @@
 """Configuration, built at the edge: file, then environment, then flags."""
 
 from ragstream.config.explain import explain_error, render_settings
+from ragstream.config.secrets import SecretFileError, read_secret_file
 from ragstream.config.settings import (
     HttpSettings,
     JoinSettings,
@@ -22,11 +23,13 @@ __all__ = [
     "KafkaSettings",
     "LabelSettings",
     "MetricSettings",
+    "SecretFileError",
     "Settings",
     "WindowSettings",
     "explain_error",
     "format_duration",
     "load_settings",
     "parse_duration",
+    "read_secret_file",
     "render_settings",
 ]

@@ -12,6 +12,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr
 
+from ragstream.config.secrets import read_secret_file
 from ragstream.durations import Duration
 
 __all__ = [
@@ -97,7 +98,7 @@ class OpenAISettings(_Section):
         if self.api_key is not None:
             return self.api_key.get_secret_value()
         if self.api_key_file is not None:
-            return self.api_key_file.read_text(encoding="utf-8").strip() or None
+            return read_secret_file(self.api_key_file, "judge.openai.api_key_file").strip() or None
         return os.environ.get(self.api_key_env) or None
 
 

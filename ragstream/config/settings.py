@@ -21,6 +21,7 @@ from pydantic_settings import (
 )
 
 from ragstream.config.judging import JudgeSettings
+from ragstream.config.secrets import SecretFileError, read_secret_file
 from ragstream.durations import Duration
 
 __all__ = [
@@ -42,12 +43,19 @@ class _Section(BaseModel):
 
 
 class KafkaSecurity(_Section):
-    """TLS and SASL as Kafka clients configure them."""
+    """TLS and SASL as Kafka clients configure them.
+
+    The SASL password is given as a value (`sasl_password`, e.g. from the environment) or as
+    a file (`sasl_password_file`, e.g. a mounted Kubernetes secret), not both. The file is
+    read when the Kafka clients are built (`resolve_sasl_password`), not when the settings
+    are loaded, so `check-config` never reads or prints it.
+    """
 
     protocol: Literal["PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"] = "PLAINTEXT"
     sasl_mechanism: Literal["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"] | None = None
     sasl_username: str | None = None
     sasl_password: SecretStr | None = None
+    sasl_password_file: Path | None = None
     ssl_cafile: Path | None = None
     ssl_certfile: Path | None = None
     ssl_keyfile: Path | None = None
@@ -55,13 +63,33 @@ class KafkaSecurity(_Section):
 
     @model_validator(mode="after")
     def _sasl_complete(self) -> KafkaSecurity:
+        if self.sasl_password is not None and self.sasl_password_file is not None:
+            raise ValueError("give sasl_password or sasl_password_file, not both")
         if self.protocol.startswith("SASL") and (
-            self.sasl_mechanism is None or self.sasl_username is None or self.sasl_password is None
+            self.sasl_mechanism is None
+            or self.sasl_username is None
+            or (self.sasl_password is None and self.sasl_password_file is None)
         ):
             raise ValueError(
-                f"protocol {self.protocol} needs sasl_mechanism, sasl_username and sasl_password"
+                f"protocol {self.protocol} needs sasl_mechanism, sasl_username and"
+                " sasl_password (or sasl_password_file)"
             )
         return self
+
+    def resolve_sasl_password(self) -> str | None:
+        """The SASL password: the value, else the file's content without its line ending.
+
+        Raises `SecretFileError` when the file cannot be read or is empty."""
+        if self.sasl_password is not None:
+            return self.sasl_password.get_secret_value()
+        if self.sasl_password_file is None:
+            return None
+        password = read_secret_file(self.sasl_password_file, "kafka.security.sasl_password_file")
+        if not password:
+            raise SecretFileError(
+                f"kafka.security.sasl_password_file: {self.sasl_password_file} is empty"
+            )
+        return password
 
 
 class KafkaSettings(_Section):

@@ -17,7 +17,8 @@ __all__ = ["client_security", "dead_letters", "kafka_source", "state_handover"]
 
 
 def client_security(security: KafkaSecurity) -> dict[str, Any]:
-    """aiokafka keyword arguments for TLS and SASL (secrets unwrapped only here)."""
+    """aiokafka keyword arguments for TLS and SASL (secrets unwrapped, and secret files
+    read, only here); raises `SecretFileError` when `sasl_password_file` cannot be read."""
     kwargs: dict[str, Any] = {"security_protocol": security.protocol}
     if security.protocol in ("SSL", "SASL_SSL"):
         kwargs["ssl_context"] = create_ssl_context(
@@ -27,10 +28,11 @@ def client_security(security: KafkaSecurity) -> dict[str, Any]:
             password=security.ssl_password.get_secret_value() if security.ssl_password else None,
         )
     if security.protocol.startswith("SASL"):
-        assert security.sasl_password is not None  # checked by KafkaSecurity
+        password = security.resolve_sasl_password()  # the value or its file's content
+        assert password is not None  # one of them is required by KafkaSecurity
         kwargs["sasl_mechanism"] = security.sasl_mechanism
         kwargs["sasl_plain_username"] = security.sasl_username
-        kwargs["sasl_plain_password"] = security.sasl_password.get_secret_value()
+        kwargs["sasl_plain_password"] = password
     return kwargs
 
 
