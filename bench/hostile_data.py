@@ -59,12 +59,18 @@ class Hostile(NamedTuple):
 
 
 def hostile_messages(
-    count: int, seed: int = 0, *, valid_share: float = 0.3, max_bytes: int = _MAX_MESSAGE_BYTES
+    count: int,
+    seed: int = 0,
+    *,
+    valid_share: float = 0.3,
+    max_bytes: int = _MAX_MESSAGE_BYTES,
+    start: int = 0,
 ) -> Iterator[Hostile]:
     """`count` messages: valid events with probability `valid_share`, else one of the
-    hostile categories (uniformly), each drawn from `random.Random((seed, index))`."""
+    hostile categories (uniformly), each drawn from `random.Random((seed, index))`.
+    `start`: the index of the first one (a slice of a longer stream: the same messages)."""
     hostile = [name for name in CATEGORIES if name != "valid"]
-    for index in range(count):
+    for index in range(start, start + count):
         rng = random.Random(f"{seed}/{index}")
         base = _event(rng)
         if rng.random() < valid_share:
