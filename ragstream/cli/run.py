@@ -9,7 +9,7 @@ import click
 
 from ragstream.cli._settings import settings_options, with_settings
 from ragstream.config import SecretFileError, Settings
-from ragstream.sources.kafka import CoPartitionError
+from ragstream.sources.kafka import CoPartitionError, KafkaAuthError
 from ragstream.wiring.run import run_agent
 
 __all__ = ["run"]
@@ -29,5 +29,5 @@ def run(settings: Settings) -> None:
     )
     try:
         asyncio.run(run_agent(settings))
-    except (CoPartitionError, SecretFileError) as error:
+    except (CoPartitionError, KafkaAuthError, SecretFileError) as error:
         raise click.ClickException(str(error)) from error

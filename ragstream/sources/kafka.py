@@ -26,6 +26,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import ssl
 import time
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -33,15 +34,22 @@ from typing import Any, Protocol
 
 from aiokafka import AIOKafkaConsumer, ConsumerRebalanceListener, TopicPartition
 from aiokafka.admin import AIOKafkaAdminClient
+from aiokafka.conn import create_conn
 from aiokafka.coordinator.assignors.range import RangePartitionAssignor
 from aiokafka.coordinator.assignors.roundrobin import RoundRobinPartitionAssignor
-from aiokafka.errors import KafkaConnectionError, KafkaError
+from aiokafka.errors import (
+    KafkaConnectionError,
+    KafkaError,
+    SaslAuthenticationFailed,
+    UnsupportedSaslMechanismError,
+)
 from tenacity import AsyncRetrying, retry_if_exception_type, stop_never, wait_random_exponential
 
 from ragstream.events import Message
 
 __all__ = [
     "CoPartitionError",
+    "KafkaAuthError",
     "KafkaBatch",
     "KafkaSource",
     "KafkaSourceConfig",
@@ -54,6 +62,10 @@ _log = logging.getLogger(__name__)
 
 class CoPartitionError(RuntimeError):
     """Several topics carry one query's events but do not have the same partition count."""
+
+
+class KafkaAuthError(RuntimeError):
+    """The brokers refused this client's TLS or SASL credentials: retrying cannot help."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,6 +111,18 @@ def next_offsets(batch: Sequence[Message]) -> dict[TopicPartition, int]:
             out[tp] = m.offset + 1
     return out
 
+
+_CONN_OPTIONS = frozenset(
+    {
+        "client_id",
+        "security_protocol",
+        "ssl_context",
+        "sasl_mechanism",
+        "sasl_plain_username",
+        "sasl_plain_password",
+    }
+)
+"""The client options that a single probe connection (`aiokafka.conn.create_conn`) takes."""
 
 Offsets = Mapping[str, int]
 """Per input topic: the next offset to consume."""
@@ -198,9 +222,37 @@ class KafkaSource:
                 self.connect_attempts += 1
                 if self._stopping.is_set():
                     return
-                await self._check_copartitioned()
-                await self._start_state()
-                await self._connect()
+                try:
+                    await self._check_copartitioned()
+                    await self._start_state()
+                    await self._connect()
+                except KafkaConnectionError:
+                    await self._refused()  # a wrong password is not retried, an outage is
+                    raise
+
+    async def _refused(self) -> None:
+        """Raise `KafkaAuthError` when the first bootstrap server refuses this client's
+        credentials or certificate; return when it cannot be reached for another reason
+        (aiokafka reports both as an unreachable cluster)."""
+        host, _, port = self.config.bootstrap_servers.split(",")[0].strip().rpartition(":")
+        options = {k: v for k, v in self.config.client_options.items() if k in _CONN_OPTIONS}
+        try:
+            conn = await create_conn(host, int(port), request_timeout_ms=10_000, **options)
+        except (SaslAuthenticationFailed, UnsupportedSaslMechanismError) as error:
+            user = options.get("sasl_plain_username")
+            mechanism = options.get("sasl_mechanism")
+            raise KafkaAuthError(
+                f"Kafka at {host}:{port} refused the SASL credentials of user {user!r} "
+                f"(mechanism {mechanism}): {error}; check kafka.security"
+            ) from None
+        except ssl.SSLCertVerificationError as error:
+            raise KafkaAuthError(
+                f"Kafka at {host}:{port} presented a certificate that is not trusted "
+                f"({error.verify_message}); check kafka.security.ssl_cafile"
+            ) from None
+        except (OSError, KafkaError, TimeoutError, ValueError):
+            return
+        conn.close()
 
     async def _pause(self, seconds: float) -> None:
         """Wait between connection attempts, but no longer once `stop()` is called."""

@@ -36,6 +36,13 @@ from tests.support.kafka_files import (
     port_open,
     server_properties,
 )
+from tests.support.kafka_security import (
+    PROTOCOLS,
+    TlsFiles,
+    make_tls,
+    scram_format_args,
+    secure_config,
+)
 
 __all__ = ["KafkaBroker", "KafkaBrokerError", "TopicFactory"]
 
@@ -63,13 +70,15 @@ class KafkaBroker:
         config: Mapping[str, str] | None = None,
         start_timeout: float = 60.0,
         stop_timeout: float = 15.0,
+        secure: bool = False,
     ) -> None:
         """Describe a broker; nothing runs until :meth:`start`.
 
         ``port`` is the client port (a free one when None); ``config`` adds or overrides
         server.properties entries. A given ``work_dir`` is kept after stop; without one the
         broker uses a temporary directory, removed on stop (kept when the start fails, so
-        that its logs can be read).
+        that its logs can be read). ``secure`` adds TLS and SASL listeners
+        (`tests.support.kafka_security`): see :meth:`address` and :attr:`tls`.
         """
         self._libs_dir = libs_dir
         self._own_dir = work_dir is None
@@ -82,6 +91,10 @@ class KafkaBroker:
         self._start_timeout = start_timeout
         self._stop_timeout = stop_timeout
         self._proc: subprocess.Popen[bytes] | None = None
+        self._secure = secure
+        self._secured: dict[str, int] = {}
+        self.tls: TlsFiles | None = None
+        """The CA and keystore of a secure broker (None otherwise)."""
 
     @property
     def bootstrap_servers(self) -> str:
@@ -89,6 +102,15 @@ class KafkaBroker:
         if self._proc is None:
             raise KafkaBrokerError("the broker is not running")
         return f"127.0.0.1:{self._port}"
+
+    def address(self, protocol: str) -> str:
+        """``127.0.0.1:<port>`` of the listener of a security protocol (``PLAINTEXT``, or
+        ``SSL``, ``SASL_PLAINTEXT``, ``SASL_SSL`` on a secure broker)."""
+        if protocol == "PLAINTEXT":
+            return self.bootstrap_servers
+        if protocol not in self._secured or self._proc is None:
+            raise KafkaBrokerError(f"the broker has no running {protocol} listener")
+        return f"127.0.0.1:{self._secured[protocol]}"
 
     @property
     def work_dir(self) -> Path:
@@ -118,6 +140,10 @@ class KafkaBroker:
         for attempt in range(attempts):
             self._port = self._fixed_port or free_port()
             controller_port = free_port()
+            if self._secure:
+                self._secured = {name: free_port() for name in PROTOCOLS}
+                if self.tls is None:
+                    self.tls = make_tls(self.work_dir / "tls")
             self._write_config(controller_port)
             self._format()
             self._spawn()
@@ -184,7 +210,10 @@ class KafkaBroker:
 
     def _write_config(self, controller_port: int) -> None:
         data = self.work_dir / "data"
-        props = server_properties(self._port, controller_port, data, self._extra_config)
+        extra = dict(self._extra_config)
+        if self.tls is not None:
+            extra = {**secure_config(self._secured, self.tls), **extra}
+        props = server_properties(self._port, controller_port, data, extra, self._secured)
         (self.work_dir / "server.properties").write_text(props)
         (self.work_dir / "log4j2.properties").write_text(log4j2_properties(self.log_path))
 
@@ -205,6 +234,8 @@ class KafkaBroker:
             return
         props = str(self.work_dir / "server.properties")
         cmd = self._jvm("kafka.tools.StorageTool", "format", "-t", cluster_id(), "-c", props)
+        if self._secure:
+            cmd += scram_format_args()
         try:
             done = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
         except FileNotFoundError as err:

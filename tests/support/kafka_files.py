@@ -75,13 +75,25 @@ def fetch_kafka_jars(script: Path = _SCRIPT, timeout: float = 600.0) -> Path:
 
 
 def server_properties(
-    port: int, controller_port: int, data_dir: Path, extra: Mapping[str, str] | None = None
+    port: int,
+    controller_port: int,
+    data_dir: Path,
+    extra: Mapping[str, str] | None = None,
+    secured: Mapping[str, int] | None = None,
 ) -> str:
-    """The broker's server.properties: :data:`BASE_CONFIG`, listeners, ``log.dirs``, ``extra``."""
+    """The broker's server.properties: :data:`BASE_CONFIG`, listeners, ``log.dirs``, ``extra``.
+
+    ``secured`` adds a listener per security protocol (e.g. ``{"SASL_SSL": 9095}``), each
+    named after its protocol; their TLS and SASL settings come in ``extra``."""
     config = dict(BASE_CONFIG)
     config["controller.quorum.voters"] = f"1@127.0.0.1:{controller_port}"
-    config["listeners"] = f"PLAINTEXT://127.0.0.1:{port},CONTROLLER://127.0.0.1:{controller_port}"
-    config["advertised.listeners"] = f"PLAINTEXT://127.0.0.1:{port}"
+    listeners = [f"PLAINTEXT://127.0.0.1:{port}"]
+    listeners += [f"{name}://127.0.0.1:{p}" for name, p in (secured or {}).items()]
+    config["listeners"] = ",".join([*listeners, f"CONTROLLER://127.0.0.1:{controller_port}"])
+    config["advertised.listeners"] = ",".join(listeners)
+    if secured:
+        pairs = [f"{name}:{name}" for name in secured]
+        config["listener.security.protocol.map"] += "," + ",".join(pairs)
     config["log.dirs"] = str(data_dir)
     config.update(extra or {})
     return "".join(f"{key}={value}\n" for key, value in config.items())
