@@ -3,7 +3,8 @@
 Reasons, in order of precedence:
 `empty` (null or zero-length value), `too_large` (message bytes or a size limit),
 `bad_json` (not UTF-8 JSON, or a value nested in more than 200 arrays or objects;
-anywhere in the message, unknown fields included), `not_object` (JSON, but not an
+anywhere in the message, unknown fields included), `bad_protobuf` (a message of an
+`otlp_proto` topic that is not an OTLP `ExportTraceServiceRequest`), `not_object` (JSON, but not an
 object), `unknown_type` (`type` is not retrieval/answer/feedback), `bad_timestamp`
 (`ts`/`t_doc` malformed or out of range) and `schema` (anything else: missing or mistyped
 fields, out-of-range values).
@@ -17,7 +18,14 @@ from typing import Any, Literal, get_args
 __all__ = ["DECODE_REASONS", "DecodeError", "DecodeReason", "IndexedDecodeError"]
 
 DecodeReason = Literal[
-    "empty", "too_large", "bad_json", "not_object", "unknown_type", "bad_timestamp", "schema"
+    "empty",
+    "too_large",
+    "bad_json",
+    "bad_protobuf",
+    "not_object",
+    "unknown_type",
+    "bad_timestamp",
+    "schema",
 ]
 DECODE_REASONS: tuple[DecodeReason, ...] = get_args(DecodeReason)
 """Every reason code, e.g. to pre-create metric series."""

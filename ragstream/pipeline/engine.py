@@ -38,6 +38,7 @@ from ragstream.pipeline import partitions
 from ragstream.pipeline.labelsets import LabelSetMapper
 from ragstream.pipeline.layout import DEFAULT_HALF_LIVES, RowLayout
 from ragstream.pipeline.scoring import ScoredQueries, Scorer
+from ragstream.traces import OTLP_FORMATS, TraceMapping, TraceReader
 from ragstream.windows import (
     Aggregate,
     Clock,
@@ -81,6 +82,11 @@ class EngineConfig:
     scan: bool = True
     """Read retrieval events of the common shape with the compiled scanner when it is
     built (`ragstream.events.scanner`); False: msgspec reads every message. Same results."""
+    formats: tuple[tuple[str, str], ...] = ()
+    """(topic, format) for topics that do not carry ragstream events: `otlp_proto` or
+    `otlp_json`, OpenTelemetry traces (`ragstream.traces`)."""
+    traces: TraceMapping = TraceMapping()
+    """How spans of the OTLP topics become events."""
 
 
 @dataclass(slots=True)
@@ -137,12 +143,22 @@ class Engine:
             top=TOP_DOCS,
             want_labels=bool(config.label_keys),
         )
+        self.traces: TraceReader | None = None
+        """The OTLP topics' reader and open traces, when a topic carries traces."""
+        if any(fmt in OTLP_FORMATS for _, fmt in config.formats):
+            self.traces = TraceReader(dict(config.formats), config.traces, config.label_keys)
 
     # -- the batch ---------------------------------------------------------------------------
 
     def apply(self, messages: Sequence[Message]) -> BatchReport:
         """Apply one batch; never raises on bad input (it is counted and reported)."""
         report = BatchReport()
+        if self.traces is not None:  # OTLP messages become the events of their spans
+            messages = self._expand_traces(messages, report)
+        return self._apply_read(messages, report)
+
+    def _apply_read(self, messages: Sequence[Message], report: BatchReport) -> BatchReport:
+        """`apply` after the OTLP messages were expanded."""
         events, kept = self._decode(messages, report)
         if events:
             stamped = self.clock.stamp([e.ts for e in events])
@@ -168,6 +184,18 @@ class Engine:
         if read.kept is None:
             return read.events, messages
         return read.events, [messages[i] for i in read.kept]
+
+    def _expand_traces(self, messages: Sequence[Message], report: BatchReport) -> Sequence[Message]:
+        """The batch with its OTLP messages replaced by their events (see
+        `ragstream.traces.TraceReader`); invalid OTLP messages reported."""
+        assert self.traces is not None
+        expanded, invalid = self.traces.expand(messages, self.clock.now())
+        for message, error in invalid:
+            report.invalid.append((message, error))
+            self.invalid[error.reason] += 1
+        if invalid:
+            self.events[("unknown", "invalid")] += len(invalid)
+        return expanded
 
     def _apply_events(
         self,
@@ -301,14 +329,22 @@ class Engine:
         return final
 
     def finish(self) -> list[OpenQuery]:
-        """Finalize every open query and drop waiting labels (the end of a replay)."""
-        return self._advance(math.inf)
+        """Finalize every open query and drop waiting labels (the end of a replay); open
+        traces close first, and their answers are counted."""
+        final: list[OpenQuery] = []
+        if self.traces is not None:
+            closing = self.traces.close_all()
+            if closing:
+                final = self._apply_read(closing, BatchReport()).final
+        return final + self._advance(math.inf)
 
     # -- partitions and state -----------------------------------------------------------------
 
     def drop_partitions(self, partitions: set[int]) -> None:
         """Forget the state of revoked partitions (another replica consumes them now); their
         join counters stay counted here (see `join_counters`)."""
+        if self.traces is not None:
+            self.traces.drop(partitions)
         for partition in partitions:
             self.store.drop_partition(partition)
             join = self.joins.pop(partition, None)

@@ -13,6 +13,7 @@ from typing import Any, Protocol
 
 from ragstream.join import LabelJoin
 from ragstream.pipeline.labelsets import LabelSetMapper
+from ragstream.traces import TraceReader
 from ragstream.windows import Aggregate, Clock, WindowSpec, WindowStore
 
 __all__ = [
@@ -74,6 +75,7 @@ class EngineParts(Protocol):
     clamped: Counter[str]
     last_event_time: dict[str, float]
     retired_join_counts: Counter[str]
+    traces: TraceReader | None
 
     def drop_partitions(self, partitions: set[int]) -> None: ...
 
@@ -108,6 +110,7 @@ def export_partitions(
             "clock_now": clock_now,
             "windows": engine.store.export_partition(partition),
             "join": None if join is None else join.snapshot(),
+            "traces": None if engine.traces is None else engine.traces.export(partition),
         }
     return out
 
@@ -139,6 +142,8 @@ def adopt_partition(engine: EngineParts, state: Mapping[str, Any]) -> None:
     engine.drop_partitions({partition})
     engine.store.import_partition(windows)
     _adopt_join(engine, partition, state.get("join"))
+    if engine.traces is not None:  # open traces (absent from older records)
+        engine.traces.adopt(partition, state.get("traces"))
     for item in windows["series"]:  # see _adopt_join
         engine.labelsets.admit(item["labels"])
     clock_now = state.get("clock_now")
@@ -184,6 +189,7 @@ def snapshot(engine: EngineParts) -> dict[str, Any]:
         "clamped": dict(engine.clamped),
         "last_event_time": dict(engine.last_event_time),
         "retired_join_counts": dict(engine.retired_join_counts),
+        "traces": None if engine.traces is None else engine.traces.snapshot(),
     }
 
 
@@ -203,3 +209,5 @@ def restore(engine: EngineParts, data: Mapping[str, Any]) -> None:
     engine.last_event_time = dict(data["last_event_time"])
     # absent from older snapshots
     engine.retired_join_counts = Counter(data.get("retired_join_counts") or {})
+    if engine.traces is not None:  # open traces (absent from older snapshots)
+        engine.traces.restore(data.get("traces"))

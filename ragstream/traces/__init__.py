@@ -1,0 +1,31 @@
+"""OpenTelemetry traces with the OpenInference conventions, as ragstream events.
+
+`TraceReader` (`reader.py`) turns the OTLP messages of a batch into ragstream event
+messages; `otlp.py` reads the Collector's Kafka formats with the OpenTelemetry protobuf
+definitions (the `otlp` extra, imported only when a topic is configured with an OTLP
+format); `mapping.py` maps spans to events; `assembly.py` keeps each partition's open traces
+until their answer can be made; `conventions.py` has the attribute names (`TraceMapping`).
+"""
+
+from ragstream.traces.assembly import TRACE_OUTCOMES, TraceAssembler
+from ragstream.traces.conventions import (
+    FORMATS,
+    OTLP_FORMATS,
+    SPAN_KINDS,
+    TraceMapping,
+)
+from ragstream.traces.reader import MissingTraceSupport, TraceReader
+from ragstream.traces.spans import Span, SpanBatch
+
+__all__ = [
+    "FORMATS",
+    "OTLP_FORMATS",
+    "SPAN_KINDS",
+    "TRACE_OUTCOMES",
+    "MissingTraceSupport",
+    "Span",
+    "SpanBatch",
+    "TraceAssembler",
+    "TraceMapping",
+    "TraceReader",
+]

@@ -1,0 +1,182 @@
+"""A batch of messages from topics of several formats, as ragstream event messages.
+
+`TraceReader.expand` leaves the messages of `ragstream` topics as they are and replaces
+each OTLP message (`otlp_proto`, `otlp_json`) by the events its spans give, each one a
+ragstream event (schema v1 JSON) in a `Message` with the trace message's topic, partition
+and offset and the query id as key; answers of traces that close in the batch come at its
+end. The engine then reads the batch as it reads any other, so trace-derived events are
+validated, counted and joined exactly like the events a service sends.
+
+The open traces live per partition (`TraceAssembler`): they move with the partition
+(`export` / `adopt`) and are in the engine's snapshot.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import msgspec
+
+from ragstream.events import DecodeError, Message
+from ragstream.traces.assembly import TRACE_OUTCOMES, Position, TraceAssembler
+from ragstream.traces.conventions import OTLP_FORMATS, TraceMapping
+
+__all__ = ["MissingTraceSupport", "TraceReader"]
+
+_encode = msgspec.json.Encoder().encode
+
+
+class MissingTraceSupport(ImportError):
+    """An OTLP format is configured but the OpenTelemetry protobuf definitions are not
+    installed."""
+
+
+class TraceReader:
+    """Reads the OTLP topics of a batch (see the module docstring)."""
+
+    def __init__(
+        self,
+        formats: Mapping[str, str],
+        mapping: TraceMapping,
+        label_keys: Sequence[str] = (),
+    ) -> None:
+        """`formats`: topic -> format; topics not named (or `ragstream`) carry events."""
+        unknown = {f for f in formats.values() if f != "ragstream" and f not in OTLP_FORMATS}
+        if unknown:
+            raise ValueError(f"unknown source formats: {sorted(unknown)}")
+        try:
+            from ragstream.traces import otlp
+        except ImportError as error:  # the `otlp` extra is not installed
+            raise MissingTraceSupport(
+                "reading OpenTelemetry traces needs the OpenTelemetry protobuf definitions: "
+                f"pip install 'ragstream[otlp]' ({error})"
+            ) from error
+        self._otlp = otlp
+        self.formats = {t: f for t, f in formats.items() if f in OTLP_FORMATS}
+        self.mapping = mapping
+        self.label_keys = tuple(label_keys)
+        self._decoders = {t: otlp.decoder_for(f) for t, f in self.formats.items()}
+        self.assemblers: dict[int, TraceAssembler] = {}
+        self.retired_spans: Counter[tuple[str, str]] = Counter()
+        """Span counters of partitions that left, so that exported counters never go down."""
+        self.retired_traces: Counter[str] = Counter()
+
+    # -- the batch --------------------------------------------------------------------------
+
+    def expand(
+        self, messages: Sequence[Message], now: float
+    ) -> tuple[Sequence[Message], list[tuple[Message, DecodeError]]]:
+        """The batch with every OTLP message replaced by its events, and the OTLP messages
+        (or spans) that are not valid, with their reason."""
+        decoders = self._decoders
+        if not self.assemblers and not any(m.topic in decoders for m in messages):
+            return messages, []
+        out: list[Message] = []
+        invalid: list[tuple[Message, DecodeError]] = []
+        otlp, mapping = self._otlp, self.mapping
+        for message in messages:
+            decode = decoders.get(message.topic)
+            if decode is None:
+                out.append(message)
+                continue
+            try:
+                request = decode(message.value, mapping.max_message_bytes)
+            except DecodeError as error:
+                invalid.append((message, error))
+                continue
+            batch = otlp.read_spans(request, mapping)
+            assembler = self._assembler(message.partition)
+            position = (message.topic, message.offset)
+            invalid.extend((message, error) for error in batch.errors)
+            assembler.skip(batch.skipped)
+            for span in batch.spans:
+                event = assembler.add(span, now, position)
+                if event is not None:
+                    out.append(_message(event, message.partition, position))
+            for trace_id in batch.roots:
+                assembler.root(trace_id)
+        for partition, assembler in self.assemblers.items():
+            for event, where in assembler.close_due(now):
+                out.append(_message(event, partition, where))
+        return out, invalid
+
+    def close_all(self) -> list[Message]:
+        """The answers of every open trace (the end of a replay)."""
+        out: list[Message] = []
+        for partition, assembler in self.assemblers.items():
+            for event, where in assembler.close_all():
+                out.append(_message(event, partition, where))
+        return out
+
+    def _assembler(self, partition: int) -> TraceAssembler:
+        assembler = self.assemblers.get(partition)
+        if assembler is None:
+            assembler = self.assemblers[partition] = TraceAssembler(self.mapping, self.label_keys)
+        return assembler
+
+    # -- partitions and state ---------------------------------------------------------------
+
+    def drop(self, partitions: set[int]) -> None:
+        """Forget revoked partitions' open traces (their counters stay counted)."""
+        for partition in partitions:
+            assembler = self.assemblers.pop(partition, None)
+            if assembler is not None:
+                self.retired_spans.update(assembler.spans)
+                self.retired_traces.update(assembler.traces)
+
+    def export(self, partition: int) -> dict[str, Any] | None:
+        """One partition's open traces, for the replica that takes it over."""
+        assembler = self.assemblers.get(partition)
+        return None if assembler is None else assembler.snapshot()
+
+    def adopt(self, partition: int, data: Mapping[str, Any] | None) -> None:
+        """Take over a partition's open traces (its counters start at 0 here)."""
+        self.drop({partition})
+        if data is not None:
+            self._assembler(partition).restore(data, counters=False)
+
+    def snapshot(self) -> dict[str, Any]:
+        return {
+            "partitions": {str(p): a.snapshot() for p, a in sorted(self.assemblers.items())},
+            "retired_spans": [[k, o, n] for (k, o), n in sorted(self.retired_spans.items())],
+            "retired_traces": dict(self.retired_traces),
+        }
+
+    def restore(self, data: Mapping[str, Any] | None) -> None:
+        self.assemblers = {}
+        if data is None:
+            return
+        for partition, state in data["partitions"].items():
+            self._assembler(int(partition)).restore(state)
+        self.retired_spans = Counter({(k, o): int(n) for k, o, n in data["retired_spans"]})
+        self.retired_traces = Counter(data["retired_traces"])
+
+    # -- reads ------------------------------------------------------------------------------
+
+    @property
+    def open_traces(self) -> int:
+        return sum(len(a.open) for a in self.assemblers.values())
+
+    def span_counts(self) -> Counter[tuple[str, str]]:
+        """(kind, outcome) -> spans, over held partitions and those that left."""
+        totals = Counter(self.retired_spans)
+        for assembler in self.assemblers.values():
+            totals.update(assembler.spans)
+        return totals
+
+    def trace_counts(self) -> dict[str, int]:
+        """Closed traces by outcome, every outcome present."""
+        totals = Counter(self.retired_traces)
+        for assembler in self.assemblers.values():
+            totals.update(assembler.traces)
+        return {name: totals.get(name, 0) for name in (*TRACE_OUTCOMES, "evicted")}
+
+
+def _message(event: dict[str, Any], partition: int, position: Position) -> Message:
+    topic, offset = position
+    return Message(
+        _encode(event), partition, offset, topic, event["query_id"].encode("utf-8", "replace")
+    )
+
