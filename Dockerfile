@@ -11,9 +11,9 @@ RUN apt-get update \
 WORKDIR /src
 COPY pyproject.toml setup.py README.md ./
 COPY ragstream ./ragstream
-RUN pip install --no-cache-dir --prefix=/install . \
+RUN pip install --no-cache-dir --prefix=/install ".[otlp]" \
     && PYTHONPATH=/install/lib/python3.11/site-packages \
-       python -c "import ragstream.trec._scan, ragstream.events._scan"
+       python -c "import ragstream.trec._scan, ragstream.events._scan, ragstream.traces.otlp_proto"
 
 FROM python:3.11-slim
 COPY --from=build /install /usr/local

@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from ragstream.cli._settings import settings_options, with_settings
-from ragstream.config import Settings, render_settings
+from ragstream.config import Settings, describe_sources, render_settings
 
 __all__ = ["check_config"]
 
@@ -22,5 +22,9 @@ __all__ = ["check_config"]
 )
 @with_settings
 def check_config(settings: Settings, fmt: str) -> None:
-    """Print the effective configuration (file < environment < flags), secrets masked."""
+    """Print the effective configuration (file < environment < flags), secrets masked;
+    as YAML, followed by comments on what each topic carries and how spans of trace topics
+    become events."""
     click.echo(render_settings(settings, fmt), nl=fmt == "json")
+    if fmt == "yaml":
+        click.echo(describe_sources(settings))

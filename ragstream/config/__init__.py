@@ -1,6 +1,6 @@
 """Configuration, built at the edge: file, then environment, then flags."""
 
-from ragstream.config.explain import explain_error, render_settings
+from ragstream.config.explain import describe_sources, explain_error, render_settings
 from ragstream.config.secrets import SecretFileError, read_secret_file
 from ragstream.config.settings import (
     HttpSettings,
@@ -10,6 +10,7 @@ from ragstream.config.settings import (
     LabelSettings,
     MetricSettings,
     Settings,
+    TraceSettings,
     WindowSettings,
     load_settings,
 )
@@ -25,7 +26,9 @@ __all__ = [
     "MetricSettings",
     "SecretFileError",
     "Settings",
+    "TraceSettings",
     "WindowSettings",
+    "describe_sources",
     "explain_error",
     "format_duration",
     "load_settings",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import difflib
+import importlib.util
 import json
 import os
 import typing
@@ -12,8 +13,9 @@ import yaml
 from pydantic import BaseModel, ValidationError
 
 from ragstream.config.settings import Settings
+from ragstream.durations import format_duration
 
-__all__ = ["explain_error", "render_settings"]
+__all__ = ["describe_sources", "explain_error", "render_settings"]
 
 
 def _env_name(location: tuple[int | str, ...]) -> str:
@@ -107,3 +109,50 @@ def render_settings(settings: BaseModel, fmt: str = "yaml") -> str:
     if fmt == "json":
         return json.dumps(data, indent=2, sort_keys=True)
     return yaml.safe_dump(data, sort_keys=False, default_flow_style=False)
+
+
+def describe_sources(settings: Settings) -> str:
+    """What each topic carries and, with a trace topic, how spans become events, as YAML
+    comments (`check-config` prints them after the configuration)."""
+    k, t = settings.kafka, settings.traces
+    lines = ["# sources (kafka.formats):"]
+    for topic in k.topics:
+        fmt = k.formats.get(topic, "ragstream")
+        what = (
+            "ragstream events (schema v1)"
+            if fmt == "ragstream"
+            else (f"OpenTelemetry traces, {fmt} (the Collector's kafka exporter encoding)")
+        )
+        lines.append(f"#   {topic}: {what}")
+    if all(k.formats.get(topic, "ragstream") == "ragstream" for topic in k.topics):
+        return "\n".join(lines)
+    installed = importlib.util.find_spec("opentelemetry.proto") is not None
+    if not installed:
+        lines.append(
+            "#   NOT READY: the OpenTelemetry protobuf definitions are not installed "
+            "(pip install 'ragstream[otlp]')"
+        )
+    query_id = t.query_id_attribute or "the trace id (32 hex digits)"
+    ids = ", ".join(t.doc_id_keys) or "(none)"
+    time_key = f"metadata {t.doc_time_key}" if t.doc_time_key else "none (the retrieval's time)"
+    labels = dict(t.labels)
+    label_lines = [f"{key} <- {labels.get(key, key)}" for key in settings.labels.keys] or [
+        "none (labels.keys is empty)"
+    ]
+    lines += [
+        "# traces -> events (traces.*; docs/opentelemetry.md):",
+        f"#   span kind: {t.span_kind}; query_id: {query_id}",
+        f"#   RETRIEVER span -> retrieval event at once: results = {t.documents}.N.document.*,"
+        f" doc_id = .id, else metadata {ids}, else a digest of .content; score = .score;"
+        f" t_doc = {time_key}; query = {t.input_value}",
+        "#   a trace closes when its root span and a RETRIEVER span have arrived, or "
+        f"{format_duration(t.wait)} after its last span (at most {t.max_open} open per"
+        " partition); then one answer event: question and answer of its top-most CHAIN,"
+        f" AGENT or LLM span ({t.input_value} / {t.output_value}; of a JSON object the keys"
+        f" {', '.join(t.question_keys)} / {', '.join(t.answer_keys)}; an LLM's last"
+        f" {t.input_messages} user message / {t.output_messages}), contexts = the retrieved"
+        f" documents' content, model = {t.model_name}",
+        "#   other span kinds are counted and skipped; feedback events use the same query_id",
+        "#   labels (span attribute, else resource attribute): " + "; ".join(label_lines),
+    ]
+    return "\n".join(lines)

@@ -33,6 +33,7 @@ __all__ = [
     "MetricSettings",
     "Settings",
     "StateSettings",
+    "TraceSettings",
     "WindowSettings",
     "load_settings",
 ]
@@ -108,6 +109,71 @@ class KafkaSettings(_Section):
         1.0, ge=0, description="between offset commits (0: every batch); revoke and stop commit all"
     )
     security: KafkaSecurity = Field(default_factory=KafkaSecurity)
+    formats: dict[str, Literal["ragstream", "otlp_proto", "otlp_json"]] = Field(
+        default_factory=dict,
+        description=(
+            "what a topic carries, per topic: ragstream events (the default) or OpenTelemetry"
+            " traces as the Collector's kafka exporter writes them (otlp_proto, otlp_json)"
+        ),
+    )
+
+    @model_validator(mode="after")
+    def _formats_of_topics(self) -> KafkaSettings:
+        stray = sorted(set(self.formats) - set(self.topics))
+        if stray:
+            raise ValueError(
+                f"kafka.formats names {', '.join(stray)}, not in kafka.topics "
+                f"({', '.join(self.topics)})"
+            )
+        return self
+
+
+class TraceSettings(_Section):
+    """OpenTelemetry traces (topics of format otlp_proto or otlp_json): the OpenInference
+    attribute names read and how a trace's spans are joined (docs/opentelemetry.md)."""
+
+    span_kind: str = Field("openinference.span.kind", description="the span kind attribute")
+    input_value: str = "input.value"
+    input_mime_type: str = "input.mime_type"
+    output_value: str = "output.value"
+    output_mime_type: str = "output.mime_type"
+    documents: str = Field(
+        "retrieval.documents",
+        description="prefix of documents: <prefix>.N.document.id/score/content/metadata",
+    )
+    input_messages: str = "llm.input_messages"
+    output_messages: str = "llm.output_messages"
+    model_name: str = "llm.model_name"
+    query_id_attribute: str | None = Field(
+        None, description="a span attribute that holds the query id; null: the trace id (hex)"
+    )
+    doc_id_keys: list[str] = Field(
+        default_factory=lambda: ["doc_id", "id"],
+        description="document metadata keys read, in order, when document.id is absent",
+    )
+    doc_time_key: str | None = Field(
+        "t_doc", description="document metadata key of its own time (recency); null: none"
+    )
+    question_keys: list[str] = Field(
+        default_factory=lambda: ["question", "query", "input"],
+        description="keys read, in order, when a span's input is a JSON object",
+    )
+    answer_keys: list[str] = Field(
+        default_factory=lambda: ["answer", "output", "result", "response", "text"],
+        description="keys read, in order, when a span's output is a JSON object",
+    )
+    labels: dict[str, str] = Field(
+        default_factory=lambda: {"service": "service.name"},
+        description=(
+            "event label key -> span attribute (else resource attribute); a key of labels.keys"
+            " not listed is read from the attribute of its own name"
+        ),
+    )
+    wait: Duration = Field(
+        30.0, ge=0, description="an open trace closes this long after its last span arrived"
+    )
+    max_open: int = Field(10_000, ge=1, description="open traces per partition")
+    max_message_bytes: int = Field(4 * 1024 * 1024, ge=1, description="largest OTLP message")
 
 
 class WindowSettings(_Section):
@@ -210,6 +276,7 @@ class Settings(BaseSettings):
     state: StateSettings = Field(default_factory=StateSettings)
     http: HttpSettings = Field(default_factory=HttpSettings)
     judge: JudgeSettings = Field(default_factory=JudgeSettings)
+    traces: TraceSettings = Field(default_factory=TraceSettings)
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
 
     @classmethod

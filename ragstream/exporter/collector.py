@@ -41,6 +41,11 @@ _KNOWN_EVENT_OUTCOMES = [
     ("retrieval", "duplicate"),
     ("unknown", "invalid"),
 ]
+_KNOWN_SPAN_OUTCOMES = [
+    ("RETRIEVER", "retrieval"),
+    *((kind, "read") for kind in ("RETRIEVER", "CHAIN", "AGENT", "LLM")),
+    *((kind, "late") for kind in ("RETRIEVER", "CHAIN", "AGENT", "LLM")),
+]
 
 
 class EngineCollector(Collector):
@@ -122,6 +127,7 @@ class EngineCollector(Collector):
             clamped.add_metric([kind], n)
         yield clamped
         yield from self._join_health()
+        yield from self._trace_health()
         last = GaugeMetricFamily(
             PREFIX + "last_event_timestamp_seconds",
             "Event time of the newest event seen, by type.",
@@ -162,6 +168,32 @@ class EngineCollector(Collector):
         )
         build.add_metric([__version__, platform.python_version()], 1)
         yield build
+
+    def _trace_health(self) -> Iterator[Metric]:
+        """Spans and traces of the OTLP topics (only when a topic carries traces)."""
+        traces = self.engine.traces
+        if traces is None:
+            return
+        spans = CounterMetricFamily(
+            PREFIX + "trace_spans",
+            "Spans read from trace topics, by OpenInference kind and outcome.",
+            labels=["kind", "outcome"],
+        )
+        counts = dict.fromkeys(_KNOWN_SPAN_OUTCOMES, 0) | dict(traces.span_counts())
+        for (kind, outcome), n in sorted(counts.items()):
+            spans.add_metric([kind.lower(), outcome], n)
+        yield spans
+        closed = CounterMetricFamily(
+            PREFIX + "traces", "Traces closed, by outcome.", labels=["outcome"]
+        )
+        for outcome, n in traces.trace_counts().items():
+            closed.add_metric([outcome], n)
+        yield closed
+        yield GaugeMetricFamily(
+            PREFIX + "open_traces",
+            "Traces waiting for more spans before their answer event.",
+            traces.open_traces,
+        )
 
     def _join_health(self) -> Iterator[Metric]:
         engine = self.engine

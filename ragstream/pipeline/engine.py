@@ -85,7 +85,7 @@ class EngineConfig:
     formats: tuple[tuple[str, str], ...] = ()
     """(topic, format) for topics that do not carry ragstream events: `otlp_proto` or
     `otlp_json`, OpenTelemetry traces (`ragstream.traces`)."""
-    traces: TraceMapping = TraceMapping()
+    traces: TraceMapping = field(default_factory=TraceMapping)
     """How spans of the OTLP topics become events."""
 
 

@@ -14,7 +14,7 @@ from ragstream.traces.conventions import (
     SPAN_KINDS,
     TraceMapping,
 )
-from ragstream.traces.reader import MissingTraceSupport, TraceReader
+from ragstream.traces.reader import TraceReader, TraceSupportError
 from ragstream.traces.spans import Span, SpanBatch
 
 __all__ = [
@@ -22,10 +22,10 @@ __all__ = [
     "OTLP_FORMATS",
     "SPAN_KINDS",
     "TRACE_OUTCOMES",
-    "MissingTraceSupport",
     "Span",
     "SpanBatch",
     "TraceAssembler",
     "TraceMapping",
     "TraceReader",
+    "TraceSupportError",
 ]

@@ -85,6 +85,7 @@ class TraceMapping:
     max_message_bytes: int = 4 * 1024 * 1024
     """Largest OTLP message read (the Collector's `producer.max_message_bytes` defaults to
     1 MB)."""
+
     def __post_init__(self) -> None:
         if self.wait < 0:
             raise ValueError("wait must be >= 0")

@@ -113,10 +113,10 @@ def documents(span: Span, mapping: TraceMapping) -> list[Document]:
     for key, value in span.attributes.items():
         if not key.startswith(prefix):
             continue
-        index, _, name = key[len(prefix) :].partition(".")
-        if not index.isdigit() or not name.startswith("document."):
+        number, _, name = key[len(prefix) :].partition(".")
+        if not number.isdigit() or not name.startswith("document."):
             continue
-        fields.setdefault(int(index), {})[name[9:]] = value
+        fields.setdefault(int(number), {})[name[9:]] = value
     out: list[Document] = []
     for index in sorted(fields):
         item = fields[index]
@@ -221,9 +221,9 @@ def _last_message(attributes: Mapping[str, Any], prefix: str, *, role: str | Non
     for key, value in attributes.items():
         if not key.startswith(head):
             continue
-        index, _, name = key[len(head) :].partition(".")
-        if index.isdigit():
-            messages.setdefault(int(index), {})[name] = value
+        number, _, name = key[len(head) :].partition(".")
+        if number.isdigit():
+            messages.setdefault(int(number), {})[name] = value
     for index in sorted(messages, reverse=True):
         message = messages[index]
         if role is not None and message.get("message.role") != role:

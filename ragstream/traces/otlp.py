@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import base64
 import binascii
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from typing import Any
 
 import msgspec
@@ -42,10 +42,11 @@ def decode_proto(value: bytes, max_bytes: int) -> ExportTraceServiceRequest:
     """An `otlp_proto` message; `DecodeError` (`empty`, `too_large`, `bad_protobuf`)."""
     _check_size(value, max_bytes)
     try:
-        return ExportTraceServiceRequest.FromString(value)
+        request: ExportTraceServiceRequest = ExportTraceServiceRequest.FromString(value)
     except (ProtobufDecodeError, RuntimeError, ValueError) as error:
         # upb raises DecodeError; RuntimeError on recursion limits
         raise DecodeError("bad_protobuf", f"not an ExportTraceServiceRequest: {error}") from None
+    return request
 
 
 def decode_json(value: bytes, max_bytes: int) -> ExportTraceServiceRequest:
@@ -64,10 +65,11 @@ def decode_json(value: bytes, max_bytes: int) -> ExportTraceServiceRequest:
         _hex_ids_to_base64(data)
         request = ExportTraceServiceRequest()
         json_format.ParseDict(data, request, ignore_unknown_fields=True)
-    except _BadId as error:
+    except _BadIdError as error:
         raise DecodeError("schema", str(error)) from None
     except (json_format.ParseError, TypeError, ValueError, AttributeError) as error:
-        raise DecodeError("schema", f"not an OTLP/JSON ExportTraceServiceRequest: {error}") from None
+        detail = f"not an OTLP/JSON ExportTraceServiceRequest: {error}"
+        raise DecodeError("schema", detail) from None
     return request
 
 
@@ -87,7 +89,7 @@ def _check_size(value: bytes, max_bytes: int) -> None:
         raise DecodeError("too_large", f"message of {len(value)} bytes exceeds {max_bytes}")
 
 
-class _BadId(ValueError):
+class _BadIdError(ValueError):
     pass
 
 
@@ -123,11 +125,11 @@ def _convert_ids(item: Any, where: str) -> None:
         if value is None:
             continue
         if not isinstance(value, str):
-            raise _BadId(f"{where}.{name}: a hex string is expected")
+            raise _BadIdError(f"{where}.{name}: a hex string is expected")
         try:
             item[name] = base64.b64encode(binascii.a2b_hex(value)).decode("ascii")
         except (binascii.Error, ValueError):
-            raise _BadId(f"{where}.{name}: not a hex string") from None
+            raise _BadIdError(f"{where}.{name}: not a hex string") from None
 
 
 # -- the walk ---------------------------------------------------------------------------------

@@ -23,12 +23,12 @@ from ragstream.events import DecodeError, Message
 from ragstream.traces.assembly import TRACE_OUTCOMES, Position, TraceAssembler
 from ragstream.traces.conventions import OTLP_FORMATS, TraceMapping
 
-__all__ = ["MissingTraceSupport", "TraceReader"]
+__all__ = ["TraceReader", "TraceSupportError"]
 
 _encode = msgspec.json.Encoder().encode
 
 
-class MissingTraceSupport(ImportError):
+class TraceSupportError(ImportError):
     """An OTLP format is configured but the OpenTelemetry protobuf definitions are not
     installed."""
 
@@ -49,7 +49,7 @@ class TraceReader:
         try:
             from ragstream.traces import otlp
         except ImportError as error:  # the `otlp` extra is not installed
-            raise MissingTraceSupport(
+            raise TraceSupportError(
                 "reading OpenTelemetry traces needs the OpenTelemetry protobuf definitions: "
                 f"pip install 'ragstream[otlp]' ({error})"
             ) from error
@@ -179,4 +179,3 @@ def _message(event: dict[str, Any], partition: int, position: Position) -> Messa
     return Message(
         _encode(event), partition, offset, topic, event["query_id"].encode("utf-8", "replace")
     )
-

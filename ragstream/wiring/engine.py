@@ -3,10 +3,20 @@
 
 from __future__ import annotations
 
-from ragstream.config import JoinSettings, LabelSettings, MetricSettings, Settings, WindowSettings
-from ragstream.pipeline.engine import EngineConfig
+from collections.abc import Mapping
 
-__all__ = ["engine_config", "engine_config_of"]
+from ragstream.config import (
+    JoinSettings,
+    LabelSettings,
+    MetricSettings,
+    Settings,
+    TraceSettings,
+    WindowSettings,
+)
+from ragstream.pipeline.engine import EngineConfig
+from ragstream.traces import TraceMapping
+
+__all__ = ["engine_config", "engine_config_of", "trace_mapping"]
 
 
 def engine_config(settings: Settings, *, clock: str | None = None) -> EngineConfig:
@@ -17,6 +27,8 @@ def engine_config(settings: Settings, *, clock: str | None = None) -> EngineConf
         labels=settings.labels,
         join=settings.join,
         clock=clock,
+        formats=settings.kafka.formats,
+        traces=settings.traces,
     )
 
 
@@ -27,9 +39,11 @@ def engine_config_of(
     labels: LabelSettings | None = None,
     join: JoinSettings | None = None,
     clock: str | None = None,
+    formats: Mapping[str, str] | None = None,
+    traces: TraceSettings | None = None,
 ) -> EngineConfig:
     """The engine's configuration from settings sections (absent: their defaults), without
-    reading the environment (the demo and the benchmarks)."""
+    reading the environment (the demo and the benchmarks); `formats`: topic -> format."""
     w = windows or WindowSettings()
     m = metrics or MetricSettings()
     lab = labels or LabelSettings()
@@ -50,4 +64,30 @@ def engine_config_of(
         max_pending=j.max_pending,
         gain=m.gain,
         relevance_threshold=m.relevance_threshold,
+        formats=tuple(sorted((formats or {}).items())),
+        traces=trace_mapping(traces or TraceSettings()),
+    )
+
+
+def trace_mapping(t: TraceSettings) -> TraceMapping:
+    """How spans become events, from the `traces` settings."""
+    return TraceMapping(
+        span_kind=t.span_kind,
+        input_value=t.input_value,
+        input_mime_type=t.input_mime_type,
+        output_value=t.output_value,
+        output_mime_type=t.output_mime_type,
+        documents=t.documents,
+        input_messages=t.input_messages,
+        output_messages=t.output_messages,
+        model_name=t.model_name,
+        query_id=t.query_id_attribute,
+        doc_id_keys=tuple(t.doc_id_keys),
+        doc_time_key=t.doc_time_key,
+        question_keys=tuple(t.question_keys),
+        answer_keys=tuple(t.answer_keys),
+        labels=tuple(sorted(t.labels.items())),
+        wait=t.wait,
+        max_open=t.max_open,
+        max_message_bytes=t.max_message_bytes,
     )
