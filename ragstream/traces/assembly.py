@@ -192,10 +192,9 @@ class TraceAssembler:
         """Close the traces that are ready, have waited `wait`, or are beyond `max_open`;
         returns their answer events (with the position of each trace's last span)."""
         out: list[tuple[dict[str, Any], Position]] = []
-        for trace_id in sorted(self._ready):  # sorted: the same order on every replica
-            record = self.open.pop(trace_id, None)
-            if record is not None:
-                self._close(record, out)
+        if self._ready:  # in the order their last spans arrived
+            for trace_id in [t for t in self.open if t in self._ready]:
+                self._close(self.open.pop(trace_id), out)
         self._ready.clear()
         limit = now - self.mapping.wait
         while self.open:

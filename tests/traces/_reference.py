@@ -1,0 +1,105 @@
+"""What an app would send as ragstream events for the requests it traced: the reference
+the trace path is compared with. Built from the app's own knowledge of each request (its
+question, the documents its store returned, its answer) and the SDK's span times, with the
+producer helpers -- not from the spans' attributes."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+from opentelemetry.sdk.trace import ReadableSpan
+
+from ragstream.events import (
+    Context,
+    Message,
+    RetrievedDoc,
+    answer_event,
+    encode_event,
+    feedback_event,
+    retrieval_event,
+)
+from ragstream.pipeline.engine import Engine
+from tests.traces._rag import Request
+
+__all__ = ["assert_same_state", "feedback_messages", "reference_messages"]
+
+LABELS = {"service": "support-bot"}
+
+
+def _times(spans: Sequence[ReadableSpan], trace_id: str) -> tuple[float, float]:
+    """(the retriever span's end, the root span's end) of one trace, in seconds."""
+    mine = [s for s in spans if s.context is not None and f"{s.context.trace_id:032x}" == trace_id]
+    retriever = [s for s in mine if s.name == "VectorStoreRetriever"]
+    root = [s for s in mine if s.parent is None]
+    assert len(retriever) == 1
+    assert len(root) == 1
+    assert retriever[0].end_time is not None
+    assert root[0].end_time is not None
+    return retriever[0].end_time / 1e9, root[0].end_time / 1e9
+
+
+def reference_messages(
+    requests: Sequence[Request], spans: Sequence[ReadableSpan], topic: str = "events"
+) -> list[Message]:
+    out: list[Message] = []
+    for request in requests:
+        t_retrieval, t_answer = _times(spans, request.trace_id)
+        docs = request.documents
+        retrieval = retrieval_event(
+            request.trace_id,
+            [RetrievedDoc(doc_id=d.metadata["doc_id"], t_doc=d.metadata["t_doc"]) for d in docs],
+            ts=t_retrieval,
+            labels=LABELS,
+            query=request.question,
+        )
+        answer = answer_event(
+            request.trace_id,
+            request.question,
+            request.answer,
+            [Context(doc_id=d.metadata["doc_id"], text=d.page_content) for d in docs],
+            ts=t_answer,
+            labels=LABELS,
+        )
+        for event in (retrieval, answer):
+            out.append(Message(encode_event(event), 0, len(out), topic, request.trace_id.encode()))
+    return out
+
+
+def feedback_messages(
+    requests: Sequence[Request], spans: Sequence[ReadableSpan], topic: str = "feedback"
+) -> list[Message]:
+    """A click on the second document of every other request, a thumb-down on the first of
+    every third, a second after the answer: labels keyed by the trace id."""
+    out: list[Message] = []
+    for i, request in enumerate(requests):
+        t = _times(spans, request.trace_id)[1] + 1.0
+        ids = [d.metadata["doc_id"] for d in request.documents]
+        labels = []
+        if i % 2 == 0:
+            labels.append((ids[1], 1.0, "click"))
+        if i % 3 == 0:
+            labels.append((ids[0], 0.0, "thumb"))
+        for doc_id, rel, source in labels:
+            event = feedback_event(request.trace_id, doc_id, rel, source, ts=t)
+            out.append(Message(encode_event(event), 0, len(out), topic, request.trace_id.encode()))
+    return out
+
+
+def assert_same_state(ours: Engine, reference: Engine) -> None:
+    """Same windows (every column of every series), same final per-query rows, same counts
+    of events by type and outcome."""
+    now = reference.now()
+    assert ours.now() == now
+    assert ours.store.labelsets() == reference.store.labelsets()
+    assert ours.store.labelsets()  # something was read
+    for labelset in reference.store.labelsets():
+        a, b = ours.store.read(now, labelset), reference.store.read(now, labelset)
+        assert a.keys() == b.keys()
+        for window in a:
+            assert a[window].queries == b[window].queries
+            np.testing.assert_allclose(a[window].mean(), b[window].mean(), rtol=1e-12)
+            np.testing.assert_allclose(
+                a[window].decayed_mean(), b[window].decayed_mean(), rtol=1e-12
+            )
+    assert ours.events == reference.events

@@ -1,0 +1,148 @@
+"""A LangChain app instrumented with OpenInference, its traces in the Collector's Kafka
+formats: the agent gets from them the events the app would have sent itself."""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+import json
+import random
+from collections.abc import Sequence
+
+import numpy as np
+import pytest
+
+from ragstream.events import DecodedAnswer, Message
+from ragstream.pipeline.engine import BatchReport, Engine, EngineConfig
+from tests.traces._rag import RagApp, Request, per_trace
+from tests.traces._reference import assert_same_state, feedback_messages, reference_messages
+
+pytestmark = pytest.mark.filterwarnings("ignore:Calling .text\\(\\) as a method:DeprecationWarning")
+
+QUESTIONS = [
+    "how do I reset my password",
+    "change my email address",
+    "close my account please",
+    "where are my invoices",
+    "turn on two-factor login",
+    "invite a colleague to the team",
+]
+TRACES, FEEDBACK = "otlp_spans", "rag-feedback"
+
+
+def _config(encoding: str = "otlp_proto") -> EngineConfig:
+    return EngineConfig(
+        cutoffs=(1, 3),
+        half_lives=(86400.0,),
+        windows=(60.0, 3600.0, 86400.0),
+        clock="event",
+        label_keys=("service",),
+        formats=((TRACES, encoding),),
+    )
+
+
+def _reference_config() -> EngineConfig:
+    return dataclasses.replace(_config(), formats=())
+
+
+def _ask(app: RagApp, questions: Sequence[str]) -> tuple[list[Request], list]:  # type: ignore[type-arg]
+    app.exporter.take()
+    requests = [app.ask(q) for q in questions]
+    return requests, list(app.exporter.exports)
+
+
+def _run(engine: Engine, batches: Sequence[Sequence[Message]]) -> list[DecodedAnswer]:
+    answers: list[DecodedAnswer] = []
+    for batch in batches:
+        report: BatchReport = engine.apply(batch)
+        assert report.invalid == []
+        answers.extend(report.answers)
+    return answers
+
+
+def _messages(pairs: Sequence[tuple[bytes, bytes]], topic: str = TRACES) -> list[Message]:
+    return [Message(value, 0, i, topic, key) for i, (key, value) in enumerate(pairs)]
+
+
+@pytest.mark.parametrize("encoding", ["otlp_proto", "otlp_json"])
+def test_traces_give_the_events_the_app_would_send(rag_app: RagApp, encoding: str) -> None:
+    requests, exports = _ask(rag_app, QUESTIONS)
+    spans = [s for export in exports for s in export]
+    traces = _messages(per_trace(spans, encoding))  # one request per trace
+    feedback = feedback_messages(requests, spans, FEEDBACK)
+    ours = Engine(_config(encoding))
+    answers = _run(ours, [traces, feedback])
+    reference = Engine(_reference_config())
+    expected = _run(reference, [reference_messages(requests, spans), feedback])
+    assert_same_state(ours, reference)
+    assert answers == expected
+    assert [a.question for a in answers] == QUESTIONS
+    assert ours.traces is not None
+    assert ours.traces.trace_counts() == {
+        "answered": len(QUESTIONS),
+        "no_answer": 0,
+        "no_retrieval": 0,
+        "evicted": 0,
+    }
+    counts = ours.traces.span_counts()
+    assert counts[("RETRIEVER", "retrieval")] == len(QUESTIONS)
+    assert counts[("PROMPT", "skipped")] == len(QUESTIONS)  # counted and skipped
+    final = {q.query_id: q.contribution for q in ours.finish()}
+    expected_final = {q.query_id: q.contribution for q in reference.finish()}
+    assert final.keys() == {r.trace_id for r in requests}
+    for query_id, row in expected_final.items():
+        assert row is not None
+        assert final[query_id] is not None
+        np.testing.assert_array_equal(final[query_id], row)  # NaN where unlabeled
+    rr = ours.columns.index("rr")
+    assert sum(row[rr] > 0 for row in expected_final.values() if row is not None) >= 2
+
+
+def test_a_trace_split_across_messages_arrives_in_any_order(rag_app: RagApp) -> None:
+    """SimpleSpanProcessor exports every span alone: seven messages a request. In order,
+    reversed (the root first), shuffled, one batch each or all in one: the same events."""
+    requests, exports = _ask(rag_app, QUESTIONS[:3])
+    spans = [s for export in exports for s in export]
+    single = _messages([m for export in exports for m in per_trace(export, "otlp_proto")])
+    assert len(single) == 7 * 3
+    reference = Engine(_reference_config())
+    expected = _run(reference, [reference_messages(requests, spans)])
+    rng = random.Random(7)
+    orders = [
+        single,
+        single[::-1],
+        rng.sample(single, len(single)),
+        rng.sample(single, len(single)),
+    ]
+    for order, one_batch in itertools.product(orders, [True, False]):
+        ours = Engine(_config())
+        batches = [order] if one_batch else [[m] for m in order]
+        answers = _run(ours, batches)
+        assert sorted(answers, key=lambda a: a.query_id) == sorted(
+            expected, key=lambda a: a.query_id
+        )
+        assert_same_state(ours, reference)
+        assert ours.traces is not None
+        assert ours.traces.open_traces == 0
+
+
+def test_state_moves_with_the_partition_between_the_spans_of_a_trace(rag_app: RagApp) -> None:
+    """Half of every trace on one replica, the rest on another that adopted the partition;
+    and a restart from a snapshot: the same answers as one engine reading it all."""
+    _requests, exports = _ask(rag_app, QUESTIONS[:3])
+    single = _messages([m for export in exports for m in per_trace(export, "otlp_proto")])
+    first, rest = single[::2], single[1::2]
+    whole = Engine(_config())
+    expected = _run(whole, [first, rest])
+    assert len(expected) == 3
+    before = Engine(_config())
+    _run(before, [first])
+    assert before.traces is not None
+    assert before.traces.open_traces == 3
+    state = json.loads(json.dumps(before.export_partitions({0})[0]))
+    after = Engine(_config())
+    after.adopt_partition(state)
+    assert _run(after, [rest]) == expected
+    restored = Engine.restore(_config(), json.loads(json.dumps(before.snapshot())))
+    assert _run(restored, [rest]) == expected
+    assert_same_state(restored, whole)
