@@ -189,7 +189,9 @@ class Engine:
         """The batch with its OTLP messages replaced by their events (see
         `ragstream.traces.TraceReader`); invalid OTLP messages reported."""
         assert self.traces is not None
-        expanded, invalid = self.traces.expand(messages, self.clock.now())
+        clock = self.clock  # the event clock closes traces at the event times it has seen
+        now = clock.now() if self.config.clock == "wall" else clock.reached
+        expanded, invalid = self.traces.expand(messages, now)
         for message, error in invalid:
             report.invalid.append((message, error))
             self.invalid[error.reason] += 1

@@ -7,7 +7,8 @@ trace with a read span is *open* until:
 
 - its root span (no parent) has arrived and so has a RETRIEVER span: it closes at the end
   of that batch (a root span ends after all its descendants, so in order it comes last);
-- or no span of it has arrived for `wait` seconds of the engine's clock;
+- or the engine's clock is `wait` seconds past the latest end time of its spans (traces are
+  looked at in the order their last span arrived);
 - or more than `max_open` traces are open: the one that has waited longest closes early;
 - or the stream ends (`close_all`, the end of a replay).
 
@@ -53,7 +54,7 @@ class TraceRecord:
 
     trace_id: str
     arrived: float
-    """The engine's clock when its last span arrived."""
+    """The latest end time of its spans (event time): it waits `wait` from there."""
     position: Position
     retrieved: bool = False
     """A RETRIEVER span has arrived (and gave the retrieval event)."""
@@ -120,7 +121,7 @@ class TraceAssembler:
 
     # -- spans in ---------------------------------------------------------------------------
 
-    def add(self, span: Span, now: float, position: Position) -> dict[str, Any] | None:
+    def add(self, span: Span, position: Position) -> dict[str, Any] | None:
         """Take one read span; returns its retrieval event, if it gives one."""
         kind = span.kind or "none"
         trace_id = span.trace_id
@@ -135,9 +136,9 @@ class TraceAssembler:
             return None
         record = self.open.pop(trace_id, None)
         if record is None:
-            record = TraceRecord(trace_id, now, position)
-        else:
-            record.arrived, record.position = max(record.arrived, now), position
+            record = TraceRecord(trace_id, span.end, position)
+        else:  # the event time of its latest span: the same on every clock and replica
+            record.arrived, record.position = max(record.arrived, span.end), position
         self.open[trace_id] = record  # now the most recent
         record.span_ids.add(span.span_id)
         for child in [c for c in record.candidates.values() if c.parent_id == span.span_id]:

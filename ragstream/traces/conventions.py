@@ -39,6 +39,7 @@ SPAN_KINDS = (
     "GUARDRAIL",
     "EVALUATOR",
     "PROMPT",
+    "DECISION",
     "UNKNOWN",
 )
 """OpenInference span kinds: the `kind` label values of the span counter (a span without
@@ -78,8 +79,8 @@ class TraceMapping:
     """Event label key -> the span attribute (else resource attribute) it is read from. A
     configured label key not listed here is read from the attribute of the same name."""
     wait: float = 30.0
-    """Seconds (on the engine's clock) a trace stays open after its last span arrived,
-    when its root span has not closed it."""
+    """Seconds a trace stays open past the latest end time of its spans (on the engine's
+    clock), when its root span has not closed it."""
     max_open: int = 10_000
     """Open traces kept per partition; beyond it the oldest closes early."""
     max_message_bytes: int = 4 * 1024 * 1024

@@ -46,6 +46,14 @@ def decode_proto(value: bytes, max_bytes: int) -> ExportTraceServiceRequest:
     except (ProtobufDecodeError, RuntimeError, ValueError) as error:
         # upb raises DecodeError; RuntimeError on recursion limits
         raise DecodeError("bad_protobuf", f"not an ExportTraceServiceRequest: {error}") from None
+    return _with_spans(request)
+
+
+def _with_spans(request: ExportTraceServiceRequest) -> ExportTraceServiceRequest:
+    """A request without resource spans is some other message (the exporter never sends
+    an empty one): a ragstream event or metrics on a traces topic, say."""
+    if not request.resource_spans:
+        raise DecodeError("schema", "no resource spans: not an OTLP traces request")
     return request
 
 
@@ -70,7 +78,7 @@ def decode_json(value: bytes, max_bytes: int) -> ExportTraceServiceRequest:
     except (json_format.ParseError, TypeError, ValueError, AttributeError) as error:
         detail = f"not an OTLP/JSON ExportTraceServiceRequest: {error}"
         raise DecodeError("schema", detail) from None
-    return request
+    return _with_spans(request)
 
 
 def decoder_for(fmt: str) -> Callable[[bytes, int], ExportTraceServiceRequest]:

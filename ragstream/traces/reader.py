@@ -92,7 +92,7 @@ class TraceReader:
             invalid.extend((message, error) for error in batch.errors)
             assembler.skip(batch.skipped)
             for span in batch.spans:
-                event = assembler.add(span, now, position)
+                event = assembler.add(span, position)
                 if event is not None:
                     out.append(_message(event, message.partition, position))
             for trace_id in batch.roots:

@@ -105,6 +105,12 @@ class Clock:
             wall=wall,
         )
 
+    @property
+    def reached(self) -> float:
+        """The largest ``t_now`` reached so far; -inf before the first (an event clock
+        that has seen no event has not reached any time, whatever `now()` says)."""
+        return self._now
+
     def now(self) -> float:
         """``t_now``: the wall clock, or the largest event time (the wall clock before any)."""
         if self.mode is ClockMode.WALL:
