@@ -86,9 +86,9 @@ def feedback_messages(
     return out
 
 
-def assert_same_state(ours: Engine, reference: Engine) -> None:
-    """Same windows (every column of every series), same final per-query rows, same counts
-    of events by type and outcome."""
+def assert_same_state(ours: Engine, reference: Engine, invalid: int = 0) -> None:
+    """Same windows (every column of every series) and counts of events by type and
+    outcome (`invalid`: how many more invalid messages `ours` read)."""
     now = reference.now()
     assert ours.now() == now
     assert ours.store.labelsets() == reference.store.labelsets()
@@ -102,4 +102,7 @@ def assert_same_state(ours: Engine, reference: Engine) -> None:
             np.testing.assert_allclose(
                 a[window].decayed_mean(), b[window].decayed_mean(), rtol=1e-12
             )
-    assert ours.events == reference.events
+    expected = reference.events.copy()
+    if invalid:
+        expected[("unknown", "invalid")] += invalid
+    assert ours.events == expected
