@@ -14,7 +14,7 @@ The open traces live per partition (`TraceAssembler`): they move with the partit
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import msgspec
@@ -22,6 +22,8 @@ import msgspec
 from ragstream.events import DecodeError, Message
 from ragstream.traces.assembly import TRACE_OUTCOMES, Position, TraceAssembler
 from ragstream.traces.conventions import OTLP_FORMATS, TraceMapping
+from ragstream.traces.otlp_json import read_json
+from ragstream.traces.spans import SpanBatch
 
 __all__ = ["TraceReader", "TraceSupportError"]
 
@@ -29,8 +31,8 @@ _encode = msgspec.json.Encoder().encode
 
 
 class TraceSupportError(ImportError):
-    """An OTLP format is configured but the OpenTelemetry protobuf definitions are not
-    installed."""
+    """An `otlp_proto` topic is configured but the OpenTelemetry protobuf definitions are
+    not installed."""
 
 
 class TraceReader:
@@ -46,18 +48,10 @@ class TraceReader:
         unknown = {f for f in formats.values() if f != "ragstream" and f not in OTLP_FORMATS}
         if unknown:
             raise ValueError(f"unknown source formats: {sorted(unknown)}")
-        try:
-            from ragstream.traces import otlp
-        except ImportError as error:  # the `otlp` extra is not installed
-            raise TraceSupportError(
-                "reading OpenTelemetry traces needs the OpenTelemetry protobuf definitions: "
-                f"pip install 'ragstream[otlp]' ({error})"
-            ) from error
-        self._otlp = otlp
         self.formats = {t: f for t, f in formats.items() if f in OTLP_FORMATS}
         self.mapping = mapping
         self.label_keys = tuple(label_keys)
-        self._decoders = {t: otlp.decoder_for(f) for t, f in self.formats.items()}
+        self._readers = {t: _reader(f) for t, f in self.formats.items()}
         self.assemblers: dict[int, TraceAssembler] = {}
         self.retired_spans: Counter[tuple[str, str]] = Counter()
         """Span counters of partitions that left, so that exported counters never go down."""
@@ -70,23 +64,22 @@ class TraceReader:
     ) -> tuple[Sequence[Message], list[tuple[Message, DecodeError]]]:
         """The batch with every OTLP message replaced by its events, and the OTLP messages
         (or spans) that are not valid, with their reason."""
-        decoders = self._decoders
-        if not self.assemblers and not any(m.topic in decoders for m in messages):
+        readers = self._readers
+        if not self.assemblers and not any(m.topic in readers for m in messages):
             return messages, []
         out: list[Message] = []
         invalid: list[tuple[Message, DecodeError]] = []
-        otlp, mapping = self._otlp, self.mapping
+        mapping = self.mapping
         for message in messages:
-            decode = decoders.get(message.topic)
-            if decode is None:
+            read = readers.get(message.topic)
+            if read is None:
                 out.append(message)
                 continue
             try:
-                request = decode(message.value, mapping.max_message_bytes)
+                batch = read(message.value, mapping)
             except DecodeError as error:
                 invalid.append((message, error))
                 continue
-            batch = otlp.read_spans(request, mapping)
             assembler = self._assembler(message.partition)
             position = (message.topic, message.offset)
             invalid.extend((message, error) for error in batch.errors)
@@ -172,6 +165,20 @@ class TraceReader:
         for assembler in self.assemblers.values():
             totals.update(assembler.traces)
         return {name: totals.get(name, 0) for name in (*TRACE_OUTCOMES, "evicted")}
+
+
+def _reader(fmt: str) -> Callable[[bytes, TraceMapping], SpanBatch]:
+    """The reader of an OTLP format; `otlp_proto` needs the `otlp` extra."""
+    if fmt == "otlp_json":
+        return read_json
+    try:
+        from ragstream.traces.otlp_proto import read_proto
+    except ImportError as error:  # the `otlp` extra is not installed
+        raise TraceSupportError(
+            "reading otlp_proto traces needs the OpenTelemetry protobuf definitions: "
+            f"pip install 'ragstream[otlp]' ({error})"
+        ) from error
+    return read_proto
 
 
 def _message(event: dict[str, Any], partition: int, position: Position) -> Message:

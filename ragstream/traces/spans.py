@@ -8,8 +8,29 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ragstream.events import DecodeError
+from ragstream.traces.conventions import ANSWER_KINDS, SPAN_KINDS
 
-__all__ = ["Span", "SpanBatch"]
+__all__ = ["READ_KINDS", "Span", "SpanBatch", "check_size", "skipped_kind"]
+
+READ_KINDS = ANSWER_KINDS | {"RETRIEVER"}
+"""The span kinds the mapping reads."""
+_KNOWN_KINDS = frozenset(SPAN_KINDS)
+
+
+def skipped_kind(kind: str | None) -> str:
+    """The counter's kind of a span that is not read: its kind, `none` without one,
+    `other` for a value OpenInference does not define."""
+    if kind is None:
+        return "none"
+    return kind if kind in _KNOWN_KINDS else "other"
+
+
+def check_size(value: bytes, max_bytes: int) -> None:
+    """`empty` and `too_large`, as for events."""
+    if not value:
+        raise DecodeError("empty", "the message has no value (a tombstone or zero bytes)")
+    if len(value) > max_bytes:
+        raise DecodeError("too_large", f"message of {len(value)} bytes exceeds {max_bytes}")
 
 
 @dataclass(slots=True)

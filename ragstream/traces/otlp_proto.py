@@ -1,0 +1,129 @@
+"""`otlp_proto` messages to spans: the Collector's Kafka exporter's default encoding, one
+`ExportTraceServiceRequest` in the protobuf binary format per message, parsed by protobuf
+with the OpenTelemetry definitions (`opentelemetry-proto`, the `otlp` extra).
+
+`read_proto` parses a message and walks it once: spans of the kinds the mapping reads
+(and root spans) become `Span` records with their attributes as Python values; every
+other span is only counted by kind. Nothing here keeps state.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from google.protobuf.message import DecodeError as ProtobufDecodeError
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
+
+from ragstream.events import DecodeError
+from ragstream.traces.conventions import TraceMapping
+from ragstream.traces.spans import READ_KINDS, Span, SpanBatch, check_size, skipped_kind
+
+__all__ = ["decode_proto", "read_proto", "value_of"]
+
+
+def decode_proto(value: bytes, max_bytes: int) -> ExportTraceServiceRequest:
+    """An `otlp_proto` message; `DecodeError` (`empty`, `too_large`, `bad_protobuf`)."""
+    check_size(value, max_bytes)
+    try:
+        request: ExportTraceServiceRequest = ExportTraceServiceRequest.FromString(value)
+    except (ProtobufDecodeError, RuntimeError, ValueError) as error:
+        # upb raises DecodeError; RuntimeError on recursion limits
+        raise DecodeError("bad_protobuf", f"not an ExportTraceServiceRequest: {error}") from None
+    return _with_spans(request)
+
+
+def _with_spans(request: ExportTraceServiceRequest) -> ExportTraceServiceRequest:
+    """A request without resource spans is some other message (the exporter never sends
+    an empty one): a ragstream event or metrics on a traces topic, say."""
+    if not request.resource_spans:
+        raise DecodeError("schema", "no resource spans: not an OTLP traces request")
+    return request
+
+
+# -- the walk ---------------------------------------------------------------------------------
+
+
+def read_proto(value: bytes, mapping: TraceMapping) -> SpanBatch:
+    """The spans of an `otlp_proto` message the mapping reads, the others counted;
+    `DecodeError` when the message is not a traces request."""
+    return walk(decode_proto(value, mapping.max_message_bytes), mapping)
+
+
+def walk(request: ExportTraceServiceRequest, mapping: TraceMapping) -> SpanBatch:
+    """The spans the mapping reads, the other spans counted (see the module docstring)."""
+    out = SpanBatch()
+    kind_key = mapping.span_kind
+    for r, resource_spans in enumerate(request.resource_spans):
+        resource: dict[str, Any] | None = None
+        for s, scope_spans in enumerate(resource_spans.scope_spans):
+            for i, span in enumerate(scope_spans.spans):
+                attributes = span.attributes
+                kind: str | None = None
+                for kv in attributes:
+                    if kv.key == kind_key:
+                        raw = value_of(kv.value)
+                        kind = raw.upper() if isinstance(raw, str) else "other"
+                        break
+                root = not span.parent_span_id
+                if kind not in READ_KINDS:
+                    out.skipped[skipped_kind(kind)] += 1
+                    if root and len(span.trace_id) == 16:
+                        out.roots.append(span.trace_id.hex())
+                    continue
+                where = f"resource_spans.{r}.scope_spans.{s}.spans.{i}"
+                if len(span.trace_id) != 16 or not any(span.trace_id):
+                    out.errors.append(DecodeError("schema", f"{where}: trace_id is not 16 bytes"))
+                    continue
+                if len(span.span_id) != 8 or len(span.parent_span_id) not in (0, 8):
+                    out.errors.append(
+                        DecodeError("schema", f"{where}: span_id or parent_span_id not 8 bytes")
+                    )
+                    continue
+                if resource is None:
+                    resource = _attributes(resource_spans.resource.attributes)
+                nanos = span.end_time_unix_nano or span.start_time_unix_nano
+                out.spans.append(
+                    Span(
+                        trace_id=span.trace_id.hex(),
+                        span_id=span.span_id.hex(),
+                        parent_id=span.parent_span_id.hex(),
+                        kind=kind,
+                        end=nanos / 1e9,
+                        attributes=_attributes(attributes),
+                        resource=resource,
+                        where=where,
+                    )
+                )
+    return out
+
+
+def _attributes(attributes: Any) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    kv: KeyValue
+    for kv in attributes:
+        out[kv.key] = value_of(kv.value)  # a repeated key: the last wins
+    return out
+
+
+def value_of(value: AnyValue) -> Any:
+    """An attribute value as Python: str, bool, int, float, bytes, list or dict (None when
+    empty)."""
+    which = value.WhichOneof("value")
+    if which == "string_value":
+        return value.string_value
+    if which is None:
+        return None
+    if which == "int_value":
+        return value.int_value
+    if which == "double_value":
+        return value.double_value
+    if which == "bool_value":
+        return value.bool_value
+    if which == "array_value":
+        return [value_of(v) for v in value.array_value.values]
+    if which == "kvlist_value":
+        return {kv.key: value_of(kv.value) for kv in value.kvlist_value.values}
+    if which == "bytes_value":
+        return value.bytes_value
+    return None
