@@ -10,6 +10,7 @@ import click
 from ragstream.cli._settings import settings_options, with_settings
 from ragstream.config import SecretFileError, Settings
 from ragstream.sources.kafka import CoPartitionError, KafkaAuthError
+from ragstream.traces import TraceSupportError
 from ragstream.wiring.run import run_agent
 
 __all__ = ["run"]
@@ -29,5 +30,5 @@ def run(settings: Settings) -> None:
     )
     try:
         asyncio.run(run_agent(settings))
-    except (CoPartitionError, KafkaAuthError, SecretFileError) as error:
+    except (CoPartitionError, KafkaAuthError, SecretFileError, TraceSupportError) as error:
         raise click.ClickException(str(error)) from error

@@ -126,8 +126,8 @@ def describe_sources(settings: Settings) -> str:
         lines.append(f"#   {topic}: {what}")
     if all(k.formats.get(topic, "ragstream") == "ragstream" for topic in k.topics):
         return "\n".join(lines)
-    installed = importlib.util.find_spec("opentelemetry.proto") is not None
-    if not installed:
+    proto = any(k.formats.get(topic) == "otlp_proto" for topic in k.topics)
+    if proto and importlib.util.find_spec("opentelemetry.proto") is None:
         lines.append(
             "#   NOT READY: the OpenTelemetry protobuf definitions are not installed "
             "(pip install 'ragstream[otlp]')"
