@@ -1,0 +1,82 @@
+"""Trace topics in the configuration: per-topic formats, the `traces` settings, what
+`check-config` says, and a missing `otlp` extra."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+from click.testing import CliRunner
+from pydantic import ValidationError
+
+from ragstream.cli import main
+from ragstream.config import Settings, load_settings
+from ragstream.pipeline.engine import Engine, EngineConfig
+from ragstream.traces import TraceMapping, TraceReader, TraceSupportError
+from ragstream.wiring import engine_config
+from ragstream.wiring.engine import trace_mapping
+
+CONFIG = """
+kafka:
+  topics: [rag-feedback, otlp_spans, otlp_json_spans]
+  formats: {otlp_spans: otlp_proto, otlp_json_spans: otlp_json}
+labels:
+  keys: [service, env]
+traces:
+  labels: {service: service.name, env: deployment.environment}
+  wait: 45s
+"""
+
+
+def test_the_settings_defaults_are_the_mappings_defaults() -> None:
+    assert trace_mapping(Settings().traces) == TraceMapping()
+
+
+def test_formats_reach_the_engine(tmp_path: Path) -> None:
+    path = tmp_path / "ragstream.yaml"
+    path.write_text(CONFIG)
+    config = engine_config(load_settings(path))
+    assert config.formats == (("otlp_json_spans", "otlp_json"), ("otlp_spans", "otlp_proto"))
+    assert config.traces.wait == 45.0
+    engine = Engine(config)
+    assert engine.traces is not None
+    assert engine.traces.formats == {"otlp_spans": "otlp_proto", "otlp_json_spans": "otlp_json"}
+    assert Engine(engine_config(Settings())).traces is None  # no trace topic: no trace reader
+
+
+def test_a_format_for_a_topic_not_consumed_is_an_error() -> None:
+    with pytest.raises(ValidationError, match=r"kafka\.formats names spans, not in kafka\.topics"):
+        load_settings(overrides={"kafka": {"topics": ["a"], "formats": {"spans": "otlp_proto"}}})
+    with pytest.raises(ValidationError, match="otlp_proto"):
+        load_settings(overrides={"kafka": {"topics": ["a"], "formats": {"a": "zipkin_proto"}}})
+
+
+def test_check_config_says_what_each_topic_carries_and_how_spans_map(tmp_path: Path) -> None:
+    path = tmp_path / "ragstream.yaml"
+    path.write_text(CONFIG)
+    result = CliRunner().invoke(main, ["check-config", "--config", str(path)])
+    assert result.exit_code == 0, result.output
+    out = result.output
+    assert "#   rag-feedback: ragstream events (schema v1)" in out
+    assert "#   otlp_spans: OpenTelemetry traces, otlp_proto" in out
+    assert "#   otlp_json_spans: OpenTelemetry traces, otlp_json" in out
+    assert "query_id: the trace id (32 hex digits)" in out
+    assert "RETRIEVER span -> retrieval event" in out
+    assert "45s after its last span" in out
+    assert "service <- service.name; env <- deployment.environment" in out
+    assert yaml.safe_load(out)["kafka"]["formats"]["otlp_spans"] == "otlp_proto"  # still YAML
+    plain = CliRunner().invoke(main, ["check-config"])
+    assert "traces -> events" not in plain.output  # no trace topic: no mapping to explain
+
+
+def test_an_otlp_proto_topic_without_the_protobuf_definitions_is_a_clear_error(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.delitem(sys.modules, "ragstream.traces.otlp_proto", raising=False)
+    monkeypatch.setitem(sys.modules, "google.protobuf.message", None)  # as if not installed
+    with pytest.raises(TraceSupportError, match=r"pip install 'ragstream\[otlp\]'"):
+        Engine(EngineConfig(formats=(("spans", "otlp_proto"),)))
+    reader = TraceReader({"spans": "otlp_json"}, TraceMapping())  # OTLP/JSON needs no extra
+    assert reader.formats == {"spans": "otlp_json"}
