@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 from typing import Any, TextIO
@@ -37,6 +38,14 @@ __all__ = ["replay"]
     help="Write one JSON line per query with its final metrics.",
 )
 @click.option(
+    "--input-format",
+    type=click.Choice(["ragstream", "otlp_json"]),
+    default="ragstream",
+    show_default=True,
+    help="ragstream: one event per line; otlp_json: one OTLP/JSON traces request per line "
+    "(the OpenTelemetry Collector's file exporter), mapped as docs/opentelemetry.md says.",
+)
+@click.option(
     "--batch-size",
     type=click.IntRange(1),
     default=5000,
@@ -45,7 +54,12 @@ __all__ = ["replay"]
 )
 @with_settings
 def replay(
-    settings: Settings, file: Path, fmt: str, per_query: Path | None, batch_size: int
+    settings: Settings,
+    file: Path,
+    fmt: str,
+    per_query: Path | None,
+    input_format: str,
+    batch_size: int,
 ) -> None:
     """Run the pipeline on FILE (one event per line) and print a summary at the end.
 
@@ -55,7 +69,10 @@ def replay(
     a valid event (then 1).
     """
     tune_gc()
-    engine = Engine(engine_config(settings, clock="event"))
+    config = engine_config(settings, clock="event")
+    if input_format != "ragstream":  # the file's lines are messages of a trace topic
+        config = dataclasses.replace(config, formats=((file.name, input_format),))
+    engine = Engine(config)
     out: TextIO | None = per_query.open("w", encoding="utf-8") if per_query else None
     lines = LineCounts()
     try:

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 
@@ -17,6 +18,7 @@ from ragstream.pipeline.engine import Engine, EngineConfig
 from ragstream.traces import TraceMapping, TraceReader, TraceSupportError
 from ragstream.wiring import engine_config
 from ragstream.wiring.engine import trace_mapping
+from tests.traces._rag import RagApp, per_trace
 
 CONFIG = """
 kafka:
@@ -80,3 +82,24 @@ def test_an_otlp_proto_topic_without_the_protobuf_definitions_is_a_clear_error(
         Engine(EngineConfig(formats=(("spans", "otlp_proto"),)))
     reader = TraceReader({"spans": "otlp_json"}, TraceMapping())  # OTLP/JSON needs no extra
     assert reader.formats == {"spans": "otlp_json"}
+
+
+@pytest.mark.filterwarnings("ignore:Calling .text\\(\\) as a method:DeprecationWarning")
+def test_replay_reads_a_file_of_otlp_json_requests(rag_app: RagApp, tmp_path: Path) -> None:
+    """One OTLP/JSON request per line, as the Collector's file exporter writes them."""
+    rag_app.exporter.take()
+    for question in ["reset my password", "close my account", "export invoices"]:
+        rag_app.ask(question)
+    path = tmp_path / "spans.jsonl"
+    lines = [v for export in rag_app.exporter.exports for _, v in per_trace(export, "otlp_json")]
+    path.write_bytes(b"\n".join(lines) + b"\n")
+    runner = CliRunner()
+    args = ["replay", "--input-format", "otlp_json", "--format", "json", str(path)]
+    result = runner.invoke(main, args)
+    assert result.exit_code == 0, result.output
+    summary = json.loads(result.output)
+    assert summary["lines"] == {"read": 21, "blank": 0}
+    as_events = runner.invoke(main, ["replay", "--format", "json", str(path)])
+    assert as_events.exit_code == 1  # read as ragstream events, no line is one
+    assert "unknown_type" in as_events.output or "schema" in as_events.output
+    assert summary["events"] == {"answer/processed": 3, "retrieval/processed": 3}
