@@ -13,7 +13,7 @@ COPY pyproject.toml setup.py README.md ./
 COPY ragstream ./ragstream
 RUN pip install --no-cache-dir --prefix=/install ".[otlp]" \
     && PYTHONPATH=/install/lib/python3.11/site-packages \
-       python -c "import ragstream.trec._scan, ragstream.events._scan, ragstream.traces.otlp_proto"
+       python -c "import ragstream.trec._scan, ragstream.events._scan"
 
 FROM python:3.11-slim
 COPY --from=build /install /usr/local
