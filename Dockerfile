@@ -11,6 +11,7 @@ RUN apt-get update \
 WORKDIR /src
 COPY pyproject.toml setup.py README.md ./
 COPY ragstream ./ragstream
+# with the otlp extra: topics of OpenTelemetry traces in otlp_proto (docs/opentelemetry.md)
 RUN pip install --no-cache-dir --prefix=/install ".[otlp]" \
     && PYTHONPATH=/install/lib/python3.11/site-packages \
        python -c "import ragstream.trec._scan, ragstream.events._scan"
