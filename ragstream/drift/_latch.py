@@ -5,10 +5,28 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import numpy.typing as npt
 
 from ragstream.drift._common import F64, I64
 
-__all__ = ["Latch"]
+_B = npt.NDArray[np.bool_]
+
+
+def latch_step(alarm: _B, severity: F64, release: float) -> tuple[_B, _B]:
+    """One evaluation of many independent latches, elementwise: the new alarms and where
+    an alarm turned on. The rule of :meth:`Latch.feed` for one value: no signal (NaN)
+    turns the alarm off; a raised alarm stays while ``severity >= release``; a lowered
+    one turns on at ``severity >= 1``."""
+    with np.errstate(invalid="ignore"):
+        signal = ~np.isnan(severity)
+        kept = alarm & (severity >= release)
+        raised = ~alarm & (severity >= 1.0)
+    new: _B = signal & (kept | raised)
+    onset: _B = signal & raised
+    return new, onset
+
+
+__all__ = ["Latch", "latch_step"]
 
 
 class Latch:

@@ -316,14 +316,21 @@ class SlidingWindow:
             self.spec.max_exponent,
         )
 
-    def totals(self, now: float, names: tuple[str, ...] = _NAMES) -> State:
+    def totals(
+        self, now: float, names: tuple[str, ...] = _NAMES, until: float | None = None
+    ) -> State:
         """Every series' totals over the live buckets at ``now``, arrays ``(capacity, ...)``
         (``dsum`` landmark-relative) for the given state names: the running totals less the
         buckets that ``now`` has moved out, without moving the ring. Sums are exactly 0
-        where their count is. Do not modify the arrays."""
+        where their count is. Do not modify the arrays.
+
+        ``until``: only the buckets that start at or before ``until`` (those of rows
+        stamped up to ``until``, bucket-granular): the window less its newest part."""
         top = self.position(now)
         gone = (self._keys != _NO_KEY) & (self._keys < top - self.spec.buckets)
-        if self._top == _NO_KEY or top == self._top or not gone.any():
+        if until is not None:
+            gone |= (self._keys != _NO_KEY) & (self._keys > math.floor(until / self.width))
+        if self._top == _NO_KEY or (top == self._top and until is None) or not gone.any():
             return {n: self._totals[n] for n in names}
         if (self._keys[~gone] == _NO_KEY).all():
             return {n: np.zeros_like(self._totals[n]) for n in names}

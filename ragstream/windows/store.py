@@ -180,11 +180,16 @@ class WindowStore:
         """Every label set's windows at ``now``, merged across partitions."""
         return {key: self.read(now, key) for key in self.labelsets()}
 
-    def read_totals(self, now: float) -> WindowTotals:
+    def read_totals(
+        self, now: float, *, until: float | None = None, histograms: bool = False
+    ) -> WindowTotals:
         """Every label set's totals in every window at ``now`` as arrays (merged across
         partitions): O(series x columns) numpy work, from the rings' running totals.
 
         Equal to :meth:`read` per label set, counts exactly, sums up to float rounding.
+        ``until``: each window less its buckets that start after ``until`` (e.g. the last
+        minutes, whose late labels have not all arrived yet); ``histograms``: the merged
+        histograms too (`WindowTotals.histograms`).
         """
         labelsets, sids, starts = self._series_layout()
         alone = starts.size == sids.size  # one partition per label set: nothing to merge
@@ -202,9 +207,14 @@ class WindowStore:
         total_sq = np.zeros((w, n, c))
         dcount = np.zeros((w, n, d), dtype=np.int64)
         dtotal = np.zeros((w, n, d))
+        hist = np.zeros((w, n, len(spec.histogrammed), spec.bins), dtype=np.int64)
         names = ("rows", "count", "sum", "sum_sq", "dcount", "dsum") if d else _PLAIN_TOTALS
+        if histograms:
+            names = (*names, "hist")
         for j, ring in enumerate(self._table.windows.values() if n else ()):
-            t = ring.totals(now, names)
+            t = ring.totals(now, names, until)
+            if histograms:
+                hist[j] = merged(t["hist"])
             queries[j] = merged(t["rows"])
             count[j] = merged(t["count"])
             total[j] = merged(t["sum"])
@@ -222,6 +232,7 @@ class WindowStore:
             total_sq.transpose(1, 0, 2),
             dcount.transpose(1, 0, 2),
             dtotal.transpose(1, 0, 2),
+            hist.transpose(1, 0, 2, 3) if histograms else None,
         )
 
     def _series_layout(self) -> tuple[list[LabelSet], I64, I64]:
@@ -236,6 +247,10 @@ class WindowStore:
             starts = np.flatnonzero(np.r_[True, owner[1:] != owner[:-1]]) if pairs else owner
             self._layout = (labelsets, sids, starts)
         return self._layout
+
+    def series(self) -> list[SeriesKey]:
+        """Every series ``(partition, labelset)`` held, sorted."""
+        return sorted((p, k) for p, series in self._ids.items() for k in series)
 
     def labelsets(self) -> list[LabelSet]:
         """Every label set held by any partition, sorted."""

@@ -39,6 +39,8 @@ class WindowTotals:
     """``(L, W, H·D)``: values per decayed column."""
     decayed_total: F64
     """``(L, W, H·D)``: ``Σ v · exp(-λ(at - t))`` per decayed column."""
+    histograms: I64 | None = None
+    """``(L, W, C_hist, bins)``: the histograms of ``spec.histogrammed`` (when asked for)."""
 
     def index(self, labels: LabelSet) -> int:
         """Row of a label set (``ValueError`` if absent)."""

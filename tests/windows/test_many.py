@@ -65,6 +65,16 @@ def same_state(a: Any, b: Any) -> None:
 
 def matrix_equals_reads(store: WindowStore, at: float) -> None:
     matrix = store.read_totals(at)
+    assert matrix.histograms is None
+    with_hist = store.read_totals(at, histograms=True)
+    assert with_hist.histograms is not None
+    assert with_hist.count.tolist() == matrix.count.tolist()
+    # `until` at or past every bucket held changes nothing; before every bucket, all leave
+    later = store.read_totals(at, until=at + 1000.0, histograms=True)
+    assert later.queries.tolist() == matrix.queries.tolist()
+    assert later.histograms is not None
+    assert later.histograms.tolist() == with_hist.histograms.tolist()
+    assert store.read_totals(at, until=at - 1000.0).queries.sum() == 0
     assert matrix.labelsets == store.labelsets()
     mean, dmean, stderr = matrix.mean(), matrix.decayed_mean(), matrix.stderr()
     for i, labels in enumerate(matrix.labelsets):
@@ -72,6 +82,7 @@ def matrix_equals_reads(store: WindowStore, at: float) -> None:
         for j, read in enumerate(store.read(at, labels).values()):
             assert matrix.queries[i, j] == read.queries
             assert matrix.count[i, j].tolist() == read.aggregate.count.tolist()
+            assert with_hist.histograms[i, j].tolist() == read.aggregate.histogram.tolist()
             assert matrix.decayed_count[i, j].tolist() == read.decay.count.tolist()
             np.testing.assert_allclose(mean[i, j], read.mean(), rtol=1e-9, atol=1e-9)
             np.testing.assert_allclose(stderr[i, j], read.stderr(), rtol=1e-6, atol=1e-7)

@@ -148,6 +148,21 @@ def check_windows(windows: WindowSet, refs: list[RefWindow], at: float) -> None:
         got = read.decay.value(at)
         assert np.all(np.abs(got - total) <= 1e-12 * scale + 1e-300), (got, total)
         assert read.decayed_sum().shape == (2, 1)
+        ring = windows.windows[read_name(ref.length)]
+        for until in (at - 1.3, at - 7.0, at - ref.length / 2, at + 2.0):
+            # the window less the buckets that start after `until`
+            cut = math.floor(until / ref.width)
+            kept = plain([r for r in rows if ref.key(r.t) <= cut], 2, SPEC.bins)
+            t = ring.totals(at, until=until)
+            assert int(t["rows"][0]) == kept.rows
+            assert t["count"][0].tolist() == kept.count.tolist()
+            assert t["hist"][0].tolist() == kept.hist.tolist()
+            np.testing.assert_allclose(t["sum"][0], kept.total, rtol=1e-9, atol=1e-9)
+            np.testing.assert_allclose(t["sum_sq"][0], kept.total_sq, rtol=1e-9, atol=1e-9)
+
+
+def read_name(length: float) -> str:
+    return next(n for n, w in zip(SPEC.names, SPEC.windows, strict=True) if w == length)
 
 
 @settings(max_examples=80, deadline=None)

@@ -1,0 +1,210 @@
+"""Many windowed detectors of one kind evaluated together: one per key (e.g. a label set)
+and cell (e.g. window pair x metric), all with the same settings.
+
+A scrape reads every label set's windows at once (arrays ``(labelsets, pairs, metrics)``);
+feeding one :class:`~ragstream.drift.ZScore` or :class:`~ragstream.drift.Psi` per element
+would cost a Python call and several numpy calls per element. A bank computes the
+statistic of every element with one call of :func:`~ragstream.drift.welch_z` or
+:func:`~ragstream.drift.psi` and applies the same hysteresis elementwise
+(:func:`~ragstream.drift._latch.latch_step`), so each element behaves exactly as its own
+detector fed the same windows (tested).
+
+Keys come and go with the label sets: at each update the state of a key seen before is
+carried over, a new key starts with its alarm off, and a key that is absent is forgotten.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Sequence
+from typing import Any, ClassVar, Self
+
+import numpy as np
+import numpy.typing as npt
+
+from ragstream.drift._common import F64, I64, Direction, check_version, float_in, float_out
+from ragstream.drift._latch import latch_step
+from ragstream.drift.psi import EPSILON, Psi, psi
+from ragstream.drift.zscore import Moments, ZScore, welch_z
+
+__all__ = ["PsiBank", "ZScoreBank"]
+
+_B = npt.NDArray[np.bool_]
+
+
+class _Bank:
+    """Keys, and per key and cell: the last score, the alarm and the onsets counted."""
+
+    kind: ClassVar[str]
+
+    def __init__(self, release: float, cells: tuple[int, ...]) -> None:
+        self.release = release
+        self.cells = tuple(int(c) for c in cells)
+        self.keys: list[Hashable] = []
+        self.score: F64 = np.zeros((0, *self.cells))
+        """``(keys, *cells)``: the last statistic (NaN: no signal)."""
+        self.alarm: _B = np.zeros((0, *self.cells), dtype=np.bool_)
+        self.detections: I64 = np.zeros((0, *self.cells), dtype=np.int64)
+        """``(keys, *cells)``: times the alarm turned on since the key was first seen."""
+
+    def _carry(self, keys: Sequence[Hashable]) -> tuple[_B, I64]:
+        """The alarms and onset counts of ``keys`` (those of unknown keys: off and 0)."""
+        keys = list(keys)
+        if keys == self.keys:
+            return self.alarm, self.detections
+        alarm = np.zeros((len(keys), *self.cells), dtype=np.bool_)
+        onsets = np.zeros((len(keys), *self.cells), dtype=np.int64)
+        where = {key: i for i, key in enumerate(self.keys)}
+        old = [where.get(key, -1) for key in keys]
+        new_rows = [i for i, j in enumerate(old) if j >= 0]
+        if new_rows:
+            old_rows = [old[i] for i in new_rows]
+            alarm[new_rows] = self.alarm[old_rows]
+            onsets[new_rows] = self.detections[old_rows]
+        return alarm, onsets
+
+    def _step(self, keys: Sequence[Hashable], score: F64, severity: F64) -> _B:
+        """One evaluation of every key; returns where an alarm turned on."""
+        shape = (len(keys), *self.cells)
+        if score.shape != shape:
+            raise ValueError(f"expected statistics of shape {shape}, got {score.shape}")
+        previous, onsets = self._carry(keys)
+        alarm, onset = latch_step(previous, severity, self.release)
+        self.keys = list(keys)
+        self.score = score
+        self.alarm = alarm
+        self.detections = onsets + onset
+        return onset
+
+    def config(self) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def snapshot(self) -> dict[str, Any]:
+        """JSON-ready: :meth:`config` and, per key, scores, alarms and onsets."""
+        return {**self.config(), **self._state()}
+
+    def _state(self) -> dict[str, Any]:
+        return {
+            "keys": [list(k) if isinstance(k, tuple) else k for k in self.keys],
+            "score": [float_out(v) for v in self.score.reshape(-1).tolist()],
+            "alarm": self.alarm.reshape(-1).tolist(),
+            "detections": self.detections.reshape(-1).tolist(),
+        }
+
+    def _load(self, snapshot: dict[str, Any]) -> None:
+        shape = (len(snapshot["keys"]), *self.cells)
+        self.keys = [tuple(k) if isinstance(k, list) else k for k in snapshot["keys"]]
+        self.score = np.asarray([float_in(v) for v in snapshot["score"]], np.float64).reshape(shape)
+        self.alarm = np.asarray(snapshot["alarm"], dtype=np.bool_).reshape(shape)
+        self.detections = np.asarray(snapshot["detections"], dtype=np.int64).reshape(shape)
+
+
+class ZScoreBank(_Bank):
+    """:class:`~ragstream.drift.ZScore` detectors, one per key and cell, with one set of
+    settings (the same arguments as ``ZScore``)."""
+
+    kind: ClassVar[str] = "zscore_bank"
+
+    def __init__(
+        self,
+        cells: tuple[int, ...] = (),
+        *,
+        threshold: float = 5.0,
+        min_count: int = 200,
+        min_reference: int = 1000,
+        direction: Direction | str = Direction.DOWN,
+        release: float = 0.8,
+    ) -> None:
+        self.settings = ZScore(threshold, min_count, min_reference, direction, release)
+        """A detector holding the settings (validated as ``ZScore`` validates them)."""
+        super().__init__(release, cells)
+
+    def update(self, keys: Sequence[Hashable], short: Moments, long: Moments) -> _B:
+        """One evaluation: moments ``(keys, *cells)`` of the short and the long windows.
+        Returns where an alarm turned on. Raises ``ValueError`` where a long window holds
+        fewer values than its short one (see :func:`~ragstream.drift.welch_z`)."""
+        s = self.settings
+        z = welch_z(short, long, min_count=s.min_count, min_reference=s.min_reference)
+        z = np.broadcast_to(z, (len(keys), *self.cells)).astype(np.float64)
+        return self._step(keys, z, s.severity(z))
+
+    def config(self) -> dict[str, Any]:
+        """Kind, version, cells and settings: the snapshot without the state."""
+        s = self.settings.snapshot()
+        return {
+            "kind": self.kind,
+            "version": 1,
+            "cells": list(self.cells),
+            **{k: s[k] for k in ("threshold", "min_count", "min_reference", "direction")},
+            "release": self.release,
+        }
+
+    @classmethod
+    def restore(cls, snapshot: dict[str, Any]) -> Self:
+        check_version(snapshot, cls.kind)
+        bank = cls(
+            tuple(snapshot["cells"]),
+            threshold=snapshot["threshold"],
+            min_count=snapshot["min_count"],
+            min_reference=snapshot["min_reference"],
+            direction=snapshot["direction"],
+            release=snapshot["release"],
+        )
+        bank._load(snapshot)
+        return bank
+
+
+class PsiBank(_Bank):
+    """:class:`~ragstream.drift.Psi` detectors, one per key and cell, with one set of
+    settings (the same arguments as ``Psi``)."""
+
+    kind: ClassVar[str] = "psi_bank"
+
+    def __init__(
+        self,
+        cells: tuple[int, ...] = (),
+        *,
+        threshold: float = 0.1,
+        min_count: int = 1000,
+        min_reference: int = 1000,
+        eps: float = EPSILON,
+        release: float = 0.8,
+    ) -> None:
+        self.settings = Psi(threshold, min_count, min_reference, eps, release)
+        super().__init__(release, cells)
+
+    def update(self, keys: Sequence[Hashable], short: npt.ArrayLike, long: npt.ArrayLike) -> _B:
+        """One evaluation: histograms ``(keys, *cells, bins)`` of the short and the long
+        windows. Returns where an alarm turned on."""
+        s = self.settings
+        value = psi(
+            short, long, eps=s.eps, min_count=s.min_count, min_reference=s.min_reference
+        ).astype(np.float64)
+        return self._step(keys, value, value / s.threshold)
+
+    def config(self) -> dict[str, Any]:
+        """Kind, version, cells and settings: the snapshot without the state."""
+        s = self.settings
+        return {
+            "kind": self.kind,
+            "version": 1,
+            "cells": list(self.cells),
+            "threshold": s.threshold,
+            "min_count": s.min_count,
+            "min_reference": s.min_reference,
+            "eps": s.eps,
+            "release": self.release,
+        }
+
+    @classmethod
+    def restore(cls, snapshot: dict[str, Any]) -> Self:
+        check_version(snapshot, cls.kind)
+        bank = cls(
+            tuple(snapshot["cells"]),
+            threshold=snapshot["threshold"],
+            min_count=snapshot["min_count"],
+            min_reference=snapshot["min_reference"],
+            eps=snapshot["eps"],
+            release=snapshot["release"],
+        )
+        bank._load(snapshot)
+        return bank
