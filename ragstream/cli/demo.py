@@ -7,9 +7,12 @@ import contextlib
 import sys
 import time
 from dataclasses import dataclass
+from pathlib import Path
 
 import click
 
+from ragstream.cli._settings import file_settings_options, settings_from_flags
+from ragstream.config import Settings
 from ragstream.durations import format_duration
 from ragstream.report.console import render_generation, render_summary
 from ragstream.wiring.demo import demo_agent
@@ -70,7 +73,10 @@ __all__ = ["demo"]
 @click.option(
     "--seed", type=int, default=7, show_default=True, help="Seed of the synthetic traffic."
 )
+@file_settings_options
 def demo(
+    config_file: Path | None,
+    assignments: tuple[str, ...],
     duration: float,
     port: int,
     host: str,
@@ -86,10 +92,15 @@ def demo(
     Three apps send retrieval, answer and feedback events; after --drift-at seconds the
     `support` app's ranking gets worse, its index staler and its answers less faithful: the
     summary shows MRR and nDCG falling in the 1m window first, then in the 5m window, and
-    the judged hallucination ratio rising.
+    the judged hallucination ratio rising, and the drift detectors raise their alarms.
+
+    Windows, metrics and drift detection are read from --config and --set (as `run` reads
+    them, e.g. --set drift.zscore.threshold=4); the traffic, its labels (app, index), the
+    label TTL and the address are the options above.
     """
+    settings = settings_from_flags(config_file, None, (), None, None, assignments)
     options = _Options(duration, port, host, rate, drift_at, refresh, label_ttl, judge_rate, seed)
-    asyncio.run(_demo(options))
+    asyncio.run(_demo(options, settings))
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,8 +116,9 @@ class _Options:
     seed: int
 
 
-async def _demo(o: _Options) -> None:
+async def _demo(o: _Options, settings: Settings) -> None:
     agent, judging = demo_agent(
+        settings=settings,
         rate=o.rate,
         drift_at=o.drift_at,
         label_ttl=o.label_ttl,

@@ -69,7 +69,7 @@ def replay(
     a valid event (then 1).
     """
     tune_gc()
-    config = engine_config(settings, clock="event")
+    config = engine_config(settings, clock="event", drift=False)
     if input_format != "ragstream":  # the file's lines are messages of a trace topic
         config = dataclasses.replace(config, formats=((file.name, input_format),))
     engine = Engine(config)

@@ -3,6 +3,7 @@
 from ragstream.config.explain import describe_sources, explain_error, render_settings
 from ragstream.config.secrets import SecretFileError, read_secret_file
 from ragstream.config.settings import (
+    DriftSettings,
     HttpSettings,
     JoinSettings,
     KafkaSecurity,
@@ -17,6 +18,7 @@ from ragstream.config.settings import (
 from ragstream.durations import Duration, format_duration, parse_duration
 
 __all__ = [
+    "DriftSettings",
     "Duration",
     "HttpSettings",
     "JoinSettings",

@@ -20,11 +20,14 @@ from pydantic_settings import (
     YamlConfigSettingsSource,
 )
 
+from ragstream.config.drift import DriftSettings
 from ragstream.config.judging import JudgeSettings
 from ragstream.config.secrets import SecretFileError, read_secret_file
-from ragstream.durations import Duration
+from ragstream.durations import Duration, format_duration
+from ragstream.metrics import parse_metric
 
 __all__ = [
+    "DriftSettings",
     "HttpSettings",
     "JoinSettings",
     "KafkaSecurity",
@@ -277,7 +280,36 @@ class Settings(BaseSettings):
     http: HttpSettings = Field(default_factory=HttpSettings)
     judge: JudgeSettings = Field(default_factory=JudgeSettings)
     traces: TraceSettings = Field(default_factory=TraceSettings)
+    drift: DriftSettings = Field(default_factory=DriftSettings)
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
+
+    @model_validator(mode="after")
+    def _drift_fits(self) -> Settings:
+        """Drift's window pairs are configured windows, its metrics' cutoffs configured
+        cutoffs, and its settle time shorter than every short window. Left at their
+        default, the pairs are those of the default pairs whose windows are configured."""
+        drift = self.drift
+        if not drift.enabled:
+            return self
+        fitted = drift.fitted(self.windows.sizes)
+        if fitted is not drift:  # frozen: set once, while validating
+            object.__setattr__(self, "drift", fitted)
+            drift = fitted
+        problems = []
+        for short, long in drift.window_pairs:
+            pair = f"{format_duration(short)}/{format_duration(long)}"
+            missing = [format_duration(w) for w in (short, long) if w not in self.windows.sizes]
+            if missing:
+                problems.append(f"window pair {pair}: {', '.join(missing)} not in windows.sizes")
+            elif drift.settle >= short:
+                problems.append(f"settle must be shorter than the short window of {pair}")
+        for name in drift.metrics:
+            k = parse_metric(name).k
+            if k is not None and k not in self.metrics.cutoffs:
+                problems.append(f"metric {name}: cutoff {k} not in metrics.cutoffs")
+        if problems:
+            raise ValueError("drift: " + "; ".join(problems))
+        return self
 
     @classmethod
     def settings_customise_sources(

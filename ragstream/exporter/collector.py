@@ -20,13 +20,8 @@ from prometheus_client.registry import Collector
 
 from ragstream import __version__
 from ragstream.events import DECODE_REASONS
-from ragstream.exporter.windowed import (
-    PREFIX,
-    build,
-    metric_for_column,
-    render_text,
-    to_metrics,
-)
+from ragstream.exporter.family import PREFIX, render_text, to_metrics
+from ragstream.exporter.windowed import build, metric_for_column
 from ragstream.pipeline.engine import Engine
 
 __all__ = ["EngineCollector", "metric_for_column"]

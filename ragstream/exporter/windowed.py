@@ -1,49 +1,41 @@
-"""The windowed gauges and final-query histograms, built in one pass over the windows.
+"""The windowed gauges, the window sums and counts, the drift families and the final-query
+histograms, built in one pass over the windows.
 
 `build()` reads every label set at once (`WindowStore.read_totals`) and groups the samples by
-family. Two renderers share it: `to_metrics()` for prometheus_client (OpenMetrics and any
-registry user), and `render_text()`, which writes the Prometheus text format directly —
-at 10 000 series prometheus_client's generic encoder costs several times the rest of a
-scrape, while these families have fixed, already valid names.
+family; `ragstream.exporter.family` renders them (prometheus_client's families or the text
+format written directly).
 """
 
 from __future__ import annotations
 
 import gc
 import math
-from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Sequence
 
 import numpy as np
-from prometheus_client.core import GaugeMetricFamily, HistogramMetricFamily, Metric
 
+from ragstream.exporter.drift import drift_families
+from ragstream.exporter.family import PREFIX, Family
 from ragstream.pipeline.engine import Engine
 from ragstream.pipeline.layout import EVENT_TIME, Column
+from ragstream.windows import WindowTotals
 
-__all__ = ["PREFIX", "Family", "build", "metric_for_column", "render_text", "to_metrics"]
+__all__ = ["build", "metric_for_column"]
 
-PREFIX = "ragstream_"
 _QUERIES_HELP = "Queries in the window: all of them, and those with at least one label."
+_SUM_HELP = (
+    "Sum of the values behind each windowed retrieval mean (decayed sums and document ages "
+    "valued at scrape time): summed over replicas and divided by the summed counts, the "
+    "mean of all their queries."
+)
+_COUNT_HELP = "Number of values behind each windowed retrieval mean."
+_Entry = tuple[int, Family, tuple[str, ...], tuple[str, str]]
 
 
 def metric_for_column(column: Column) -> tuple[str, dict[str, str]]:
     """A column's gauge (after `ragstream_`) and its `k` label: `ndcg@10` ->
     (`retrieval_ndcg`, {"k": "10"}); `rr_decayed` -> (`retrieval_mrr_decayed`, {})."""
     return column.gauge, ({} if column.k is None else {"k": str(column.k)})
-
-
-@dataclass(slots=True)
-class Family:
-    """One metric family: gauge rows `(label values, value)`, or histogram rows
-    `(label values, cumulative bucket counts, sum)` with the bucket bounds in `bounds`."""
-
-    name: str
-    help: str
-    labels: tuple[str, ...]
-    kind: str = "gauge"
-    rows: list[tuple[tuple[str, ...], float]] = field(default_factory=list)
-    histograms: list[tuple[tuple[str, ...], list[float], float]] = field(default_factory=list)
-    bounds: tuple[str, ...] = ()
 
 
 def build(engine: Engine, now: float) -> list[Family]:
@@ -56,16 +48,16 @@ def build(engine: Engine, now: float) -> list[Family]:
     paused = gc.isenabled()
     gc.disable()
     try:
-        return [*_gauges(engine, now), *_histograms(engine)]
+        totals = engine.store.read_totals(now)
+        return [*_gauges(engine, totals, now), *drift_families(engine, now), *_histograms(engine)]
     finally:
         if paused:
             gc.enable()
 
 
-def _gauges(engine: Engine, now: float) -> list[Family]:
+def _gauges(engine: Engine, totals: WindowTotals, now: float) -> list[Family]:
     layout = engine.layout
     keys = layout.label_keys
-    totals = engine.store.read_totals(now)
     if not totals.labelsets:
         return []
     mean = totals.mean()
@@ -82,24 +74,30 @@ def _gauges(engine: Engine, now: float) -> list[Family]:
     queries = families["window_queries"] = Family(
         PREFIX + "window_queries", _QUERIES_HELP, ("kind", "window", *keys)
     )
+    sum_labels = ("metric", "half_life", "window", *keys)
+    sums = Family(PREFIX + "window_sum", _SUM_HELP, sum_labels)
+    counts = Family(PREFIX + "window_count", _COUNT_HELP, sum_labels)
     windows = engine.spec.names
     rr = layout.index("rr")
     event = layout.index(EVENT_TIME)
     width = layout.width
-    # (value index, family, label values before the window); decayed values index the
-    # decayed grid of the totals, flattened half-life-major after the window columns
-    plain: list[tuple[int, Family, tuple[str, ...]]] = []
-    ages: list[tuple[int, Family, tuple[str, ...]]] = []
-    decayed: list[tuple[int, Family, tuple[str, ...]]] = []
+    # (value index, family, label values before the window, metric and half-life labels);
+    # decayed values index the decayed grid of the totals, flattened half-life-major after
+    # the window columns
+    plain: list[_Entry] = []
+    ages: list[_Entry] = []
+    decayed: list[_Entry] = []
     for i, column in enumerate(layout.columns):
         if column.part == "event_time":
             continue
         extra = {} if column.k is None else {"k": str(column.k)}
         values = tuple(extra.values())
+        half_life = ""
         if column.half_life is not None:
             extra["half_life"] = ""
-            values = (*values, layout.half_life_label(column.half_life))
-        entry = (i, family(column, tuple(extra)), values)
+            half_life = layout.half_life_label(column.half_life)
+            values = (*values, half_life)
+        entry = (i, family(column, tuple(extra)), values, (column.metric_name, half_life))
         if column.part == "doc_age":
             ages.append(entry)
         elif column.part == "decayed":
@@ -107,24 +105,44 @@ def _gauges(engine: Engine, now: float) -> list[Family]:
         else:
             plain.append(entry)
     grid = totals.decayed_mean() if decayed else None
+    add_sum, add_count = sums.rows.append, counts.rows.append
     for li, labelset in enumerate(totals.labelsets):
         for wi, window in enumerate(windows):
+            tail = (window, *labelset)
             n = int(totals.queries[li, wi])
+            count = totals.count[li, wi].tolist()
+            total = totals.total[li, wi].tolist()
+            values = mean[li, wi].tolist()
+            for i, _, _, metric in plain:  # zeros too: a volume floor must see 0
+                labels = (*metric, *tail)
+                add_sum((labels, total[i]))
+                add_count((labels, float(count[i])))
+            for i, _, _, metric in ages:
+                labels = (*metric, *tail)
+                k = count[i]
+                live = layout.live_age(values[i], values[event], now) if k else 0.0
+                add_sum((labels, k * live))
+                add_count((labels, float(k)))
+            if decayed:
+                dcount = totals.decayed_count[li, wi].tolist()
+                dtotal = totals.decayed_total[li, wi].tolist()
+                for i, _, _, metric in decayed:
+                    labels = (*metric, *tail)
+                    add_sum((labels, dtotal[i]))
+                    add_count((labels, float(dcount[i])))
             if n == 0:
                 continue
-            tail = (window, *labelset)
-            values = mean[li, wi].tolist()
             queries.rows.append((("all", *tail), float(n)))
-            queries.rows.append((("labeled", *tail), float(totals.count[li, wi, rr])))
-            for i, fam, head in plain:
+            queries.rows.append((("labeled", *tail), float(count[rr])))
+            for i, fam, head, _ in plain:
                 _row(fam, (*head, *tail), values[i])
             if grid is not None:
                 flat = grid[li, wi].reshape(-1).tolist()
-                for i, fam, head in decayed:
+                for i, fam, head, _ in decayed:
                     _row(fam, (*head, *tail), flat[i])
-            for i, fam, head in ages:
+            for i, fam, head, _ in ages:
                 _row(fam, (*head, *tail), layout.live_age(values[i], values[event], now))
-    return list(families.values())
+    return [*families.values(), sums, counts]
 
 
 def _row(family: Family, labels: tuple[str, ...], value: float) -> None:
@@ -163,78 +181,3 @@ def _histograms(engine: Engine) -> list[Family]:
                 ((*extra.values(), *labelset), counts[i].tolist(), float(sums[i]))
             )
     return list(families.values())
-
-
-def to_metrics(families: Sequence[Family]) -> Iterator[Metric]:
-    """The families as prometheus_client metric families."""
-    for f in families:
-        if f.kind == "histogram":
-            histogram = HistogramMetricFamily(f.name, f.help, labels=list(f.labels))
-            for labels, counts, total in f.histograms:
-                buckets = list(zip(f.bounds, counts, strict=True))
-                histogram.add_metric(list(labels), buckets, total)
-            yield histogram
-        else:
-            gauge = GaugeMetricFamily(f.name, f.help, labels=list(f.labels))
-            for labels, value in f.rows:
-                gauge.add_metric(list(labels), value)
-            yield gauge
-
-
-def _escape(value: str) -> str:
-    return value.replace("\\", r"\\").replace("\n", r"\n").replace('"', r"\"")
-
-
-def _value(value: float) -> str:
-    if math.isinf(value):
-        return "+Inf" if value > 0 else "-Inf"
-    return repr(float(value))
-
-
-def render_text(families: Sequence[Family]) -> str:
-    """The Prometheus text format (version 0.0.4) of the families (GC paused, see `build`)."""
-    paused = gc.isenabled()
-    gc.disable()
-    try:
-        return _render(families)
-    finally:
-        if paused:
-            gc.enable()
-
-
-def _render(families: Sequence[Family]) -> str:
-    out: list[str] = []
-    cache: dict[str, str] = {}
-    pairs_cache: dict[tuple[str, ...], dict[tuple[str, ...], str]] = {}
-
-    def quoted(value: str) -> str:
-        found = cache.get(value)
-        if found is None:
-            found = cache[value] = '"' + _escape(value) + '"'
-        return found
-
-    for f in families:
-        out.append(f"# HELP {f.name} {_escape(f.help)}\n# TYPE {f.name} {f.kind}\n")
-        order = sorted(range(len(f.labels)), key=f.labels.__getitem__)  # as prometheus_client
-        names = [f.labels[i] for i in order]
-        if f.kind == "histogram":
-            for labels, counts, total in f.histograms:
-                values = [labels[i] for i in order]
-                pairs = ",".join(f"{n}={quoted(v)}" for n, v in zip(names, values, strict=True))
-                sep = "," if pairs else ""
-                for bound, count in zip(f.bounds, counts, strict=True):
-                    out.append(f'{f.name}_bucket{{{pairs}{sep}le="{bound}"}} {_value(count)}\n')
-                out.append(f"{f.name}_sum{{{pairs}}} {_value(total)}\n")
-                out.append(f"{f.name}_count{{{pairs}}} {_value(counts[-1])}\n")
-            continue
-        # families with the same label names (k, window, ...) share their label strings
-        shared = pairs_cache.setdefault(f.labels, {})
-        for labels, value in f.rows:
-            text = shared.get(labels)
-            if text is None:
-                values = [labels[i] for i in order]
-                text = shared[labels] = ",".join(
-                    f"{n}={quoted(v)}" for n, v in zip(names, values, strict=True)
-                )
-            out.append(f"{f.name}{{{text}}} {_value(value)}\n")
-    return "".join(out)

@@ -35,9 +35,12 @@ from ragstream.join import LabelJoin, LabelOutcome, OpenQuery
 from ragstream.join.query import TOP_DOCS
 from ragstream.metrics import DEFAULT_CUTOFFS, Gain
 from ragstream.pipeline import partitions
+from ragstream.pipeline.drift_config import DriftConfig, ResolvedDrift
 from ragstream.pipeline.labelsets import LabelSetMapper
 from ragstream.pipeline.layout import DEFAULT_HALF_LIVES, RowLayout
 from ragstream.pipeline.scoring import ScoredQueries, Scorer
+from ragstream.pipeline.sequential import SequentialDrift
+from ragstream.pipeline.windowed_drift import WindowedDrift
 from ragstream.traces import OTLP_FORMATS, TraceMapping, TraceReader
 from ragstream.windows import (
     Aggregate,
@@ -87,6 +90,8 @@ class EngineConfig:
     `otlp_json`, OpenTelemetry traces (`ragstream.traces`)."""
     traces: TraceMapping = field(default_factory=TraceMapping)
     """How spans of the OTLP topics become events."""
+    drift: DriftConfig | None = None
+    """Drift detection (docs/drift.md, "In the agent"); None: off."""
 
 
 @dataclass(slots=True)
@@ -137,6 +142,16 @@ class Engine:
         self.retired_join_counts: Counter[str] = Counter()
         """Join counters of partitions this engine handed over or dropped, so that the
         counters it exports never go down when a partition leaves."""
+        self.drift = (
+            None if config.drift is None else ResolvedDrift.of(config.drift, layout, config.windows)
+        )
+        drift = self.drift
+        sequential = None if drift is None else SequentialDrift(drift.config, drift.columns)
+        self.sequential = sequential if sequential else None
+        """Page-Hinkley and ADWIN on final per-query values, per partition (None: off)."""
+        windowed = None if drift is None else WindowedDrift(drift)
+        self.windowed_drift = windowed if windowed else None
+        """Z-score and PSI of window pairs, evaluated at reads (None: off)."""
         self.reader = BatchReader(
             config.limits,
             scan=config.scan,
@@ -314,20 +329,29 @@ class Engine:
 
     def _advance(self, now: float) -> list[OpenQuery]:
         if math.isfinite(now) and now >= self._next_prune:  # quiet label sets leave when empty
-            self.pruned_series += self.store.prune(now)
+            pruned = self.store.prune(now)
+            self.pruned_series += pruned
             self._next_prune = now + _PRUNE_EVERY
+            if pruned and self.sequential is not None:
+                self.sequential.prune(set(self.store.series()))
         final = [q for join in self.joins.values() for q in join.advance(now)]
-        rows: dict[tuple[str, ...], list[_F64]] = {}
+        rows: dict[tuple[int, tuple[str, ...]], list[_F64]] = {}
         for query in final:
             if query.contribution is not None and query.labeled:
-                rows.setdefault(query.labelset, []).append(query.contribution)
-        for labelset, contributions in rows.items():  # one add per label set and batch
+                rows.setdefault((query.partition, query.labelset), []).append(query.contribution)
+        merged: dict[tuple[str, ...], list[_F64]] = {}
+        for (partition, labelset), contributions in rows.items():
+            block = np.stack(contributions)[:, : self._final_columns]
+            merged.setdefault(labelset, []).append(block)
+            if self.sequential is not None:  # in finalization order, per partition
+                self.sequential.feed(partition, labelset, block)
+        for labelset, blocks in merged.items():  # one add per label set and batch
             aggregate = self.final.get(labelset)
             if aggregate is None:
                 aggregate = self.final[labelset] = Aggregate(
                     self.layout.plain, bins=self.config.bins
                 )
-            aggregate.add(np.stack(contributions)[:, : self._final_columns])
+            aggregate.add(blocks[0] if len(blocks) == 1 else np.concatenate(blocks))
         return final
 
     def finish(self) -> list[OpenQuery]:
@@ -349,6 +373,8 @@ class Engine:
             self.traces.drop(partitions)
         for partition in partitions:
             self.store.drop_partition(partition)
+            if self.sequential is not None:
+                self.sequential.drop(partition)
             join = self.joins.pop(partition, None)
             if join is not None:
                 self.retired_join_counts.update(join.counters.as_dict())

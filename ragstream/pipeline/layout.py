@@ -68,6 +68,13 @@ class Column:
         return None if self.metric is None else self.metric.row
 
     @property
+    def metric_name(self) -> str:
+        """The column's metric without its half-life, as the `metric` label of the window
+        sums and counts shows it: `ndcg@10`, `ndcg_decayed@10`, `rr_decayed`,
+        `doc_age_seconds@10`."""
+        return self.name if self.metric is None else self.metric.name
+
+    @property
     def gauge(self) -> str:
         """The Prometheus family after `ragstream_` (`retrieval_ndcg_decayed`)."""
         if self.part == "doc_age":

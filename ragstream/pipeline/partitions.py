@@ -11,8 +11,11 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
+from ragstream.drift import PsiBank, ZScoreBank
 from ragstream.join import LabelJoin
 from ragstream.pipeline.labelsets import LabelSetMapper
+from ragstream.pipeline.sequential import SequentialDrift
+from ragstream.pipeline.windowed_drift import WindowedDrift
 from ragstream.traces import TraceReader
 from ragstream.windows import Aggregate, Clock, WindowSpec, WindowStore
 
@@ -76,6 +79,8 @@ class EngineParts(Protocol):
     last_event_time: dict[str, float]
     retired_join_counts: Counter[str]
     traces: TraceReader | None
+    sequential: SequentialDrift | None
+    windowed_drift: WindowedDrift | None
 
     def drop_partitions(self, partitions: set[int]) -> None: ...
 
@@ -111,6 +116,7 @@ def export_partitions(
             "windows": engine.store.export_partition(partition),
             "join": None if join is None else join.snapshot(),
             "traces": None if engine.traces is None else engine.traces.export(partition),
+            "drift": None if engine.sequential is None else engine.sequential.export(partition),
         }
     return out
 
@@ -144,6 +150,8 @@ def adopt_partition(engine: EngineParts, state: Mapping[str, Any]) -> None:
     _adopt_join(engine, partition, state.get("join"))
     if engine.traces is not None:  # open traces (absent from older records)
         engine.traces.adopt(partition, state.get("traces"))
+    if engine.sequential is not None:  # other drift settings: its detectors start afresh
+        engine.sequential.adopt(partition, state.get("drift"))
     for item in windows["series"]:  # see _adopt_join
         engine.labelsets.admit(item["labels"])
     clock_now = state.get("clock_now")
@@ -190,7 +198,37 @@ def snapshot(engine: EngineParts) -> dict[str, Any]:
         "last_event_time": dict(engine.last_event_time),
         "retired_join_counts": dict(engine.retired_join_counts),
         "traces": None if engine.traces is None else engine.traces.snapshot(),
+        "drift": _drift_snapshot(engine),
     }
+
+
+def _drift_snapshot(engine: EngineParts) -> dict[str, Any]:
+    windowed = engine.windowed_drift
+    banks = {} if windowed is None else {"zscore": windowed.zscore, "psi": windowed.psi}
+    return {
+        "sequential": None if engine.sequential is None else engine.sequential.snapshot(),
+        "windowed": {kind: bank.snapshot() for kind, bank in banks.items() if bank is not None},
+    }
+
+
+def _drift_restore(engine: EngineParts, data: Mapping[str, Any] | None) -> None:
+    """The detectors of a snapshot, where this engine runs the same ones (others start
+    afresh); absent from older snapshots."""
+    if data is None:
+        return
+    if engine.sequential is not None and data.get("sequential") is not None:
+        engine.sequential.restore(data["sequential"])
+    windowed, saved = engine.windowed_drift, data.get("windowed") or {}
+    if windowed is None:
+        return
+    if windowed.zscore is not None and "zscore" in saved:
+        zscore = ZScoreBank.restore(saved["zscore"])
+        if zscore.config() == windowed.zscore.config():
+            windowed.zscore = zscore
+    if windowed.psi is not None and "psi" in saved:
+        psi = PsiBank.restore(saved["psi"])
+        if psi.config() == windowed.psi.config():
+            windowed.psi = psi
 
 
 def restore(engine: EngineParts, data: Mapping[str, Any]) -> None:
@@ -211,3 +249,4 @@ def restore(engine: EngineParts, data: Mapping[str, Any]) -> None:
     engine.retired_join_counts = Counter(data.get("retired_join_counts") or {})
     if engine.traces is not None:  # open traces (absent from older snapshots)
         engine.traces.restore(data.get("traces"))
+    _drift_restore(engine, data.get("drift"))

@@ -1,7 +1,7 @@
 """Builds the library objects from the settings: the one place where configuration meets
 code (with the command line, which reads the settings)."""
 
-from ragstream.wiring.engine import engine_config, engine_config_of
+from ragstream.wiring.engine import drift_config, engine_config, engine_config_of
 from ragstream.wiring.judging import build_judge, build_sampler, engine_judging, judging_service
 from ragstream.wiring.kafka import client_security, dead_letters, kafka_source, state_handover
 
@@ -10,6 +10,7 @@ __all__ = [
     "build_sampler",
     "client_security",
     "dead_letters",
+    "drift_config",
     "engine_config",
     "engine_config_of",
     "engine_judging",

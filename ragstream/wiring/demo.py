@@ -1,10 +1,11 @@
 """`ragstream demo` assembled: the engine on paced synthetic traffic with the lexical judge,
-around one `Agent` (no Kafka)."""
+around one `Agent` (no Kafka). Windows, metrics and drift detection come from the settings;
+the traffic, its labels and the label TTL are the demo's own."""
 
 from __future__ import annotations
 
 from ragstream.agent import Agent
-from ragstream.config import JoinSettings, LabelSettings
+from ragstream.config import JoinSettings, LabelSettings, Settings
 from ragstream.config.judging import JudgeSettings, SamplingSettings
 from ragstream.judging.service import JudgingService, engine_lookup
 from ragstream.pipeline.engine import Engine
@@ -25,18 +26,31 @@ def demo_agent(
     seed: int,
     host: str,
     port: int,
+    settings: Settings | None = None,
 ) -> tuple[Agent, JudgingService]:
     """The demo's agent (three apps' traffic at `rate` queries a second, the quality of
-    app=support dropping after `drift_at` seconds) and its judging service."""
+    app=support dropping after `drift_at` seconds) and its judging service; `settings`
+    give the windows, metrics and drift detection (default: the defaults)."""
+    settings = settings or Settings()
     engine = Engine(
         engine_config_of(
+            windows=settings.windows,
+            metrics=settings.metrics,
             labels=LabelSettings(keys=["app", "index"]),
             join=JoinSettings(label_ttl=label_ttl),
+            drift=settings.drift,
             clock="wall",
         )
     )
     traffic = SyntheticConfig(seed=seed, rate=rate, drift_at=drift_at, feedback_delay=(1.0, 15.0))
     judge = JudgeSettings(sampling=SamplingSettings(rate=judge_rate, max_per_second=100.0))
-    judging = judging_service(judge, labelset=engine.labelsets, lookup=engine_lookup(engine, []))
+    judging = judging_service(
+        judge,
+        labelset=engine.labelsets,
+        windows=settings.windows.sizes,
+        buckets=settings.windows.buckets,
+        bins=settings.metrics.histogram_bins,
+        lookup=engine_lookup(engine, []),
+    )
     source = PacedSyntheticSource(traffic)
     return Agent(engine, source, host=host, port=port, judging=judging), judging

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from ragstream.config import (
+    DriftSettings,
     JoinSettings,
     LabelSettings,
     MetricSettings,
@@ -13,23 +14,47 @@ from ragstream.config import (
     TraceSettings,
     WindowSettings,
 )
+from ragstream.pipeline.drift_config import DriftConfig, Params
 from ragstream.pipeline.engine import EngineConfig
 from ragstream.traces import TraceMapping
 
-__all__ = ["engine_config", "engine_config_of", "trace_mapping"]
+__all__ = ["drift_config", "engine_config", "engine_config_of", "trace_mapping"]
 
 
-def engine_config(settings: Settings, *, clock: str | None = None) -> EngineConfig:
-    """The engine's configuration; `clock` overrides the configured one (replay: event)."""
+def engine_config(
+    settings: Settings, *, clock: str | None = None, drift: bool = True
+) -> EngineConfig:
+    """The engine's configuration; `clock` overrides the configured one (replay: event);
+    `drift=False` leaves drift detection off whatever the settings (replay reports none)."""
     return engine_config_of(
         windows=settings.windows,
         metrics=settings.metrics,
         labels=settings.labels,
         join=settings.join,
+        drift=settings.drift if drift else DriftSettings(enabled=False),
         clock=clock,
         formats=settings.kafka.formats,
         traces=settings.traces,
     )
+
+
+def drift_config(settings: DriftSettings) -> DriftConfig | None:
+    """The engine's drift detection from the `drift` section (None when it is off)."""
+    if not settings.enabled:
+        return None
+    return DriftConfig(
+        metrics=tuple(settings.metrics),
+        pairs=tuple((float(s), float(lo)) for s, lo in settings.window_pairs),
+        settle=settings.settle,
+        zscore=_params(settings.zscore.enabled, settings.zscore.params()),
+        psi=_params(settings.psi.enabled, settings.psi.params()),
+        page_hinkley=_params(settings.page_hinkley.enabled, settings.page_hinkley.params()),
+        adwin=_params(settings.adwin.enabled, settings.adwin.params()),
+    )
+
+
+def _params(enabled: bool, values: dict[str, object]) -> Params | None:
+    return tuple(sorted(values.items())) if enabled else None
 
 
 def engine_config_of(
@@ -38,12 +63,14 @@ def engine_config_of(
     metrics: MetricSettings | None = None,
     labels: LabelSettings | None = None,
     join: JoinSettings | None = None,
+    drift: DriftSettings | None = None,
     clock: str | None = None,
     formats: Mapping[str, str] | None = None,
     traces: TraceSettings | None = None,
 ) -> EngineConfig:
-    """The engine's configuration from settings sections (absent: their defaults), without
-    reading the environment (the demo and the benchmarks); `formats`: topic -> format."""
+    """The engine's configuration from settings sections (absent: their defaults, drift
+    detection on), without reading the environment (the demo and the benchmarks);
+    `formats`: topic -> format."""
     w = windows or WindowSettings()
     m = metrics or MetricSettings()
     lab = labels or LabelSettings()
@@ -66,6 +93,7 @@ def engine_config_of(
         relevance_threshold=m.relevance_threshold,
         formats=tuple(sorted((formats or {}).items())),
         traces=trace_mapping(traces or TraceSettings()),
+        drift=drift_config((drift or DriftSettings()).fitted(w.sizes)),
     )
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
@@ -144,10 +145,23 @@ def test_the_documented_example_configuration_is_valid(monkeypatch: pytest.Monke
 
 
 def test_the_engine_config_from_default_settings_is_the_engines_default() -> None:
+    """With drift detection on (the agent's default; the engine's is off), at the
+    detectors' own defaults."""
+    from ragstream.config import DriftSettings
+    from ragstream.pipeline.drift_config import DriftConfig
     from ragstream.pipeline.engine import EngineConfig
     from ragstream.wiring import engine_config_of
 
-    assert engine_config_of() == EngineConfig()
+    assert engine_config_of(drift=DriftSettings(enabled=False)) == EngineConfig()
+    config = engine_config_of()
+    assert config.drift is not None
+    assert dataclasses.replace(config, drift=None) == EngineConfig()
+    defaults = DriftConfig()
+    assert (config.drift.metrics, config.drift.pairs, config.drift.settle) == (
+        defaults.metrics,
+        defaults.pairs,
+        defaults.settle,
+    )
 
 
 @pytest.mark.parametrize(

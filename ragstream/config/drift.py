@@ -1,0 +1,136 @@
+"""The `drift` section of the agent's configuration (docs/drift.md, "In the agent").
+
+Each detector's defaults are those of its class in `ragstream.drift` (a test keeps them
+equal); docs/drift.md says why they are what they are. The section is checked against the
+windows and metrics by `Settings` (a pair's windows must be configured windows, a metric's
+cutoff a configured cutoff).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from ragstream.durations import Duration
+from ragstream.metrics import REGISTRY, parse_metric
+
+__all__ = [
+    "AdwinSettings",
+    "DriftSettings",
+    "PageHinkleySettings",
+    "PsiSettings",
+    "ZScoreSettings",
+]
+
+Direction = Literal["down", "up", "both"]
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    enabled: bool = True
+
+    def params(self) -> dict[str, Any]:
+        """The detector's keyword arguments (everything but `enabled`)."""
+        return self.model_dump(exclude={"enabled"})
+
+
+class ZScoreSettings(_Section):
+    """Welch z-score of the short window against the rest of the long one."""
+
+    threshold: float = Field(5.0, gt=0, description="alarm at |z| >= this, in the direction")
+    min_count: int = Field(200, ge=2, description="values in the short window for a signal")
+    min_reference: int = Field(1000, ge=2, description="values in the reference for a signal")
+    direction: Direction = "down"
+    release: float = Field(0.8, gt=0, le=1, description="the alarm ends under release x threshold")
+
+
+class PsiSettings(_Section):
+    """Population stability index of the two windows' histograms."""
+
+    threshold: float = Field(0.1, gt=0)
+    min_count: int = Field(1000, ge=1)
+    min_reference: int = Field(1000, ge=1)
+    eps: float = Field(1e-4, gt=0, lt=1, description="share standing in for an empty bin")
+    release: float = Field(0.8, gt=0, le=1)
+
+
+class PageHinkleySettings(_Section):
+    """Page-Hinkley on the final per-query values, in standard deviations."""
+
+    delta: float = Field(0.08, ge=0, description="slack, in standard deviations")
+    threshold: float = Field(110.0, gt=0)
+    min_instances: int = Field(1000, ge=2, description="values that build the reference")
+    direction: Direction = "down"
+    hold: int = Field(1000, ge=1, description="values the alarm stays raised after a detection")
+
+
+class AdwinSettings(_Section):
+    """ADWIN on the final per-query values, its window bounded."""
+
+    delta: float = Field(1e-5, gt=0, lt=1)
+    clock: int = Field(32, ge=1, description="values between checks")
+    max_buckets: int = Field(5, ge=2)
+    min_window_length: int = Field(5, ge=1)
+    grace_period: int = Field(10, ge=0)
+    max_window: int = Field(1_000_000, ge=10, description="values kept at most")
+    direction: Direction = "down"
+    hold: int = Field(1000, ge=1)
+
+
+def _default_pairs() -> list[tuple[float, float]]:
+    return [(300.0, 3600.0), (3600.0, 86400.0)]
+
+
+class DriftSettings(_Section):
+    """Drift detection: windowed detectors on (short, long) window pairs at every scrape,
+    sequential ones on the final per-query values."""
+
+    enabled: bool = True
+    metrics: list[str] = Field(
+        default_factory=lambda: ["ndcg@10", "rr"], description="plain retrieval metrics watched"
+    )
+    window_pairs: list[tuple[Duration, Duration]] = Field(
+        default_factory=_default_pairs,
+        description="(short, long) windows compared; by default 5m/1h and 1h/24h, "
+        "those of them whose windows are configured",
+    )
+    settle: Duration = Field(
+        120.0, ge=0, description="the windows' newest part left out, for late labels to arrive"
+    )
+    zscore: ZScoreSettings = Field(default_factory=ZScoreSettings)
+    psi: PsiSettings = Field(default_factory=PsiSettings)
+    page_hinkley: PageHinkleySettings = Field(default_factory=PageHinkleySettings)
+    adwin: AdwinSettings = Field(default_factory=AdwinSettings)
+
+    def fitted(self, sizes: list[float]) -> DriftSettings:
+        """These settings for the configured window sizes: pairs left at their default
+        keep those whose windows are configured (the default windows keep both)."""
+        if "window_pairs" in self.model_fields_set:
+            return self
+        fitting = [p for p in self.window_pairs if p[0] in sizes and p[1] in sizes]
+        if fitting == self.window_pairs:
+            return self
+        return self.model_copy(update={"window_pairs": fitting})
+
+    @field_validator("metrics")
+    @classmethod
+    def _plain_metrics(cls, metrics: list[str]) -> list[str]:
+        names = []
+        for text in metrics:
+            spec = parse_metric(text)  # a ValueError names what is accepted
+            if spec.decayed or spec.family not in {f.name for f in REGISTRY.streamed()}:
+                raise ValueError(f"{text!r}: drift watches plain streamed metrics, e.g. ndcg@10")
+            if spec.name in names:
+                raise ValueError(f"{spec.name} is listed twice")
+            names.append(spec.name)
+        return names
+
+    @field_validator("window_pairs")
+    @classmethod
+    def _short_then_long(cls, pairs: list[tuple[float, float]]) -> list[tuple[float, float]]:
+        for short, long in pairs:
+            if not short < long:
+                raise ValueError("each pair is (short, long) with short < long")
+        return pairs
