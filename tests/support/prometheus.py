@@ -21,7 +21,7 @@ from typing import Any, Self
 
 from tests.support.kafka_files import free_port
 
-__all__ = ["PrometheusError", "PrometheusServer"]
+__all__ = ["PrometheusError", "PrometheusServer", "promtool"]
 
 
 class PrometheusError(RuntimeError):
@@ -36,11 +36,15 @@ class PrometheusServer:
         targets: Sequence[str],
         *,
         scrape_interval: str = "1s",
+        evaluation_interval: str | None = None,
+        rule_files: Sequence[Path] = (),
         binary: str = "prometheus",
         start_timeout: float = 60.0,
     ) -> None:
         self.targets = list(targets)
         self.scrape_interval = scrape_interval
+        self.evaluation_interval = evaluation_interval or scrape_interval
+        self.rule_files = [Path(f).resolve() for f in rule_files]
         self.binary = binary
         self.start_timeout = start_timeout
         self.port = free_port()
@@ -59,7 +63,8 @@ class PrometheusServer:
         config.write_text(
             "global:\n"
             f"  scrape_interval: {self.scrape_interval}\n"
-            f"  evaluation_interval: {self.scrape_interval}\n"
+            f"  evaluation_interval: {self.evaluation_interval}\n"
+            f"rule_files: {json.dumps([str(f) for f in self.rule_files])}\n"
             "scrape_configs:\n"
             "  - job_name: ragstream\n"
             f"    scrape_timeout: {self.scrape_interval}\n"
@@ -134,6 +139,27 @@ class PrometheusServer:
         result: list[dict[str, Any]] = body["data"]["result"]
         return result
 
+    def query_range(
+        self, promql: str, start: float, end: float, step: float = 1.0
+    ) -> list[dict[str, Any]]:
+        """A range query; returns the result matrix (`[{"metric": {...}, "values": [[t, v],
+        ...]}]`)."""
+        params = {"query": promql, "start": f"{start:.3f}", "end": f"{end:.3f}", "step": str(step)}
+        url = f"{self.url}/api/v1/query_range?{urllib.parse.urlencode(params)}"
+        with urllib.request.urlopen(url, timeout=30) as response:
+            body = json.loads(response.read())
+        if body.get("status") != "success":
+            raise PrometheusError(f"query {promql!r} failed: {body}")
+        result: list[dict[str, Any]] = body["data"]["result"]
+        return result
+
+    def alerts(self) -> list[dict[str, Any]]:
+        """The alerts the server holds now, pending or firing (`/api/v1/alerts`)."""
+        with urllib.request.urlopen(self.url + "/api/v1/alerts", timeout=10) as response:
+            body = json.loads(response.read())
+        alerts: list[dict[str, Any]] = body["data"]["alerts"]
+        return alerts
+
     def wait_for(self, promql: str, within: float = 30.0, count: int = 1) -> list[dict[str, Any]]:
         """Poll `promql` until it returns at least `count` series."""
         deadline = time.monotonic() + within
@@ -144,3 +170,11 @@ class PrometheusServer:
             if time.monotonic() > deadline:
                 raise PrometheusError(f"{promql!r} returned {len(result)} series after {within} s")
             time.sleep(0.5)
+
+
+def promtool() -> str:
+    """The `promtool` program (Debian's prometheus package, beside `prometheus`)."""
+    path = shutil.which("promtool")
+    if path is None:
+        raise PrometheusError("promtool is not installed: run scripts/prometheus.sh")
+    return path
