@@ -14,7 +14,7 @@ import click
 from ragstream.cli._settings import file_settings_options, settings_from_flags
 from ragstream.config import Settings
 from ragstream.durations import format_duration
-from ragstream.report.console import render_generation, render_summary
+from ragstream.report.console import render_drift, render_generation, render_summary
 from ragstream.wiring.demo import demo_agent
 
 __all__ = ["demo"]
@@ -143,9 +143,13 @@ async def _demo(o: _Options, settings: Settings) -> None:
             )
             table = render_summary(engine, time.time())
             judged = render_generation(judging.results, engine.layout, time.time())
+            drift = render_drift(engine, time.time())
             if interactive:
                 click.echo("\x1b[2J\x1b[H", nl=False)
-            click.echo(f"{head}\n{table}\n\nanswers judged by the lexical heuristic:\n{judged}\n")
+            click.echo(
+                f"{head}\n{table}\n\nanswers judged by the lexical heuristic:\n{judged}\n"
+                f"\ndrift alarms:\n{drift}\n"
+            )
 
     async def stop_later() -> None:
         await asyncio.sleep(o.duration)

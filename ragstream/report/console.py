@@ -89,6 +89,37 @@ def render_generation(
     return _table(rows)
 
 
+def render_drift(engine: Engine, now: float) -> str:
+    """The drift alarms raised now: the windowed detectors evaluated at ``now`` (as a
+    scrape evaluates them), the sequential ones as their partitions hold them."""
+    rows = [["label set", "metric", "detector", "windows", "score"]]
+    layout = engine.layout
+    if engine.windowed_drift is not None:
+        read = engine.windowed_drift.evaluate(engine.store, now)
+        for result in read.results:
+            for li, labelset in enumerate(read.labelsets):
+                for pi, pair in enumerate(read.pairs):
+                    for mi, metric in enumerate(result.metrics):
+                        if result.alarm[li, pi, mi]:
+                            rows.append(
+                                [
+                                    layout.labelset_name(labelset),
+                                    metric,
+                                    result.detector,
+                                    f"{pair.short_name}/{pair.long_name}",
+                                    _fmt(float(result.score[li, pi, mi]), 2),
+                                ]
+                            )
+    if engine.sequential is not None:
+        for r in engine.sequential.read():
+            if r.alarm:
+                name = layout.labelset_name(r.labelset)
+                rows.append([name, r.metric, r.detector, "-", _fmt(r.score, 2)])
+    if len(rows) == 1:
+        return "(no drift alarm)"
+    return _table(rows)
+
+
 def render_replay(result: Mapping[str, Any], metrics: Sequence[str] = SUMMARY_METRICS) -> str:
     """Replay's summary (`ragstream.report.replay.summary`) as a table: every window at the
     end of the file, then each label set's final queries; the event counts below."""
