@@ -3,14 +3,16 @@ long) window pair, per metric and label set, evaluated when the windows are read
 scrape) from the totals of every label set at once.
 
 The windows are read without their newest `settle` seconds (`WindowStore.read_totals`
-with `until`): a query's values can still change until its labels have arrived, and the
-newest queries of a short window, scored on the labels that have arrived so far, would
-make it look worse than its reference. The alarms' hysteresis lives in the detector
-banks of `ragstream.drift` between evaluations.
+with `until`, to the long window's last bucket boundary before `now - settle`, so that
+both windows of a pair end at the same instant): a query's values can still change until
+its labels have arrived, and the newest queries of a short window, scored on the labels
+that have arrived so far, would make it look worse than its reference. The alarms'
+hysteresis lives in the detector banks of `ragstream.drift` between evaluations.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -19,7 +21,7 @@ from numpy.typing import NDArray
 
 from ragstream.drift import Moments, PsiBank, ZScoreBank
 from ragstream.pipeline.drift_config import ResolvedDrift, WindowPair
-from ragstream.windows import WindowStore
+from ragstream.windows import WindowSpec, WindowStore, WindowTotals
 
 __all__ = ["WindowedDrift", "WindowedDriftRead", "WindowedResult"]
 
@@ -76,36 +78,66 @@ class WindowedDrift:
     def __bool__(self) -> bool:
         return bool(self.resolved.pairs) and (self.zscore is not None or self.psi is not None)
 
+    def until(self, spec: WindowSpec, pair: WindowPair, now: float) -> float:
+        """Where a pair's windows are read to (`WindowStore.read_totals(until=...)`): the
+        last bucket boundary of the long window at or before ``now - settle``, less half a
+        bucket of the short one. Both windows then end at that boundary (a short window's
+        buckets divide a long one's when its length divides the long one's), so the short
+        window lies inside the long one and the reference holds only older queries."""
+        w_short = spec.width(spec.windows[pair.short])
+        w_long = spec.width(spec.windows[pair.long])
+        cut = math.floor((now - self.settle) / w_long) * w_long
+        return cut - w_short / 2
+
     def evaluate(self, store: WindowStore, now: float) -> WindowedDriftRead:
         """One evaluation of every label set the store holds, at ``now``."""
-        totals = store.read_totals(now, until=now - self.settle, histograms=self.psi is not None)
-        labelsets = totals.labelsets
+        reads: dict[float, WindowTotals] = {}
+        per_pair: list[WindowTotals] = []
+        for pair in self.resolved.pairs:
+            until = self.until(store.spec, pair, now)
+            totals = reads.get(until)
+            if totals is None:
+                totals = reads[until] = store.read_totals(
+                    now, until=until, histograms=self.psi is not None
+                )
+            per_pair.append(totals)
+        labelsets = per_pair[0].labelsets if per_pair else store.labelsets()
+        pairs = list(zip(self.resolved.pairs, per_pair, strict=True))
         results: list[WindowedResult] = []
         if self.zscore is not None:
             cols = self._columns
 
-            def pick(array: NDArray[Any], windows: _I64) -> NDArray[Any]:
-                return array[:, windows][:, :, cols]
+            def pick(name: str, long: bool) -> NDArray[Any]:
+                return np.stack(
+                    [getattr(t, name)[:, p.long if long else p.short][:, cols] for p, t in pairs],
+                    axis=1,
+                ).reshape(len(labelsets), len(pairs), len(cols))
 
-            n_s, n_l = pick(totals.count, self._short), pick(totals.count, self._long)
+            n_s, n_l = pick("count", False), pick("count", True)
             ok = n_l >= n_s  # nested windows always are; a damaged read gives no signal
             short = Moments(
                 np.where(ok, n_s, 0),
-                np.where(ok, pick(totals.total, self._short), 0.0),
-                np.where(ok, pick(totals.total_sq, self._short), 0.0),
+                np.where(ok, pick("total", False), 0.0),
+                np.where(ok, pick("total_sq", False), 0.0),
             )
             long = Moments(
                 np.where(ok, n_l, 0),
-                np.where(ok, pick(totals.total, self._long), 0.0),
-                np.where(ok, pick(totals.total_sq, self._long), 0.0),
+                np.where(ok, pick("total", True), 0.0),
+                np.where(ok, pick("total_sq", True), 0.0),
             )
             self.zscore.update(labelsets, short, long)
             results.append(self._result("zscore", self.resolved.metrics, self.zscore))
         if self.psi is not None:
-            hist = totals.histograms
-            assert hist is not None
-            h_s = hist[:, self._short][:, :, self._hist]
-            h_l = hist[:, self._long][:, :, self._hist]
+            shape = (len(labelsets), len(pairs), len(self._hist), store.spec.bins)
+
+            def hist(long: bool) -> NDArray[Any]:
+                arrays = []
+                for p, t in pairs:
+                    assert t.histograms is not None
+                    arrays.append(t.histograms[:, p.long if long else p.short][:, self._hist])
+                return np.stack(arrays, axis=1).reshape(shape)
+
+            h_s, h_l = hist(False), hist(True)
             fits: _B = np.all(h_l >= h_s, axis=-1, keepdims=True)
             self.psi.update(labelsets, np.where(fits, h_s, 0), np.where(fits, h_l, 0))
             results.append(self._result("psi", self.resolved.hist_metrics, self.psi))

@@ -233,9 +233,15 @@ def test_the_windowed_evaluation_is_ragstream_drift_on_the_same_totals() -> None
         engine.apply(MESSAGES[i : i + 2000])
         now = engine.now()
         read = engine.windowed_drift.evaluate(engine.store, now)
-        totals = engine.store.read_totals(now, until=now - DRIFT.settle, histograms=True)
+        until = engine.windowed_drift.until(engine.spec, read.pairs[0], now)
+        # both windows end at the long window's last bucket boundary before now - settle
+        width = engine.spec.width(600.0)
+        assert until + engine.spec.width(60.0) / 2 == (now - DRIFT.settle) // width * width
+        totals = engine.store.read_totals(now, until=until, histograms=True)
         assert totals.histograms is not None
         assert read.labelsets == totals.labelsets
+        assert (totals.count[:, 1] >= totals.count[:, 0]).all()  # nested: no reference < 0
+        assert (totals.histograms[:, 1] >= totals.histograms[:, 0]).all()
         zscore, psi_result = read.results
         assert (zscore.detector, psi_result.detector) == ("zscore", "psi")
         for li, labelset in enumerate(totals.labelsets):
@@ -297,3 +303,26 @@ def test_drift_settings_that_do_not_fit_the_engine_are_refused() -> None:
     assert resolved.columns == (layout.index("ndcg@10"), layout.index("rr"))
     assert [(p.short_name, p.long_name) for p in resolved.pairs] == [("1m", "10m")]
     assert math.isfinite(resolved.config.settle)
+
+
+def test_the_reference_holds_only_queries_older_than_the_short_window() -> None:
+    """Read without the newest `settle`, the long window (60 s buckets here) must not keep
+    the queries the short one (6 s buckets) left out: the reference is long minus short."""
+    engine = Engine(_config(drift=DriftConfig(pairs=((60.0, 600.0),), settle=5.0)))
+    assert engine.windowed_drift is not None
+    layout = engine.layout
+    now = START + 3000.0
+    old = np.arange(now - 400.0, now - 100.0, 1.0)  # inside the long window only
+    new = np.arange(now - 4.0, now, 0.5)  # newer than now - settle
+    times = np.concatenate([old, new])
+    rows = np.full((times.size, layout.width), np.nan)
+    rows[:, layout.index("rr")] = 0.5
+    engine.store.add(0, ("support",), now, times, rows)
+    pair = engine.windowed_drift.resolved.pairs[0]
+    totals = engine.store.read_totals(
+        now, until=engine.windowed_drift.until(engine.spec, pair, now)
+    )
+    rr = layout.index("rr")
+    short, long = totals.count[0, pair.short, rr], totals.count[0, pair.long, rr]
+    assert short == 0  # the newest queries left out, the old ones outside it
+    assert long - short == old.size  # the reference: the old queries, none of the new
