@@ -78,6 +78,7 @@ async def test_the_drift_and_hallucination_alerts_fire_after_the_drop_and_not_be
                     name = alert["labels"]["alertname"]
                     if name in ALERTS and alert["state"] == "firing":
                         firing.setdefault(name, []).append(alert["labels"])
+            await asyncio.sleep(5.0)  # the samples of the latest evaluations are in the range
             end = time.time()
             history = await asyncio.to_thread(prom.query_range, "ALERTS", launched - 5.0, end, 1.0)
             log = prom.log_tail()
