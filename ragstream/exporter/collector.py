@@ -20,7 +20,7 @@ from prometheus_client.registry import Collector
 
 from ragstream import __version__
 from ragstream.events import DECODE_REASONS
-from ragstream.exporter.family import PREFIX, render_text, to_metrics
+from ragstream.exporter.family import PREFIX, TextRenderer, to_metrics
 from ragstream.exporter.windowed import build, metric_for_column
 from ragstream.pipeline.engine import Engine
 
@@ -61,6 +61,7 @@ class EngineCollector(Collector):
         self._lag = lag
         self._extra = extra
         self.scrapes = 0
+        self._text = TextRenderer()
 
     def describe(self) -> list[Metric]:
         return []  # computed per scrape: nothing to check at registration
@@ -84,7 +85,7 @@ class EngineCollector(Collector):
         Counts as a scrape, like `collect()`: the server calls one or the other per scrape.
         """
         self.scrapes += 1
-        return render_text(build(self.engine, self._now())).encode()
+        return self._text.render(build(self.engine, self._now())).encode()
 
     def health_only(self) -> EngineCollector:
         """The same collector without the windowed families (they come from `windowed_text`)."""

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import gc
 import math
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 
 from prometheus_client.core import (
@@ -19,7 +19,7 @@ from prometheus_client.core import (
     Metric,
 )
 
-__all__ = ["PREFIX", "Family", "render_text", "to_metrics"]
+__all__ = ["PREFIX", "Family", "TextRenderer", "render_text", "to_metrics"]
 
 PREFIX = "ragstream_"
 
@@ -71,20 +71,55 @@ def _value(value: float) -> str:
 
 
 def render_text(families: Sequence[Family]) -> str:
-    """The Prometheus text format (version 0.0.4) of the families (GC paused, see `build`)."""
-    paused = gc.isenabled()
-    gc.disable()
-    try:
-        return _render(families)
-    finally:
-        if paused:
-            gc.enable()
+    """The Prometheus text format (version 0.0.4) of the families, with no memory of earlier
+    renderings (`TextRenderer` keeps the label strings from one scrape to the next)."""
+    return TextRenderer().render(families)
 
 
-def _render(families: Sequence[Family]) -> str:
+# the text format's spellings of the values that `repr` spells otherwise
+_SPECIAL = {"inf": "+Inf", "-inf": "-Inf", "nan": "NaN"}
+_Pairs = dict[tuple[str, ...], dict[tuple[str, ...], str]]
+
+
+class TextRenderer:
+    """Writes families in the Prometheus text format, keeping each series' label string
+    from one rendering to the next: between two scrapes the series are nearly all the same
+    and only their values change, so a scrape formats numbers and little else.
+
+    The strings kept are those of the latest rendering only (each rendering starts a new
+    generation and takes over the strings it uses), so the memory follows the series
+    exported now, never the series exported once.
+    """
+
+    __slots__ = ("_pairs",)
+
+    def __init__(self) -> None:
+        self._pairs: _Pairs = {}
+
+    def render(self, families: Sequence[Family]) -> str:
+        """The text format of the families (the cyclic GC paused meanwhile, see `build`)."""
+        paused = gc.isenabled()
+        gc.disable()
+        try:
+            current: _Pairs = {}
+            text = _render(families, self._pairs, current)
+            self._pairs = current
+            return text
+        finally:
+            if paused:
+                gc.enable()
+
+
+def _pairs_text(
+    labels: tuple[str, ...], order: list[int], names: list[str], quoted: Callable[[str], str]
+) -> str:
+    """`name="value",...` of one series, the names in prometheus_client's (sorted) order."""
+    return ",".join(f"{names[j]}={quoted(labels[i])}" for j, i in enumerate(order))
+
+
+def _render(families: Sequence[Family], previous: _Pairs, current: _Pairs) -> str:
     out: list[str] = []
     cache: dict[str, str] = {}
-    pairs_cache: dict[tuple[str, ...], dict[tuple[str, ...], str]] = {}
 
     def quoted(value: str) -> str:
         found = cache.get(value)
@@ -92,15 +127,16 @@ def _render(families: Sequence[Family]) -> str:
             found = cache[value] = '"' + _escape(value) + '"'
         return found
 
+    special = _SPECIAL.get
     for f in families:
         name = f.name + "_total" if f.kind == "counter" else f.name
         out.append(f"# HELP {name} {_escape(f.help)}\n# TYPE {name} {f.kind}\n")
         order = sorted(range(len(f.labels)), key=f.labels.__getitem__)  # as prometheus_client
         names = [f.labels[i] for i in order]
+
         if f.kind == "histogram":
             for labels, counts, total in f.histograms:
-                values = [labels[i] for i in order]
-                pairs = ",".join(f"{n}={quoted(v)}" for n, v in zip(names, values, strict=True))
+                pairs = _pairs_text(labels, order, names, quoted)
                 sep = "," if pairs else ""
                 for bound, count in zip(f.bounds, counts, strict=True):
                     out.append(f'{f.name}_bucket{{{pairs}{sep}le="{bound}"}} {_value(count)}\n')
@@ -108,13 +144,13 @@ def _render(families: Sequence[Family]) -> str:
                 out.append(f"{f.name}_count{{{pairs}}} {_value(counts[-1])}\n")
             continue
         # families with the same label names (k, window, ...) share their label strings
-        shared = pairs_cache.setdefault(f.labels, {})
+        old = previous.get(f.labels, {})
+        new = current.setdefault(f.labels, {})
         for labels, value in f.rows:
-            text = shared.get(labels)
-            if text is None:
-                values = [labels[i] for i in order]
-                text = shared[labels] = ",".join(
-                    f"{n}={quoted(v)}" for n, v in zip(names, values, strict=True)
-                )
-            out.append(f"{name}{{{text}}} {_value(value)}\n")
+            found = new.get(labels) or old.get(labels)
+            if found is None:
+                found = _pairs_text(labels, order, names, quoted)
+            new[labels] = found
+            text = repr(float(value))
+            out.append(f"{name}{{{found}}} {special(text, text)}\n")
     return "".join(out)
