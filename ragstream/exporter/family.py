@@ -8,7 +8,6 @@ valid names.
 from __future__ import annotations
 
 import gc
-import math
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 
@@ -65,9 +64,8 @@ def _escape(value: str) -> str:
 
 
 def _value(value: float) -> str:
-    if math.isinf(value):
-        return "+Inf" if value > 0 else "-Inf"
-    return repr(float(value))
+    text = repr(float(value))
+    return _SPECIAL.get(text, text)
 
 
 def render_text(families: Sequence[Family]) -> str:
@@ -133,19 +131,21 @@ def _render(families: Sequence[Family], previous: _Pairs, current: _Pairs) -> st
         out.append(f"# HELP {name} {_escape(f.help)}\n# TYPE {name} {f.kind}\n")
         order = sorted(range(len(f.labels)), key=f.labels.__getitem__)  # as prometheus_client
         names = [f.labels[i] for i in order]
-
+        # families with the same label names (k, window, ...) share their label strings
+        old = previous.get(f.labels, {})
+        new = current.setdefault(f.labels, {})
         if f.kind == "histogram":
             for labels, counts, total in f.histograms:
-                pairs = _pairs_text(labels, order, names, quoted)
+                pairs = new.get(labels) or old.get(labels)
+                if pairs is None:
+                    pairs = _pairs_text(labels, order, names, quoted)
+                new[labels] = pairs
                 sep = "," if pairs else ""
                 for bound, count in zip(f.bounds, counts, strict=True):
                     out.append(f'{f.name}_bucket{{{pairs}{sep}le="{bound}"}} {_value(count)}\n')
                 out.append(f"{f.name}_sum{{{pairs}}} {_value(total)}\n")
                 out.append(f"{f.name}_count{{{pairs}}} {_value(counts[-1])}\n")
             continue
-        # families with the same label names (k, window, ...) share their label strings
-        old = previous.get(f.labels, {})
-        new = current.setdefault(f.labels, {})
         for labels, value in f.rows:
             found = new.get(labels) or old.get(labels)
             if found is None:

@@ -20,15 +20,19 @@ def _families(apps: list[str], scale: float) -> list[Family]:
     sums = Family("ragstream_window_sum", "Sums.", ("metric", "window", "app"))
     counts = Family("ragstream_window_count", "Counts.", ("metric", "window", "app"))
     events = Family("ragstream_things", "Things.", ("app",), kind="counter")
+    hist = Family(
+        "ragstream_query_rr", "RR.", ("k", "app"), kind="histogram", bounds=("0.5", "+Inf")
+    )
     for i, app in enumerate(apps):
         for window in ("5m", "1h"):
             gauge.rows.append(((window, app), scale * (i + 1) / 7))
             sums.rows.append((("rr", window, app), scale * i))
             counts.rows.append((("rr", window, app), float(i)))
         events.rows.append(((app,), 3.0 * i))
+        hist.histograms.append((("10", app), [float(i), 2.0 * i], scale * i))
     gauge.rows.append((("5m", "inf"), math.inf))
     gauge.rows.append((("1h", "-inf"), -math.inf))
-    return [gauge, sums, counts, events]
+    return [gauge, sums, counts, events, hist]
 
 
 def _samples(text: str) -> Samples:
@@ -72,7 +76,7 @@ def test_it_keeps_the_label_strings_of_the_latest_rendering_only() -> None:
     for n in range(5):
         renderer.render(_families([f"app{n}-{i}" for i in range(100)], 1.0))
     kept = renderer._pairs  # the strings it holds between scrapes
-    assert sum(len(strings) for strings in kept.values()) == 100 + 2 * 100 + 2 * 100 + 2
+    assert sum(len(strings) for strings in kept.values()) == 100 + 2 * 100 + 2 * 100 + 2 + 100
     assert all(
         labels[-1].startswith("app4-") or labels[-1] in ("inf", "-inf")
         for strings in kept.values()
