@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The one test command: installs everything the tests need on a fresh machine
-# (Python packages, the Kafka broker's jars, Prometheus, trec_eval), then runs ruff, mypy,
+# (Python packages, the Kafka broker's jars, Prometheus, Grafana's dashboard schema, trec_eval), then runs ruff, mypy,
 # import-linter and the whole pytest suite. Extra arguments go to pytest.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -10,6 +10,8 @@ echo "== Apache Kafka's broker jars (fetched once with Maven into ~/.cache/ragst
 scripts/kafka.sh fetch >/dev/null
 echo "== Prometheus and promtool (Debian's package, installed once)"
 scripts/prometheus.sh
+echo "== Grafana's dashboard schema (npm's @grafana/schema and TypeScript, pinned by tests/grafana/schema/package-lock.json)"
+scripts/grafana_schema.sh
 echo "== NIST's trec_eval, the reference for \`ragstream eval\` (fetched once with Maven)"
 scripts/trec_eval.sh fetch >/dev/null
 
