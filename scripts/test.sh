@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The one test command: installs everything the tests need on a fresh machine
-# (Python packages, the Kafka broker's jars, Prometheus, Grafana's dashboard schema, trec_eval), then runs ruff, mypy,
-# import-linter and the whole pytest suite. Extra arguments go to pytest.
+# (Python packages, the Kafka broker's jars, Prometheus, Grafana's dashboard schema,
+# trec_eval), then runs ruff, mypy, import-linter and the whole pytest suite. Extra
+# arguments go to pytest.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
