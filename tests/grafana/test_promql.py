@@ -1,0 +1,195 @@
+"""Every PromQL expression of the dashboard and of the rule file, on a real Prometheus that
+scraped two real agents (tests/grafana/scraped.py): each returns data, each of its
+selectors does, and none reads a series the agents do not export or the rules do not
+record. Each test is named by the panel, query or rule it checks."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import pytest
+import yaml
+
+from ragstream.judging.results import wilson_interval
+from tests.grafana.scraped import (
+    RULES,
+    Scraped,
+    Setup,
+    finite,
+    metric_names,
+    selectors,
+    start,
+    substitute,
+    variable_values,
+)
+from tests.support import KafkaBroker
+
+pytestmark = [pytest.mark.prometheus, pytest.mark.kafka, pytest.mark.slow]
+
+ROOT = Path(__file__).parents[2]
+DASHBOARD: dict[str, Any] = json.loads((ROOT / "grafana" / "ragstream-dashboard.json").read_text())
+VARIABLES = {v["name"]: v for v in DASHBOARD["templating"]["list"]}
+
+
+def _generator() -> ModuleType:
+    path = ROOT / "scripts" / "grafana_dashboard.py"
+    spec = importlib.util.spec_from_file_location("grafana_dashboard", path)
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+EXPRESSIONS = dict(_generator().expressions(DASHBOARD))
+
+
+def _rules() -> dict[str, tuple[str, str]]:
+    """{"record ragstream:window_mean" | "alert RagstreamX": (kind, expr)} of the rule file."""
+    if not RULES.exists():
+        return {"the rule file": ("missing", "")}
+    out = {}
+    for group in yaml.safe_load(RULES.read_text())["groups"]:
+        for rule in group["rules"]:
+            kind = "record" if "record" in rule else "alert"
+            name = f"{kind} {rule[kind]}"
+            key, n = name, 2
+            while key in out:  # a recorded name may have several rules
+                key, n = f"{name} #{n}", n + 1
+            out[key] = (kind, str(rule["expr"]))
+    return out
+
+
+RULE_EXPRESSIONS = _rules()
+
+
+@pytest.fixture(scope="module")
+def scraped(
+    kafka_broker: KafkaBroker, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Scraped]:
+    yield from start(Setup(kafka_broker, tmp_path_factory.mktemp("agents")))
+
+
+@pytest.fixture(scope="module", params=["one value", "All"])
+def values(scraped: Scraped, request: pytest.FixtureRequest) -> dict[str, str]:
+    """Each query variable's value: one read from the data (`app=support`, its index, ...),
+    then "All" for every multi-value variable."""
+    chosen, _ = variable_values(DASHBOARD, scraped.prom)
+    if request.param == "All":
+        chosen = {n: "$__all" if VARIABLES[n].get("multi") else v for n, v in chosen.items()}
+    return chosen
+
+
+@pytest.fixture(scope="module")
+def known(scraped: Scraped) -> set[str]:
+    """Every series name a query may read: the agents' and the rule file's."""
+    return scraped.exported() | scraped.recorded()
+
+
+@pytest.mark.parametrize("name", [n for n, v in VARIABLES.items() if v["type"] == "query"])
+def test_a_variable_offers_values_read_from_the_data(name: str, scraped: Scraped) -> None:
+    _, offered = variable_values(DASHBOARD, scraped.prom)
+    assert offered[name], f"{VARIABLES[name]['query']} offered nothing"
+    current = VARIABLES[name].get("current", {}).get("value")
+    if current not in (None, "$__all"):
+        assert current in offered[name]
+
+
+def test_the_label_variables_offer_the_label_sets_of_the_traffic(scraped: Scraped) -> None:
+    _, offered = variable_values(DASHBOARD, scraped.prom)
+    assert offered["app"] == ["docs", "search", "support"]
+    assert offered["index"] == ["v7"]  # chained: the index of app=support
+    assert offered["window"] == ["1h", "1m", "24h", "5m"]
+    assert len(offered["instance"]) == 2
+
+
+@pytest.mark.parametrize("where", EXPRESSIONS)
+def test_a_dashboard_query_returns_data(
+    where: str, scraped: Scraped, values: dict[str, str]
+) -> None:
+    expr = substitute(EXPRESSIONS[where], values, VARIABLES)
+    result = scraped.prom.query(expr)
+    assert finite(result), f"{expr} returned {result}"
+
+
+@pytest.mark.parametrize("where", EXPRESSIONS)
+def test_every_selector_of_a_dashboard_query_returns_data(
+    where: str, scraped: Scraped, values: dict[str, str]
+) -> None:
+    expr = substitute(EXPRESSIONS[where], values, VARIABLES)
+    for selector in selectors(expr):
+        assert scraped.prom.query(selector), f"{selector} of {expr}"
+
+
+@pytest.mark.parametrize("where", EXPRESSIONS)
+def test_a_dashboard_query_reads_only_series_that_exist(where: str, known: set[str]) -> None:
+    names = metric_names(EXPRESSIONS[where])
+    assert names
+    assert names <= known, names - known
+
+
+@pytest.mark.parametrize("rule", RULE_EXPRESSIONS)
+def test_a_rule_reads_only_series_that_exist_and_each_of_its_selectors_returns_data(
+    rule: str, scraped: Scraped, known: set[str]
+) -> None:
+    kind, expr = RULE_EXPRESSIONS[rule]
+    assert kind != "missing", f"{RULES} is missing"
+    names = metric_names(expr)
+    assert names <= known, names - known
+    for selector in selectors(expr):
+        assert scraped.prom.query(selector), f"{selector} of {expr}"
+    if kind == "record":
+        assert finite(scraped.prom.query(expr)), expr
+
+
+def test_prometheus_evaluates_every_rule_without_error(scraped: Scraped) -> None:
+    rules = [r for g in scraped.prom.rule_groups() for r in g["rules"]]
+    assert len(rules) == len(RULE_EXPRESSIONS)
+    for rule in rules:
+        assert rule["health"] == "ok", (rule["name"], rule.get("lastError"))
+
+
+def _by_replica(scraped: Scraped, name: str, app: str, at: float, **fixed: str) -> dict[str, float]:
+    matchers = ",".join([f'app="{app}"', 'window="1h"', *(f'{k}="{v}"' for k, v in fixed.items())])
+    result = scraped.prom.query(f"{name}{{{matchers}}}", at=at)
+    return {r["metric"]["instance"] + r["metric"]["index"]: float(r["value"][1]) for r in result}
+
+
+def test_the_band_is_the_wilson_interval_of_the_answers_of_every_replica(
+    scraped: Scraped,
+) -> None:
+    """The hallucination panel's ratio and band equal the agent's own Wilson interval
+    (ragstream.judging.results) of every replica's judged answers together: k and n summed
+    from the samples Prometheus holds at one instant, at which the panel's queries run."""
+    values = {"app": "support", "index": "v7", "window": "1h"}  # support has one index
+    panel = next(
+        p for p in DASHBOARD["panels"] if p["title"].startswith("Hallucination ratio with")
+    )
+    exprs = {t["legendFormat"]: substitute(t["expr"], values, VARIABLES) for t in panel["targets"]}
+    at = time.time() - 2
+    ratio = _by_replica(scraped, "ragstream_generation_hallucination_ratio", "support", at)
+    judged = _by_replica(scraped, "ragstream_generation_judged_queries", "support", at)
+    lower = _by_replica(
+        scraped, "ragstream_generation_hallucination_ratio_bound", "support", at, bound="lower"
+    )
+    assert len(ratio) == 2  # both replicas judge answers of app=support
+    counts = {r: (round(ratio[r] * judged[r]), int(judged[r])) for r in ratio}
+    for replica, (k, n) in counts.items():  # k recovered exactly: the replica's own bound
+        assert lower[replica] == pytest.approx(wilson_interval(k, n)[0], abs=1e-12)
+    k = sum(k for k, _ in counts.values())
+    n = sum(n for _, n in counts.values())
+    assert n > 50
+    assert 0 < k < n
+    shown = {name: scraped.prom.query(expr, at=at) for name, expr in exprs.items()}
+    assert all(len(r) == 1 for r in shown.values())  # one line for the app, not one per replica
+    got = {name: float(r[0]["value"][1]) for name, r in shown.items()}
+    assert got["ratio"] == pytest.approx(k / n, abs=1e-12)
+    assert (got["lower"], got["upper"]) == pytest.approx(wilson_interval(k, n), abs=1e-12)
