@@ -193,3 +193,18 @@ def test_the_band_is_the_wilson_interval_of_the_answers_of_every_replica(
     got = {name: float(r[0]["value"][1]) for name, r in shown.items()}
     assert got["ratio"] == pytest.approx(k / n, abs=1e-12)
     assert (got["lower"], got["upper"]) == pytest.approx(wilson_interval(k, n), abs=1e-12)
+
+
+def test_a_retrieval_panel_draws_one_line_per_label_set_however_many_replicas(
+    scraped: Scraped,
+) -> None:
+    """Both replicas serve every label set: the per-replica gauge has two series per label
+    set, the panel one."""
+    values = {"app": "$__all", "index": "$__all", "window": "5m"}
+    panel = next(p for p in DASHBOARD["panels"] if p["title"] == "MRR")
+    shown = scraped.prom.query(substitute(panel["targets"][0]["expr"], values, VARIABLES))
+    per_replica = scraped.prom.query('ragstream_retrieval_mrr{window="5m"}')
+    label_sets = {(r["metric"]["app"], r["metric"]["index"]) for r in per_replica}
+    assert len(label_sets) == 3
+    assert len(per_replica) == 2 * len(label_sets)
+    assert sorted((r["metric"]["app"], r["metric"]["index"]) for r in shown) == sorted(label_sets)
