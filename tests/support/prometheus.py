@@ -160,25 +160,6 @@ class PrometheusServer:
         alerts: list[dict[str, Any]] = body["data"]["alerts"]
         return alerts
 
-    def label_values(self, label: str, match: str | None = None) -> list[str]:
-        """The values of `label` (on the series `match` selects), as Grafana's
-        `label_values(match, label)` asks for them."""
-        params = [("match[]", match)] if match is not None else []
-        url = f"{self.url}/api/v1/label/{label}/values?{urllib.parse.urlencode(params)}"
-        with urllib.request.urlopen(url, timeout=30) as response:
-            body = json.loads(response.read())
-        if body.get("status") != "success":
-            raise PrometheusError(f"{label} values failed: {body}")
-        values: list[str] = body["data"]
-        return values
-
-    def rule_groups(self) -> list[dict[str, Any]]:
-        """The loaded rule groups (`/api/v1/rules`)."""
-        with urllib.request.urlopen(self.url + "/api/v1/rules", timeout=30) as response:
-            body = json.loads(response.read())
-        groups: list[dict[str, Any]] = body["data"]["groups"]
-        return groups
-
     def wait_for(self, promql: str, within: float = 30.0, count: int = 1) -> list[dict[str, Any]]:
         """Poll `promql` until it returns at least `count` series."""
         deadline = time.monotonic() + within
