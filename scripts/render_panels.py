@@ -2,7 +2,9 @@
 """Draws the dashboard's key panels as PNG from a real Prometheus that scraped the demo.
 
 Runs `ragstream demo` (three apps; `app=support`'s quality drops after --drift-at seconds),
-scraped every 2 s by a real Prometheus loading deploy/prometheus/ragstream.rules.yml, then
+with windows short enough for a 3-minute run (30s, 1m, 5m; the z-score compares the 30 s
+window with the rest of the 5 m one), scraped every 2 s by a real Prometheus loading
+deploy/prometheus/ragstream.rules.yml, then
 asks Prometheus's HTTP API for the queries of three panels of grafana/ragstream-dashboard.json
 (with its variables substituted as Grafana does) over the run and draws what they return:
 
@@ -34,6 +36,7 @@ import matplotlib  # noqa: E402
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib.axes import Axes  # noqa: E402
+from ragstream.config.drift import ZScoreSettings  # noqa: E402
 
 from tests.grafana.scraped import substitute  # noqa: E402
 from tests.support.agent_process import AgentProcess  # noqa: E402
@@ -43,6 +46,15 @@ DASHBOARD = ROOT / "grafana" / "ragstream-dashboard.json"
 RULES = ROOT / "deploy" / "prometheus" / "ragstream.rules.yml"
 OUTPUT = ROOT / "docs" / "img" / "dashboard-panels.png"
 STEP = 2.0
+WINDOWS = ("30s", "1m", "5m")
+DEMO_SETTINGS = (
+    # a 3-minute run: windows and a drift window pair of seconds, not of hours, and a
+    # Page-Hinkley reference that the run's traffic builds
+    f"windows.sizes=[{', '.join(WINDOWS)}]",
+    "drift.window_pairs=[[30s, 5m]]",
+    "drift.settle=5s",
+    "drift.page_hinkley.min_instances=200",
+)
 COLORS = {"support": "tab:red", "search": "tab:blue", "docs": "tab:green"}
 
 Series = list[tuple[dict[str, str], list[float], list[float]]]
@@ -168,11 +180,17 @@ def _drift(ax: Axes, q: Queries, dashboard: Mapping[str, Any], drift_at: float) 
         q.series(_panel(dashboard, "Drift alarms")["targets"][0]["expr"], app="support")
     )
     _mark(ax, drift_at, alarms)
+    threshold = ZScoreSettings().threshold  # the agent's default; its direction is "down"
+    ax.axhline(
+        -threshold, color="gray", linestyle=":", label=f"alarm threshold (z = -{threshold:g})"
+    )
     ax.set_title(f"Drift score: zscore of {metric} per label set")
     ax.set_ylabel("z")
 
 
-def render(prom: PrometheusServer, start: float, end: float, drift_at: float, out: Path) -> None:
+def render(
+    prom: PrometheusServer, start: float, end: float, drift_at: float, rate: float, out: Path
+) -> None:
     dashboard = json.loads(DASHBOARD.read_text())
     values = {
         "app": "$__all",
@@ -196,7 +214,9 @@ def render(prom: PrometheusServer, start: float, end: float, drift_at: float, ou
     )
     fig.suptitle(
         "Rendered from Prometheus queries of the dashboard's panels "
-        "(grafana/ragstream-dashboard.json) over a run of `ragstream demo`",
+        "(grafana/ragstream-dashboard.json) over a run of `ragstream demo`\n"
+        f"({rate:g} queries/s, windows {', '.join(WINDOWS)}; all replicas, label sets and "
+        "indexes selected)",
         fontsize=11,
     )
     fig.tight_layout()
@@ -211,7 +231,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--duration", type=float, default=180.0, help="seconds of demo (%(default)s)"
     )
     parser.add_argument("--drift-at", type=float, default=60.0, help="the drop (%(default)s s)")
-    parser.add_argument("--rate", type=float, default=20.0, help="queries/s (%(default)s)")
+    parser.add_argument("--rate", type=float, default=60.0, help="queries/s (%(default)s)")
     parser.add_argument("--output", type=Path, default=OUTPUT, help="default: %(default)s")
     args = parser.parse_args(argv)
     if not RULES.exists():
@@ -226,6 +246,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             "--duration", f"{args.duration + 60:g}",
             "--refresh", "3600",
             "--label-ttl", "10",
+            *(arg for setting in DEMO_SETTINGS for arg in ("--set", setting)),
         ]  # fmt: skip
         with AgentProcess(demo_args, Path(tmp) / "demo.log") as demo:
             start = time.time()
@@ -234,7 +255,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 while (left := start + args.duration - time.time()) > 0:
                     time.sleep(min(left, 30.0))
                     print(f"  {time.time() - start:5.0f} s", flush=True)
-                render(prom, start, time.time(), args.drift_at, args.output)
+                render(prom, start, time.time(), args.drift_at, args.rate, args.output)
     return 0
 
 
