@@ -425,10 +425,18 @@ def _generation(labels: Labels) -> Row:
 
 
 DETECTORS = (
-    ("zscore", "Welch z-score of the short window against the rest of the long one", "short"),
+    ("zscore", "Signed Welch z of the short window against the rest of the long one", "short"),
     ("psi", "Population stability index between the two windows' histograms", "short"),
-    ("page_hinkley", "Page-Hinkley statistic on final per-query values", "short"),
-    ("adwin", "ADWIN's largest cut statistic on final per-query values", "short"),
+    (
+        "page_hinkley",
+        "Page-Hinkley statistic on final per-query values, over its alarm level (1 = alarm)",
+        "short",
+    ),
+    (
+        "adwin",
+        "ADWIN's largest cut statistic on final per-query values, over its alarm level (1 = alarm)",
+        "short",
+    ),
 )
 
 
