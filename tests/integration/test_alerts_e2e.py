@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from tests.integration.test_prometheus_e2e import _agent
+from tests.support.agent_process import running_agent
 from tests.support.prometheus import PrometheusServer
 
 pytestmark = [pytest.mark.prometheus, pytest.mark.slow]
@@ -64,12 +64,10 @@ async def test_the_drift_and_hallucination_alerts_fire_after_the_drop_and_not_be
         "drift.page_hinkley.min_instances=200",
     ]
     launched = time.time()  # the demo's traffic starts after this, the drop DRIFT_AT later
-    async with _agent(args, tmp_path / "demo.log") as url:
+    async with running_agent(args, tmp_path / "demo.log") as agent:
         serving = time.time()  # ... and before this
         drop = launched + DRIFT_AT  # the earliest the drop can be
-        with PrometheusServer(
-            [url.removeprefix("http://")], evaluation_interval="1s", rule_files=[RULES]
-        ) as prom:
+        with PrometheusServer([agent.target], evaluation_interval="1s", rule_files=[RULES]) as prom:
             deadline = serving + DRIFT_AT + BOUND + 30.0
             firing: dict[str, list[dict[str, Any]]] = {}
             while time.time() < deadline and len(firing) < len(ALERTS):

@@ -4,12 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import math
-import os
-import socket
-import sys
 import time
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from pathlib import Path
 
 import aiohttp
@@ -18,6 +13,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from ragstream.sources.synthetic import SyntheticConfig, SyntheticTraffic
 from tests.support import KafkaBroker, TopicFactory, produce_records
+from tests.support.agent_process import running_agent
 from tests.support.prometheus import PrometheusServer
 
 pytestmark = pytest.mark.prometheus
@@ -68,51 +64,6 @@ DEMO_SERIES = [
 ]
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-@asynccontextmanager
-async def _agent(
-    args: list[str], log: Path, env: dict[str, str] | None = None
-) -> AsyncIterator[str]:
-    """A `ragstream ...` process on a free port; yields its base URL once /healthz answers."""
-    port = _free_port()
-    with log.open("wb") as out:
-        proc = await asyncio.create_subprocess_exec(
-            sys.executable,
-            "-m",
-            "ragstream",
-            *args,
-            "--port",
-            str(port),
-            env={**os.environ, **(env or {})},
-            stdout=out,
-            stderr=asyncio.subprocess.STDOUT,
-        )
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 60
-        async with aiohttp.ClientSession() as http:
-            while True:
-                assert proc.returncode is None, f"the agent exited; see {log}"
-                try:
-                    async with http.get(url + "/healthz") as response:
-                        if response.status == 200:
-                            break
-                except aiohttp.ClientError:
-                    pass
-                assert time.monotonic() < deadline, "the agent did not start"
-                await asyncio.sleep(0.2)
-        yield url
-    finally:
-        if proc.returncode is None:
-            proc.terminate()
-            await asyncio.wait_for(proc.wait(), 30)
-
-
 async def _own_samples(url: str) -> dict[tuple[str, frozenset[tuple[str, str]]], float]:
     async with aiohttp.ClientSession() as http, http.get(url + "/metrics") as response:
         text = await response.text()
@@ -145,9 +96,8 @@ async def test_prometheus_scrapes_the_demo_and_sees_every_documented_series(
         "--duration",
         "120",
     ]
-    async with _agent(args, tmp_path / "demo.log") as url:
-        target = url.removeprefix("http://")
-        with PrometheusServer([target]) as prom:
+    async with running_agent(args, tmp_path / "demo.log") as agent:
+        with PrometheusServer([agent.target]) as prom:
             for name in DEMO_SERIES:
                 await _poll(prom, name)
             up = prom.query("up")
@@ -214,14 +164,14 @@ async def test_two_agents_on_kafka_live_decay_and_a_quantile_across_replicas(
         "metrics.half_lives=[1m]",
     ]
     async with (
-        _agent(args, tmp_path / "a.log", env) as first,
-        _agent(args, tmp_path / "b.log", env) as second,
+        running_agent(args, tmp_path / "a.log", env) as first,
+        running_agent(args, tmp_path / "b.log", env) as second,
     ):
-        await _both_ready(first, second)  # one partition each, before any event exists
+        await _both_ready(first.url, second.url)  # one partition each, before any event exists
         await produce_records(
             kafka_broker.bootstrap_servers, topic, [(e.key, e.value) for e in events]
         )
-        targets = [first.removeprefix("http://"), second.removeprefix("http://")]
+        targets = [first.target, second.target]
         with PrometheusServer(targets) as prom:
             # both replicas consume (one partition each) and everything is applied
             total = 'sum(ragstream_events_total{outcome=~"processed|late|duplicate"})'
@@ -239,7 +189,7 @@ async def test_two_agents_on_kafka_live_decay_and_a_quantile_across_replicas(
             assert all(float(r["value"][1]) > 0 for r in per_instance)
             await asyncio.sleep(4)  # the label TTL ends: every query is final
             # what Prometheus stored equals what each agent reports about itself
-            for url, target in zip((first, second), targets, strict=True):
+            for url, target in zip((first.url, second.url), targets, strict=True):
                 own = await _own_samples(url)
                 stored = await _poll(
                     prom, f'ragstream_retrieval_mrr{{instance="{target}",window="1h"}}'
@@ -273,7 +223,7 @@ async def test_two_agents_on_kafka_live_decay_and_a_quantile_across_replicas(
             promql = 'histogram_quantile(0.5, sum by (le) (ragstream_query_ndcg_bucket{k="10"}))'
             median = float(prom.query(promql)[0]["value"][1])
             summed: dict[str, float] = {}
-            for url in (first, second):
+            for url in (first.url, second.url):
                 for (name, pairs), value in (await _own_samples(url)).items():
                     label_map = dict(pairs)
                     if name == "ragstream_query_ndcg_bucket" and label_map.get("k") == "10":

@@ -3,27 +3,28 @@ that need a real agent serving /metrics (a demo, or `run` on a real broker)."""
 
 from __future__ import annotations
 
+import asyncio
 import os
 import subprocess
 import sys
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Mapping, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
+from contextlib import asynccontextmanager
 from pathlib import Path
-from types import TracebackType
-from typing import Self
 
 from tests.support.kafka_files import free_port
+from tests.support.process import ServerProcess, terminate
 
-__all__ = ["AgentProcess", "AgentProcessError"]
+__all__ = ["AgentProcess", "AgentProcessError", "running_agent"]
 
 
 class AgentProcessError(RuntimeError):
     """The agent exited or did not answer /healthz in time."""
 
 
-class AgentProcess:
+class AgentProcess(ServerProcess):
     """`with AgentProcess(["demo", "--rate", "30"], log) as agent: agent.url`.
 
     `--port` is added (a free port); the process is terminated on exit (SIGTERM, then
@@ -76,6 +77,7 @@ class AgentProcess:
             except OSError:
                 pass
             if time.monotonic() > deadline:
+                self.stop()  # not left running: `with` does not call __exit__ on this
                 raise AgentProcessError(f"no /healthz in {self.start_timeout} s; see {self.log}")
             time.sleep(0.2)
 
@@ -96,22 +98,18 @@ class AgentProcess:
 
     def stop(self) -> None:
         proc, self._proc = self._proc, None
-        if proc is not None and proc.poll() is None:
-            proc.terminate()
-            try:
-                proc.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+        terminate(proc, 30)
 
-    def __enter__(self) -> Self:
-        self.start()
-        return self
 
-    def __exit__(
-        self,
-        kind: type[BaseException] | None,
-        value: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()
+@asynccontextmanager
+async def running_agent(
+    args: Sequence[str], log: Path, env: Mapping[str, str] | None = None
+) -> AsyncIterator[AgentProcess]:
+    """`async with running_agent([...], log) as agent:` an AgentProcess for async tests,
+    started (until /healthz answers) and stopped off the event loop."""
+    agent = AgentProcess(args, log, env=env)
+    await asyncio.to_thread(agent.start)
+    try:
+        yield agent
+    finally:
+        await asyncio.to_thread(agent.stop)

@@ -22,8 +22,7 @@ import threading
 import time
 from collections.abc import Callable, Coroutine, Mapping
 from pathlib import Path
-from types import TracebackType
-from typing import Any, Protocol, Self
+from typing import Any, Protocol
 
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 from aiokafka.errors import KafkaError, for_code
@@ -43,6 +42,7 @@ from tests.support.kafka_security import (
     scram_format_args,
     secure_config,
 )
+from tests.support.process import ServerProcess
 
 __all__ = ["KafkaBroker", "KafkaBrokerError", "TopicFactory"]
 
@@ -56,7 +56,7 @@ class TopicFactory(Protocol):
     async def __call__(self, partitions: int = 1) -> str: ...
 
 
-class KafkaBroker:
+class KafkaBroker(ServerProcess):
     """One Kafka broker process: ``with KafkaBroker(libs) as b: use(b.bootstrap_servers)``."""
 
     def __init__(
@@ -195,18 +195,6 @@ class KafkaBroker:
                 await asyncio.sleep(0.05)
         finally:
             await admin.close()
-
-    def __enter__(self) -> Self:
-        self.start()
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()
 
     def _write_config(self, controller_port: int) -> None:
         data = self.work_dir / "data"

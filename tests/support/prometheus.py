@@ -16,10 +16,10 @@ import urllib.parse
 import urllib.request
 from collections.abc import Sequence
 from pathlib import Path
-from types import TracebackType
-from typing import Any, Self
+from typing import Any
 
 from tests.support.kafka_files import free_port
+from tests.support.process import ServerProcess, terminate
 
 __all__ = ["PrometheusError", "PrometheusServer", "promtool"]
 
@@ -28,7 +28,7 @@ class PrometheusError(RuntimeError):
     """The server could not start, or a query failed."""
 
 
-class PrometheusServer:
+class PrometheusServer(ServerProcess):
     """`with PrometheusServer(["127.0.0.1:9464"]) as prom: prom.query("up")`."""
 
     def __init__(
@@ -105,26 +105,8 @@ class PrometheusServer:
 
     def stop(self) -> None:
         proc, self._proc = self._proc, None
-        if proc is not None and proc.poll() is None:
-            proc.terminate()
-            try:
-                proc.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+        terminate(proc, 15)
         shutil.rmtree(self._dir, ignore_errors=True)
-
-    def __enter__(self) -> Self:
-        self.start()
-        return self
-
-    def __exit__(
-        self,
-        kind: type[BaseException] | None,
-        value: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()
 
     def query(self, promql: str, at: float | None = None) -> list[dict[str, Any]]:
         """An instant query; returns the result vector (`[{"metric": {...}, "value": [t, v]}]`)."""
