@@ -411,11 +411,11 @@ def _generation(labels: Labels) -> Row:
     )
     judged = Panel(
         "Judged answers",
-        "Answers judged in the window, summed over replicas: the sample size behind the "
-        "generation panels.",
+        "Answers judged in the window, summed over replicas (recording rule "
+        "`ragstream:generation_judged_queries`): the sample size behind the generation panels.",
         targets(
             (
-                f"sum by ({labels.by()}) (ragstream_generation_judged_queries{{{sel}}})",
+                f"sum by ({labels.by()}) (ragstream:generation_judged_queries{{{sel}}})",
                 legend,
             )
         ),
@@ -440,10 +440,16 @@ DETECTORS = (
 )
 
 
+DRIFT_KEYS = ("metric", "detector", "window", "reference")
+"""The labels of a drift series besides the service labels: one detector of one metric,
+on one window pair (`window` against `reference`; both absent for a sequential one)."""
+
+
 def drift_alarms(labels: Labels) -> str:
+    """1 while the alarm of a detector is on in any replica, per label set and window pair."""
     sel = labels.select()
     body = f'{sel},metric=~"$drift_metric"' if sel else 'metric=~"$drift_metric"'
-    return f"max by ({labels.by('metric', 'detector')}) (ragstream_drift_alarm{{{body}}})"
+    return f"max by ({labels.by(*DRIFT_KEYS)}) (ragstream_drift_alarm{{{body}}})"
 
 
 def _drift(labels: Labels) -> Row:
@@ -469,7 +475,7 @@ def _drift(labels: Labels) -> Row:
         Panel(
             "Drift alarms",
             "1 while a detector's alarm is on in any replica (the highest over replicas).",
-            targets((drift_alarms(labels), labels.legend("metric", "detector"))),
+            targets((drift_alarms(labels), labels.legend(*DRIFT_KEYS))),
             unit="short",
             kind="state-timeline",
             width=WIDTH,
@@ -723,8 +729,8 @@ def dashboard_annotations(labels: Labels) -> list[Json]:
             "name": "Drift alarms",
             "target": {"refId": "Anno", "expr": drift_alarms(labels), "interval": "15s"},
             "titleFormat": "Drift: {{detector}} on {{metric}}",
-            "textFormat": labels.legend(),
-            "tagKeys": ",".join((*labels.keys, "metric", "detector")),
+            "textFormat": labels.legend("window", "reference"),
+            "tagKeys": ",".join((*labels.keys, *DRIFT_KEYS)),
             "useValueForTime": False,
         },
     ]

@@ -210,3 +210,22 @@ def test_a_retrieval_panel_draws_one_line_per_label_set_however_many_replicas(
     assert len(label_sets) == 3
     assert len(per_replica) == 2 * len(label_sets)
     assert sorted((r["metric"]["app"], r["metric"]["index"]) for r in shown) == sorted(label_sets)
+
+
+def test_the_drift_alarms_draw_one_line_per_detector_and_window_pair(scraped: Scraped) -> None:
+    """The z-score and PSI run on two window pairs (5m/1h, 1h/24h), each pair its own
+    detector with its own alarm: the panel and the annotation keep them apart (and merge
+    only the replicas)."""
+    values = {"app": "$__all", "index": "$__all", "drift_metric": "$__all"}
+    keys = ("app", "index", "metric", "detector", "window", "reference")
+    panel = next(p for p in DASHBOARD["panels"] if p["title"] == "Drift alarms")
+    exported = query(scraped.prom, "ragstream_drift_alarm")
+    expected = sorted({tuple(r["metric"].get(k, "") for k in keys) for r in exported})
+    assert {(e[3], e[4], e[5]) for e in expected} >= {
+        ("zscore", "5m", "1h"),
+        ("zscore", "1h", "24h"),
+        ("adwin", "", ""),
+    }
+    for expr in (panel["targets"][0]["expr"], EXPRESSIONS["annotation 'Drift alarms'"]):
+        shown = query(scraped.prom, substitute(expr, values, VARIABLES))
+        assert sorted(tuple(r["metric"].get(k, "") for k in keys) for r in shown) == expected
