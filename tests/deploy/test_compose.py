@@ -31,9 +31,6 @@ COMPOSE_FILE = COMPOSE_DIR / "compose.yaml"
 PROMETHEUS_DIR = ROOT / "deploy" / "prometheus"
 RULES = PROMETHEUS_DIR / "ragstream.rules.yml"
 GRAFANA_PROVISIONING = ROOT / "grafana" / "provisioning"
-PENDING = {RULES, GRAFANA_PROVISIONING}
-"""Files the stack mounts that are written beside this work: until they exist, the tests
-that need them say so (skip) instead of passing."""
 
 Compose = dict[str, Any]
 
@@ -57,12 +54,6 @@ def _binds() -> list[tuple[str, Path, str]]:
             if source.startswith((".", "/")):
                 binds.append((name, (COMPOSE_DIR / source).resolve(), target))
     return binds
-
-
-def _pending(path: Path) -> None:
-    for pending in PENDING:
-        if not path.exists() and (path == pending or pending in path.parents):
-            pytest.skip(f"{pending.relative_to(ROOT)} is not written yet")
 
 
 def test_the_compose_file_is_valid_for_the_compose_specification() -> None:
@@ -117,7 +108,6 @@ def test_the_stack_has_its_five_parts() -> None:
 @pytest.mark.parametrize("bind", _binds(), ids=lambda b: f"{b[0]}:{b[2]}")
 def test_every_mounted_file_is_in_the_repository(bind: tuple[str, Path, str]) -> None:
     _, host, _ = bind
-    _pending(host)
     assert host.exists(), host
     assert ROOT in host.parents
 
@@ -199,7 +189,6 @@ def test_promtool_accepts_the_prometheus_configuration(tmp_path: Path) -> None:
 
 @pytest.mark.prometheus
 def test_promtool_accepts_the_prometheus_configuration_with_its_rules() -> None:
-    _pending(RULES)
     result = promtool("check", "config", str(PROMETHEUS_DIR / "prometheus.yml"))
     assert result.returncode == 0, result.stdout + result.stderr
     assert f"SUCCESS: {PROMETHEUS_DIR / 'prometheus.yml'} is valid" in (
@@ -208,7 +197,6 @@ def test_promtool_accepts_the_prometheus_configuration_with_its_rules() -> None:
 
 
 def test_grafana_gets_the_dashboard_where_its_provisioning_looks() -> None:
-    _pending(GRAFANA_PROVISIONING)
     mounts = {target: host for service, host, target in _binds() if service == "grafana"}
     assert mounts["/etc/grafana/provisioning"] == GRAFANA_PROVISIONING
     dashboards = [
