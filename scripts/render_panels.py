@@ -36,8 +36,8 @@ import matplotlib  # noqa: E402
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib.axes import Axes  # noqa: E402
-from ragstream.config.drift import ZScoreSettings  # noqa: E402
 
+from ragstream.config.drift import ZScoreSettings  # noqa: E402
 from tests.grafana.scraped import substitute  # noqa: E402
 from tests.support.agent_process import AgentProcess  # noqa: E402
 from tests.support.prometheus import PrometheusServer  # noqa: E402
