@@ -1,10 +1,27 @@
 """ragstream: streaming online evaluation of RAG services."""
 
-from importlib.metadata import PackageNotFoundError, version
+from __future__ import annotations
 
-try:
-    __version__ = version("ragstream")
-except PackageNotFoundError:  # pragma: no cover - running from a source tree without install
-    __version__ = "0.0.0"
+from typing import TYPE_CHECKING
 
 __all__ = ["__version__"]
+
+if TYPE_CHECKING:
+    __version__: str
+
+
+def __getattr__(name: str) -> str:
+    """`__version__`, read from the installed package's metadata (pyproject.toml's
+    `version`, the one place it is written) the first time it is asked for: importing
+    importlib.metadata costs tens of milliseconds, which every command would pay if it
+    were read at import (`ragstream eval` on a small file takes less than that)."""
+    if name != "__version__":
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        value = version("ragstream")
+    except PackageNotFoundError:  # pragma: no cover - running from a source tree without install
+        value = "0.0.0"
+    globals()["__version__"] = value
+    return value

@@ -1,15 +1,15 @@
 """Durations as people write them in configuration: `90s`, `5m`, `1h`, `24h`, `7d` -- the
-one parser and formatter of the project -- and the decay rate of a half-life."""
+one parser and formatter of the project -- and the decay rate of a half-life.
+
+Plain Python: the metric kernels import it, and `ragstream eval` should not pay for
+pydantic. The pydantic field type built on these functions is `ragstream.config.Duration`."""
 
 from __future__ import annotations
 
 import math
 import re
-from typing import Annotated
 
-from pydantic import BeforeValidator, PlainSerializer
-
-__all__ = ["Duration", "decay_rate", "format_duration", "parse_duration"]
+__all__ = ["decay_rate", "format_duration", "parse_duration"]
 
 _UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0, "w": 604800.0}
 _PATTERN = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h|d|w)?\s*$")
@@ -51,14 +51,6 @@ def format_duration(seconds: float) -> str:
     if millis == int(millis):
         return f"{int(millis)}ms"
     return f"{seconds}s"
-
-
-Duration = Annotated[
-    float,
-    BeforeValidator(parse_duration),
-    PlainSerializer(format_duration, return_type=str, when_used="json"),
-]
-"""A pydantic field type: accepts `"5m"` or seconds, holds seconds, writes `"5m"` to JSON."""
 
 
 def decay_rate(half_life_seconds: float) -> float:

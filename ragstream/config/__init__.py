@@ -1,5 +1,6 @@
 """Configuration, built at the edge: file, then environment, then flags."""
 
+from ragstream.config._duration import Duration
 from ragstream.config.explain import describe_sources, explain_error, render_settings
 from ragstream.config.secrets import SecretFileError, read_secret_file
 from ragstream.config.settings import (
@@ -15,7 +16,7 @@ from ragstream.config.settings import (
     WindowSettings,
     load_settings,
 )
-from ragstream.durations import Duration, format_duration, parse_duration
+from ragstream.durations import format_duration, parse_duration
 
 __all__ = [
     "DriftSettings",

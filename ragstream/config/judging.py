@@ -12,8 +12,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr
 
+from ragstream.config._duration import Duration
 from ragstream.config.secrets import read_secret_file
-from ragstream.durations import Duration
 
 __all__ = [
     "JudgeSettings",

@@ -20,10 +20,11 @@ from pydantic_settings import (
     YamlConfigSettingsSource,
 )
 
+from ragstream.config._duration import Duration
 from ragstream.config.drift import DriftSettings
 from ragstream.config.judging import JudgeSettings
 from ragstream.config.secrets import SecretFileError, read_secret_file
-from ragstream.durations import Duration, format_duration
+from ragstream.durations import format_duration
 from ragstream.metrics import parse_metric
 
 __all__ = [

@@ -7,6 +7,11 @@ with the batch kernels of `ragstream.metrics`. `report` formats the result as a 
 JSON, or trec_eval's own `-q` layout. See docs/eval.md.
 """
 
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING
+
 from ragstream.trec.errors import TrecFormatError
 from ragstream.trec.evaluate import (
     DEFAULT_METRICS,
@@ -15,9 +20,11 @@ from ragstream.trec.evaluate import (
     evaluate_files,
     evaluate_tables,
 )
-from ragstream.trec.qrels import read_qrels
-from ragstream.trec.records import TrecTable
-from ragstream.trec.run import read_run
+
+if TYPE_CHECKING:
+    from ragstream.trec.qrels import read_qrels
+    from ragstream.trec.records import TrecTable
+    from ragstream.trec.run import read_run
 
 __all__ = [
     "DEFAULT_METRICS",
@@ -30,3 +37,20 @@ __all__ = [
     "read_qrels",
     "read_run",
 ]
+
+_READERS = {
+    "read_qrels": "ragstream.trec.qrels",
+    "read_run": "ragstream.trec.run",
+    "TrecTable": "ragstream.trec.records",
+}
+
+
+def __getattr__(name: str) -> object:
+    """The numpy readers, imported when first used: `ragstream eval` reads the files with
+    the compiled scanner and needs them only when it declines a file."""
+    module = _READERS.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value

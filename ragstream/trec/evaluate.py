@@ -20,19 +20,18 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 from numpy.typing import NDArray
 
 from ragstream.metrics import Gain, MetricSpec, RankingBatch, evaluate, parse_metric
 from ragstream.trec._compiled import AVAILABLE, join_files
-from ragstream.trec._join import join_tables
 from ragstream.trec._ranked import Ranked
-from ragstream.trec.qrels import read_qrels
-from ragstream.trec.records import TrecTable
-from ragstream.trec.run import read_run
-from ragstream.trec.table import Reader
+
+if TYPE_CHECKING:  # the numpy readers are imported when used (see `_read_and_join`)
+    from ragstream.trec.records import TrecTable
+    from ragstream.trec.table import Reader
 
 __all__ = ["DEFAULT_METRICS", "Engine", "TrecEvaluation", "evaluate_files", "evaluate_tables"]
 
@@ -101,9 +100,25 @@ def evaluate_files(
                 raise joined.error
             ranked = joined.ranked
     if ranked is None:
-        tables = read_qrels(qrels, reader=reader), read_run(run, reader=reader)
-        ranked = join_tables(*tables, keep_best=keep_best, complete=complete)
+        ranked = _read_and_join(qrels, run, reader, keep_best, complete)
     return _evaluate(ranked, specs, gain, relevance_level, complete)
+
+
+def _read_and_join(
+    qrels: str | os.PathLike[str],
+    run: str | os.PathLike[str],
+    reader: Reader,
+    keep_best: bool,
+    complete: bool,
+) -> Ranked:
+    """The numpy path: both files parsed, then joined. Imported here, not at the top: the
+    compiled path does not need it."""
+    from ragstream.trec._join import join_tables
+    from ragstream.trec.qrels import read_qrels
+    from ragstream.trec.run import read_run
+
+    tables = read_qrels(qrels, reader=reader), read_run(run, reader=reader)
+    return join_tables(*tables, keep_best=keep_best, complete=complete)
 
 
 def evaluate_tables(
@@ -120,6 +135,8 @@ def evaluate_tables(
     (TrecFormatError with both lines) unless `keep_best`: then its best-scored line counts,
     the earliest line on equal scores. A document judged twice for one query is an error.
     """
+    from ragstream.trec._join import join_tables
+
     specs = _specs(metrics, relevance_level)
     ranked = join_tables(qrels, run, keep_best=keep_best, complete=complete)
     return _evaluate(ranked, specs, gain, relevance_level, complete)
