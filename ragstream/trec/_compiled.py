@@ -27,15 +27,15 @@ from ragstream.trec._ranked import (
 )
 from ragstream.trec.errors import TrecFormatError
 
-__all__ = ["AVAILABLE", "Compiled", "join_files"]
+__all__ = ["AVAILABLE", "Compiled", "default_workers", "join_files"]
 
 
 _Repeat = tuple[int, int, bytes, bytes]  # first line, repeated line, query id, document id
 _Out = tuple[
-    list[bytes], int, int, bytearray, bytearray, bytearray, bytearray, _Repeat | None,
+    list[str], int, int, bytearray, bytearray, bytearray, bytearray, _Repeat | None,
     _Repeat | None,
 ]  # fmt: skip
-_Join = Callable[[mmap.mmap, mmap.mmap, bool], _Out | str]
+_Join = Callable[[mmap.mmap, mmap.mmap, bool, int], _Out | str]
 
 
 def _load() -> _Join | None:
@@ -65,9 +65,13 @@ def join_files(
     *,
     keep_best: bool,
     complete: bool,
+    workers: int | None = None,
 ) -> Compiled | None:
     """Join the files in one compiled pass; None when the scanner is not built, a file
-    cannot be memory-mapped (empty, missing, a pipe), or the scanner declines a line."""
+    cannot be memory-mapped (empty, missing, a pipe), or the scanner declines a line.
+
+    Each file is read in `workers` parts at the same time (default: `default_workers`);
+    the result does not depend on it."""
     if _JOIN is None:
         return None
     qrels_path, run_path = os.fspath(qrels), os.fspath(run)
@@ -79,12 +83,14 @@ def join_files(
         if run_map is None:
             return None
         with run_map:
-            out = _JOIN(qrels_map, run_map, keep_best)
+            if workers is None:
+                workers = default_workers(len(run_map))
+            out = _JOIN(qrels_map, run_map, keep_best, max(1, workers))
     if isinstance(out, str):
         return None
     qids, n_common, n_qrels, rel, rel_offsets, judged, judged_offsets, q_repeat, r_repeat = out
     ranked = Ranked(
-        tuple(map(_text, qids)),
+        tuple(qids),
         np.frombuffer(rel, dtype=np.float64),
         np.frombuffer(rel_offsets, dtype=np.int64),
         np.frombuffer(judged, dtype=np.float64),
@@ -101,6 +107,21 @@ def join_files(
         first, second, qid, doc = r_repeat
         error = repeated_document(run_path, (first, second), _text(qid), _text(doc))
     return Compiled(ranked, error)
+
+
+def default_workers(run_bytes: int) -> int:
+    """Threads for a run of this size: one per CPU this process may use, one for runs
+    under 1 MiB (where starting threads costs more than it saves)."""
+    if run_bytes < _SMALL:
+        return 1
+    try:
+        cpus = len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        cpus = os.cpu_count() or 1
+    return max(1, cpus)
+
+
+_SMALL = 1 << 20
 
 
 def _text(raw: bytes) -> str:

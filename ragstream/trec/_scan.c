@@ -25,6 +25,11 @@
  * fit in cache); so are the grades of ranked documents. Repeats are reported back
  * (earliest repeating line and the first line of that document), or resolved with
  * keep_best: the best score wins, the earliest line on equal scores.
+ *
+ * join(qrels, run, keep_best, workers) reads files of one block per query (the usual
+ * form) in `workers` parts at the same time, one thread each, without the GIL (the block
+ * path, below); a query in two blocks sends both files to the general path, one thread,
+ * any order of lines. Both give the same result.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -200,6 +205,40 @@ static inline int same_doc(const Rec *a, const Rec *b) {
     return a->hash == b->hash && same_id(a->doc, a->len, b->doc, b->len);
 }
 
+/* same_id for ids in buffers that end at a_end and b_end: the tail (under 8 bytes) is
+ * compared as one masked word when 8 bytes can be read at both places. */
+static inline int same_id_in(const char *a, const char *a_end, uint32_t alen, const char *b,
+                             const char *b_end, uint32_t blen) {
+    if (alen != blen) return 0;
+    size_t n = alen;
+    while (n >= 8) {
+        uint64_t x, y;
+        memcpy(&x, a, 8);
+        memcpy(&y, b, 8);
+        if (x != y) return 0;
+        a += 8;
+        b += 8;
+        n -= 8;
+    }
+    if (!n) return 1;
+#if PY_LITTLE_ENDIAN
+    if (a_end - a >= 8 && b_end - b >= 8) {
+        uint64_t x, y;
+        memcpy(&x, a, 8);
+        memcpy(&y, b, 8);
+        return ((x ^ y) & (~0ULL >> (8 * (8 - n)))) == 0;
+    }
+#else
+    (void)a_end;
+    (void)b_end;
+#endif
+    return memcmp(a, b, n) == 0;
+}
+
+static inline int same_doc_in(const Rec *a, const char *a_end, const Rec *b, const char *b_end) {
+    return a->hash == b->hash && same_id_in(a->doc, a_end, a->len, b->doc, b_end, b->len);
+}
+
 static int registry_init(Registry *r) {
     memset(r, 0, sizeof *r);
     r->mask = 1023;
@@ -265,7 +304,7 @@ static int64_t registry_index(Registry *r, const char *id, uint32_t len, const c
  * 2 when the spelling is valid but needs the slow, correctly rounded conversion. */
 enum { SLOW = 2 };
 
-static int parse_score(const char *s, size_t n, double *out) {
+static inline int parse_score(const char *s, size_t n, double *out) {
     size_t i = 0;
     int negative = 0;
     if (i < n && (s[i] == '+' || s[i] == '-')) negative = s[i++] == '-';
@@ -320,7 +359,7 @@ static int parse_score(const char *s, size_t n, double *out) {
 
 /* Grades: [+-]digits with at most 18 significant digits (an exact int64), as a double
  * (the numpy path converts its int64 grades to float64 the same way). */
-static int parse_grade(const char *s, size_t n, double *out) {
+static inline int parse_grade(const char *s, size_t n, double *out) {
     size_t i = 0;
     int negative = 0;
     if (i < n && (s[i] == '+' || s[i] == '-')) negative = s[i++] == '-';
@@ -373,7 +412,144 @@ static int decline(File *f, const char *line, const char *why) {
     return DECLINE;
 }
 
-/* Split one file into records; comments and (in runs) blank lines are skipped. */
+#if defined(__SSE2__) || defined(_M_X64)
+#include <emmintrin.h>
+#define FAST_LINES 1
+#else
+#define FAST_LINES 0
+#endif
+
+#if FAST_LINES
+static inline unsigned lowest_bit(uint64_t x) {
+#if defined(__GNUC__) || defined(__clang__)
+    return (unsigned)__builtin_ctzll(x);
+#else
+    unsigned i = 0;
+    while (!(x & 1)) {
+        x >>= 1;
+        i++;
+    }
+    return i;
+#endif
+}
+
+/* The common line, 16 bytes at a time: when the line at p ends within the next 64 bytes
+ * (all of them readable), has no NUL byte, is not a comment and has k fields (a run line:
+ * k or more, the rest ignored), its fields are set and the next line is returned;
+ * otherwise NULL, and read_line's byte loop decides. Blanks and newline are what CLS
+ * says: bytes 9-13 and 32. */
+static inline const char *fast_line(const char *p, int run, const char **tok, size_t *len) {
+    const __m128i nine = _mm_set1_epi8(9), four = _mm_set1_epi8(4), space = _mm_set1_epi8(' '),
+                  newline = _mm_set1_epi8('\n'), zero = _mm_setzero_si128();
+    uint64_t blank = 0, eol = 0, nul = 0;
+    for (int i = 0; i < 4; i++) {
+        __m128i v = _mm_loadu_si128((const __m128i *)(const void *)(p + 16 * i));
+        __m128i x = _mm_sub_epi8(v, nine);
+        __m128i b = _mm_or_si128(_mm_cmpeq_epi8(_mm_min_epu8(x, four), x), _mm_cmpeq_epi8(v, space));
+        blank |= (uint64_t)(uint16_t)_mm_movemask_epi8(b) << (16 * i);
+        eol |= (uint64_t)(uint16_t)_mm_movemask_epi8(_mm_cmpeq_epi8(v, newline)) << (16 * i);
+        nul |= (uint64_t)(uint16_t)_mm_movemask_epi8(_mm_cmpeq_epi8(v, zero)) << (16 * i);
+    }
+    if (!eol) return NULL;
+    const unsigned at = lowest_bit(eol);
+    const uint64_t line = (1ULL << at) - 1;
+    if ((nul & line) || (!run && p[0] == '#')) return NULL;
+    const uint64_t field = ~blank & line;
+    uint64_t starts = field & ~(field << 1), ends = field & ~(field >> 1);
+    const int k = run ? 6 : 4;
+    for (int i = 0; i < k; i++) {
+        if (!starts) return NULL;
+        const unsigned s = lowest_bit(starts), e = lowest_bit(ends);
+        starts &= starts - 1;
+        ends &= ends - 1;
+        tok[i] = p + s;
+        len[i] = e - s + 1;
+    }
+    if ((run && *tok[0] == '#') || (!run && starts)) return NULL;
+    return p + at + 1;
+}
+#endif
+
+/* One line at *pp, which ends at the next newline or at `end`: OK with *n the number of its
+ * fields (k: a record) or 0 (a comment; in a run, a blank line too) and *pp past its
+ * newline; DECLINE with *why. The one definition of a line, for every path; `limit` is the
+ * end of the buffer (the common line is read in blocks of 16 bytes, up to it). */
+static inline int read_line(const char **pp, const char *end, const char *limit, int run,
+                            const char **tok, size_t *len, int *n_fields, const char **why) {
+    const char *p = *pp;
+    const int k = run ? 6 : 4;
+    int n = 0;
+#if FAST_LINES
+    if (limit - p >= 64) {
+        const char *next = fast_line(p, run, tok, len);
+        if (next) {
+            *pp = next;
+            *n_fields = k;
+            return OK;
+        }
+    }
+#else
+    (void)limit;
+#endif
+    if (!run && *p == '#') goto comment;
+    for (;;) {
+        while (p < end && CLS[(unsigned char)*p] == C_BLANK) p++;
+        if (p == end || *p == '\n') break;
+        if (run && n == 0 && *p == '#') goto comment;
+        if (n == k) {
+            /* text after a run line's sixth field is ignored, as trec_eval does; qrels
+             * lines have exactly four fields */
+            if (!run) {
+                *why = "too many fields";
+                return DECLINE;
+            }
+            const char *newline = memchr(p, '\n', (size_t)(end - p));
+            const char *stop = newline ? newline : end;
+            if (memchr(p, 0, (size_t)(stop - p))) {
+                *why = "NUL byte";
+                return DECLINE;
+            }
+            p = stop;
+            break;
+        }
+        tok[n] = p;
+        p = token_end(p, end);
+        if (p < end && *p == 0) {
+            *why = "NUL byte";
+            return DECLINE;
+        }
+        len[n] = (size_t)(p - tok[n]);
+        if (len[n] > UINT32_MAX) {
+            *why = "field too long";
+            return DECLINE;
+        }
+        n++;
+    }
+    if (n == 0 && !run) {
+        *why = "blank line";
+        return DECLINE;
+    }
+    if (n != 0 && n != k) {
+        *why = "too few fields";
+        return DECLINE;
+    }
+    *pp = p < end ? p + 1 : p; /* the newline */
+    *n_fields = n;
+    return OK;
+comment: {
+    const char *newline = memchr(p, '\n', (size_t)(end - p));
+    const char *stop = newline ? newline : end;
+    if (memchr(p, 0, (size_t)(stop - p))) {
+        *why = "NUL byte";
+        return DECLINE;
+    }
+    *pp = newline ? newline + 1 : end;
+    *n_fields = 0;
+    return OK;
+}
+}
+
+/* The general path: split one file into records (any order of lines). */
 static int scan_file(File *f, Registry *reg) {
     const char *p = f->buf, *end = f->buf + f->size;
     const int k = f->run ? 6 : 4;
@@ -394,88 +570,54 @@ static int scan_file(File *f, Registry *reg) {
         return NOMEM;
     }
     while (p < end) {
-        const char *line = p;
-        int n = 0;
-        if (!f->run && *p == '#') goto comment;
-        for (;;) {
-            while (p < end && CLS[(unsigned char)*p] == C_BLANK) p++;
-            if (p == end || *p == '\n') break;
-            if (f->run && n == 0 && *p == '#') goto comment;
-            if (n == k) {
-                /* text after a run line's sixth field is ignored, as trec_eval does;
-                 * qrels lines have exactly four fields */
-                if (!f->run) return decline(f, line, "too many fields");
-                const char *newline = memchr(p, '\n', (size_t)(end - p));
-                const char *stop = newline ? newline : end;
-                if (memchr(p, 0, (size_t)(stop - p))) return decline(f, line, "NUL byte");
-                p = stop;
-                break;
-            }
-            tok[n] = p;
-            p = token_end(p, end);
-            if (p < end && *p == 0) return decline(f, line, "NUL byte");
-            len[n] = (size_t)(p - tok[n]);
-            if (len[n] > UINT32_MAX) return decline(f, line, "field too long");
-            n++;
-        }
-        if (n == 0) {
-            if (!f->run) return decline(f, line, "blank line");
-        } else if (n != k) {
-            return decline(f, line, "too few fields");
+        const char *line = p, *why = NULL;
+        int n;
+        if (read_line(&p, end, end, f->run, tok, len, &n, &why) != OK) return decline(f, line, why);
+        if (n == 0) continue;
+        uint32_t index;
+        if (last_id && same_id(last_id, (uint32_t)last_len, tok[0], (uint32_t)len[0])) {
+            index = last_index;
         } else {
-            uint32_t index;
-            if (last_id && same_id(last_id, (uint32_t)last_len, tok[0], (uint32_t)len[0])) {
-                index = last_index;
-            } else {
-                int64_t found = registry_index(reg, tok[0], (uint32_t)len[0], end);
-                if (found < 0) return NOMEM;
-                index = last_index = (uint32_t)found;
-                last_id = tok[0];
-                last_len = len[0];
-            }
-            if (grow((void **)&f->recs.v, &f->recs.cap, f->recs.n + 1, sizeof(Rec)) != OK)
-                return NOMEM;
-            Rec *r = &f->recs.v[f->recs.n];
-            r->doc = tok[2];
-            r->len = (uint32_t)len[2];
-            r->query = index;
-            r->hash = hash_id(tok[2], len[2], end);
-            const char *text = tok[value_field];
-            size_t text_len = len[value_field];
-            int status = f->run ? parse_score(text, text_len, &r->value)
-                                : parse_grade(text, text_len, &r->value);
-            if (status == DECLINE) return decline(f, line, "value spelling");
-            if (status == SLOW) {
-                if (grow((void **)&f->slow.v, &f->slow.cap, f->slow.n + 1, sizeof(Slow)) != OK)
-                    return NOMEM;
-                f->slow.v[f->slow.n++] = (Slow){f->recs.n, text, text_len};
-                r->value = 0.0;
-            }
-            Query *query = &reg->q[index];
-            uint32_t *count = f->run ? &query->n_run : &query->n_qrels;
-            if (index != previous) { /* a new block */
-                if (*count) f->contiguous = 0;
-                else if (f->run) query->first_run = (uint32_t)f->recs.n;
-                else query->first_qrels = (uint32_t)f->recs.n;
-                if (f->run && !*count) {
-                    if (grow((void **)&reg->run_order, &reg->cap_run_order,
-                             reg->n_run_order + 1, sizeof(uint32_t)) != OK)
-                        return NOMEM;
-                    reg->run_order[reg->n_run_order++] = index;
-                }
-                previous = index;
-            }
-            ++*count;
-            if (++f->recs.n >= UINT32_MAX) return decline(f, line, "too many lines");
+            int64_t found = registry_index(reg, tok[0], (uint32_t)len[0], end);
+            if (found < 0) return NOMEM;
+            index = last_index = (uint32_t)found;
+            last_id = tok[0];
+            last_len = len[0];
         }
-        if (p < end) p++; /* the newline */
-        continue;
-    comment: {
-        const char *newline = memchr(p, '\n', (size_t)(end - p));
-        const char *stop = newline ? newline : end;
-        if (memchr(p, 0, (size_t)(stop - p))) return decline(f, line, "NUL byte");
-        p = newline ? newline + 1 : end;
-    }
+        if (grow((void **)&f->recs.v, &f->recs.cap, f->recs.n + 1, sizeof(Rec)) != OK)
+            return NOMEM;
+        Rec *r = &f->recs.v[f->recs.n];
+        r->doc = tok[2];
+        r->len = (uint32_t)len[2];
+        r->query = index;
+        r->hash = hash_id(tok[2], len[2], end);
+        const char *text = tok[value_field];
+        size_t text_len = len[value_field];
+        int status = f->run ? parse_score(text, text_len, &r->value)
+                            : parse_grade(text, text_len, &r->value);
+        if (status == DECLINE) return decline(f, line, "value spelling");
+        if (status == SLOW) {
+            if (grow((void **)&f->slow.v, &f->slow.cap, f->slow.n + 1, sizeof(Slow)) != OK)
+                return NOMEM;
+            f->slow.v[f->slow.n++] = (Slow){f->recs.n, text, text_len};
+            r->value = 0.0;
+        }
+        Query *query = &reg->q[index];
+        uint32_t *count = f->run ? &query->n_run : &query->n_qrels;
+        if (index != previous) { /* a new block */
+            if (*count) f->contiguous = 0;
+            else if (f->run) query->first_run = (uint32_t)f->recs.n;
+            else query->first_qrels = (uint32_t)f->recs.n;
+            if (f->run && !*count) {
+                if (grow((void **)&reg->run_order, &reg->cap_run_order, reg->n_run_order + 1,
+                         sizeof(uint32_t)) != OK)
+                    return NOMEM;
+                reg->run_order[reg->n_run_order++] = index;
+            }
+            previous = index;
+        }
+        ++*count;
+        if (++f->recs.n >= UINT32_MAX) return decline(f, line, "too many lines");
     }
     if (!f->recs.n) return decline(f, f->buf, "no records");
     return OK;
@@ -767,14 +909,722 @@ done:
     return status;
 }
 
-static size_t line_of(const File *f, const char *at) {
+/* ---- The block path: files of one block per query, read in parts ------------------------
+ *
+ * A TREC file normally has all the lines of a query together (a block). Each file is cut
+ * into parts at block boundaries (`split`), and the parts are read at the same time, one
+ * thread each, without the GIL: first the qrels (records and repeats per block), then the
+ * run, whose blocks are joined as soon as they end -- repeats, trec_eval's order and the
+ * grades of ranked documents, in a small buffer that stays in cache -- so that the run's
+ * records are never all in memory. Then the evaluated queries are put in byte order of
+ * their ids. A query found in two blocks (in one part or in two) means the file is not
+ * one block per query: the block path gives up and the general path reads the files.
+ * Neither the number of parts nor where they are cut changes a byte of the result: each
+ * part starts at a line start and is read with the same line rules, and the first error
+ * in file order is the first error of the first part that has one.
+ */
+
+#if defined(_WIN32)
+#define THREADS 0
+#else
+#include <pthread.h>
+#define THREADS 1
+#endif
+
+enum { NONCONTIGUOUS = 3 };
+#define MAX_PARTS 64
+
+/* A query id and its hash. */
+typedef struct {
+    const char *id;
+    uint32_t len;
+    uint64_t hash;
+} Key;
+
+/* Query ids -> their place in an array of structs that begin with a Key. */
+typedef struct {
+    const char *base;
+    size_t stride;
+    uint32_t *slot; /* index + 1; 0 = empty */
+    size_t mask;
+} Index;
+
+static inline const Key *key_at(const Index *x, size_t i) {
+    return (const Key *)(const void *)(x->base + i * x->stride);
+}
+
+/* Index n keys; *duplicate is set when an id appears twice. */
+static int index_build(Index *x, const void *base, size_t stride, size_t n, int *duplicate) {
+    x->base = base;
+    x->stride = stride;
+    x->mask = table_size(n) - 1;
+    x->slot = calloc(x->mask + 1, sizeof *x->slot);
+    if (!x->slot) return NOMEM;
+    *duplicate = 0;
+    for (size_t i = 0; i < n; i++) {
+        const Key *k = key_at(x, i);
+        size_t s = k->hash & x->mask;
+        for (; x->slot[s]; s = (s + 1) & x->mask) {
+            const Key *other = key_at(x, x->slot[s] - 1);
+            if (other->hash == k->hash && same_id(other->id, other->len, k->id, k->len)) {
+                *duplicate = 1;
+                return OK;
+            }
+        }
+        x->slot[s] = (uint32_t)(i + 1);
+    }
+    return OK;
+}
+
+static inline int64_t index_find(const Index *x, const char *id, uint32_t len, uint64_t hash) {
+    for (size_t s = hash & x->mask; x->slot[s]; s = (s + 1) & x->mask) {
+        const Key *k = key_at(x, x->slot[s] - 1);
+        if (k->hash == hash && same_id(k->id, k->len, id, len)) return (int64_t)x->slot[s] - 1;
+    }
+    return -1;
+}
+
+/* A repeated document, by the byte offsets of both lines' document fields. */
+typedef struct {
+    size_t a, b;
+    const char *qid, *doc;
+    uint32_t qlen, dlen;
+    int found;
+} At;
+
+static void note_at(At *r, const char *buf, const Key *query, const Rec *first,
+                    const Rec *again) {
+    size_t b = (size_t)(again->doc - buf);
+    if (r->found && b >= r->b) return;
+    *r = (At){(size_t)(first->doc - buf), b, query->id, again->doc, query->len, again->len, 1};
+}
+
+/* The first of several repeats: the earliest repeating line. */
+static const At *earliest(const At *a, const At *b) {
+    if (!a->found) return b;
+    if (!b->found) return a;
+    return b->b < a->b ? b : a;
+}
+
+/* Where part boundaries go: the first line at or after `at` that starts a block, i.e.
+ * the first record line whose query differs from that of the first record line at or
+ * after `at`. A line that does not read stops the search (its part declines it). */
+static const char *split_point(const char *buf, const char *at, const char *end, int run) {
+    if (at > buf && at[-1] != '\n') {
+        const char *newline = memchr(at, '\n', (size_t)(end - at));
+        if (!newline) return end;
+        at = newline + 1;
+    }
+    const char *id = NULL;
+    size_t id_len = 0;
+    while (at < end) {
+        const char *line = at, *why, *tok[6];
+        size_t len[6];
+        int n;
+        if (read_line(&at, end, end, run, tok, len, &n, &why) != OK) return line;
+        if (n == 0) continue;
+        if (!id) {
+            id = tok[0];
+            id_len = len[0];
+        } else if (!same_id(id, (uint32_t)id_len, tok[0], (uint32_t)len[0])) {
+            return line;
+        }
+    }
+    return end;
+}
+
+/* n + 1 boundaries of n parts of about equal size. */
+static void split(const char *buf, size_t size, int run, int n, const char **bounds) {
+    bounds[0] = buf;
+    for (int t = 1; t < n; t++) {
+        const char *at = buf + (size_t)((double)size * t / n);
+        if (at < bounds[t - 1]) at = bounds[t - 1];
+        bounds[t] = split_point(buf, at, buf + size, run);
+    }
+    bounds[n] = buf + size;
+}
+
+/* A block of the qrels: a query's records in a part. */
+typedef struct {
+    Key key;
+    size_t first;
+    uint32_t n;
+} QBlock;
+
+typedef struct {
+    const char *buf, *start, *stop, *end;
+    Recs recs;
+    QBlock *blocks;
+    size_t n_blocks, cap_blocks;
+    uint32_t *slot;
+    size_t cap_slot;
+    At repeat;
+    const char *why, *where;
+    int status;
+} QPart;
+
+/* A query of the qrels, once the parts are read. */
+typedef struct {
+    Key key;
+    uint32_t n;
+    const Rec *recs;
+} QQuery;
+
+static int part_decline(const char **why_out, const char **where_out, const char *line,
+                        const char *why) {
+    *why_out = why;
+    *where_out = line;
+    return DECLINE;
+}
+
+/* The judgments repeated in the last block of a qrels part. */
+static int close_qblock(QPart *q) {
+    if (!q->n_blocks) return OK;
+    const QBlock *b = &q->blocks[q->n_blocks - 1];
+    size_t size = table_size(b->n), mask = size - 1;
+    if (grow((void **)&q->slot, &q->cap_slot, size, sizeof *q->slot) != OK) return NOMEM;
+    memset(q->slot, 0, size * sizeof *q->slot);
+    const Rec *recs = q->recs.v + b->first;
+    for (uint32_t i = 0; i < b->n; i++) {
+        const Rec *r = &recs[i];
+        size_t s = r->hash & mask;
+        while (q->slot[s] && !same_doc_in(&recs[q->slot[s] - 1], q->end, r, q->end))
+            s = (s + 1) & mask;
+        if (q->slot[s]) note_at(&q->repeat, q->buf, &b->key, &recs[q->slot[s] - 1], r);
+        else q->slot[s] = i + 1;
+    }
+    return OK;
+}
+
+static int scan_qrels_part(QPart *q) {
+    const char *p = q->start;
+    const char *tok[6];
+    size_t len[6];
+    size_t bound = (size_t)(q->stop - q->start) / 8 + 1; /* as in scan_file */
+    q->recs.v = malloc(bound * sizeof(Rec));
+    if (!q->recs.v) return NOMEM;
+    q->recs.cap = bound;
+    advise_huge(q->recs.v, bound * sizeof(Rec));
+    while (p < q->stop) {
+        const char *line = p, *why = NULL;
+        int n;
+        if (read_line(&p, q->stop, q->end, 0, tok, len, &n, &why) != OK)
+            return part_decline(&q->why, &q->where, line, why);
+        if (n == 0) continue;
+        QBlock *b = q->n_blocks ? &q->blocks[q->n_blocks - 1] : NULL;
+        if (!b || !same_id_in(b->key.id, q->end, b->key.len, tok[0], q->end, (uint32_t)len[0])) {
+            if (close_qblock(q) != OK) return NOMEM;
+            if (grow((void **)&q->blocks, &q->cap_blocks, q->n_blocks + 1, sizeof(QBlock)) != OK)
+                return NOMEM;
+            b = &q->blocks[q->n_blocks++];
+            *b = (QBlock){{tok[0], (uint32_t)len[0], hash_id(tok[0], len[0], q->end)},
+                          q->recs.n,
+                          0};
+        }
+        if (grow((void **)&q->recs.v, &q->recs.cap, q->recs.n + 1, sizeof(Rec)) != OK)
+            return NOMEM;
+        Rec *r = &q->recs.v[q->recs.n];
+        r->doc = tok[2];
+        r->len = (uint32_t)len[2];
+        r->query = 0;
+        r->hash = hash_id(tok[2], len[2], q->end);
+        if (parse_grade(tok[3], len[3], &r->value) != OK)
+            return part_decline(&q->why, &q->where, line, "value spelling");
+        b->n++;
+        if (++q->recs.n >= UINT32_MAX)
+            return part_decline(&q->why, &q->where, line, "too many lines");
+    }
+    return close_qblock(q);
+}
+
+/* A block of the run: a query's lines in a part, joined when it ends. */
+typedef struct {
+    Key key;
+    int64_t query;         /* in the qrels, or -1 */
+    const char *from, *to; /* its lines, to read again when deferred */
+    size_t out, judged;    /* its first grade and judged grade in the part's output */
+    uint32_t n_kept;       /* ranked documents, repeats removed */
+    int deferred;          /* a score needs Python's conversion: joined later, with the GIL */
+} RBlock;
+
+typedef struct {
+    const char *buf, *start, *stop, *end;
+    const QQuery *queries;
+    const Index *qrels;
+    int keep_best, skip_join;
+    Rec *cur, *kept; /* the block's records; its documents without repeats */
+    size_t n_cur, cap_cur, cap_kept;
+    uint32_t *rslot, *jslot;
+    size_t cap_rslot, cap_jslot;
+    double *out; /* grades of the evaluated blocks, block after block */
+    size_t n_out, cap_out;
+    double *judged; /* and the judged grades of their queries */
+    size_t n_judged, cap_judged;
+    const char *qrels_end;
+    RBlock *blocks;
+    size_t n_blocks, cap_blocks;
+    size_t n_records;
+    int slow;
+    At repeat;
+    const char *why, *where;
+    int status;
+} RPart;
+
+/* The work of join_query for one block: repeats (or the best-scored line of each
+ * document), trec_eval's order, the grades. */
+static int join_block(RPart *p, RBlock *b) {
+    const int evaluated = b->query >= 0;
+    if (p->skip_join || (!evaluated && p->keep_best)) return OK;
+    const size_t n = p->n_cur, size = table_size(n), mask = size - 1;
+    if (grow((void **)&p->rslot, &p->cap_rslot, size, sizeof *p->rslot) != OK ||
+        grow((void **)&p->kept, &p->cap_kept, n, sizeof(Rec)) != OK)
+        return NOMEM;
+    uint32_t *rslot = p->rslot;
+    Rec *kept = p->kept;
+    memset(rslot, 0, size * sizeof *rslot);
+    size_t n_kept = 0;
+    for (size_t i = 0; i < n; i++) {
+        const Rec *r = &p->cur[i];
+        size_t s = r->hash & mask;
+        while (rslot[s] && !same_doc_in(&kept[rslot[s] - 1], p->end, r, p->end))
+            s = (s + 1) & mask;
+        if (!rslot[s]) {
+            kept[n_kept] = *r;
+            rslot[s] = (uint32_t)++n_kept;
+        } else if (!p->keep_best) {
+            note_at(&p->repeat, p->buf, &b->key, &kept[rslot[s] - 1], r);
+        } else if (r->value > kept[rslot[s] - 1].value) {
+            kept[rslot[s] - 1] = *r;
+        }
+    }
+    if (!evaluated || p->repeat.found) return OK;
+    rank_sort(kept, n_kept);
+    const QQuery *q = &p->queries[b->query];
+    const size_t jsize = table_size(q->n), jmask = jsize - 1;
+    if (grow((void **)&p->jslot, &p->cap_jslot, jsize, sizeof *p->jslot) != OK ||
+        grow((void **)&p->out, &p->cap_out, p->n_out + n_kept, sizeof(double)) != OK)
+        return NOMEM;
+    uint32_t *jslot = p->jslot;
+    memset(jslot, 0, jsize * sizeof *jslot);
+    for (uint32_t i = 0; i < q->n; i++) { /* no repeats: skip_join otherwise */
+        size_t s = q->recs[i].hash & jmask;
+        while (jslot[s]) s = (s + 1) & jmask;
+        jslot[s] = i + 1;
+    }
+    double *out = p->out + p->n_out;
+    for (size_t i = 0; i < n_kept; i++) {
+        const Rec *r = &kept[i];
+        size_t s = r->hash & jmask;
+        while (jslot[s] && !same_doc_in(&q->recs[jslot[s] - 1], p->qrels_end, r, p->end))
+            s = (s + 1) & jmask;
+        out[i] = jslot[s] ? q->recs[jslot[s] - 1].value : 0.0;
+    }
+    b->out = p->n_out;
+    b->n_kept = (uint32_t)n_kept;
+    p->n_out += n_kept;
+    if (grow((void **)&p->judged, &p->cap_judged, p->n_judged + q->n, sizeof(double)) != OK)
+        return NOMEM;
+    b->judged = p->n_judged;
+    for (uint32_t i = 0; i < q->n; i++) p->judged[p->n_judged++] = q->recs[i].value;
+    return OK;
+}
+
+static int close_rblock(RPart *p) {
+    if (!p->n_blocks) return OK;
+    RBlock *b = &p->blocks[p->n_blocks - 1];
+    if (p->slow) {
+        b->deferred = 1;
+        return OK;
+    }
+    return join_block(p, b);
+}
+
+/* A run record from a line's fields; SLOW when its score needs Python's conversion. */
+static inline int add_record(RPart *p, const char **tok, const size_t *len) {
+    if (grow((void **)&p->cur, &p->cap_cur, p->n_cur + 1, sizeof(Rec)) != OK) return NOMEM;
+    Rec *r = &p->cur[p->n_cur++];
+    r->doc = tok[2];
+    r->len = (uint32_t)len[2];
+    r->query = 0;
+    r->hash = hash_id(tok[2], len[2], p->end);
+    return parse_score(tok[4], len[4], &r->value);
+}
+
+static int scan_run_part(RPart *p) {
+    const char *at = p->start;
+    const char *tok[6];
+    size_t len[6];
+    size_t bound = (size_t)(p->stop - p->start) / 12 + 1; /* grades: at most one a line */
+    p->out = malloc(bound * sizeof(double));
+    if (!p->out) return NOMEM;
+    p->cap_out = bound;
+    advise_huge(p->out, bound * sizeof(double));
+    while (at < p->stop) {
+        const char *line = at, *why = NULL;
+        int n;
+        if (read_line(&at, p->stop, p->end, 1, tok, len, &n, &why) != OK)
+            return part_decline(&p->why, &p->where, line, why);
+        if (n == 0) continue;
+        RBlock *b = p->n_blocks ? &p->blocks[p->n_blocks - 1] : NULL;
+        if (!b || !same_id_in(b->key.id, p->end, b->key.len, tok[0], p->end, (uint32_t)len[0])) {
+            if (close_rblock(p) != OK) return NOMEM;
+            if (grow((void **)&p->blocks, &p->cap_blocks, p->n_blocks + 1, sizeof(RBlock)) != OK)
+                return NOMEM;
+            b = &p->blocks[p->n_blocks++];
+            uint64_t hash = hash_id(tok[0], len[0], p->end);
+            *b = (RBlock){{tok[0], (uint32_t)len[0], hash},
+                          index_find(p->qrels, tok[0], (uint32_t)len[0], hash),
+                          line, line, 0, 0, 0, 0};
+            p->n_cur = 0;
+            p->slow = 0;
+        }
+        b->to = at;
+        int status = add_record(p, tok, len);
+        if (status == NOMEM) return NOMEM;
+        if (status == DECLINE) return part_decline(&p->why, &p->where, line, "value spelling");
+        if (status == SLOW) p->slow = 1;
+        if (++p->n_records >= UINT32_MAX)
+            return part_decline(&p->why, &p->where, line, "too many lines");
+    }
+    return close_rblock(p);
+}
+
+/* With the GIL: the blocks with a score that needs Python's correctly rounded
+ * conversion, read again and joined. */
+static int join_deferred(RPart *p) {
+    const char *tok[6];
+    size_t len[6];
+    char small[64];
+    for (size_t k = 0; k < p->n_blocks; k++) {
+        RBlock *b = &p->blocks[k];
+        if (!b->deferred) continue;
+        p->n_cur = 0;
+        for (const char *at = b->from; at < b->to;) {
+            const char *line = at, *why = NULL;
+            int n;
+            if (read_line(&at, b->to, p->end, 1, tok, len, &n, &why) != OK) /* read before: cannot */
+                return part_decline(&p->why, &p->where, line, why);
+            if (n == 0) continue;
+            int status = add_record(p, tok, len);
+            if (status == NOMEM) return NOMEM;
+            if (status != SLOW) continue;
+            char *text = len[4] < sizeof small ? small : PyMem_Malloc(len[4] + 1);
+            if (!text) return NOMEM;
+            memcpy(text, tok[4], len[4]);
+            text[len[4]] = 0;
+            char *stop = NULL;
+            double v = PyOS_string_to_double(text, &stop, NULL);
+            int whole = stop == text + len[4];
+            if (text != small) PyMem_Free(text);
+            if (PyErr_Occurred() || !whole) {
+                PyErr_Clear();
+                return part_decline(&p->why, &p->where, line, "value spelling");
+            }
+            p->cur[p->n_cur - 1].value = v;
+        }
+        b->deferred = 0;
+        if (join_block(p, b) != OK) return NOMEM;
+    }
+    return OK;
+}
+
+static void *qrels_work(void *arg) {
+    QPart *q = arg;
+    q->status = scan_qrels_part(q);
+    return NULL;
+}
+
+static void *run_work(void *arg) {
+    RPart *p = arg;
+    p->status = scan_run_part(p);
+    return NULL;
+}
+
+/* work(part) for n parts, each in its own thread (the calling one reads the first);
+ * one after the other where threads are not available. */
+static void in_parallel(void *(*work)(void *), void *parts, size_t stride, int n) {
+#if THREADS
+    pthread_t tid[MAX_PARTS];
+    int started[MAX_PARTS] = {0};
+    for (int t = 1; t < n; t++)
+        started[t] = pthread_create(&tid[t], NULL, work, (char *)parts + t * stride) == 0;
+#endif
+    work(parts);
+    for (int t = 1; t < n; t++) {
+#if THREADS
+        if (started[t]) {
+            pthread_join(tid[t], NULL);
+            continue;
+        }
+#endif
+        work((char *)parts + t * stride);
+    }
+}
+
+/* The first status other than OK, in part order (the first error in file order). */
+static int first_failure(const int *status, size_t stride, int n, int *which) {
+    for (int t = 0; t < n; t++) {
+        int s = *(const int *)(const void *)((const char *)status + t * stride);
+        if (s != OK) {
+            *which = t;
+            return s;
+        }
+    }
+    return OK;
+}
+
+static size_t line_at(const char *buf, const char *at) {
     size_t line = 1;
-    const char *p = f->buf;
+    const char *p = buf;
     while ((p = memchr(p, '\n', (size_t)(at - p))) != NULL) {
         line++;
         p++;
     }
     return line;
+}
+
+static PyObject *at_tuple(const char *buf, const At *r) {
+    if (!r->found) Py_RETURN_NONE;
+    return Py_BuildValue("(nny#y#)", (Py_ssize_t)line_at(buf, buf + r->a),
+                         (Py_ssize_t)line_at(buf, buf + r->b), r->qid, (Py_ssize_t)r->qlen,
+                         r->doc, (Py_ssize_t)r->dlen);
+}
+
+static PyObject *decline_text(const char *kind, const char *buf, const char *where,
+                              const char *why) {
+    return PyUnicode_FromFormat("%s line %zu: %s", kind, line_at(buf, where), why);
+}
+
+/* An evaluated block, for sorting. */
+typedef struct {
+    const RBlock *block;
+    const double *out, *judged;
+    uint32_t n_judged;
+} Evaluated;
+
+typedef struct {
+    QPart q[MAX_PARTS];
+    RPart r[MAX_PARTS];
+    QQuery *queries;
+    Index qrels, run;
+    Key *run_keys;
+    Evaluated *evaluated;
+    QueryKey *keys;
+} Blocks;
+
+static void blocks_free(Blocks *s) {
+    for (int t = 0; t < MAX_PARTS; t++) {
+        free(s->q[t].recs.v);
+        free(s->q[t].blocks);
+        free(s->q[t].slot);
+        RPart *p = &s->r[t];
+        free(p->cur);
+        free(p->kept);
+        free(p->rslot);
+        free(p->jslot);
+        free(p->out);
+        free(p->judged);
+        free(p->blocks);
+    }
+    free(s->queries);
+    free(s->qrels.slot);
+    free(s->run.slot);
+    free(s->run_keys);
+    free(s->evaluated);
+    free(s->keys);
+}
+
+/* The qrels parts, read: their queries, indexed. NONCONTIGUOUS when a query has two
+ * blocks. */
+static int index_qrels(Blocks *s, int n, size_t *n_queries) {
+    size_t total = 0;
+    for (int t = 0; t < n; t++) total += s->q[t].n_blocks;
+    s->queries = malloc((total ? total : 1) * sizeof *s->queries);
+    if (!s->queries) return NOMEM;
+    size_t k = 0;
+    for (int t = 0; t < n; t++)
+        for (size_t i = 0; i < s->q[t].n_blocks; i++) {
+            const QBlock *b = &s->q[t].blocks[i];
+            s->queries[k++] = (QQuery){b->key, b->n, s->q[t].recs.v + b->first};
+        }
+    int duplicate;
+    if (index_build(&s->qrels, s->queries, sizeof *s->queries, total, &duplicate) != OK)
+        return NOMEM;
+    *n_queries = total;
+    return duplicate ? NONCONTIGUOUS : OK;
+}
+
+/* The run parts, read: NONCONTIGUOUS when a query has two blocks; the evaluated blocks in
+ * byte order of their query ids. */
+static int order_run(Blocks *s, int n, size_t *n_evaluated) {
+    size_t total = 0, k = 0, e = 0;
+    for (int t = 0; t < n; t++) total += s->r[t].n_blocks;
+    s->run_keys = malloc((total ? total : 1) * sizeof *s->run_keys);
+    s->evaluated = malloc((total ? total : 1) * sizeof *s->evaluated);
+    s->keys = malloc((total ? total : 1) * sizeof *s->keys);
+    if (!s->run_keys || !s->evaluated || !s->keys) return NOMEM;
+    for (int t = 0; t < n; t++)
+        for (size_t i = 0; i < s->r[t].n_blocks; i++) {
+            const RBlock *b = &s->r[t].blocks[i];
+            s->run_keys[k++] = b->key;
+            if (b->query < 0) continue;
+            s->evaluated[e] = (Evaluated){b, s->r[t].out, s->r[t].judged, 0};
+            s->keys[e] = (QueryKey){prefix_of(b->key.id, b->key.len), b->key.id, b->key.len,
+                                    (uint32_t)e};
+            e++;
+        }
+    int duplicate;
+    if (index_build(&s->run, s->run_keys, sizeof *s->run_keys, total, &duplicate) != OK)
+        return NOMEM;
+    if (duplicate) return NONCONTIGUOUS;
+    qsort(s->keys, e, sizeof *s->keys, compare_query);
+    *n_evaluated = e;
+    return OK;
+}
+
+static PyObject *qid_list(size_t n, const char *const *ids, const uint32_t *lens);
+static PyObject *result_tuple(PyObject *qids, size_t n_common, size_t n_qrels_queries,
+                              PyObject *rel, PyObject *rel_offsets, PyObject *judged,
+                              PyObject *judged_offsets, PyObject *qrels_repeat,
+                              PyObject *run_repeat);
+
+/* The block path; NULL with *fallback set when the general path must read the files. */
+static PyObject *join_blocks(const char *qbuf, size_t qsize, const char *rbuf, size_t rsize,
+                             int keep_best, int n, int *fallback) {
+    Blocks *s = calloc(1, sizeof *s);
+    if (!s) return PyErr_NoMemory();
+    const char *qb[MAX_PARTS + 1], *rb[MAX_PARTS + 1];
+    PyObject *result = NULL;
+    int status, which = 0;
+    size_t n_queries = 0, n_evaluated = 0;
+    *fallback = 0;
+    Py_BEGIN_ALLOW_THREADS
+    split(qbuf, qsize, 0, n, qb);
+    for (int t = 0; t < n; t++)
+        s->q[t] = (QPart){.buf = qbuf, .start = qb[t], .stop = qb[t + 1], .end = qbuf + qsize};
+    in_parallel(qrels_work, s->q, sizeof *s->q, n);
+    status = first_failure(&s->q[0].status, sizeof *s->q, n, &which);
+    if (status == OK) status = index_qrels(s, n, &n_queries);
+    if (status == OK && n_queries == 0) status = DECLINE; /* no records */
+    if (status == OK) {
+        const At *repeat = &s->q[0].repeat;
+        for (int t = 1; t < n; t++) repeat = earliest(repeat, &s->q[t].repeat);
+        split(rbuf, rsize, 1, n, rb);
+        for (int t = 0; t < n; t++)
+            s->r[t] = (RPart){.buf = rbuf, .start = rb[t], .stop = rb[t + 1],
+                              .end = rbuf + rsize, .queries = s->queries, .qrels = &s->qrels,
+                              .keep_best = keep_best, .skip_join = repeat->found,
+                              .qrels_end = qbuf + qsize};
+        in_parallel(run_work, s->r, sizeof *s->r, n);
+    }
+    Py_END_ALLOW_THREADS
+    if (status == DECLINE) {
+        result = n_queries == 0 && !s->q[which].why
+                     ? decline_text("qrels", qbuf, qbuf, "no records")
+                     : decline_text("qrels", qbuf, s->q[which].where, s->q[which].why);
+        goto done;
+    }
+    if (status == NONCONTIGUOUS) goto general;
+    if (status != OK) goto nomem;
+    status = first_failure(&s->r[0].status, sizeof *s->r, n, &which);
+    for (int t = 0; t < n && status == OK; t++) {
+        status = join_deferred(&s->r[t]);
+        which = t;
+    }
+    if (status == DECLINE) {
+        result = decline_text("run", rbuf, s->r[which].where, s->r[which].why);
+        goto done;
+    }
+    if (status != OK) goto nomem;
+    size_t n_records = 0;
+    for (int t = 0; t < n; t++) n_records += s->r[t].n_records;
+    if (n_records == 0) {
+        result = decline_text("run", rbuf, rbuf, "no records");
+        goto done;
+    }
+    const At *qrels_repeat = &s->q[0].repeat, *run_repeat = &s->r[0].repeat;
+    for (int t = 1; t < n; t++) {
+        qrels_repeat = earliest(qrels_repeat, &s->q[t].repeat);
+        run_repeat = earliest(run_repeat, &s->r[t].repeat);
+    }
+    Py_BEGIN_ALLOW_THREADS
+    status = order_run(s, n, &n_evaluated);
+    Py_END_ALLOW_THREADS
+    if (status == NONCONTIGUOUS) goto general;
+    if (status != OK) goto nomem;
+    const size_t n_common = n_evaluated;
+    if (qrels_repeat->found || run_repeat->found) n_evaluated = 0; /* an error follows */
+    size_t n_rel = 0, n_judged = 0;
+    for (size_t k = 0; k < n_evaluated; k++) {
+        Evaluated *e = &s->evaluated[k];
+        e->n_judged = s->queries[e->block->query].n;
+        n_rel += e->block->n_kept;
+        n_judged += e->n_judged;
+    }
+    PyObject *rel = PyByteArray_FromStringAndSize(NULL, (Py_ssize_t)(n_rel * sizeof(double)));
+    PyObject *judged =
+        PyByteArray_FromStringAndSize(NULL, (Py_ssize_t)(n_judged * sizeof(double)));
+    PyObject *rel_offsets =
+        PyByteArray_FromStringAndSize(NULL, (Py_ssize_t)((n_evaluated + 1) * sizeof(int64_t)));
+    PyObject *judged_offsets =
+        PyByteArray_FromStringAndSize(NULL, (Py_ssize_t)((n_evaluated + 1) * sizeof(int64_t)));
+    const char **ids = malloc((n_evaluated ? n_evaluated : 1) * sizeof *ids);
+    uint32_t *lens = malloc((n_evaluated ? n_evaluated : 1) * sizeof *lens);
+    if (rel && judged && rel_offsets && judged_offsets && ids && lens) {
+        double *rel_v = (double *)PyByteArray_AS_STRING(rel);
+        double *judged_v = (double *)PyByteArray_AS_STRING(judged);
+        int64_t *rel_o = (int64_t *)PyByteArray_AS_STRING(rel_offsets);
+        int64_t *judged_o = (int64_t *)PyByteArray_AS_STRING(judged_offsets);
+        advise_huge(rel_v, n_rel * sizeof(double));
+        Py_BEGIN_ALLOW_THREADS
+        size_t r = 0, j = 0;
+        for (size_t k = 0; k < n_evaluated; k++) {
+            const Evaluated *e = &s->evaluated[s->keys[k].index];
+            rel_o[k] = (int64_t)r;
+            judged_o[k] = (int64_t)j;
+            memcpy(rel_v + r, e->out + e->block->out, e->block->n_kept * sizeof(double));
+            r += e->block->n_kept;
+            memcpy(judged_v + j, e->judged + e->block->judged, e->n_judged * sizeof(double));
+            j += e->n_judged;
+            ids[k] = e->block->key.id;
+            lens[k] = e->block->key.len;
+        }
+        rel_o[n_evaluated] = (int64_t)r;
+        judged_o[n_evaluated] = (int64_t)j;
+        Py_END_ALLOW_THREADS
+        PyObject *qids = qid_list(n_evaluated, ids, lens);
+        PyObject *qrep = qids ? at_tuple(qbuf, qrels_repeat) : NULL;
+        PyObject *rrep = qrep ? at_tuple(rbuf, run_repeat) : NULL;
+        if (rrep) {
+            result = result_tuple(qids, n_common, n_queries, rel, rel_offsets, judged,
+                                  judged_offsets, qrep, rrep);
+        }
+        Py_XDECREF(qids);
+        Py_XDECREF(qrep);
+        Py_XDECREF(rrep);
+    } else if (!PyErr_Occurred()) {
+        PyErr_NoMemory();
+    }
+    free(ids);
+    free(lens);
+    Py_XDECREF(rel);
+    Py_XDECREF(judged);
+    Py_XDECREF(rel_offsets);
+    Py_XDECREF(judged_offsets);
+    goto done;
+general:
+    *fallback = 1;
+    goto done;
+nomem:
+    PyErr_NoMemory();
+done:
+    blocks_free(s);
+    free(s);
+    return result;
+}
+
+static size_t line_of(const File *f, const char *at) {
+    return line_at(f->buf, at);
 }
 
 /* (line a, line b, query id, document id) of a repeat, or None. */
@@ -788,8 +1638,7 @@ static PyObject *repeat_tuple(const File *f, const Registry *reg, const Repeat *
 }
 
 static PyObject *declined(const File *f) {
-    const char *kind = f->run ? "run" : "qrels";
-    return PyUnicode_FromFormat("%s line %zu: %s", kind, line_of(f, f->where), f->why);
+    return decline_text(f->run ? "run" : "qrels", f->buf, f->where, f->why);
 }
 
 static PyObject *shrink(PyObject *array, size_t bytes) {
@@ -800,33 +1649,44 @@ static PyObject *shrink(PyObject *array, size_t bytes) {
     return array;
 }
 
-PyDoc_STRVAR(join_doc,
-             "join(qrels, run, keep_best, /)\n--\n\n"
-             "Scan a qrels and a run buffer once each and join them (see the module doc).\n\n"
-             "Returns (qids, n_common, n_qrels_queries, rel, rel_offsets, judged,\n"
-             "judged_offsets, qrels_repeat, run_repeat): qids (bytes) of the queries in\n"
-             "both files in byte order, their number, the number of qrels queries;\n"
-             "float64 and int64 bytearrays (CSR, empty when a repeat was found); each\n"
-             "repeat is None or (first line, repeated line, query id, document id).\n"
-             "Returns a str (the reason) when declining.");
+/* The query ids as str (invalid UTF-8 replaced). */
+static PyObject *qid_list(size_t n, const char *const *ids, const uint32_t *lens) {
+    PyObject *qids = PyList_New((Py_ssize_t)n);
+    if (!qids) return NULL;
+    for (size_t i = 0; i < n; i++) {
+        PyObject *id = PyUnicode_DecodeUTF8(ids[i], (Py_ssize_t)lens[i], "replace");
+        if (!id) {
+            Py_DECREF(qids);
+            return NULL;
+        }
+        PyList_SET_ITEM(qids, (Py_ssize_t)i, id);
+    }
+    return qids;
+}
 
-static PyObject *join(PyObject *self, PyObject *args) {
-    (void)self;
-    Py_buffer qbuf, rbuf;
-    int keep_best;
-    if (!PyArg_ParseTuple(args, "y*y*p:join", &qbuf, &rbuf, &keep_best)) return NULL;
+static PyObject *result_tuple(PyObject *qids, size_t n_common, size_t n_qrels_queries,
+                              PyObject *rel, PyObject *rel_offsets, PyObject *judged,
+                              PyObject *judged_offsets, PyObject *qrels_repeat,
+                              PyObject *run_repeat) {
+    return Py_BuildValue("(OnnOOOOOO)", qids, (Py_ssize_t)n_common, (Py_ssize_t)n_qrels_queries,
+                         rel, rel_offsets, judged, judged_offsets, qrels_repeat, run_repeat);
+}
+
+/* The general path: any order of lines, one thread. */
+static PyObject *join_general(const char *qbuf, size_t qsize, const char *rbuf, size_t rsize,
+                              int keep_best) {
     PyObject *result = NULL, *rel = NULL, *rel_offsets = NULL, *judged = NULL,
              *judged_offsets = NULL, *qids = NULL;
     Registry reg;
-    File qrels = {.buf = qbuf.buf, .size = (size_t)qbuf.len, .run = 0, .contiguous = 1};
-    File run = {.buf = rbuf.buf, .size = (size_t)rbuf.len, .run = 1, .contiguous = 1};
+    File qrels = {.buf = qbuf, .size = qsize, .run = 0, .contiguous = 1};
+    File run = {.buf = rbuf, .size = rsize, .run = 1, .contiguous = 1};
     Join j = {.qrels = &qrels, .run = &run, .reg = &reg, .keep_best = keep_best};
     uint32_t *evaluated = NULL;
+    const char **ids = NULL;
+    uint32_t *lens = NULL;
     int status;
     if (registry_init(&reg) != OK) {
         registry_free(&reg);
-        PyBuffer_Release(&qbuf);
-        PyBuffer_Release(&rbuf);
         return PyErr_NoMemory();
     }
     Py_BEGIN_ALLOW_THREADS
@@ -845,8 +1705,10 @@ static PyObject *join(PyObject *self, PyObject *args) {
     rel_offsets = PyByteArray_FromStringAndSize(NULL, (Py_ssize_t)((n_queries + 1) * 8));
     judged_offsets = PyByteArray_FromStringAndSize(NULL, (Py_ssize_t)((n_queries + 1) * 8));
     evaluated = malloc(n_queries * sizeof *evaluated);
+    ids = malloc(n_queries * sizeof *ids);
+    lens = malloc(n_queries * sizeof *lens);
     if (!rel || !judged || !rel_offsets || !judged_offsets) goto done;
-    if (!evaluated) goto nomem;
+    if (!evaluated || !ids || !lens) goto nomem;
     advise_huge(PyByteArray_AS_STRING(rel), run.recs.n * sizeof(double));
     j.rel = (double *)PyByteArray_AS_STRING(rel);
     j.judged = (double *)PyByteArray_AS_STRING(judged);
@@ -861,14 +1723,11 @@ static PyObject *join(PyObject *self, PyObject *args) {
     if (j.qrels_repeat.found || j.run_repeat.found) j.n_evaluated = 0; /* an error follows */
     const size_t n_rel = (size_t)j.rel_offsets[j.n_evaluated];
     const size_t n_judged = (size_t)j.judged_offsets[j.n_evaluated];
-    qids = PyList_New((Py_ssize_t)j.n_evaluated);
-    if (!qids) goto done;
     for (size_t i = 0; i < j.n_evaluated; i++) {
-        const Query *q = &reg.q[evaluated[i]];
-        PyObject *id = PyBytes_FromStringAndSize(q->id, (Py_ssize_t)q->len);
-        if (!id) goto done;
-        PyList_SET_ITEM(qids, (Py_ssize_t)i, id);
+        ids[i] = reg.q[evaluated[i]].id;
+        lens[i] = reg.q[evaluated[i]].len;
     }
+    if (!(qids = qid_list(j.n_evaluated, ids, lens))) goto done;
     size_t offsets = (j.n_evaluated + 1) * sizeof(int64_t);
     if (!(rel = shrink(rel, n_rel * sizeof(double)))) goto done;
     if (!(judged = shrink(judged, n_judged * sizeof(double)))) goto done;
@@ -877,11 +1736,10 @@ static PyObject *join(PyObject *self, PyObject *args) {
     PyObject *qrels_repeat = repeat_tuple(&qrels, &reg, &j.qrels_repeat);
     PyObject *run_repeat = qrels_repeat ? repeat_tuple(&run, &reg, &j.run_repeat) : NULL;
     if (run_repeat)
-        result = Py_BuildValue("(OnnOOOONN)", qids, (Py_ssize_t)n_common,
-                               (Py_ssize_t)j.n_qrels_queries, rel, rel_offsets, judged,
-                               judged_offsets, qrels_repeat, run_repeat);
-    else
-        Py_XDECREF(qrels_repeat);
+        result = result_tuple(qids, n_common, j.n_qrels_queries, rel, rel_offsets, judged,
+                              judged_offsets, qrels_repeat, run_repeat);
+    Py_XDECREF(qrels_repeat);
+    Py_XDECREF(run_repeat);
     goto done;
 nomem:
     PyErr_NoMemory();
@@ -892,11 +1750,39 @@ done:
     Py_XDECREF(judged);
     Py_XDECREF(judged_offsets);
     free(evaluated);
+    free(ids);
+    free(lens);
     free(qrels.recs.v);
     free(run.recs.v);
     free(qrels.slow.v);
     free(run.slow.v);
     registry_free(&reg);
+    return result;
+}
+
+PyDoc_STRVAR(join_doc,
+             "join(qrels, run, keep_best, workers=1, /)\n--\n\n"
+             "Scan a qrels and a run buffer once each and join them (see the module doc),\n"
+             "each file in `workers` parts read at the same time (same result).\n\n"
+             "Returns (qids, n_common, n_qrels_queries, rel, rel_offsets, judged,\n"
+             "judged_offsets, qrels_repeat, run_repeat): qids (str) of the queries in\n"
+             "both files in byte order, their number, the number of qrels queries;\n"
+             "float64 and int64 bytearrays (CSR, empty when a repeat was found); each\n"
+             "repeat is None or (first line, repeated line, query id, document id).\n"
+             "Returns a str (the reason) when declining.");
+
+static PyObject *join(PyObject *self, PyObject *args) {
+    (void)self;
+    Py_buffer qbuf, rbuf;
+    int keep_best;
+    Py_ssize_t workers = 1;
+    if (!PyArg_ParseTuple(args, "y*y*p|n:join", &qbuf, &rbuf, &keep_best, &workers)) return NULL;
+    const int n = workers < 1 ? 1 : workers > MAX_PARTS ? MAX_PARTS : (int)workers;
+    const char *q = qbuf.buf, *r = rbuf.buf;
+    const size_t qsize = (size_t)qbuf.len, rsize = (size_t)rbuf.len;
+    int fallback;
+    PyObject *result = join_blocks(q, qsize, r, rsize, keep_best, n, &fallback);
+    if (fallback) result = join_general(q, qsize, r, rsize, keep_best);
     PyBuffer_Release(&qbuf);
     PyBuffer_Release(&rbuf);
     return result;

@@ -5,10 +5,10 @@ from typing_extensions import Buffer
 _Repeat = tuple[int, int, bytes, bytes]
 
 def join(
-    qrels: Buffer, run: Buffer, keep_best: bool, /
+    qrels: Buffer, run: Buffer, keep_best: bool, workers: int = 1, /
 ) -> (
     tuple[
-        list[bytes],
+        list[str],
         int,
         int,
         bytearray,

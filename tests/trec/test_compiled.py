@@ -329,3 +329,142 @@ def test_scrambled_long_queries_equal_the_numpy_path(write: WriteFile, keep_best
     assert isinstance(reference, Ranked)
     _same_ranked(ranked, reference)
     assert ranked.rel_offsets.tolist() == [0, 300, 630, 990]
+
+
+# -- parts read in parallel: the result does not depend on how the files are cut --------
+
+_PARTS = (2, 3, 7)
+
+
+def _joined(
+    qrels: Path, run: Path, keep_best: bool, complete: bool, workers: int
+) -> tuple[object, ...]:
+    joined = join_files(qrels, run, keep_best=keep_best, complete=complete, workers=workers)
+    if joined is None:
+        return ("declined",)
+    if joined.error is not None:
+        return ("error", str(joined.error), joined.error.line)
+    r = joined.ranked
+    arrays = (r.rel, r.rel_offsets, r.judged, r.judged_offsets)
+    return ("ok", r.qids, r.num_qrels_queries, *(a.tobytes() for a in arrays))
+
+
+@_SETTINGS
+@given(files=_files(messy=False))
+def test_clean_files_in_parts_equal_one_part_and_numpy(
+    write: WriteFile, files: tuple[bytes, bytes, bool, bool]
+) -> None:
+    # Tiny files cut in up to 7 parts: parts with one block, empty parts, parts that end
+    # in a comment; repeats in several parts (the earliest is reported).
+    qrels_text, run_text, keep_best, complete = files
+    qrels, run = write("qrels", qrels_text), write("run", run_text)
+    one = _joined(qrels, run, keep_best, complete, 1)
+    assert one[0] != "declined"
+    for workers in _PARTS:
+        assert _joined(qrels, run, keep_best, complete, workers) == one, workers
+    reference = _numpy_join(qrels, run, keep_best, complete)
+    if isinstance(reference, TrecFormatError):
+        assert one == ("error", str(reference), reference.line)
+    else:
+        joined = join_files(qrels, run, keep_best=keep_best, complete=complete, workers=3)
+        assert joined is not None
+        assert joined.error is None
+        _same_ranked(joined.ranked, reference)
+
+
+@_SETTINGS
+@given(files=_files(messy=True))
+def test_messy_files_in_parts_decline_as_one_part(
+    write: WriteFile, files: tuple[bytes, bytes, bool, bool]
+) -> None:
+    qrels_text, run_text, keep_best, complete = files
+    qrels, run = write("qrels", qrels_text), write("run", run_text)
+    one = _joined(qrels, run, keep_best, complete, 1)
+    for workers in _PARTS:
+        assert _joined(qrels, run, keep_best, complete, workers) == one, workers
+
+
+def _collection(rng: np.random.Generator, queries: int, docs: int) -> tuple[str, str]:
+    """A run of one block per query (queries in random order), ties and exponent scores,
+    a few scores that need the slow conversion, comments; qrels with unjudged queries."""
+    qrels_lines, run_lines = [], []
+    for q in rng.permutation(queries):
+        ids = rng.choice(10 * docs, size=docs, replace=False)
+        scores = np.round(np.sort(rng.normal(size=docs))[::-1] * 10, 1)
+        for rank, (d, score) in enumerate(zip(ids, scores, strict=True)):
+            text = f"{score:.1f}" if rank % 17 else f"{score:e}"
+            if rank == 5 and q % 50 == 0:
+                text = "0.1000000000000000055511151231257827"  # the slow conversion
+            run_lines.append(f"q{q} Q0 D{d} {rank + 1} {text} tag\n")
+        if q % 97 == 0:
+            run_lines.append("# a comment between blocks\n")
+        if q % 10:
+            for d in rng.choice(ids, size=docs // 4, replace=False):
+                qrels_lines.append(f"q{q} 0 D{d} {rng.integers(0, 4)}\n")
+    return "".join(qrels_lines), "".join(run_lines)
+
+
+def test_a_large_collection_is_read_in_parts_with_numpy_s_values(write: WriteFile) -> None:
+    # Over 1 MiB: the default reads it in one part per CPU; 2, 3 and 5 parts, and the
+    # command's default, give numpy's arrays and values exactly.
+    from ragstream.trec._compiled import default_workers
+
+    qrels_text, run_text = _collection(np.random.default_rng(3), 800, 60)
+    qrels, run = write("qrels", qrels_text), write("run", run_text)
+    assert run.stat().st_size > 1 << 20
+    assert default_workers(run.stat().st_size) >= 1
+    assert default_workers(1000) == 1
+    reference = _numpy_join(qrels, run, keep_best=False, complete=False)
+    assert isinstance(reference, Ranked)
+    for workers in (1, 2, 3, 5):
+        _same_ranked(_join_parts(qrels, run, workers), reference)
+    assert _outcome("compiled", qrels, run) == _outcome("numpy", qrels, run)
+
+
+def _join_parts(qrels: Path, run: Path, workers: int) -> Ranked:
+    joined = join_files(qrels, run, keep_best=False, complete=False, workers=workers)
+    assert joined is not None, "the scanner declined"
+    assert joined.error is None
+    return joined.ranked
+
+
+def test_a_query_in_two_blocks_is_read_by_the_general_path(write: WriteFile) -> None:
+    # q1's lines in two places (in different parts once cut in two): the same arrays as
+    # numpy's, in one part or several.
+    block = "".join(f"q1 Q0 d{i} {i} {100 - i} t\n" for i in range(40))
+    other = "".join(f"q2 Q0 d{i} {i} {50 - i} t\n" for i in range(40))
+    more = "".join(f"q1 Q0 e{i} {i} {60 - i} t\n" for i in range(40))
+    qrels = write("qrels", "q1 0 d3 1\nq1 0 e5 2\nq2 0 d1 1\n")
+    run = write("run", block + other + more)
+    reference = _numpy_join(qrels, run, keep_best=False, complete=False)
+    assert isinstance(reference, Ranked)
+    for workers in (1, 2, 4):
+        _same_ranked(_join_parts(qrels, run, workers), reference)
+
+
+@pytest.mark.parametrize("workers", [1, 2, 4])
+def test_the_earliest_repeat_is_reported_whatever_the_parts(write: WriteFile, workers: int) -> None:
+    # A repeated document in the first and the last of three blocks of each file (a part
+    # starts at a block, so in two parts they are in different ones): the error names the
+    # first block's.
+    def block(q: str, n: int, again: int | None) -> list[str]:
+        lines = [f"{q} Q0 d{i} {i} {n - i} t\n" for i in range(n)]
+        if again is not None:
+            lines.insert(again, lines[3])
+        return lines
+
+    run_lines = block("q1", 40, 20) + block("q2", 40, None) + block("q3", 40, 10)
+    run = write("run", "".join(run_lines))
+    judged = [f"q{q} 0 d{i} {i % 3}\n" for q in (1, 2, 3) for i in range(30)]
+    qrels = write("qrels", "".join(judged))
+    assert _joined(qrels, run, False, False, workers)[1:] == (
+        f"{run}:21: document 'd3' repeated for query 'q1' (lines 4 and 21); --keep-best "
+        "keeps its best-scored line",
+        21,
+    )
+    judged.insert(12, judged[2])
+    judged.insert(80, judged[70])
+    qrels = write("qrels", "".join(judged))
+    outcome = _joined(qrels, run, False, False, workers)
+    assert outcome[0] == "error"
+    assert outcome[2] == 13
