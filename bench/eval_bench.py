@@ -136,10 +136,18 @@ def _spawn(tool: str, qrels: Path, run: Path, scratch: Path) -> dict[str, Any]:
     return result
 
 
-def _work_cli(qrels: str, run: str) -> tuple[dict[str, float], Values]:
+def _text_cli_table(qrels: str, run: str, text: Path) -> dict[str, float]:
     """Wall time of the `ragstream eval` command; its peak memory is this worker's only
     child's (RUSAGE_CHILDREN)."""
-    return _timed_child(["-m", "ragstream", "eval", "--qrels", qrels, "--run", run]), {}
+    return _timed_child(["-m", "ragstream", "eval", "--qrels", qrels, "--run", run], text)
+
+
+def _text_cli_baseline(qrels: str, run: str, text: Path) -> dict[str, float]:
+    """The same command from another source tree (`--baseline`), run there so that its
+    `ragstream` package is the one imported."""
+    tree = os.environ[_BASELINE]
+    args = ["-m", "ragstream", "eval", "--qrels", qrels, "--run", run]
+    return _timed_child(args, text, cwd=tree, env=dict(os.environ, PYTHONPATH=tree))
 
 
 def _text_cli(qrels: str, run: str, text: Path) -> dict[str, float]:
@@ -158,15 +166,19 @@ def _text_trec_eval(qrels: str, run: str, text: Path) -> dict[str, float]:
 
 
 def _timed_child(
-    args: list[str], text: Path | None = None, python: bool = True
+    args: list[str],
+    text: Path | None = None,
+    python: bool = True,
+    cwd: str | None = None,
+    env: dict[str, str] | None = None,
 ) -> dict[str, float]:
     command = [sys.executable, *args] if python else args
     start = time.perf_counter()
     if text is None:
-        subprocess.run(command, check=True, stdout=subprocess.DEVNULL)
+        subprocess.run(command, check=True, stdout=subprocess.DEVNULL, cwd=cwd, env=env)
     else:
         with text.open("wb") as out:
-            subprocess.run(command, check=True, stdout=out)
+            subprocess.run(command, check=True, stdout=out, cwd=cwd, env=env)
     seconds = time.perf_counter() - start
     peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
     return {"seconds": seconds, "child_peak_mb": peak}
@@ -191,8 +203,12 @@ _NAMES = {
     "ragstream-arrow": "ragstream (numpy, pyarrow)",
 }
 
+_BASELINE = "RAGSTREAM_BENCH_BASELINE"
+"""The worker of `--baseline` finds the other source tree in this environment variable."""
+
 _CHILD_ROWS = {
     "cli": "ragstream eval (CLI)",
+    "cli-baseline": "ragstream eval (baseline)",
     "cli-q": "ragstream eval -q (trec)",
     "trec_eval": "trec_eval -q (NIST, C)",
 }
@@ -203,9 +219,13 @@ _WORKERS = {
     "ragstream-arrow": _work_ragstream_arrow,
     "pytrec_eval": _work_pytrec,
     "ranx": _work_ranx,
-    "cli": _work_cli,
 }
-_TEXT_WORKERS = {"cli-q": _text_cli, "trec_eval": _text_trec_eval}
+_TEXT_WORKERS = {
+    "cli": _text_cli_table,
+    "cli-baseline": _text_cli_baseline,
+    "cli-q": _text_cli,
+    "trec_eval": _text_trec_eval,
+}
 
 
 def _same_text(ours: Path, theirs: Path) -> str:
@@ -220,6 +240,22 @@ def _same_text(ours: Path, theirs: Path) -> str:
     return f"DIFFERENT lengths: {len(lines_a):,} vs {len(lines_b):,} lines"
 
 
+_ROWS = ("ragstream", "ragstream-numpy", "ragstream-arrow", "cli", "cli-baseline", "ranx")
+
+
+def _median(results: list[dict[str, Any]]) -> dict[str, Any]:
+    """One tool's runs as one: the run of median time (its values), with the range of
+    times and the largest peak memory of all runs."""
+    ordered = sorted(results, key=lambda result: float(result["timings"]["seconds"]))
+    middle: dict[str, Any] = ordered[(len(ordered) - 1) // 2]
+    seconds = [float(result["timings"]["seconds"]) for result in ordered]
+    middle["timings"]["range"] = (seconds[0], seconds[-1], len(seconds))
+    for key in ("peak_mb", "child_peak_mb"):
+        if key in middle["timings"]:
+            middle["timings"][key] = max(float(r["timings"][key]) for r in results)
+    return middle
+
+
 def main(argv: list[str] | None = None) -> int:
     """Generate (or reuse) the files, run every tool, print one table."""
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
@@ -232,6 +268,25 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="skip NIST's trec_eval program (about 8 minutes at the default size)",
     )
+    parser.add_argument(
+        "--only",
+        metavar="LIST",
+        help="comma-separated rows to run, of: " + ", ".join(_ROWS) + " (pytrec_eval always)",
+    )
+    parser.add_argument(
+        "--baseline",
+        metavar="TREE",
+        help="also run `ragstream eval` from this source tree (another checkout, its C "
+        "extensions built in place): before and after, side by side",
+    )
+    parser.add_argument(
+        "--repeat",
+        type=int,
+        default=1,
+        metavar="N",
+        help="run the tools N times in turn; each row gives the median and the range "
+        "(NIST's trec_eval and the -q comparison run once)",
+    )
     parser.add_argument("--worker", nargs=4, metavar=("TOOL", "QRELS", "RUN", "OUT"))
     args = parser.parse_args(argv)
     if args.worker:
@@ -243,43 +298,68 @@ def main(argv: list[str] | None = None) -> int:
     print(f"files: {data.run} ({data.run.stat().st_size / 1e6:.0f} MB, ~{lines:,} run lines)")
     print(f"       {data.qrels} (ready in {time.perf_counter() - start:.1f} s)")
     tools = ["pytrec_eval", "ragstream", "ragstream-numpy", "ragstream-arrow", "cli"]
+    tools += [] if args.baseline is None else ["cli-baseline"]
     tools += [] if args.no_ranx else ["ranx"]
-    tools += [] if args.no_trec_eval else ["cli-q", "trec_eval"]
+    if args.only is not None:
+        wanted = {"pytrec_eval", *args.only.split(",")}
+        unknown = wanted - set(_ROWS) - {"pytrec_eval"}
+        if unknown:
+            parser.error(f"--only: unknown rows {sorted(unknown)}; known: {', '.join(_ROWS)}")
+        tools = [tool for tool in tools if tool in wanted]
+    if args.baseline is not None:
+        os.environ[_BASELINE] = str(Path(args.baseline).resolve())
+    once = [] if args.no_trec_eval else ["cli-q", "trec_eval"]
     with tempfile.TemporaryDirectory() as scratch:
-        results = {tool: _spawn(tool, data.qrels, data.run, Path(scratch)) for tool in tools}
-        same = (
-            "not run"
-            if args.no_trec_eval
-            else _same_text(*(Path(scratch) / f"{tool}.txt" for tool in _TEXT_WORKERS))
+        runs: dict[str, list[dict[str, Any]]] = {tool: [] for tool in tools + once}
+        for round_ in range(max(1, args.repeat)):
+            for tool in tools + (once if round_ == 0 else []):
+                runs[tool].append(_spawn(tool, data.qrels, data.run, Path(scratch)))
+        results = {tool: _median(results) for tool, results in runs.items()}
+        tools += once
+        text = {tool: Path(scratch) / f"{tool}.txt" for tool in _TEXT_WORKERS}
+        same = "not run" if args.no_trec_eval else _same_text(text["cli-q"], text["trec_eval"])
+        same_table = (
+            _same_text(text["cli"], text["cli-baseline"])
+            if {"cli", "cli-baseline"} <= set(tools)
+            else "not run"
         )
     reference = results["pytrec_eval"]["values"]
     base = results["pytrec_eval"]["timings"]["seconds"]
     n_queries = len(next(iter(reference.values())))
-    rows: list[tuple[str, float, float, str]] = []
+    rows: list[tuple[str, float, float, str, str]] = []
     for tool in tools:
         timings = results[tool]["timings"]
+        low, high, count = timings["range"]
+        spread = f"{low:.2f}-{high:.2f} ({count})" if count > 1 else ""
         if tool in _CHILD_ROWS:
-            rows.append((_CHILD_ROWS[tool], timings["seconds"], timings["child_peak_mb"], ""))
+            seconds, peak = timings["seconds"], timings["child_peak_mb"]
+            rows.append((_CHILD_ROWS[tool], seconds, peak, spread, ""))
             continue
         worst, mismatched = _max_diff(results[tool]["values"], reference)
         agree = f"{worst:.1e}" + (f" ({mismatched} queries differ)" if mismatched else "")
         name = _NAMES.get(tool, tool)
-        rows.append((name, timings["seconds"], timings["peak_mb"], agree))
+        rows.append((name, timings["seconds"], timings["peak_mb"], spread, agree))
         if tool == "ranx":
-            rows.append(("ranx (warm)", timings["seconds_warm"], timings["peak_mb"], agree))
+            rows.append(("ranx (warm)", timings["seconds_warm"], timings["peak_mb"], "", agree))
             print(
                 f"ranx: parse {timings['parse']:.1f} s, first evaluate "
                 f"{timings['compute_cold']:.1f} s, second {timings['compute_warm']:.1f} s"
             )
     print(f"\n{n_queries:,} evaluated queries, metrics: {', '.join(METRICS)}")
-    print(f"{'tool':<26}{'seconds':>9}{'queries/s':>12}{'peak MB':>9}{'speed-up':>10}  max |diff|")
-    for tool, seconds, peak, agree in rows:
+    print(
+        f"{'tool':<26}{'seconds':>9}{'queries/s':>12}{'peak MB':>9}{'speed-up':>10}"
+        f"  {'range (runs)':<19}max |diff|"
+    )
+    for tool, seconds, peak, spread, agree in rows:
         print(
             f"{tool:<26}{seconds:>9.2f}{n_queries / seconds:>12,.0f}{peak:>9.0f}"
-            f"{base / seconds:>9.1f}x  {agree}"
+            f"{base / seconds:>9.1f}x  {spread:<19}{agree}"
         )
     print("(speed-up = pytrec_eval seconds / tool seconds; diff vs pytrec_eval per query)")
+    print("(seconds: the median of the runs, which ran in turn)")
     print("(ragstream eval (CLI): wall time of the command, start-up included)")
+    if args.baseline is not None:
+        print(f"(baseline: {os.environ[_BASELINE]}; its output vs the CLI's: {same_table})")
     print(f"ragstream eval -q --format trec vs trec_eval -q: {same}")
     print(f"(load average at the end: {' '.join(f'{x:.2f}' for x in os.getloadavg())})")
     return 0
