@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from collections.abc import Callable
@@ -180,6 +181,33 @@ def test_the_command_imports_only_what_it_reads_with(files: list[str]) -> None:
     assert done.returncode == 0, done.stderr
     assert "all" in done.stdout
     assert done.stderr == "[]\n"
+
+
+@pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="counts threads in /proc")
+def test_the_command_leaves_no_blas_threads_spinning(files: list[str]) -> None:
+    # numpy's OpenBLAS starts a thread per CPU, which spins for a while after the import
+    # and takes CPU from the scanner; the command asks for one (the scanner's own threads
+    # have ended when it returns), unless OPENBLAS_NUM_THREADS is set.
+    script = (
+        "import os, sys\n"
+        "from ragstream.cli import main\n"
+        "try:\n"
+        f"    main(['eval', *{files!r}])\n"
+        "except SystemExit as done:\n"
+        "    assert not done.code, done.code\n"
+        "print(len(os.listdir('/proc/self/task')), file=sys.stderr)\n"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_NUM_THREADS"}
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, check=False, env=env
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stderr == "1\n"
+    env["OPENBLAS_NUM_THREADS"] = "2"
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, check=False, env=env
+    )
+    assert done.stderr == "2\n"  # the user's setting wins
 
 
 def test_every_reader_prints_the_same(files: list[str]) -> None:
