@@ -27,7 +27,7 @@ from ragstream.trec._ranked import (
 )
 from ragstream.trec.errors import TrecFormatError
 
-__all__ = ["AVAILABLE", "Compiled", "default_workers", "join_files"]
+__all__ = ["AVAILABLE", "Compiled", "default_workers", "join_files", "usable_cpus"]
 
 
 _Repeat = tuple[int, int, bytes, bytes]  # first line, repeated line, query id, document id
@@ -112,13 +112,15 @@ def join_files(
 def default_workers(run_bytes: int) -> int:
     """Threads for a run of this size: one per CPU this process may use, one for runs
     under 1 MiB (where starting threads costs more than it saves)."""
-    if run_bytes < _SMALL:
-        return 1
+    return 1 if run_bytes < _SMALL else usable_cpus()
+
+
+def usable_cpus() -> int:
+    """The CPUs this process may run on."""
     try:
-        cpus = len(os.sched_getaffinity(0))
+        return max(1, len(os.sched_getaffinity(0)))
     except AttributeError:  # not Linux
-        cpus = os.cpu_count() or 1
-    return max(1, cpus)
+        return os.cpu_count() or 1
 
 
 _SMALL = 1 << 20

@@ -18,7 +18,7 @@ relevant document is evaluated like any other (its values are 0), as trec_eval d
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
@@ -26,7 +26,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ragstream.metrics import Gain, MetricSpec, RankingBatch, evaluate, parse_metric
-from ragstream.trec._compiled import AVAILABLE, join_files
+from ragstream.trec._compiled import AVAILABLE, join_files, usable_cpus
 from ragstream.trec._ranked import Ranked
 
 if TYPE_CHECKING:  # the numpy readers are imported when used (see `_read_and_join`)
@@ -55,6 +55,7 @@ and errors: the compiled one hands unusual files to numpy."""
 _I64 = NDArray[np.int64]
 _F64 = NDArray[np.float64]
 _BATCH_CELLS = 1 << 24  # padded cells per kernel call: bounds memory on very long rankings
+_THREAD_CELLS = 1 << 20  # below this many cells the kernels run in one thread
 
 
 @dataclass(frozen=True)
@@ -182,15 +183,23 @@ def _kernels(
     judged_offsets: _I64,
     gain: Gain,
     relevance_level: int,
+    threads: int | None = None,
 ) -> dict[str, _F64]:
-    """Run the kernels over slices of queries, so that padding stays bounded."""
+    """Run the kernels over slices of queries, so that padding stays bounded, `threads`
+    slices at a time (numpy releases the GIL in its loops; by default one thread per CPU
+    from 1 Mi padded cells on). A query's values do not depend on its slice."""
     n = rel_offsets.size - 1
     if n == 0:
         return {s.name: np.zeros(0, dtype=np.float64) for s in specs}
     longest = int(max(np.diff(rel_offsets).max(initial=0), np.diff(judged_offsets).max(initial=0)))
-    step = max(1, _BATCH_CELLS // max(1, longest))
-    parts: dict[str, list[_F64]] = {s.name: [] for s in specs}
-    for lo in range(0, n, step):
+    longest = max(1, longest)
+    if threads is None:
+        threads = usable_cpus() if n * longest >= _THREAD_CELLS else 1
+    threads = max(1, min(threads, n))
+    # as many cells at a time as one thread had: slices of a thread's share
+    step = max(1, min(_BATCH_CELLS // (longest * threads), -(-n // threads)))
+
+    def kernels(lo: int) -> dict[str, _F64]:
         hi = min(n, lo + step)
         r0, r1 = rel_offsets[lo], rel_offsets[hi]
         j0, j1 = judged_offsets[lo], judged_offsets[hi]
@@ -200,7 +209,43 @@ def _kernels(
             judged[j0:j1],
             judged_offsets[lo : hi + 1] - j0,
         )
-        values = evaluate(batch, specs, gain=gain, threshold=float(relevance_level))
-        for name, array in values.items():
-            parts[name].append(array)
-    return {name: np.concatenate(arrays) for name, arrays in parts.items()}
+        return evaluate(batch, specs, gain=gain, threshold=float(relevance_level))
+
+    parts = _in_threads(kernels, list(range(0, n, step)), threads)
+    return {s.name: np.concatenate([part[s.name] for part in parts]) for s in specs}
+
+
+def _in_threads(
+    work: Callable[[int], dict[str, _F64]], items: list[int], threads: int
+) -> list[dict[str, _F64]]:
+    """[work(item) for item in items], `threads` items at a time; the first exception is
+    raised once all threads have stopped."""
+    if threads <= 1 or len(items) <= 1:
+        return [work(item) for item in items]
+    import threading
+
+    results: list[dict[str, _F64] | None] = [None] * len(items)
+    errors: list[BaseException] = []
+    pending = iter(range(len(items)))
+    lock = threading.Lock()
+
+    def run() -> None:
+        while not errors:
+            with lock:
+                k = next(pending, None)
+            if k is None:
+                return
+            try:
+                results[k] = work(items[k])
+            except BaseException as error:  # re-raised below, in the calling thread
+                errors.append(error)
+
+    others = [threading.Thread(target=run) for _ in range(min(threads, len(items)) - 1)]
+    for thread in others:
+        thread.start()
+    run()
+    for thread in others:
+        thread.join()
+    if errors:
+        raise errors[0]
+    return [result for result in results if result is not None]

@@ -19,6 +19,7 @@ from ragstream.trec._join import join_tables
 from ragstream.trec._ranked import Ranked
 
 WriteFile = Callable[[str, str | bytes], Path]
+Reference = Callable[..., dict[str, dict[str, float]]]
 
 METRICS = ["rr", "ap", "precision@3", "recall@3", "ndcg@3", "ndcg@10", "hit_rate@2", "dcg@5"]
 _SETTINGS = settings(
@@ -468,3 +469,31 @@ def test_the_earliest_repeat_is_reported_whatever_the_parts(write: WriteFile, wo
     outcome = _joined(qrels, run, False, False, workers)
     assert outcome[0] == "error"
     assert outcome[2] == 13
+
+
+def test_the_kernels_in_threads_give_one_thread_s_values_and_trec_eval_s(
+    write: WriteFile, trec_eval: Reference
+) -> None:
+    # Slices of queries computed in threads at the same time, then put together: the
+    # same bits as in one thread, and trec_eval's values.
+    from ragstream.metrics import parse_metric
+    from ragstream.trec.evaluate import _kernels
+
+    qrels_text, run_text = _collection(np.random.default_rng(5), 800, 60)
+    run_text = "".join(line for line in run_text.splitlines(True) if line[0] != "#")
+    qrels, run = write("qrels", qrels_text), write("run", run_text)  # pytrec_eval: no comments
+    ranked = _join_parts(qrels, run, 2)
+    names = ["rr", "ap", "precision@5", "recall@10", "ndcg@10", "ndcg@3"]
+    specs = tuple(parse_metric(name) for name in names)
+    arrays = (ranked.rel, ranked.rel_offsets, ranked.judged, ranked.judged_offsets)
+    one = _kernels(specs, *arrays, "linear", 1, threads=1)
+    for threads in (2, 3, 8):
+        several = _kernels(specs, *arrays, "linear", 1, threads=threads)
+        assert {k: v.tobytes() for k, v in several.items()} == {
+            k: v.tobytes() for k, v in one.items()
+        }, threads
+    expected = trec_eval(qrels, run, names)
+    assert set(ranked.qids) == set(expected)
+    for spec in specs:
+        ours = dict(zip(ranked.qids, one[spec.name].tolist(), strict=True))
+        assert ours == pytest.approx({q: v[spec.name] for q, v in expected.items()}, abs=1e-12)
