@@ -357,6 +357,17 @@ def main(argv: list[str] | None = None) -> int:
         )
     print("(speed-up = pytrec_eval seconds / tool seconds; diff vs pytrec_eval per query)")
     print("(seconds: the median of the runs, which ran in turn)")
+    if args.repeat > 1:
+        for tool in tools:
+            if tool == "pytrec_eval" or len(runs[tool]) < 2:
+                continue
+            ratios = [
+                float(p["timings"]["seconds"]) / float(t["timings"]["seconds"])
+                for p, t in zip(runs["pytrec_eval"], runs[tool], strict=False)
+            ]
+            each = ", ".join(f"{ratio:.1f}x" for ratio in ratios)
+            name = _CHILD_ROWS.get(tool, _NAMES.get(tool, tool))
+            print(f"(speed-up in each round, {name}: {each})")
     print("(ragstream eval (CLI): wall time of the command, start-up included)")
     if args.baseline is not None:
         print(f"(baseline: {os.environ[_BASELINE]}; its output vs the CLI's: {same_table})")
