@@ -12,7 +12,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from ragstream.durations import Duration
+from ragstream.config._duration import Duration
 from ragstream.metrics import REGISTRY, parse_metric
 
 __all__ = [
