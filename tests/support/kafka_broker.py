@@ -79,12 +79,17 @@ class KafkaBroker(ServerProcess):
         broker uses a temporary directory, removed on stop (kept when the start fails, so
         that its logs can be read). ``secure`` adds TLS and SASL listeners
         (`tests.support.kafka_security`): see :meth:`address` and :attr:`tls`.
+
+        With a given ``work_dir``, :meth:`start` after :meth:`stop` restarts the same
+        broker: the same ports (client, controller, secure listeners) and the same data, as
+        a broker that comes back after an outage.
         """
         self._libs_dir = libs_dir
         self._own_dir = work_dir is None
         self._dir = work_dir
         self._fixed_port = port
         self._port = 0
+        self._controller_port = 0
         self._heap = heap
         self._java = java
         self._extra_config = dict(config or {})
@@ -135,11 +140,14 @@ class KafkaBroker(ServerProcess):
             raise KafkaBrokerError("the broker is already started")
         if self._dir is None:
             self._dir = Path(tempfile.mkdtemp(prefix="ragstream-kafka-"))
+        if self._controller_port and (self.work_dir / "data" / "meta.properties").is_file():
+            self._restart()
+            return
         # A free port can be taken between our probe and the JVM's bind: then try new ones.
         attempts = 3 if self._fixed_port is None and self._own_dir else 1
         for attempt in range(attempts):
             self._port = self._fixed_port or free_port()
-            controller_port = free_port()
+            self._controller_port = controller_port = free_port()
             if self._secure:
                 self._secured = {name: free_port() for name in PROTOCOLS}
                 if self.tls is None:
@@ -157,13 +165,25 @@ class KafkaBroker(ServerProcess):
                     raise
                 shutil.rmtree(self.work_dir / "data", ignore_errors=True)
 
+    def _restart(self) -> None:
+        """Start the stopped broker again on its ports, with its data (see __init__)."""
+        self._write_config(self._controller_port)
+        self._spawn()
+        try:
+            self._wait_ready()
+        except KafkaBrokerError:
+            self._kill()
+            raise
+
     def stop(self) -> None:
-        """SIGTERM the broker, SIGKILL it after ``stop_timeout``; remove a temporary work dir."""
+        """SIGTERM the broker, SIGKILL it after ``stop_timeout``; remove a temporary work dir
+        (a given one is kept, and :meth:`start` brings the same broker back)."""
         if self._proc is not None:
             self._kill()
         if self._own_dir and self._dir is not None:
             shutil.rmtree(self._dir, ignore_errors=True)
             self._dir = None
+            self._controller_port = 0
 
     def log_tail(self, lines: int = 40) -> str:
         """The last lines of broker.log and of the JVM's own stdout/stderr."""
