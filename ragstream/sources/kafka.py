@@ -46,6 +46,7 @@ from aiokafka.errors import (
 from tenacity import AsyncRetrying, retry_if_exception_type, stop_never, wait_random_exponential
 
 from ragstream.events import Message
+from ragstream.pipeline.runner import RateLimitedLog
 
 __all__ = [
     "CoPartitionError",
@@ -53,6 +54,7 @@ __all__ = [
     "KafkaBatch",
     "KafkaSource",
     "KafkaSourceConfig",
+    "KafkaUnreachableError",
     "PartitionStateStore",
     "next_offsets",
 ]
@@ -66,6 +68,10 @@ class CoPartitionError(RuntimeError):
 
 class KafkaAuthError(RuntimeError):
     """The brokers refused this client's TLS or SASL credentials: retrying cannot help."""
+
+
+class KafkaUnreachableError(RuntimeError):
+    """The brokers did not answer a request in time (an outage; the client keeps trying)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,6 +88,10 @@ class KafkaSourceConfig:
     retry_backoff_max: float = 30.0
     commit_interval: float = 1.0
     """Seconds between offset commits (0: after every batch); revoke and stop commit all."""
+    request_timeout: float = 5.0
+    """Seconds an offset commit or a lag read may wait on the brokers: a commit that does
+    not finish in time is retried at the next one (the offsets stay pending), a lag read
+    raises `KafkaUnreachableError` (the agent is then not ready)."""
     client_options: Mapping[str, Any] = field(default_factory=dict)
     """More keyword arguments for every aiokafka client: TLS and SASL (`security_protocol`,
     `ssl_context`, `sasl_mechanism`, ...)."""
@@ -203,6 +213,9 @@ class KafkaSource:
         self._committed_at = time.monotonic()
         self.commits = 0
         """Offset commits sent to the broker (the batches applied may be many more)."""
+        self.commit_failures = 0
+        """Commits refused or not answered in time (their offsets were committed later)."""
+        self._commit_log = RateLimitedLog(rate=1 / 30, burst=3)
         self.connected = False
         self.connect_attempts = 0
 
@@ -377,14 +390,32 @@ class KafkaSource:
             await self._flush(self._consumer)
 
     async def _flush(self, consumer: AIOKafkaConsumer) -> None:
-        """Commit every applied offset of the assigned partitions now."""
+        """Commit every applied offset of the assigned partitions now.
+
+        Never raises: a commit the brokers refuse (the group rebalanced meanwhile) or do
+        not answer within `request_timeout` (an outage) leaves the offsets pending for the
+        next flush. While they are pending a crash replays a little more; the partitions'
+        state checkpoints say where they stand, not the commits."""
         assigned = consumer.assignment()
         offsets = {tp: off for tp, off in self._applied.items() if tp in assigned}
+        self._applied = dict(offsets)
         self._committed_at = time.monotonic()
-        if offsets:
-            await consumer.commit(offsets)
-            self.commits += 1
-        self._applied.clear()
+        if not offsets:
+            return
+        try:
+            await asyncio.wait_for(consumer.commit(offsets), self.config.request_timeout)
+        except (KafkaError, TimeoutError) as error:
+            self.commit_failures += 1
+            if self._commit_log.allow():
+                _log.warning(
+                    "could not commit offsets (%s); retrying with the next commit",
+                    type(error).__name__ if isinstance(error, TimeoutError) else error,
+                )
+            return
+        self.commits += 1
+        for tp, off in offsets.items():  # newer offsets applied meanwhile stay pending
+            if self._applied.get(tp) == off:
+                del self._applied[tp]
 
     # -- rebalancing ---------------------------------------------------------------------------
 
@@ -491,17 +522,38 @@ class KafkaSource:
         return set() if self._consumer is None else set(self._consumer.assignment())
 
     async def lag(self) -> dict[tuple[str, int], int]:
-        """Messages behind the high watermark per assigned partition (known after a fetch)."""
+        """Messages behind the end of each assigned partition, asked of the brokers.
+
+        Raises `KafkaUnreachableError` when they do not answer within `request_timeout`."""
         consumer = self._consumer
         if consumer is None:
             return {}
+        assigned = list(consumer.assignment())
+        if not assigned:
+            return {}
+        try:
+            return await asyncio.wait_for(
+                self._behind(consumer, assigned), self.config.request_timeout
+            )
+        except (KafkaError, OSError, TimeoutError) as error:
+            what = f"no answer within {self.config.request_timeout:g} s"
+            if not isinstance(error, TimeoutError):
+                what = f"{type(error).__name__}: {error}"
+            raise KafkaUnreachableError(
+                f"Kafka at {self.config.bootstrap_servers} unreachable ({what})"
+            ) from None
+
+    @staticmethod
+    async def _behind(
+        consumer: AIOKafkaConsumer, assigned: list[TopicPartition]
+    ) -> dict[tuple[str, int], int]:
+        ends = await consumer.end_offsets(assigned)
         out: dict[tuple[str, int], int] = {}
-        for tp in consumer.assignment():
-            high = consumer.highwater(tp)
-            if high is None:
+        for tp in assigned:
+            if tp not in consumer.assignment():  # revoked meanwhile
                 continue
             position = await consumer.position(tp)
-            out[(tp.topic, tp.partition)] = max(0, high - position)
+            out[(tp.topic, tp.partition)] = max(0, int(ends[tp]) - position)
         return out
 
     def _require(self) -> AIOKafkaConsumer:
