@@ -48,6 +48,7 @@ class Agent:
         dead_letters: DeadLetterSink | None = None,
         caught_up_lag: int = 10_000,
         drain_timeout: float = 10.0,
+        batch_timeout: float = 5.0,
         judging: JudgingService | None = None,
         handover: HandoverCounters | None = None,
     ) -> None:
@@ -63,9 +64,12 @@ class Agent:
         self._start_source = start_source
         self._lag_fn = lag
         self._lag: dict[tuple[str, int], int] = {}
+        self._unreachable: str | None = None
+        """Why the last lag read failed (the brokers did not answer), None after a success."""
         self._assigned = assigned
         self._caught_up_lag = caught_up_lag
         self._drain_timeout = drain_timeout
+        self._batch_timeout = batch_timeout
         self._started = False
         self.registry = CollectorRegistry()  # everything (OpenMetrics, tests)
         rest = CollectorRegistry()  # all but the windowed families, for the fast text path
@@ -89,9 +93,12 @@ class Agent:
         )
 
     def readiness(self) -> Health:
-        """Ready once consuming, with partitions assigned and the lag below the bound."""
+        """Ready once consuming, with the source answering, partitions assigned and the lag
+        below the bound (docs/deploy.md: what a sidecar makes of it)."""
         if not self._started:
             return Health(False, "connecting to the source")
+        if self._unreachable is not None:
+            return Health(False, self._unreachable)
         if self._assigned is not None and self._assigned() == 0:
             return Health(False, "no partitions assigned")
         total = sum(self._lag.values())
@@ -126,7 +133,7 @@ class Agent:
                 await self._start_source()
             if not self.runner.stopping:
                 self._started = True
-                await self.runner.run()
+                await self._drive()
         finally:
             self._started = False
             if lag_task is not None:
@@ -134,7 +141,7 @@ class Agent:
                 with contextlib.suppress(asyncio.CancelledError):
                     await lag_task
             try:
-                await asyncio.wait_for(self.source.stop(), self._drain_timeout)
+                await self._stop_source()
                 if self.judging is not None:
                     await self.judging.stop()  # drains within judge.drain_timeout
             finally:
@@ -143,10 +150,51 @@ class Agent:
                     loop.remove_signal_handler(sig)
         _log.info("stopped after %d batches", self.runner.batches)
 
+    async def _drive(self) -> None:
+        """Run the runner; once stopping, give its current batch `batch_timeout` seconds.
+
+        A batch can wait on the source for longer (a checkpoint or a commit while the
+        brokers are gone): it is then abandoned, as a crash would, and the state and offsets
+        of the batches before it are what the next start resumes from."""
+        runner = asyncio.create_task(self.runner.run())
+        stopping = asyncio.create_task(self.runner.wait_stopping())
+        try:
+            await asyncio.wait({runner, stopping}, return_when=asyncio.FIRST_COMPLETED)
+            if not runner.done():
+                await asyncio.wait({runner}, timeout=self._batch_timeout)
+            if not runner.done():
+                _log.warning(
+                    "the current batch did not finish within %g s of the stop (the source "
+                    "does not answer); stopping without it",
+                    self._batch_timeout,
+                )
+                runner.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await runner
+            else:
+                runner.result()  # a failure of the loop is the agent's
+        finally:
+            stopping.cancel()
+            runner.cancel()
+
+    async def _stop_source(self) -> None:
+        """Commit, checkpoint and leave, within `drain_timeout` seconds."""
+        try:
+            await asyncio.wait_for(self.source.stop(), self._drain_timeout)
+        except TimeoutError:
+            _log.warning(
+                "the source did not stop within %g s (the last commit or checkpoint may be "
+                "missing: the next start replays from the one before)",
+                self._drain_timeout,
+            )
+
     async def _watch_lag(self, every: float = 2.0) -> None:
         assert self._lag_fn is not None
         while True:
             started = time.monotonic()
-            with contextlib.suppress(Exception):  # a failed lag read must not stop the agent
+            try:
                 self._lag = dict(await self._lag_fn())
+                self._unreachable = None
+            except Exception as error:  # a failed lag read must not stop the agent
+                self._unreachable = str(error) or type(error).__name__
             await asyncio.sleep(max(0.1, every - (time.monotonic() - started)))

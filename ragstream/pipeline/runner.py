@@ -104,6 +104,10 @@ class Runner:
     def stopping(self) -> bool:
         return self._stop.is_set()
 
+    async def wait_stopping(self) -> None:
+        """Return once `stop()` is called."""
+        await self._stop.wait()
+
     async def run(self) -> None:
         async for batch in self.source.batches():
             await self._handle(batch, self.engine.apply(batch))
