@@ -1,10 +1,16 @@
-"""Retrieval events for the streaming benchmark, generated fast and deterministically.
+"""Events for the streaming benchmarks, generated fast and deterministically.
 
-The events have the shape of `ragstream.sources.synthetic.SyntheticTraffic` with only
-retrieval events (no clicks, no answers): each query ranks `docs` of a pool of documents
+The events have the shape of `ragstream.sources.synthetic.SyntheticTraffic`: each query
+ranks `docs` of a pool of documents
 with 1-5 relevant ones (grades 1-3) by a noisy score `quality · grade + N(0, 1)`, every
 document has a `t_doc` drawn from an exponential age distribution, and a share of queries
-are probes that carry their full `qrels`. `SyntheticTraffic` draws one query at a time
+are probes that carry their full `qrels`. By default there are only retrieval events (the
+pipeline benchmark); with `feedback_share` a share of the other queries get 1-3 clicks on
+their top 5 as `feedback` events some seconds later (a few before their retrieval event,
+a few after the label TTL), and with `answer_share` queries get an `answer` event half a
+second later quoting their top 3, sometimes with a sentence no context supports: the
+soak's mix (`bench.soak_bench`). Events come in arrival order across blocks.
+`SyntheticTraffic` draws one query at a time
 (about 2 ms a query on the benchmark machine, half an hour for a million); this module
 draws a block of queries with one vectorized numpy pass and encodes them with orjson, so
 the million events take about a minute. The data depend only on the configuration: block
@@ -14,6 +20,7 @@ exactly the messages that were produced to the topic.
 
 from __future__ import annotations
 
+import heapq
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -25,6 +32,11 @@ from aiokafka.partitioner import murmur2
 from ragstream.sources.synthetic import LABEL_SETS, WORDS
 
 __all__ = ["BLOCK", "DataConfig", "Record", "blocks", "partition_of"]
+
+_CLICK_RANKS = 5
+_MAX_CLICKS = 3
+_CONTEXTS = 3
+_HALLUCINATION = "It also guarantees {} free moon credits per week."
 
 BLOCK = 10_000
 """Queries drawn per numpy pass (part of the data's definition)."""
@@ -52,6 +64,28 @@ class DataConfig:
     quality: float = 2.5
     doc_age_days: float = 30.0
     label_sets: tuple[Mapping[str, str], ...] = LABEL_SETS
+    feedback_share: float = 0.0
+    """Share of the non-probe queries whose users click 1-3 of the top 5 (each click a
+    feedback event); the others are never labeled."""
+    feedback_delay: tuple[float, float] = (2.0, 120.0)
+    """Seconds from a query to its feedback (uniform)."""
+    early_share: float = 0.0
+    """Share of feedback that arrives a second before its retrieval event (it waits)."""
+    late_share: float = 0.0
+    """Share of feedback delayed by `late_delay` instead (past a label TTL: counted late)."""
+    late_delay: tuple[float, float] = (1000.0, 1800.0)
+    answer_share: float = 0.0
+    """Share of queries with an answer event, 0.5 s after the retrieval."""
+    hallucination_rate: float = 0.05
+    """Share of answers that add a sentence no context supports."""
+
+
+def _encode(event: dict[str, Any]) -> bytes:
+    """Compact JSON, in a buffer of its own size: orjson (3.12 and later) returns bytes
+    whose allocation keeps its whole working buffer (4 KiB at least, whatever the length),
+    which messages held by the engine or a block in hand would multiply; a message read from
+    Kafka is its own size."""
+    return bytes(memoryview(orjson.dumps(event)))
 
 
 def partition_of(key: bytes, partitions: int) -> int:
@@ -60,13 +94,38 @@ def partition_of(key: bytes, partitions: int) -> int:
 
 
 def blocks(config: DataConfig, n: int) -> Iterator[list[Record]]:
-    """The first `n` events, `BLOCK` at a time (the last block may be shorter)."""
+    """The first `n` events in arrival order, one list per `BLOCK` queries (the last list
+    may be shorter; with feedback or answers a list holds every event that arrives by the
+    block's last query, the earlier blocks' delayed ones included)."""
     pool = config.docs + _MAX_RELEVANT
     doc_ids = [[f"d{m}-{j}" for j in range(pool)] for m in range(997)]
     labels = [dict(ls) for ls in config.label_sets]
-    for b in range((n + BLOCK - 1) // BLOCK):
+    mixed = config.feedback_share > 0 or config.answer_share > 0
+    held: list[tuple[float, int, Record]] = []  # (arrival, order, record), a heap
+    emitted, b = 0, 0
+    while emitted < n:
         first = b * BLOCK
-        yield _block(config, b, first, min(BLOCK, n - first), doc_ids, labels)
+        size = BLOCK if mixed else min(BLOCK, n - first)
+        records, later = _block(config, b, first, size, doc_ids, labels)
+        b += 1
+        if not mixed:
+            emitted += len(records)
+            yield records
+            continue
+        for item in later:
+            heapq.heappush(held, item)
+        end = config.start + (first + BLOCK - 1) / config.rate
+        out: list[Record] = []
+        for q, record in enumerate(records, start=first):  # each query's arrival is its ts
+            ts = config.start + q / config.rate
+            while held and held[0][0] <= ts:
+                out.append(heapq.heappop(held)[2])
+            out.append(record)
+        while held and held[0][0] <= end:
+            out.append(heapq.heappop(held)[2])
+        out = out[: n - emitted]
+        emitted += len(out)
+        yield out
 
 
 def _block(
@@ -76,7 +135,9 @@ def _block(
     size: int,
     doc_ids: list[list[str]],
     labels: list[dict[str, str]],
-) -> list[Record]:
+) -> tuple[list[Record], list[tuple[float, int, Record]]]:
+    """The block's retrieval events in query order, and its feedback and answer events with
+    their arrival times (ordered by arrival, then by query and kind)."""
     rng = np.random.default_rng([c.seed, b])
     pool = c.docs + _MAX_RELEVANT
     index = np.arange(first, first + BLOCK)
@@ -108,5 +169,90 @@ def _block(
             event["qrels"] = [
                 {"doc_id": ids[j], "rel": g[j], "t_doc": t[j]} for j in range(int(n_rel[i]))
             ]
-        out.append((event["query_id"].encode(), orjson.dumps(event)))
-    return out
+        out.append((event["query_id"].encode(), _encode(event)))
+    if c.feedback_share <= 0 and c.answer_share <= 0:
+        return out, []
+    # Drawn after everything above, so that the retrieval events do not depend on the mix.
+    clicks = rng.integers(1, _MAX_CLICKS + 1, size=BLOCK)
+    clicks *= (~probe & (rng.random(BLOCK) < c.feedback_share)).astype(np.int64)
+    ranks = np.argsort(rng.random((BLOCK, _CLICK_RANKS)), axis=1)[:, :_MAX_CLICKS]
+    delay = rng.uniform(*c.feedback_delay, size=(BLOCK, _MAX_CLICKS))
+    late = rng.random((BLOCK, _MAX_CLICKS)) < c.late_share
+    delay = np.where(late, rng.uniform(*c.late_delay, size=(BLOCK, _MAX_CLICKS)), delay)
+    early = rng.random((BLOCK, _MAX_CLICKS)) < c.early_share
+    answered = rng.random(BLOCK) < c.answer_share
+    hallucinated = rng.random(BLOCK) < c.hallucination_rate
+    credits = rng.integers(2, 99, size=BLOCK)
+    context_words = rng.integers(len(WORDS), size=(BLOCK, _CONTEXTS, 6))
+    later: list[tuple[float, int, Record]] = []
+    for i in range(size):
+        q = first + i
+        qid, ids, t = f"q-{c.seed}-{q}", doc_ids[q % 997], float(ts[i])
+        key, ranked = qid.encode(), order[i].tolist()
+        label = labels[int(label_set[i])]
+        for k in range(int(clicks[i])):
+            j = ranked[int(ranks[i, k])]
+            arrival, event_ts = t + float(delay[i, k]), t + float(delay[i, k])
+            if early[i, k]:  # overtakes its retrieval event
+                arrival, event_ts = t - 1.0, t + 0.5
+            feedback = {
+                "type": "feedback",
+                "query_id": qid,
+                "ts": event_ts,
+                "labels": label,
+                "doc_id": ids[j],
+                "rel": int(grades[i, j]),
+                "source": "click",
+            }
+            later.append((arrival, 4 * q + k, (key, _encode(feedback))))
+        if answered[i]:
+            later.append(
+                (
+                    t + 0.5,
+                    4 * q + 3,
+                    (
+                        key,
+                        _encode(
+                            _answer(
+                                qid,
+                                t,
+                                label,
+                                ids,
+                                ranked,
+                                context_words[i].tolist(),
+                                hallucinated[i],
+                                int(credits[i]),
+                            )
+                        ),
+                    ),
+                )
+            )
+    return out, later
+
+
+def _answer(
+    qid: str,
+    ts: float,
+    labels: dict[str, str],
+    ids: list[str],
+    ranked: list[int],
+    words: list[list[int]],
+    hallucinated: bool,
+    credits: int,
+) -> dict[str, Any]:
+    """An answer quoting the top `_CONTEXTS` documents (the demo's answers, see
+    `SyntheticTraffic`)."""
+    texts = ["The {} {} uses {} {} for {} {}.".format(*(WORDS[w] for w in ws)) for ws in words]
+    sentences = [*texts, _HALLUCINATION.format(credits)] if hallucinated else texts
+    contexts = [{"doc_id": ids[ranked[r]], "text": texts[r]} for r in range(_CONTEXTS)]
+    return {
+        "type": "answer",
+        "query_id": qid,
+        "ts": ts + 0.5,
+        "labels": labels,
+        "question": f"How does the {WORDS[words[0][1]]} work?",
+        "answer": " ".join(sentences),
+        "contexts": contexts,
+        "model": "synthetic-1",
+        "cited_doc_ids": [ctx["doc_id"] for ctx in contexts[:2]],
+    }
