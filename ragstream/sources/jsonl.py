@@ -9,9 +9,10 @@ a byte order mark goes to the decoder, which counts it as invalid (`bad_json`).
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterator, Sequence
+from collections.abc import AsyncIterator, Generator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol
 
 from ragstream.events import Message
 
@@ -28,18 +29,33 @@ class LineCounts:
     """Lines read."""
     blank: int = 0
     """Blank lines skipped (not messages)."""
+    bytes: int = 0
+    """Bytes read: where the next line starts."""
+
+
+class _Digest(Protocol):
+    def update(self, data: bytes, /) -> None: ...
 
 
 def read_jsonl(
-    path: Path, batch_size: int = 5000, counts: LineCounts | None = None
-) -> Iterator[list[Message]]:
+    path: Path,
+    batch_size: int = 5000,
+    counts: LineCounts | None = None,
+    digest: _Digest | None = None,
+) -> Generator[list[Message], None, None]:
     """Batches of the file's lines but the blank ones; `offset` is the 1-based line number.
-    `counts`, when given, is updated as the lines are read."""
+    `counts`, when given, is updated as the lines are read; when it is not at the start,
+    reading starts where it says (`bytes`, line `lines + 1`: a resumed replay). `digest`,
+    when given, is updated with every byte read (a hashlib object)."""
     counts = LineCounts() if counts is None else counts
     batch: list[Message] = []
     with path.open("rb") as handle:
-        for number, line in enumerate(handle, start=1):
+        handle.seek(counts.bytes)
+        for number, line in enumerate(handle, start=counts.lines + 1):
             counts.lines += 1
+            counts.bytes += len(line)
+            if digest is not None:
+                digest.update(line)
             body = line.rstrip(b"\r\n")
             if not body.strip(_BLANKS):
                 counts.blank += 1

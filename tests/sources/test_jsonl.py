@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 from pathlib import Path
 
 from ragstream.sources.jsonl import JsonlSource, LineCounts, read_jsonl
@@ -37,7 +38,7 @@ def test_blank_lines_are_skipped_and_counted(tmp_path: Path) -> None:
         (8, b' {"a": 3} '),
     ]
     # the final newline ends line 8; the empty line after it is line 9, blank
-    assert counts == LineCounts(lines=9, blank=4)
+    assert counts == LineCounts(lines=9, blank=4, bytes=_file(tmp_path).stat().st_size)
     assert counts.lines == len(messages) + counts.blank
 
 
@@ -45,11 +46,26 @@ def test_a_file_without_a_final_newline(tmp_path: Path) -> None:
     counts = LineCounts()
     messages = [m for b in read_jsonl(_file(tmp_path, b""), counts=counts) for m in b]
     assert len(messages) == 5
-    assert counts == LineCounts(lines=8, blank=3)
+    assert counts == LineCounts(lines=8, blank=3, bytes=_file(tmp_path, b"").stat().st_size)
 
 
 async def test_the_source_keeps_the_counts(tmp_path: Path) -> None:
     source = JsonlSource(_file(tmp_path), batch_size=3)
     seen = [m.offset async for batch in source.batches() for m in batch]
     assert seen == [1, 4, 6, 7, 8]
-    assert source.counts == LineCounts(lines=9, blank=4)
+    assert source.counts == LineCounts(lines=9, blank=4, bytes=_file(tmp_path).stat().st_size)
+
+
+def test_reading_resumes_where_the_counts_stand_and_digests_every_byte(tmp_path: Path) -> None:
+    path = _file(tmp_path)
+    whole = [(m.offset, m.value) for b in read_jsonl(path, batch_size=2) for m in b]
+    counts, digest = LineCounts(), hashlib.sha256()
+    batches = read_jsonl(path, batch_size=2, counts=counts, digest=digest)
+    first = [(m.offset, m.value) for m in next(batches)]
+    batches.close()
+    assert counts == LineCounts(lines=4, blank=2, bytes=len(b"\n".join(_LINES[:4]) + b"\n"))
+    assert digest.hexdigest() == hashlib.sha256(path.read_bytes()[: counts.bytes]).hexdigest()
+    rest = [(m.offset, m.value) for b in read_jsonl(path, 2, counts, digest) for m in b]
+    assert first + rest == whole
+    assert counts == LineCounts(lines=9, blank=4, bytes=path.stat().st_size)
+    assert digest.hexdigest() == hashlib.sha256(path.read_bytes()).hexdigest()
