@@ -137,7 +137,8 @@ class Engine:
         """Events from the future, clamped to t_now, by type."""
         self.last_event_time: dict[str, float] = {}
         self._final_columns = len(layout.plain)
-        self._next_prune = -math.inf
+        self.next_prune = -math.inf
+        """Event time of the next upkeep of the windows (empty series leave them)."""
         self.pruned_series = 0
         self.retired_join_counts: Counter[str] = Counter()
         """Join counters of partitions this engine handed over or dropped, so that the
@@ -328,10 +329,10 @@ class Engine:
         )
 
     def _advance(self, now: float) -> list[OpenQuery]:
-        if math.isfinite(now) and now >= self._next_prune:  # quiet label sets leave when empty
+        if math.isfinite(now) and now >= self.next_prune:  # quiet label sets leave when empty
             pruned = self.store.prune(now)
             self.pruned_series += pruned
-            self._next_prune = now + _PRUNE_EVERY
+            self.next_prune = now + _PRUNE_EVERY
             if pruned and self.sequential is not None:
                 self.sequential.prune(set(self.store.series()))
         final = [q for join in self.joins.values() for q in join.advance(now)]

@@ -7,6 +7,7 @@ holds is stated in one place and the engine keeps only the batch path.
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
@@ -77,6 +78,7 @@ class EngineParts(Protocol):
     invalid: Counter[str]
     clamped: Counter[str]
     last_event_time: dict[str, float]
+    next_prune: float
     retired_join_counts: Counter[str]
     traces: TraceReader | None
     sequential: SequentialDrift | None
@@ -196,6 +198,7 @@ def snapshot(engine: EngineParts) -> dict[str, Any]:
         "invalid": dict(engine.invalid),
         "clamped": dict(engine.clamped),
         "last_event_time": dict(engine.last_event_time),
+        "next_prune": engine.next_prune if math.isfinite(engine.next_prune) else None,
         "retired_join_counts": dict(engine.retired_join_counts),
         "traces": None if engine.traces is None else engine.traces.snapshot(),
         "drift": _drift_snapshot(engine),
@@ -245,6 +248,8 @@ def restore(engine: EngineParts, data: Mapping[str, Any]) -> None:
     engine.invalid = Counter(data["invalid"])
     engine.clamped = Counter(data["clamped"])
     engine.last_event_time = dict(data["last_event_time"])
+    next_prune = data.get("next_prune")  # absent from older snapshots: at the next batch
+    engine.next_prune = -math.inf if next_prune is None else float(next_prune)
     # absent from older snapshots
     engine.retired_join_counts = Counter(data.get("retired_join_counts") or {})
     if engine.traces is not None:  # open traces (absent from older snapshots)
