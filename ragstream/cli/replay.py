@@ -9,6 +9,8 @@ from typing import Any, TextIO
 
 import click
 
+from ragstream.checkpoint.local import CheckpointError
+from ragstream.cli._replay_checkpoint import ReplayKeeper, replay_settings
 from ragstream.cli._settings import file_settings_options, with_settings
 from ragstream.config import Settings
 from ragstream.pipeline.engine import Engine
@@ -52,6 +54,20 @@ __all__ = ["replay"]
     show_default=True,
     help="Lines read and applied at a time.",
 )
+@click.option(
+    "--checkpoint-dir",
+    type=click.Path(path_type=Path, file_okay=False),
+    help="Keep a checkpoint here (state and input position, written atomically) and resume "
+    "from it: a replay that was stopped, even by SIGKILL, goes on where it stood and ends "
+    "with the output of one that never was.",
+)
+@click.option(
+    "--checkpoint-every",
+    type=click.IntRange(1),
+    default=100_000,
+    show_default=True,
+    help="Lines between checkpoints (taken after the batch that reaches them, and at the end).",
+)
 @with_settings
 def replay(
     settings: Settings,
@@ -60,6 +76,8 @@ def replay(
     per_query: Path | None,
     input_format: str,
     batch_size: int,
+    checkpoint_dir: Path | None,
+    checkpoint_every: int,
 ) -> None:
     """Run the pipeline on FILE (one event per line) and print a summary at the end.
 
@@ -67,20 +85,37 @@ def replay(
     one file give the same output. Malformed lines are reported on stderr and counted by
     reason, blank lines skipped and counted; the exit status is 0 unless no line of FILE is
     a valid event (then 1).
+
+    With --checkpoint-dir, a checkpoint found there is resumed when it is of FILE (the same
+    bytes up to where it stands) and was taken with the same settings; otherwise the replay
+    stops with what differs.
     """
     tune_gc()
     config = engine_config(settings, clock="event", drift=False)
     if input_format != "ragstream":  # the file's lines are messages of a trace topic
         config = dataclasses.replace(config, formats=((file.name, input_format),))
-    engine = Engine(config)
-    out: TextIO | None = per_query.open("w", encoding="utf-8") if per_query else None
-    lines = LineCounts()
+    keeper = None
+    if checkpoint_dir is not None:
+        fingerprint = replay_settings(config, batch_size, input_format, per_query is not None)
+        keeper = ReplayKeeper(checkpoint_dir, file, fingerprint, checkpoint_every)
     try:
-        for batch in read_jsonl(file, batch_size, lines):
+        engine, lines = (Engine(config), LineCounts()) if keeper is None else keeper.resume(config)
+    except CheckpointError as mismatch:
+        raise click.ClickException(str(mismatch)) from mismatch
+    out: TextIO | None = None
+    if per_query is not None:
+        out = keeper.open_output(per_query) if keeper is not None else per_query.open("w")
+    digest = None if keeper is None else keeper.digest
+    try:
+        for batch in read_jsonl(file, batch_size, lines, digest):
             report = engine.apply(batch)
-            for message, error in report.invalid:
-                click.echo(f"{file}:{message.offset}: invalid event ({error})", err=True)
+            for message, problem in report.invalid:
+                click.echo(f"{file}:{message.offset}: invalid event ({problem})", err=True)
             _write(out, engine, report.final)
+            if keeper is not None:
+                keeper.after_batch(engine, lines, out)
+        if keeper is not None:
+            keeper.save(engine, lines, out, done=True)
         _write(out, engine, engine.finish())
     finally:
         if out is not None:
