@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import difflib
-import importlib.util
 import json
 import os
 import typing
@@ -126,12 +125,16 @@ def describe_sources(settings: Settings) -> str:
         lines.append(f"#   {topic}: {what}")
     if all(k.formats.get(topic, "ragstream") == "ragstream" for topic in k.topics):
         return "\n".join(lines)
-    proto = any(k.formats.get(topic) == "otlp_proto" for topic in k.topics)
-    if proto and importlib.util.find_spec("opentelemetry.proto") is None:
-        lines.append(
-            "#   NOT READY: the OpenTelemetry protobuf definitions are not installed "
-            "(pip install 'ragstream[otlp]')"
-        )
+    if any(k.formats.get(topic) == "otlp_proto" for topic in k.topics):
+        from ragstream.traces.reader import TraceSupportError, format_reader
+
+        try:
+            format_reader("otlp_proto")
+        except TraceSupportError:
+            lines.append(
+                "#   NOT READY: the OpenTelemetry protobuf definitions are not installed "
+                "(pip install 'ragstream[otlp]')"
+            )
     query_id = t.query_id_attribute or "the trace id (32 hex digits)"
     ids = ", ".join(t.doc_id_keys) or "(none)"
     time_key = f"metadata {t.doc_time_key}" if t.doc_time_key else "none (the retrieval's time)"

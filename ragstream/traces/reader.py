@@ -25,7 +25,7 @@ from ragstream.traces.conventions import OTLP_FORMATS, TraceMapping
 from ragstream.traces.otlp_json import read_json
 from ragstream.traces.spans import SpanBatch
 
-__all__ = ["TraceReader", "TraceSupportError"]
+__all__ = ["TraceReader", "TraceSupportError", "format_reader"]
 
 _encode = msgspec.json.Encoder().encode
 
@@ -51,7 +51,7 @@ class TraceReader:
         self.formats = {t: f for t, f in formats.items() if f in OTLP_FORMATS}
         self.mapping = mapping
         self.label_keys = tuple(label_keys)
-        self._readers = {t: _reader(f) for t, f in self.formats.items()}
+        self._readers = {t: format_reader(f) for t, f in self.formats.items()}
         self.assemblers: dict[int, TraceAssembler] = {}
         self.retired_spans: Counter[tuple[str, str]] = Counter()
         """Span counters of partitions that left, so that exported counters never go down."""
@@ -167,8 +167,9 @@ class TraceReader:
         return {name: totals.get(name, 0) for name in (*TRACE_OUTCOMES, "evicted")}
 
 
-def _reader(fmt: str) -> Callable[[bytes, TraceMapping], SpanBatch]:
-    """The reader of an OTLP format; `otlp_proto` needs the `otlp` extra."""
+def format_reader(fmt: str) -> Callable[[bytes, TraceMapping], SpanBatch]:
+    """The reader of an OTLP format; `otlp_proto` needs the `otlp` extra (`TraceSupportError`
+    when it is not installed)."""
     if fmt == "otlp_json":
         return read_json
     try:

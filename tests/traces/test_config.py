@@ -84,6 +84,21 @@ def test_an_otlp_proto_topic_without_the_protobuf_definitions_is_a_clear_error(
     assert reader.formats == {"spans": "otlp_json"}
 
 
+def test_check_config_says_not_ready_when_opentelemetry_is_not_installed_at_all(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The install of the demo (no `otlp` extra) has no `opentelemetry` package at all."""
+    monkeypatch.delitem(sys.modules, "ragstream.traces.otlp_proto", raising=False)
+    for name in [m for m in sys.modules if m == "opentelemetry" or m.startswith("opentelemetry.")]:
+        monkeypatch.delitem(sys.modules, name)
+    monkeypatch.setitem(sys.modules, "opentelemetry", None)  # as if not installed
+    path = tmp_path / "ragstream.yaml"
+    path.write_text(CONFIG)
+    result = CliRunner().invoke(main, ["check-config", "--config", str(path)])
+    assert result.exit_code == 0, result.output
+    assert "NOT READY: the OpenTelemetry protobuf definitions are not installed" in result.output
+
+
 @pytest.mark.filterwarnings("ignore:Calling .text\\(\\) as a method:DeprecationWarning")
 def test_replay_reads_a_file_of_otlp_json_requests(rag_app: RagApp, tmp_path: Path) -> None:
     """One OTLP/JSON request per line, as the Collector's file exporter writes them."""
