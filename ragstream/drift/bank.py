@@ -21,9 +21,9 @@ from typing import Any, ClassVar, Self
 import numpy as np
 import numpy.typing as npt
 
-from ragstream.drift._common import F64, I64, Direction, check_version, float_in, float_out
+from ragstream.drift._common import F64, I64, check_version, float_in, float_out
 from ragstream.drift._latch import latch_step
-from ragstream.drift.psi import EPSILON, Psi, psi
+from ragstream.drift.psi import Psi, psi
 from ragstream.drift.zscore import Moments, ZScore, welch_z
 
 __all__ = ["PsiBank", "ZScoreBank"]
@@ -32,12 +32,21 @@ _B = npt.NDArray[np.bool_]
 
 
 class _Bank:
-    """Keys, and per key and cell: the last score, the alarm and the onsets counted."""
+    """Keys, and per key and cell: the last score, the alarm and the onsets counted.
+
+    A subclass names its ``detector`` class, whose keyword arguments (and their defaults)
+    the bank takes, and the ``settings`` of it that the bank's config lists.
+    """
 
     kind: ClassVar[str]
+    detector: ClassVar[type[ZScore] | type[Psi]]
+    settings_names: ClassVar[tuple[str, ...]]
+    settings: ZScore | Psi
 
-    def __init__(self, release: float, cells: tuple[int, ...]) -> None:
-        self.release = release
+    def __init__(self, cells: tuple[int, ...] = (), **settings: Any) -> None:
+        self.settings = self.detector(**settings)
+        """A detector holding the settings (validated as it validates them)."""
+        self.release = self.settings._latch.release
         self.cells = tuple(int(c) for c in cells)
         self.keys: list[Hashable] = []
         self.score: F64 = np.zeros((0, *self.cells))
@@ -76,7 +85,21 @@ class _Bank:
         return onset
 
     def config(self) -> dict[str, Any]:
-        raise NotImplementedError
+        """Kind, version, cells and settings: the snapshot without the state."""
+        s = self.settings.snapshot()
+        return {
+            "kind": self.kind,
+            "version": 1,
+            "cells": list(self.cells),
+            **{name: s[name] for name in self.settings_names},
+        }
+
+    @classmethod
+    def restore(cls, snapshot: dict[str, Any]) -> Self:
+        check_version(snapshot, cls.kind)
+        bank = cls(tuple(snapshot["cells"]), **{n: snapshot[n] for n in cls.settings_names})
+        bank._load(snapshot)
+        return bank
 
     def snapshot(self) -> dict[str, Any]:
         """JSON-ready: :meth:`config` and, per key, scores, alarms and onsets."""
@@ -100,23 +123,12 @@ class _Bank:
 
 class ZScoreBank(_Bank):
     """:class:`~ragstream.drift.ZScore` detectors, one per key and cell, with one set of
-    settings (the same arguments as ``ZScore``)."""
+    settings (the same keyword arguments as ``ZScore``, after ``cells``)."""
 
     kind: ClassVar[str] = "zscore_bank"
-
-    def __init__(
-        self,
-        cells: tuple[int, ...] = (),
-        *,
-        threshold: float = 5.0,
-        min_count: int = 200,
-        min_reference: int = 1000,
-        direction: Direction | str = Direction.DOWN,
-        release: float = 0.8,
-    ) -> None:
-        self.settings = ZScore(threshold, min_count, min_reference, direction, release)
-        """A detector holding the settings (validated as ``ZScore`` validates them)."""
-        super().__init__(release, cells)
+    detector = ZScore
+    settings_names = ("threshold", "min_count", "min_reference", "direction", "release")
+    settings: ZScore
 
     def update(self, keys: Sequence[Hashable], short: Moments, long: Moments) -> _B:
         """One evaluation: moments ``(keys, *cells)`` of the short and the long windows.
@@ -127,50 +139,15 @@ class ZScoreBank(_Bank):
         z = np.broadcast_to(z, (len(keys), *self.cells)).astype(np.float64)
         return self._step(keys, z, s.severity(z))
 
-    def config(self) -> dict[str, Any]:
-        """Kind, version, cells and settings: the snapshot without the state."""
-        s = self.settings.snapshot()
-        return {
-            "kind": self.kind,
-            "version": 1,
-            "cells": list(self.cells),
-            **{k: s[k] for k in ("threshold", "min_count", "min_reference", "direction")},
-            "release": self.release,
-        }
-
-    @classmethod
-    def restore(cls, snapshot: dict[str, Any]) -> Self:
-        check_version(snapshot, cls.kind)
-        bank = cls(
-            tuple(snapshot["cells"]),
-            threshold=snapshot["threshold"],
-            min_count=snapshot["min_count"],
-            min_reference=snapshot["min_reference"],
-            direction=snapshot["direction"],
-            release=snapshot["release"],
-        )
-        bank._load(snapshot)
-        return bank
-
 
 class PsiBank(_Bank):
     """:class:`~ragstream.drift.Psi` detectors, one per key and cell, with one set of
-    settings (the same arguments as ``Psi``)."""
+    settings (the same keyword arguments as ``Psi``, after ``cells``)."""
 
     kind: ClassVar[str] = "psi_bank"
-
-    def __init__(
-        self,
-        cells: tuple[int, ...] = (),
-        *,
-        threshold: float = 0.1,
-        min_count: int = 1000,
-        min_reference: int = 1000,
-        eps: float = EPSILON,
-        release: float = 0.8,
-    ) -> None:
-        self.settings = Psi(threshold, min_count, min_reference, eps, release)
-        super().__init__(release, cells)
+    detector = Psi
+    settings_names = ("threshold", "min_count", "min_reference", "eps", "release")
+    settings: Psi
 
     def update(self, keys: Sequence[Hashable], short: npt.ArrayLike, long: npt.ArrayLike) -> _B:
         """One evaluation: histograms ``(keys, *cells, bins)`` of the short and the long
@@ -180,31 +157,3 @@ class PsiBank(_Bank):
             short, long, eps=s.eps, min_count=s.min_count, min_reference=s.min_reference
         ).astype(np.float64)
         return self._step(keys, value, value / s.threshold)
-
-    def config(self) -> dict[str, Any]:
-        """Kind, version, cells and settings: the snapshot without the state."""
-        s = self.settings
-        return {
-            "kind": self.kind,
-            "version": 1,
-            "cells": list(self.cells),
-            "threshold": s.threshold,
-            "min_count": s.min_count,
-            "min_reference": s.min_reference,
-            "eps": s.eps,
-            "release": self.release,
-        }
-
-    @classmethod
-    def restore(cls, snapshot: dict[str, Any]) -> Self:
-        check_version(snapshot, cls.kind)
-        bank = cls(
-            tuple(snapshot["cells"]),
-            threshold=snapshot["threshold"],
-            min_count=snapshot["min_count"],
-            min_reference=snapshot["min_reference"],
-            eps=snapshot["eps"],
-            release=snapshot["release"],
-        )
-        bank._load(snapshot)
-        return bank
