@@ -87,7 +87,6 @@ class DriftSettings(_Section):
     """Drift detection: windowed detectors on (short, long) window pairs at every scrape,
     sequential ones on the final per-query values."""
 
-    enabled: bool = True
     metrics: list[str] = Field(
         default_factory=lambda: ["ndcg@10", "rr"], description="plain retrieval metrics watched"
     )

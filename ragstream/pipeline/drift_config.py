@@ -11,7 +11,6 @@ from ragstream.pipeline.layout import RowLayout
 
 __all__ = [
     "SEQUENTIAL_KINDS",
-    "WINDOWED_KINDS",
     "DriftConfig",
     "Params",
     "ResolvedDrift",
@@ -21,7 +20,6 @@ __all__ = [
 Params = tuple[tuple[str, Any], ...]
 """A detector's keyword arguments (e.g. `(("threshold", 5.0),)`; empty: its defaults)."""
 
-WINDOWED_KINDS = ("zscore", "psi")
 SEQUENTIAL_KINDS = ("page_hinkley", "adwin")
 
 

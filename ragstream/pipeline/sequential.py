@@ -51,7 +51,6 @@ class SequentialDrift:
     """Detectors keyed (label set, metric, kind) per partition; see the module docstring."""
 
     def __init__(self, config: DriftConfig, columns: tuple[int, ...]) -> None:
-        self.config = config
         self.metrics = tuple(config.metrics)
         self.columns = np.asarray(columns, dtype=np.int64)
         self.kinds = config.sequential()
