@@ -46,7 +46,7 @@ class _Bank:
     def __init__(self, cells: tuple[int, ...] = (), **settings: Any) -> None:
         self.settings = self.detector(**settings)
         """A detector holding the settings (validated as it validates them)."""
-        self.release = self.settings._latch.release
+        self.release = float(self.settings.snapshot()["release"])
         self.cells = tuple(int(c) for c in cells)
         self.keys: list[Hashable] = []
         self.score: F64 = np.zeros((0, *self.cells))
