@@ -406,6 +406,16 @@ static inline const char *token_end(const char *p, const char *end) {
     return p;
 }
 
+/* A record of query `query` from a line's fields: its document (field 3); the caller parses
+ * its value. `end`: the end of the file's buffer. */
+static inline void set_record(Rec *r, const char *const *tok, const size_t *len, uint32_t query,
+                              const char *end) {
+    r->doc = tok[2];
+    r->len = (uint32_t)len[2];
+    r->query = query;
+    r->hash = hash_id(tok[2], len[2], end);
+}
+
 static int decline(File *f, const char *line, const char *why) {
     f->why = why;
     f->where = line;
@@ -587,10 +597,7 @@ static int scan_file(File *f, Registry *reg) {
         if (grow((void **)&f->recs.v, &f->recs.cap, f->recs.n + 1, sizeof(Rec)) != OK)
             return NOMEM;
         Rec *r = &f->recs.v[f->recs.n];
-        r->doc = tok[2];
-        r->len = (uint32_t)len[2];
-        r->query = index;
-        r->hash = hash_id(tok[2], len[2], end);
+        set_record(r, tok, len, index, end);
         const char *text = tok[value_field];
         size_t text_len = len[value_field];
         int status = f->run ? parse_score(text, text_len, &r->value)
@@ -623,26 +630,33 @@ static int scan_file(File *f, Registry *reg) {
     return OK;
 }
 
-/* With the GIL: scores that need Python's correctly rounded conversion. */
-static int convert_slow(File *f) {
+/* With the GIL: a score spelling that needs Python's correctly rounded conversion (the
+ * whole of the n bytes at s, or DECLINE). */
+static int slow_score(const char *s, size_t n, double *out) {
     char small[64];
+    char *text = n < sizeof small ? small : PyMem_Malloc(n + 1);
+    if (!text) return NOMEM;
+    memcpy(text, s, n);
+    text[n] = 0;
+    char *stop = NULL;
+    double v = PyOS_string_to_double(text, &stop, NULL);
+    int whole = stop == text + n;
+    if (text != small) PyMem_Free(text);
+    if (PyErr_Occurred() || !whole) {
+        PyErr_Clear();
+        return DECLINE;
+    }
+    *out = v;
+    return OK;
+}
+
+/* With the GIL: the scores of the general path that need slow_score. */
+static int convert_slow(File *f) {
     for (size_t i = 0; i < f->slow.n; i++) {
         const Slow *s = &f->slow.v[i];
-        char *text = s->len < sizeof small ? small : PyMem_Malloc(s->len + 1);
-        if (!text) return NOMEM;
-        memcpy(text, s->text, s->len);
-        text[s->len] = 0;
-        char *stop = NULL;
-        double v = PyOS_string_to_double(text, &stop, NULL);
-        int whole = stop == text + s->len;
-        if (text != small) PyMem_Free(text);
-        if (PyErr_Occurred() || !whole) {
-            PyErr_Clear();
-            f->why = "value spelling";
-            f->where = s->text;
-            return DECLINE;
-        }
-        f->recs.v[s->rec].value = v;
+        int status = slow_score(s->text, s->len, &f->recs.v[s->rec].value);
+        if (status == DECLINE) return decline(f, s->text, "value spelling");
+        if (status != OK) return status;
     }
     return OK;
 }
@@ -1124,10 +1138,7 @@ static int scan_qrels_part(QPart *q) {
         if (grow((void **)&q->recs.v, &q->recs.cap, q->recs.n + 1, sizeof(Rec)) != OK)
             return NOMEM;
         Rec *r = &q->recs.v[q->recs.n];
-        r->doc = tok[2];
-        r->len = (uint32_t)len[2];
-        r->query = 0;
-        r->hash = hash_id(tok[2], len[2], q->end);
+        set_record(r, tok, len, 0, q->end);
         if (parse_grade(tok[3], len[3], &r->value) != OK)
             return part_decline(&q->why, &q->where, line, "value spelling");
         b->n++;
@@ -1243,10 +1254,7 @@ static int close_rblock(RPart *p) {
 static inline int add_record(RPart *p, const char **tok, const size_t *len) {
     if (grow((void **)&p->cur, &p->cap_cur, p->n_cur + 1, sizeof(Rec)) != OK) return NOMEM;
     Rec *r = &p->cur[p->n_cur++];
-    r->doc = tok[2];
-    r->len = (uint32_t)len[2];
-    r->query = 0;
-    r->hash = hash_id(tok[2], len[2], p->end);
+    set_record(r, tok, len, 0, p->end);
     return parse_score(tok[4], len[4], &r->value);
 }
 
@@ -1294,7 +1302,6 @@ static int scan_run_part(RPart *p) {
 static int join_deferred(RPart *p) {
     const char *tok[6];
     size_t len[6];
-    char small[64];
     for (size_t k = 0; k < p->n_blocks; k++) {
         RBlock *b = &p->blocks[k];
         if (!b->deferred) continue;
@@ -1308,19 +1315,9 @@ static int join_deferred(RPart *p) {
             int status = add_record(p, tok, len);
             if (status == NOMEM) return NOMEM;
             if (status != SLOW) continue;
-            char *text = len[4] < sizeof small ? small : PyMem_Malloc(len[4] + 1);
-            if (!text) return NOMEM;
-            memcpy(text, tok[4], len[4]);
-            text[len[4]] = 0;
-            char *stop = NULL;
-            double v = PyOS_string_to_double(text, &stop, NULL);
-            int whole = stop == text + len[4];
-            if (text != small) PyMem_Free(text);
-            if (PyErr_Occurred() || !whole) {
-                PyErr_Clear();
-                return part_decline(&p->why, &p->where, line, "value spelling");
-            }
-            p->cur[p->n_cur - 1].value = v;
+            status = slow_score(tok[4], len[4], &p->cur[p->n_cur - 1].value);
+            if (status == DECLINE) return part_decline(&p->why, &p->where, line, "value spelling");
+            if (status != OK) return NOMEM;
         }
         b->deferred = 0;
         if (join_block(p, b) != OK) return NOMEM;
@@ -1383,6 +1380,7 @@ static size_t line_at(const char *buf, const char *at) {
     return line;
 }
 
+/* (line a, line b, query id, document id) of a repeat, or None. */
 static PyObject *at_tuple(const char *buf, const At *r) {
     if (!r->found) Py_RETURN_NONE;
     return Py_BuildValue("(nny#y#)", (Py_ssize_t)line_at(buf, buf + r->a),
@@ -1623,18 +1621,14 @@ done:
     return result;
 }
 
-static size_t line_of(const File *f, const char *at) {
-    return line_at(f->buf, at);
-}
-
-/* (line a, line b, query id, document id) of a repeat, or None. */
+/* at_tuple of a repeat of the general path (records by index). */
 static PyObject *repeat_tuple(const File *f, const Registry *reg, const Repeat *r) {
     if (!r->found) Py_RETURN_NONE;
     const Rec *a = &f->recs.v[r->a], *b = &f->recs.v[r->b];
     const Query *q = &reg->q[b->query];
-    return Py_BuildValue("(nny#y#)", (Py_ssize_t)line_of(f, a->doc),
-                         (Py_ssize_t)line_of(f, b->doc), q->id, (Py_ssize_t)q->len, b->doc,
-                         (Py_ssize_t)b->len);
+    const At at = {(size_t)(a->doc - f->buf), (size_t)(b->doc - f->buf), q->id, b->doc, q->len,
+                   b->len, 1};
+    return at_tuple(f->buf, &at);
 }
 
 static PyObject *declined(const File *f) {
