@@ -1489,13 +1489,13 @@ static PyObject *result_tuple(PyObject *qids, size_t n_common, size_t n_qrels_qu
 /* The block path; NULL with *fallback set when the general path must read the files. */
 static PyObject *join_blocks(const char *qbuf, size_t qsize, const char *rbuf, size_t rsize,
                              int keep_best, int n, int *fallback) {
+    *fallback = 0;
     Blocks *s = calloc(1, sizeof *s);
     if (!s) return PyErr_NoMemory();
     const char *qb[MAX_PARTS + 1], *rb[MAX_PARTS + 1];
     PyObject *result = NULL;
     int status, which = 0;
     size_t n_queries = 0, n_evaluated = 0;
-    *fallback = 0;
     Py_BEGIN_ALLOW_THREADS
     split(qbuf, qsize, 0, n, qb);
     for (int t = 0; t < n; t++)
