@@ -218,34 +218,11 @@ def _kernels(
 def _in_threads(
     work: Callable[[int], dict[str, _F64]], items: list[int], threads: int
 ) -> list[dict[str, _F64]]:
-    """[work(item) for item in items], `threads` items at a time; the first exception is
-    raised once all threads have stopped."""
+    """[work(item) for item in items], `threads` items at a time; the exception of the first
+    item that fails is raised once all threads have stopped (items not begun are dropped)."""
     if threads <= 1 or len(items) <= 1:
         return [work(item) for item in items]
-    import threading
+    from concurrent.futures import ThreadPoolExecutor
 
-    results: list[dict[str, _F64] | None] = [None] * len(items)
-    errors: list[BaseException] = []
-    pending = iter(range(len(items)))
-    lock = threading.Lock()
-
-    def run() -> None:
-        while not errors:
-            with lock:
-                k = next(pending, None)
-            if k is None:
-                return
-            try:
-                results[k] = work(items[k])
-            except BaseException as error:  # re-raised below, in the calling thread
-                errors.append(error)
-
-    others = [threading.Thread(target=run) for _ in range(min(threads, len(items)) - 1)]
-    for thread in others:
-        thread.start()
-    run()
-    for thread in others:
-        thread.join()
-    if errors:
-        raise errors[0]
-    return [result for result in results if result is not None]
+    with ThreadPoolExecutor(max_workers=min(threads, len(items))) as pool:
+        return list(pool.map(work, items))
