@@ -136,24 +136,27 @@ def _spawn(tool: str, qrels: Path, run: Path, scratch: Path) -> dict[str, Any]:
     return result
 
 
+def _eval_args(qrels: str, run: str) -> list[str]:
+    return ["-m", "ragstream", "eval", "--qrels", qrels, "--run", run]
+
+
 def _text_cli_table(qrels: str, run: str, text: Path) -> dict[str, float]:
     """Wall time of the `ragstream eval` command; its peak memory is this worker's only
     child's (RUSAGE_CHILDREN)."""
-    return _timed_child(["-m", "ragstream", "eval", "--qrels", qrels, "--run", run], text)
+    return _timed_child(_eval_args(qrels, run), text)
 
 
 def _text_cli_baseline(qrels: str, run: str, text: Path) -> dict[str, float]:
     """The same command from another source tree (`--baseline`), run there so that its
     `ragstream` package is the one imported."""
     tree = os.environ[_BASELINE]
-    args = ["-m", "ragstream", "eval", "--qrels", qrels, "--run", run]
-    return _timed_child(args, text, cwd=tree, env=dict(os.environ, PYTHONPATH=tree))
+    env = dict(os.environ, PYTHONPATH=tree)
+    return _timed_child(_eval_args(qrels, run), text, cwd=tree, env=env)
 
 
 def _text_cli(qrels: str, run: str, text: Path) -> dict[str, float]:
     """`ragstream eval -q --format trec`, its output kept to compare with trec_eval's."""
-    command = ["-m", "ragstream", "eval", "--qrels", qrels, "--run", run, "-q"]
-    return _timed_child([*command, "--format", "trec"], text)
+    return _timed_child([*_eval_args(qrels, run), "-q", "--format", "trec"], text)
 
 
 def _text_trec_eval(qrels: str, run: str, text: Path) -> dict[str, float]:
@@ -167,18 +170,16 @@ def _text_trec_eval(qrels: str, run: str, text: Path) -> dict[str, float]:
 
 def _timed_child(
     args: list[str],
-    text: Path | None = None,
+    text: Path,
     python: bool = True,
     cwd: str | None = None,
     env: dict[str, str] | None = None,
 ) -> dict[str, float]:
+    """Run a command, its output written to `text`: its wall time and peak memory."""
     command = [sys.executable, *args] if python else args
     start = time.perf_counter()
-    if text is None:
-        subprocess.run(command, check=True, stdout=subprocess.DEVNULL, cwd=cwd, env=env)
-    else:
-        with text.open("wb") as out:
-            subprocess.run(command, check=True, stdout=out, cwd=cwd, env=env)
+    with text.open("wb") as out:
+        subprocess.run(command, check=True, stdout=out, cwd=cwd, env=env)
     seconds = time.perf_counter() - start
     peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
     return {"seconds": seconds, "child_peak_mb": peak}
