@@ -160,24 +160,40 @@ def test_real_process(files: list[str]) -> None:
     assert ":1: expected 6 fields" in bad.stderr
 
 
-def test_the_command_imports_only_what_it_reads_with(files: list[str]) -> None:
-    # Start-up is part of every `ragstream eval`: the version (importlib.metadata), the
-    # configuration (pydantic) and the numpy readers, which the compiled scanner does not
-    # need, stay unimported (they cost about 0.1 s of a 0.15 s command on small files).
+def _after_the_command(
+    files: list[str], then: str, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    """A fresh interpreter runs `ragstream eval FILES` in-process, then the code `then`
+    (which prints to stderr what it finds)."""
     script = (
-        "import sys\n"
+        "import os, sys\n"
         "from ragstream.cli import main\n"
         "try:\n"
         f"    main(['eval', *{files!r}])\n"
         "except SystemExit as done:\n"
         "    assert not done.code, done.code\n"
+        f"{then}"
+    )
+    return subprocess.run(
+        [sys.executable, "-c", script],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=60,
+        env=env,
+    )
+
+
+def test_the_command_imports_only_what_it_reads_with(files: list[str]) -> None:
+    # Start-up is part of every `ragstream eval`: the version (importlib.metadata), the
+    # configuration (pydantic) and the numpy readers, which the compiled scanner does not
+    # need, stay unimported (they cost about 0.1 s of a 0.15 s command on small files).
+    then = (
         "unwanted = ['importlib.metadata', 'pydantic', 'ragstream.config', 'ragstream.trec.run',\n"
         "            'ragstream.trec.qrels', 'ragstream.trec._join']\n"
         "print(sorted(name for name in unwanted if name in sys.modules), file=sys.stderr)\n"
     )
-    done = subprocess.run(
-        [sys.executable, "-c", script], capture_output=True, text=True, check=False, timeout=60
-    )
+    done = _after_the_command(files, then)
     assert done.returncode == 0, done.stderr
     assert "all" in done.stdout
     assert done.stderr == "[]\n"
@@ -188,25 +204,13 @@ def test_the_command_leaves_no_blas_threads_spinning(files: list[str]) -> None:
     # numpy's OpenBLAS starts a thread per CPU, which spins for a while after the import
     # and takes CPU from the scanner; the command asks for one (the scanner's own threads
     # have ended when it returns), unless OPENBLAS_NUM_THREADS is set.
-    script = (
-        "import os, sys\n"
-        "from ragstream.cli import main\n"
-        "try:\n"
-        f"    main(['eval', *{files!r}])\n"
-        "except SystemExit as done:\n"
-        "    assert not done.code, done.code\n"
-        "print(len(os.listdir('/proc/self/task')), file=sys.stderr)\n"
-    )
+    threads = "print(len(os.listdir('/proc/self/task')), file=sys.stderr)\n"
     env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_NUM_THREADS"}
-    done = subprocess.run(
-        [sys.executable, "-c", script], capture_output=True, text=True, check=False, env=env
-    )
+    done = _after_the_command(files, threads, env)
     assert done.returncode == 0, done.stderr
     assert done.stderr == "1\n"
     env["OPENBLAS_NUM_THREADS"] = "2"
-    done = subprocess.run(
-        [sys.executable, "-c", script], capture_output=True, text=True, check=False, env=env
-    )
+    done = _after_the_command(files, threads, env)
     assert done.stderr == "2\n"  # the user's setting wins
 
 

@@ -32,8 +32,14 @@ def test_the_extension_is_built() -> None:
     assert AVAILABLE
 
 
-def _join(qrels: Path, run: Path, keep_best: bool = False) -> Ranked:
-    joined = join_files(qrels, run, keep_best=keep_best, complete=False)
+def _join(
+    qrels: Path,
+    run: Path,
+    keep_best: bool = False,
+    complete: bool = False,
+    workers: int | None = None,
+) -> Ranked:
+    joined = join_files(qrels, run, keep_best=keep_best, complete=complete, workers=workers)
     assert joined is not None, "the scanner declined"
     assert joined.error is None
     return joined.ranked
@@ -350,6 +356,19 @@ def _joined(
     return ("ok", r.qids, r.num_qrels_queries, *(a.tobytes() for a in arrays))
 
 
+def _same_in_parts(
+    write: WriteFile, files: tuple[bytes, bytes, bool, bool]
+) -> tuple[Path, Path, tuple[object, ...]]:
+    """Both files written, and joined in one part and in each of `_PARTS` with the same
+    outcome: the files and that outcome."""
+    qrels_text, run_text, keep_best, complete = files
+    qrels, run = write("qrels", qrels_text), write("run", run_text)
+    one = _joined(qrels, run, keep_best, complete, 1)
+    for workers in _PARTS:
+        assert _joined(qrels, run, keep_best, complete, workers) == one, workers
+    return qrels, run, one
+
+
 @_SETTINGS
 @given(files=_files(messy=False))
 def test_clean_files_in_parts_equal_one_part_and_numpy(
@@ -357,20 +376,14 @@ def test_clean_files_in_parts_equal_one_part_and_numpy(
 ) -> None:
     # Tiny files cut in up to 7 parts: parts with one block, empty parts, parts that end
     # in a comment; repeats in several parts (the earliest is reported).
-    qrels_text, run_text, keep_best, complete = files
-    qrels, run = write("qrels", qrels_text), write("run", run_text)
-    one = _joined(qrels, run, keep_best, complete, 1)
+    qrels, run, one = _same_in_parts(write, files)
     assert one[0] != "declined"
-    for workers in _PARTS:
-        assert _joined(qrels, run, keep_best, complete, workers) == one, workers
+    _, _, keep_best, complete = files
     reference = _numpy_join(qrels, run, keep_best, complete)
     if isinstance(reference, TrecFormatError):
         assert one == ("error", str(reference), reference.line)
     else:
-        joined = join_files(qrels, run, keep_best=keep_best, complete=complete, workers=3)
-        assert joined is not None
-        assert joined.error is None
-        _same_ranked(joined.ranked, reference)
+        _same_ranked(_join(qrels, run, keep_best, complete, workers=3), reference)
 
 
 @_SETTINGS
@@ -378,11 +391,7 @@ def test_clean_files_in_parts_equal_one_part_and_numpy(
 def test_messy_files_in_parts_decline_as_one_part(
     write: WriteFile, files: tuple[bytes, bytes, bool, bool]
 ) -> None:
-    qrels_text, run_text, keep_best, complete = files
-    qrels, run = write("qrels", qrels_text), write("run", run_text)
-    one = _joined(qrels, run, keep_best, complete, 1)
-    for workers in _PARTS:
-        assert _joined(qrels, run, keep_best, complete, workers) == one, workers
+    _same_in_parts(write, files)
 
 
 def _collection(rng: np.random.Generator, queries: int, docs: int) -> tuple[str, str]:
@@ -418,15 +427,8 @@ def test_a_large_collection_is_read_in_parts_with_numpy_s_values(write: WriteFil
     reference = _numpy_join(qrels, run, keep_best=False, complete=False)
     assert isinstance(reference, Ranked)
     for workers in (1, 2, 3, 5):
-        _same_ranked(_join_parts(qrels, run, workers), reference)
+        _same_ranked(_join(qrels, run, workers=workers), reference)
     assert _outcome("compiled", qrels, run) == _outcome("numpy", qrels, run)
-
-
-def _join_parts(qrels: Path, run: Path, workers: int) -> Ranked:
-    joined = join_files(qrels, run, keep_best=False, complete=False, workers=workers)
-    assert joined is not None, "the scanner declined"
-    assert joined.error is None
-    return joined.ranked
 
 
 def test_a_query_in_two_blocks_is_read_by_the_general_path(write: WriteFile) -> None:
@@ -440,7 +442,7 @@ def test_a_query_in_two_blocks_is_read_by_the_general_path(write: WriteFile) -> 
     reference = _numpy_join(qrels, run, keep_best=False, complete=False)
     assert isinstance(reference, Ranked)
     for workers in (1, 2, 4):
-        _same_ranked(_join_parts(qrels, run, workers), reference)
+        _same_ranked(_join(qrels, run, workers=workers), reference)
 
 
 @pytest.mark.parametrize("workers", [1, 2, 4])
@@ -482,7 +484,7 @@ def test_the_kernels_in_threads_give_one_thread_s_values_and_trec_eval_s(
     qrels_text, run_text = _collection(np.random.default_rng(5), 800, 60)
     run_text = "".join(line for line in run_text.splitlines(True) if line[0] != "#")
     qrels, run = write("qrels", qrels_text), write("run", run_text)  # pytrec_eval: no comments
-    ranked = _join_parts(qrels, run, 2)
+    ranked = _join(qrels, run, workers=2)
     names = ["rr", "ap", "precision@5", "recall@10", "ndcg@10", "ndcg@3"]
     specs = tuple(parse_metric(name) for name in names)
     arrays = (ranked.rel, ranked.rel_offsets, ranked.judged, ranked.judged_offsets)
