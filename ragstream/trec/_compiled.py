@@ -85,7 +85,7 @@ def join_files(
         with run_map:
             if workers is None:
                 workers = default_workers(len(run_map))
-            out = _JOIN(qrels_map, run_map, keep_best, max(1, workers))
+            out = _JOIN(qrels_map, run_map, keep_best, workers)  # the scanner clamps it to 1-64
     if isinstance(out, str):
         return None
     qids, n_common, n_qrels, rel, rel_offsets, judged, judged_offsets, q_repeat, r_repeat = out
