@@ -117,11 +117,15 @@ def _gauges(engine: Engine, totals: WindowTotals, now: float) -> list[Family]:
                 labels = (*metric, *tail)
                 add_sum((labels, total[i]))
                 add_count((labels, float(count[i])))
-            for i, _, _, metric in ages:
+            # each age column's mean age at `now`, for its sum and its gauge (NaN: no value)
+            lives = [
+                layout.live_age(values[i], values[event], now) if count[i] else math.nan
+                for i, _, _, _ in ages
+            ]
+            for (i, _, _, metric), live in zip(ages, lives, strict=True):
                 labels = (*metric, *tail)
                 k = count[i]
-                live = layout.live_age(values[i], values[event], now) if k else 0.0
-                add_sum((labels, k * live))
+                add_sum((labels, k * live if k else 0.0))
                 add_count((labels, float(k)))
             if decayed:
                 dcount = totals.decayed_count[li, wi].tolist()
@@ -140,8 +144,8 @@ def _gauges(engine: Engine, totals: WindowTotals, now: float) -> list[Family]:
                 flat = grid[li, wi].reshape(-1).tolist()
                 for i, fam, head, _ in decayed:
                     _row(fam, (*head, *tail), flat[i])
-            for i, fam, head, _ in ages:
-                _row(fam, (*head, *tail), layout.live_age(values[i], values[event], now))
+            for (_, fam, head, _), live in zip(ages, lives, strict=True):
+                _row(fam, (*head, *tail), live)
     return [*families.values(), sums, counts]
 
 
