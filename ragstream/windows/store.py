@@ -207,13 +207,14 @@ class WindowStore:
         total_sq = np.zeros((w, n, c))
         dcount = np.zeros((w, n, d), dtype=np.int64)
         dtotal = np.zeros((w, n, d))
-        hist = np.zeros((w, n, len(spec.histogrammed), spec.bins), dtype=np.int64)
         names = ("rows", "count", "sum", "sum_sq", "dcount", "dsum") if d else _PLAIN_TOTALS
+        hist = None
         if histograms:
+            hist = np.zeros((w, n, len(spec.histogrammed), spec.bins), dtype=np.int64)
             names = (*names, "hist")
         for j, ring in enumerate(self._table.windows.values() if n else ()):
             t = ring.totals(now, names, until)
-            if histograms:
+            if hist is not None:
                 hist[j] = merged(t["hist"])
             queries[j] = merged(t["rows"])
             count[j] = merged(t["count"])
@@ -232,7 +233,7 @@ class WindowStore:
             total_sq.transpose(1, 0, 2),
             dcount.transpose(1, 0, 2),
             dtotal.transpose(1, 0, 2),
-            hist.transpose(1, 0, 2, 3) if histograms else None,
+            None if hist is None else hist.transpose(1, 0, 2, 3),
         )
 
     def _series_layout(self) -> tuple[list[LabelSet], I64, I64]:
