@@ -200,8 +200,9 @@ def render(result: SoakResult, load: tuple[float, float] = (float("nan"), float(
             f"{s.rate:>9,.0f} {s.scrape_ms:>9.1f}"
         )
     lines.append("")
-    width = max(len(v.figure) for v in verdicts(result))
-    for v in verdicts(result):
+    found = verdicts(result)
+    width = max(len(v.figure) for v in found)
+    for v in found:
         lines.append(
             f"{'PASS' if v.ok else 'MISS'}  {v.figure:<{width}}  {v.value}   (target {v.target})"
         )

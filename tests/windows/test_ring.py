@@ -132,9 +132,8 @@ def check_windows(windows: WindowSet, refs: list[RefWindow], at: float) -> None:
     reads = windows.read(at)
     rates = SPEC.rates
     for ref in refs:
-        read = reads[
-            next(n for n, w in zip(SPEC.names, SPEC.windows, strict=True) if w == ref.length)
-        ]
+        name = read_name(ref.length)
+        read = reads[name]
         rows = ref.visible(at)
         want = plain(rows, 2, SPEC.bins)
         assert read.queries == want.rows
@@ -148,7 +147,7 @@ def check_windows(windows: WindowSet, refs: list[RefWindow], at: float) -> None:
         got = read.decay.value(at)
         assert np.all(np.abs(got - total) <= 1e-12 * scale + 1e-300), (got, total)
         assert read.decayed_sum().shape == (2, 1)
-        ring = windows.windows[read_name(ref.length)]
+        ring = windows.windows[name]
         for until in (at - 1.3, at - 7.0, at - ref.length / 2, at + 2.0):
             # the window less the buckets that start after `until`
             cut = math.floor(until / ref.width)
