@@ -19,7 +19,6 @@ source's own work); a `/metrics` scrape over HTTP is part of each sample, timed 
 from __future__ import annotations
 
 import asyncio
-import os
 import time
 import tracemalloc
 import zlib
@@ -32,6 +31,7 @@ from typing import Any
 import aiohttp
 
 from bench.pipeline_data import DataConfig, blocks
+from bench.scrape_timing import rss_bytes
 from ragstream.agent import Agent
 from ragstream.config import JoinSettings, LabelSettings, Settings, WindowSettings
 from ragstream.events import Message
@@ -47,7 +47,6 @@ __all__ = [
     "SoakConfig",
     "SoakResult",
     "SoakSource",
-    "rss_mib",
     "run_soak",
     "soak_data",
 ]
@@ -61,17 +60,10 @@ SOAK_LABEL_SETS = tuple(
 )
 """Fifteen label sets: five apps by three indexes, both keys exported."""
 _TOPIC = "soak"
-_PAGE = os.sysconf("SC_PAGE_SIZE")
 _TYPE_AT = slice(9, 12)
 """Where the event type starts in the generator's JSON (`{"type":"...`)."""
 _TYPES = {b"ret": "retrieval", b"fee": "feedback", b"ans": "answer"}
 _TRACE_FRAMES = 6
-
-
-def rss_mib() -> float:
-    """Resident set size of this process now, from /proc/self/statm, in MiB."""
-    with open("/proc/self/statm") as f:
-        return int(f.read().split()[1]) * _PAGE / 2**20
 
 
 @dataclass(frozen=True, slots=True)
@@ -252,10 +244,10 @@ class SoakSource:
         self.samples.append(
             Sample(
                 events=events,
-                rss_mib=rss_mib(),
+                rss_mib=rss_bytes() / 2**20,
                 open_queries=engine.open_queries,
                 pending_labels=engine.pending_labels,
-                series=len(engine.store.series()),
+                series=len(engine.store),
                 store_mib=engine.store.nbytes / 2**20,
                 judge_store_mib=judge_mib,
                 agent_seconds=agent,
