@@ -21,7 +21,7 @@ from numpy.typing import NDArray
 
 from ragstream.drift import Moments, PsiBank, ZScoreBank
 from ragstream.pipeline.drift_config import ResolvedDrift, WindowPair
-from ragstream.windows import WindowSpec, WindowStore, WindowTotals
+from ragstream.windows import WindowSpec, WindowStore
 
 __all__ = ["WindowedDrift", "WindowedDriftRead", "WindowedResult"]
 
@@ -91,16 +91,18 @@ class WindowedDrift:
 
     def evaluate(self, store: WindowStore, now: float) -> WindowedDriftRead:
         """One evaluation of every label set the store holds, at ``now``."""
-        reads: dict[float, WindowTotals] = {}
-        per_pair: list[WindowTotals] = []
-        for pair in self.resolved.pairs:
-            until = self.until(store.spec, pair, now)
-            totals = reads.get(until)
-            if totals is None:
-                totals = reads[until] = store.read_totals(
-                    now, until=until, histograms=self.psi is not None
-                )
-            per_pair.append(totals)
+        # one read per cut, of the windows of the pairs that end there
+        cuts = [self.until(store.spec, pair, now) for pair in self.resolved.pairs]
+        wanted: dict[float, set[int]] = {}
+        for until, pair in zip(cuts, self.resolved.pairs, strict=True):
+            wanted.setdefault(until, set()).update((pair.short, pair.long))
+        reads = {
+            until: store.read_totals(
+                now, until=until, histograms=self.psi is not None, windows=windows
+            )
+            for until, windows in wanted.items()
+        }
+        per_pair = [reads[until] for until in cuts]
         labelsets = per_pair[0].labelsets if per_pair else store.labelsets()
         pairs = list(zip(self.resolved.pairs, per_pair, strict=True))
         results: list[WindowedResult] = []

@@ -12,7 +12,7 @@ All series share one ring position per window length: the store follows one cloc
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from typing import Any, Self
 
 import numpy as np
@@ -181,7 +181,12 @@ class WindowStore:
         return {key: self.read(now, key) for key in self.labelsets()}
 
     def read_totals(
-        self, now: float, *, until: float | None = None, histograms: bool = False
+        self,
+        now: float,
+        *,
+        until: float | None = None,
+        histograms: bool = False,
+        windows: Collection[int] | None = None,
     ) -> WindowTotals:
         """Every label set's totals in every window at ``now`` as arrays (merged across
         partitions): O(series x columns) numpy work, from the rings' running totals.
@@ -189,7 +194,8 @@ class WindowStore:
         Equal to :meth:`read` per label set, counts exactly, sums up to float rounding.
         ``until``: each window less its buckets that start after ``until`` (e.g. the last
         minutes, whose late labels have not all arrived yet); ``histograms``: the merged
-        histograms too (`WindowTotals.histograms`).
+        histograms too (`WindowTotals.histograms`); ``windows``: only these windows (by
+        position) are read, the others stay empty (zero) in the arrays.
         """
         labelsets, sids, starts = self._series_layout()
         alone = starts.size == sids.size  # one partition per label set: nothing to merge
@@ -213,6 +219,8 @@ class WindowStore:
             hist = np.zeros((w, n, len(spec.histogrammed), spec.bins), dtype=np.int64)
             names = (*names, "hist")
         for j, ring in enumerate(self._table.windows.values() if n else ()):
+            if windows is not None and j not in windows:
+                continue
             t = ring.totals(now, names, until)
             if hist is not None:
                 hist[j] = merged(t["hist"])

@@ -75,6 +75,22 @@ def matrix_equals_reads(store: WindowStore, at: float) -> None:
     assert later.histograms is not None
     assert later.histograms.tolist() == with_hist.histograms.tolist()
     assert store.read_totals(at, until=at - 1000.0).queries.sum() == 0
+    # a read of some windows: those equal the full read's, the others are empty
+    for j in range(len(store.spec.windows)):
+        some = store.read_totals(at, histograms=True, windows={j})
+        assert some.histograms is not None
+        for name in (
+            "queries",
+            "count",
+            "total",
+            "total_sq",
+            "decayed_count",
+            "decayed_total",
+            "histograms",
+        ):
+            full, part = getattr(with_hist, name), getattr(some, name)
+            assert part[:, j].tolist() == full[:, j].tolist(), name
+            assert not np.delete(part, j, axis=1).any(), name
     assert matrix.labelsets == store.labelsets()
     mean, dmean, stderr = matrix.mean(), matrix.decayed_mean(), matrix.stderr()
     for i, labels in enumerate(matrix.labelsets):
