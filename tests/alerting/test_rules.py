@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import re
 import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -29,20 +28,14 @@ ALERTS = [
 ]
 
 
-def _promtool(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [promtool(), *args], cwd=cwd, capture_output=True, text=True, timeout=60, check=False
-    )
-
-
 def test_promtool_checks_the_rules() -> None:
-    done = _promtool("check", "rules", str(RULES), cwd=ROOT)
+    done = promtool("check", "rules", str(RULES), cwd=ROOT)
     assert done.returncode == 0, done.stdout + done.stderr
     assert "SUCCESS: 11 rules found" in done.stdout
 
 
 def test_promtool_runs_the_rules_unit_tests() -> None:
-    done = _promtool("test", "rules", TESTS.name, cwd=TESTS.parent)
+    done = promtool("test", "rules", TESTS.name, cwd=TESTS.parent)
     assert done.returncode == 0, done.stdout + done.stderr
     assert "SUCCESS" in done.stdout
 
@@ -122,7 +115,7 @@ def test_the_unit_tests_fail_when_a_threshold_or_floor_is_loosened(
     assert strict in text
     (tmp_path / RULES.name).write_text(text.replace(strict, loose))
     shutil.copy(TESTS, tmp_path / TESTS.name)
-    done = _promtool("test", "rules", TESTS.name, cwd=tmp_path)
+    done = promtool("test", "rules", TESTS.name, cwd=tmp_path)
     assert done.returncode != 0, f"still passing with {loose!r}"
     assert "FAILED" in done.stdout + done.stderr
 
@@ -196,5 +189,5 @@ def test_the_drift_example_of_docs_operations_can_fire(tmp_path: Path) -> None:
         ],
     }
     (tmp_path / "example.test.yml").write_text(yaml.safe_dump(tests, sort_keys=False))
-    done = _promtool("test", "rules", "example.test.yml", cwd=tmp_path)
+    done = promtool("test", "rules", "example.test.yml", cwd=tmp_path)
     assert done.returncode == 0, drift + "\n" + done.stdout + done.stderr

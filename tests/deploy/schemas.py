@@ -13,7 +13,6 @@ CRDs, the Compose specification, and promtool.
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
 import tempfile
 from collections.abc import Iterator
@@ -27,6 +26,8 @@ import pydantic
 import yaml
 from cloudcoil.models.prometheus_operator import v1 as operator_v1
 
+from tests.support.prometheus import promtool
+
 __all__ = [
     "KUBERNETES_VERSIONS",
     "check_rules",
@@ -35,7 +36,6 @@ __all__ = [
     "is_operator_kind",
     "kubernetes_errors",
     "operator_errors",
-    "promtool",
     "walk",
 ]
 
@@ -107,14 +107,6 @@ def compose_errors(compose: dict[str, Any]) -> list[str]:
         f"{'.'.join(str(part) for part in error.absolute_path) or '<root>'}: {error.message}"
         for error in sorted(validator.iter_errors(compose), key=lambda e: list(e.absolute_path))
     ]
-
-
-def promtool(*args: str) -> subprocess.CompletedProcess[str]:
-    """Run promtool (installed by scripts/prometheus.sh); output in `.stdout`."""
-    binary = shutil.which("promtool")
-    if binary is None:
-        raise RuntimeError("promtool is not installed: run scripts/prometheus.sh")
-    return subprocess.run([binary, *args], capture_output=True, text=True, timeout=60, check=False)
 
 
 def check_rules(groups: dict[str, Any]) -> subprocess.CompletedProcess[str]:

@@ -22,8 +22,9 @@ from ragstream.cli import main
 from ragstream.config import load_settings
 from ragstream.events.decode import decode_event
 from ragstream.sources.synthetic import LABEL_SETS
-from tests.deploy.schemas import compose_errors, promtool
+from tests.deploy.schemas import compose_errors
 from tests.support import KafkaBroker, TopicFactory, read_records
+from tests.support.prometheus import promtool
 
 ROOT = Path(__file__).parents[2]
 COMPOSE_DIR = ROOT / "deploy" / "compose"

@@ -154,9 +154,12 @@ class PrometheusServer(ServerProcess):
             time.sleep(0.5)
 
 
-def promtool() -> str:
-    """The `promtool` program (Debian's prometheus package, beside `prometheus`)."""
+def promtool(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    """Run `promtool` (Debian's prometheus package, beside `prometheus`) in `cwd`; its output
+    in `.stdout` and `.stderr`."""
     path = shutil.which("promtool")
     if path is None:
         raise PrometheusError("promtool is not installed: run scripts/prometheus.sh")
-    return path
+    return subprocess.run(
+        [path, *args], cwd=cwd, capture_output=True, text=True, timeout=60, check=False
+    )
