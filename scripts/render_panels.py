@@ -234,9 +234,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--rate", type=float, default=60.0, help="queries/s (%(default)s)")
     parser.add_argument("--output", type=Path, default=OUTPUT, help="default: %(default)s")
     args = parser.parse_args(argv)
-    if not RULES.exists():
-        print(f"{RULES} is missing", file=sys.stderr)
-        return 1
     with tempfile.TemporaryDirectory(prefix="ragstream-render-") as tmp:
         demo_args = [
             "demo",

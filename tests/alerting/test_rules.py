@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.support.prometheus import promtool
+from tests.support.prometheus import PrometheusError, PrometheusServer, promtool
 
 ROOT = Path(__file__).parents[2]
 RULES = ROOT / "deploy" / "prometheus" / "ragstream.rules.yml"
@@ -38,6 +38,17 @@ def test_promtool_runs_the_rules_unit_tests() -> None:
     done = promtool("test", "rules", TESTS.name, cwd=TESTS.parent)
     assert done.returncode == 0, done.stdout + done.stderr
     assert "SUCCESS" in done.stdout
+
+
+def test_a_test_server_refuses_a_rule_file_that_does_not_exist(tmp_path: Path) -> None:
+    """Prometheus reads a rule file as a glob: one that matches nothing loads no rules and
+    raises no error, so a test server that needs the rules refuses to start without them."""
+    server = PrometheusServer([], rule_files=[RULES, tmp_path / "ragstream.rules.yml"])
+    try:
+        with pytest.raises(PrometheusError, match=r"no such rule file: .*ragstream\.rules\.yml"):
+            server.start()
+    finally:
+        server.stop()
 
 
 def _groups() -> dict[str, list[dict[str, object]]]:

@@ -11,14 +11,10 @@ from __future__ import annotations
 
 import asyncio
 import itertools
-import json
 import math
 import re
 import threading
 import time
-import urllib.error
-import urllib.parse
-import urllib.request
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -62,43 +58,10 @@ class Scraped:
         """The names the loaded rule file records."""
         return {
             rule["name"]
-            for group in rule_groups(self.prom)
+            for group in self.prom.rule_groups()
             for rule in group["rules"]
             if rule["type"] == "recording"
         }
-
-
-def _api(prom: PrometheusServer, path: str, params: Sequence[tuple[str, str]]) -> Any:
-    """The `data` of an HTTP API answer; a refused query raises with Prometheus's reason."""
-    url = f"{prom.url}{path}?{urllib.parse.urlencode(params)}"
-    try:
-        with urllib.request.urlopen(url, timeout=30) as response:
-            body = json.loads(response.read())
-    except urllib.error.HTTPError as error:  # 400 and 422 say why in the body
-        body = json.loads(error.read() or b"{}")
-    if body.get("status") != "success":
-        raise AssertionError(f"{path} {dict(params)}: {body.get('error', body)}")
-    return body["data"]
-
-
-def query(prom: PrometheusServer, promql: str, at: float | None = None) -> list[dict[str, Any]]:
-    """An instant query's vector; a query Prometheus refuses fails with its reason."""
-    params = [("query", promql)] + ([("time", f"{at:.3f}")] if at is not None else [])
-    result: list[dict[str, Any]] = _api(prom, "/api/v1/query", params)["result"]
-    return result
-
-
-def label_values(prom: PrometheusServer, label: str, match: str) -> list[str]:
-    """The values of `label` on the series `match` selects, as Grafana's
-    `label_values(match, label)` asks for them."""
-    values: list[str] = _api(prom, f"/api/v1/label/{label}/values", [("match[]", match)])
-    return values
-
-
-def rule_groups(prom: PrometheusServer) -> list[dict[str, Any]]:
-    """The rule groups Prometheus loaded, with each rule's health (`/api/v1/rules`)."""
-    groups: list[dict[str, Any]] = _api(prom, "/api/v1/rules", [])["groups"]
-    return groups
 
 
 def _args(group: str) -> list[str]:
@@ -132,17 +95,6 @@ def _ready(agents: Sequence[AgentProcess], within: float = 90.0) -> None:
         if time.monotonic() > deadline:
             raise AssertionError(f"readiness after {within} s: {statuses}")
         time.sleep(0.5)
-
-
-def _wait(prom: PrometheusServer, promql: str, done: Any, within: float, what: str) -> None:
-    deadline = time.monotonic() + within
-    while True:
-        result = prom.query(promql)
-        if done(result):
-            return
-        if time.monotonic() > deadline:
-            raise AssertionError(f"{what}: {promql} gave {result} after {within} s")
-        time.sleep(1.0)
 
 
 class LiveTraffic:
@@ -188,8 +140,6 @@ class Setup:
 def start(setup: Setup) -> Iterator[Scraped]:
     """Produce the traffic, start both agents and Prometheus; yields once Prometheus has
     scraped everything and evaluated the rules."""
-    if not setup.rules.exists():
-        raise AssertionError(f"{setup.rules} is missing: the dashboard is tested with it")
     topic = f"grafana-{int(time.time() * 1000)}"
     asyncio.run(setup.broker.create_topic(topic, 2))
     now = time.time()
@@ -222,15 +172,10 @@ def start(setup: Setup) -> Iterator[Scraped]:
             LiveTraffic(setup.broker.bootstrap_servers, topic, stream),
             PrometheusServer([first.target, second.target], rule_files=[setup.rules]) as prom,
         ):
+            # every event of the history applied, then the recording rules evaluated
             applied = 'sum(ragstream_events_total{outcome=~"processed|late|duplicate"})'
-            _wait(
-                prom,
-                applied,
-                lambda r: bool(r) and float(r[0]["value"][1]) >= len(events),
-                120,
-                "every event of the history applied",
-            )
-            _wait(prom, "ragstream:window_mean", bool, 60, "the recording rules evaluated")
+            prom.wait_for(applied, 120, until=lambda r: float(r[0]["value"][1]) >= len(events))
+            prom.wait_for("ragstream:window_mean", 60)
             time.sleep(5)  # a few more scrapes, so that rates over the rate interval exist
             yield Scraped(prom, (first, second), len(events))
 
@@ -281,7 +226,7 @@ def variable_values(
         if parsed is None:
             raise AssertionError(f"{variable['name']}: not a label_values query")
         match = substitute(parsed["match"], chosen, variables)
-        values = sorted(label_values(prom, parsed["label"], match))
+        values = sorted(prom.label_values(parsed["label"], match))
         offered[variable["name"]] = values
         if not values:
             continue

@@ -24,8 +24,6 @@ from tests.grafana.scraped import (
     Setup,
     finite,
     metric_names,
-    query,
-    rule_groups,
     selectors,
     start,
     substitute,
@@ -118,7 +116,7 @@ def test_a_dashboard_query_returns_data(
     where: str, scraped: Scraped, values: dict[str, str]
 ) -> None:
     expr = substitute(EXPRESSIONS[where], values, VARIABLES)
-    result = query(scraped.prom, expr)
+    result = scraped.prom.query(expr)
     assert finite(result), f"{expr} returned {result}"
 
 
@@ -128,7 +126,7 @@ def test_every_selector_of_a_dashboard_query_returns_data(
 ) -> None:
     expr = substitute(EXPRESSIONS[where], values, VARIABLES)
     for selector in selectors(expr):
-        assert query(scraped.prom, selector), f"{selector} of {expr}"
+        assert scraped.prom.query(selector), f"{selector} of {expr}"
 
 
 @pytest.mark.parametrize("where", EXPRESSIONS)
@@ -147,13 +145,13 @@ def test_a_rule_reads_only_series_that_exist_and_each_of_its_selectors_returns_d
     names = metric_names(expr)
     assert names <= known, names - known
     for selector in selectors(expr):
-        assert query(scraped.prom, selector), f"{selector} of {expr}"
+        assert scraped.prom.query(selector), f"{selector} of {expr}"
     if kind == "record":
-        assert finite(query(scraped.prom, expr)), expr
+        assert finite(scraped.prom.query(expr)), expr
 
 
 def test_prometheus_evaluates_every_rule_without_error(scraped: Scraped) -> None:
-    rules = [r for g in rule_groups(scraped.prom) for r in g["rules"]]
+    rules = [r for g in scraped.prom.rule_groups() for r in g["rules"]]
     assert len(rules) == len(RULE_EXPRESSIONS)
     for rule in rules:
         assert rule["health"] == "ok", (rule["name"], rule.get("lastError"))
@@ -161,7 +159,7 @@ def test_prometheus_evaluates_every_rule_without_error(scraped: Scraped) -> None
 
 def _by_replica(scraped: Scraped, name: str, app: str, at: float, **fixed: str) -> dict[str, float]:
     matchers = ",".join([f'app="{app}"', 'window="1h"', *(f'{k}="{v}"' for k, v in fixed.items())])
-    result = query(scraped.prom, f"{name}{{{matchers}}}", at=at)
+    result = scraped.prom.query(f"{name}{{{matchers}}}", at=at)
     return {r["metric"]["instance"] + r["metric"]["index"]: float(r["value"][1]) for r in result}
 
 
@@ -190,7 +188,7 @@ def test_the_band_is_the_wilson_interval_of_the_answers_of_every_replica(
     n = sum(n for _, n in counts.values())
     assert n > 50
     assert 0 < k < n
-    shown = {name: query(scraped.prom, expr, at=at) for name, expr in exprs.items()}
+    shown = {name: scraped.prom.query(expr, at=at) for name, expr in exprs.items()}
     assert all(len(r) == 1 for r in shown.values())  # one line for the app, not one per replica
     got = {name: float(r[0]["value"][1]) for name, r in shown.items()}
     assert got["ratio"] == pytest.approx(k / n, abs=1e-12)
@@ -204,8 +202,8 @@ def test_a_retrieval_panel_draws_one_line_per_label_set_however_many_replicas(
     set, the panel one."""
     values = {"app": "$__all", "index": "$__all", "window": "5m"}
     panel = next(p for p in DASHBOARD["panels"] if p["title"] == "MRR")
-    shown = query(scraped.prom, substitute(panel["targets"][0]["expr"], values, VARIABLES))
-    per_replica = query(scraped.prom, 'ragstream_retrieval_mrr{window="5m"}')
+    shown = scraped.prom.query(substitute(panel["targets"][0]["expr"], values, VARIABLES))
+    per_replica = scraped.prom.query('ragstream_retrieval_mrr{window="5m"}')
     label_sets = {(r["metric"]["app"], r["metric"]["index"]) for r in per_replica}
     assert len(label_sets) == 3
     assert len(per_replica) == 2 * len(label_sets)
@@ -219,7 +217,7 @@ def test_the_drift_alarms_draw_one_line_per_detector_and_window_pair(scraped: Sc
     values = {"app": "$__all", "index": "$__all", "drift_metric": "$__all"}
     keys = ("app", "index", "metric", "detector", "window", "reference")
     panel = next(p for p in DASHBOARD["panels"] if p["title"] == "Drift alarms")
-    exported = query(scraped.prom, "ragstream_drift_alarm")
+    exported = scraped.prom.query("ragstream_drift_alarm")
     expected = sorted({tuple(r["metric"].get(k, "") for k in keys) for r in exported})
     assert {(e[3], e[4], e[5]) for e in expected} >= {
         ("zscore", "5m", "1h"),
@@ -227,5 +225,5 @@ def test_the_drift_alarms_draw_one_line_per_detector_and_window_pair(scraped: Sc
         ("adwin", "", ""),
     }
     for expr in (panel["targets"][0]["expr"], EXPRESSIONS["annotation 'Drift alarms'"]):
-        shown = query(scraped.prom, substitute(expr, values, VARIABLES))
+        shown = scraped.prom.query(substitute(expr, values, VARIABLES))
         assert sorted(tuple(r["metric"].get(k, "") for k in keys) for r in shown) == expected

@@ -12,9 +12,10 @@ import shutil
 import subprocess
 import tempfile
 import time
+import urllib.error
 import urllib.parse
 import urllib.request
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -59,6 +60,9 @@ class PrometheusServer(ServerProcess):
         path = shutil.which(self.binary)
         if path is None:
             raise PrometheusError("prometheus is not installed: run scripts/prometheus.sh")
+        # a rule file is a glob to Prometheus: one that matches nothing loads no rules, silently
+        if missing := [str(f) for f in self.rule_files if not f.is_file()]:
+            raise PrometheusError(f"no such rule file: {', '.join(missing)}")
         config = self._dir / "prometheus.yml"
         config.write_text(
             "global:\n"
@@ -108,17 +112,23 @@ class PrometheusServer(ServerProcess):
         terminate(proc, 15)
         shutil.rmtree(self._dir, ignore_errors=True)
 
+    def api(self, path: str, params: Sequence[tuple[str, str]] = (), timeout: float = 30.0) -> Any:
+        """The `data` of an answer of the HTTP API (`/api/v1/...`); a refused request raises
+        with Prometheus's reason."""
+        url = f"{self.url}{path}?{urllib.parse.urlencode(params)}"
+        try:
+            with urllib.request.urlopen(url, timeout=timeout) as response:
+                body = json.loads(response.read())
+        except urllib.error.HTTPError as error:  # 400 and 422 say why in the body
+            body = json.loads(error.read() or b"{}")
+        if body.get("status") != "success":
+            raise PrometheusError(f"{path} {dict(params)}: {body.get('error', body)}")
+        return body["data"]
+
     def query(self, promql: str, at: float | None = None) -> list[dict[str, Any]]:
         """An instant query; returns the result vector (`[{"metric": {...}, "value": [t, v]}]`)."""
-        params = {"query": promql}
-        if at is not None:
-            params["time"] = f"{at:.3f}"
-        url = f"{self.url}/api/v1/query?{urllib.parse.urlencode(params)}"
-        with urllib.request.urlopen(url, timeout=10) as response:
-            body = json.loads(response.read())
-        if body.get("status") != "success":
-            raise PrometheusError(f"query {promql!r} failed: {body}")
-        result: list[dict[str, Any]] = body["data"]["result"]
+        params = [("query", promql)] + ([("time", f"{at:.3f}")] if at is not None else [])
+        result: list[dict[str, Any]] = self.api("/api/v1/query", params, timeout=10)["result"]
         return result
 
     def query_range(
@@ -126,31 +136,44 @@ class PrometheusServer(ServerProcess):
     ) -> list[dict[str, Any]]:
         """A range query; returns the result matrix (`[{"metric": {...}, "values": [[t, v],
         ...]}]`)."""
-        params = {"query": promql, "start": f"{start:.3f}", "end": f"{end:.3f}", "step": str(step)}
-        url = f"{self.url}/api/v1/query_range?{urllib.parse.urlencode(params)}"
-        with urllib.request.urlopen(url, timeout=30) as response:
-            body = json.loads(response.read())
-        if body.get("status") != "success":
-            raise PrometheusError(f"query {promql!r} failed: {body}")
-        result: list[dict[str, Any]] = body["data"]["result"]
+        params = [("query", promql), ("start", f"{start:.3f}"), ("end", f"{end:.3f}")]
+        params.append(("step", str(step)))
+        result: list[dict[str, Any]] = self.api("/api/v1/query_range", params)["result"]
         return result
 
     def alerts(self) -> list[dict[str, Any]]:
         """The alerts the server holds now, pending or firing (`/api/v1/alerts`)."""
-        with urllib.request.urlopen(self.url + "/api/v1/alerts", timeout=10) as response:
-            body = json.loads(response.read())
-        alerts: list[dict[str, Any]] = body["data"]["alerts"]
+        alerts: list[dict[str, Any]] = self.api("/api/v1/alerts", timeout=10)["alerts"]
         return alerts
 
-    def wait_for(self, promql: str, within: float = 30.0, count: int = 1) -> list[dict[str, Any]]:
-        """Poll `promql` until it returns at least `count` series."""
+    def label_values(self, label: str, match: str) -> list[str]:
+        """The values of `label` on the series `match` selects (as Grafana's
+        `label_values(match, label)` asks for them)."""
+        values: list[str] = self.api(f"/api/v1/label/{label}/values", [("match[]", match)])
+        return values
+
+    def rule_groups(self) -> list[dict[str, Any]]:
+        """The rule groups the server loaded, with each rule's health (`/api/v1/rules`)."""
+        groups: list[dict[str, Any]] = self.api("/api/v1/rules")["groups"]
+        return groups
+
+    def wait_for(
+        self,
+        promql: str,
+        within: float = 30.0,
+        count: int = 1,
+        until: Callable[[list[dict[str, Any]]], bool] | None = None,
+    ) -> list[dict[str, Any]]:
+        """Poll `promql` until it returns at least `count` series (and `until` holds of them)."""
         deadline = time.monotonic() + within
         while True:
             result = self.query(promql)
-            if len(result) >= count:
+            if len(result) >= count and (until is None or until(result)):
                 return result
             if time.monotonic() > deadline:
-                raise PrometheusError(f"{promql!r} returned {len(result)} series after {within} s")
+                raise PrometheusError(
+                    f"{promql!r} returned {len(result)} series after {within} s: {result[:3]}"
+                )
             time.sleep(0.5)
 
 
