@@ -25,7 +25,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from ragstream.sources.synthetic import SyntheticConfig, SyntheticTraffic, TimedEvent
 from tests.support import KafkaBroker, produce_records
-from tests.support.agent_process import AgentProcess
+from tests.support.agent_process import AgentProcess, wait_ready
 from tests.support.prometheus import PrometheusServer
 
 ROOT = Path(__file__).parents[2]
@@ -84,17 +84,6 @@ def _args(group: str) -> list[str]:
     for key, value in settings.items():
         args += ["--set", f"{key}={value}"]
     return args
-
-
-def _ready(agents: Sequence[AgentProcess], within: float = 90.0) -> None:
-    deadline = time.monotonic() + within
-    while True:
-        statuses = [agent.get("/readyz")[0] for agent in agents]
-        if statuses == [200] * len(agents):
-            return
-        if time.monotonic() > deadline:
-            raise AssertionError(f"readiness after {within} s: {statuses}")
-        time.sleep(0.5)
 
 
 class LiveTraffic:
@@ -162,7 +151,7 @@ def start(setup: Setup) -> Iterator[Scraped]:
     first = AgentProcess(_args("grafana"), setup.logs / "first.log", env=env)
     second = AgentProcess(_args("grafana"), setup.logs / "second.log", env=env)
     with first, second:
-        _ready([first, second])  # one partition each, before any event exists
+        wait_ready([first, second])  # one partition each, before any event exists
         asyncio.run(
             produce_records(
                 setup.broker.bootstrap_servers, topic, [(e.key, e.value) for e in events]

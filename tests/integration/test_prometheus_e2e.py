@@ -13,7 +13,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from ragstream.sources.synthetic import SyntheticConfig, SyntheticTraffic
 from tests.support import KafkaBroker, TopicFactory, produce_records
-from tests.support.agent_process import running_agent
+from tests.support.agent_process import running_agent, wait_ready
 from tests.support.prometheus import PrometheusServer
 
 pytestmark = pytest.mark.prometheus
@@ -106,20 +106,6 @@ async def test_prometheus_scrapes_the_demo_and_sees_every_documented_series(
             assert apps == {"support", "search", "docs"}
 
 
-async def _both_ready(*urls: str, within: float = 90.0) -> None:
-    deadline = time.monotonic() + within
-    async with aiohttp.ClientSession() as http:
-        while True:
-            statuses = []
-            for url in urls:
-                async with http.get(url + "/readyz") as response:
-                    statuses.append(response.status)
-            if statuses == [200] * len(urls):
-                return
-            assert time.monotonic() < deadline, f"readiness: {statuses}"
-            await asyncio.sleep(0.5)
-
-
 def _quantile(q: float, buckets: list[tuple[float, float]]) -> float:
     """Prometheus's histogram_quantile on cumulative (upper bound, count) pairs."""
     buckets = sorted(buckets)
@@ -167,7 +153,8 @@ async def test_two_agents_on_kafka_live_decay_and_a_quantile_across_replicas(
         running_agent(args, tmp_path / "a.log", env) as first,
         running_agent(args, tmp_path / "b.log", env) as second,
     ):
-        await _both_ready(first.url, second.url)  # one partition each, before any event exists
+        # one partition each, before any event exists
+        await asyncio.to_thread(wait_ready, [first, second])
         await produce_records(
             kafka_broker.bootstrap_servers, topic, [(e.key, e.value) for e in events]
         )

@@ -17,7 +17,7 @@ from pathlib import Path
 from tests.support.kafka_files import free_port
 from tests.support.process import ServerProcess, terminate
 
-__all__ = ["AgentProcess", "AgentProcessError", "running_agent"]
+__all__ = ["AgentProcess", "AgentProcessError", "running_agent", "wait_ready"]
 
 
 class AgentProcessError(RuntimeError):
@@ -99,6 +99,18 @@ class AgentProcess(ServerProcess):
     def stop(self) -> None:
         proc, self._proc = self._proc, None
         terminate(proc, 30)
+
+
+def wait_ready(agents: Sequence[AgentProcess], within: float = 90.0) -> None:
+    """Wait until every agent's /readyz answers 200 (on a broker: each owns its partitions)."""
+    deadline = time.monotonic() + within
+    while True:
+        statuses = [agent.get("/readyz")[0] for agent in agents]
+        if statuses == [200] * len(agents):
+            return
+        if time.monotonic() > deadline:
+            raise AgentProcessError(f"readiness after {within} s: {statuses}")
+        time.sleep(0.5)
 
 
 @asynccontextmanager
