@@ -5,16 +5,10 @@
 # npm (Debian's packages, installed when missing and root). Idempotent: does nothing when
 # node_modules matches the lockfile.
 set -euo pipefail
+source "$(dirname "$0")/_apt.sh"
 cd "$(dirname "$0")/../tests/grafana/schema"
 if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
-  if [ "$(id -u)" -ne 0 ]; then
-    echo "node and npm are not installed and this is not root: run 'sudo apt-get install nodejs npm'" >&2
-    exit 1
-  fi
-  echo "grafana_schema.sh: installing Debian's nodejs and npm packages with apt-get" >&2
-  export DEBIAN_FRONTEND=noninteractive
-  apt-get update -qq
-  apt-get install -y -qq --no-install-recommends nodejs npm >/dev/null
+  apt_install nodejs npm
 fi
 # npm ci writes node_modules/.package-lock.json; a copy of the lockfile beside it says
 # which lockfile that install came from.

@@ -5,14 +5,8 @@ set -euo pipefail
 if command -v prometheus >/dev/null 2>&1 && command -v promtool >/dev/null 2>&1; then
   exit 0
 fi
-if [ "$(id -u)" -ne 0 ]; then
-  echo "prometheus is not installed and this is not root: run 'sudo apt-get install prometheus'" >&2
-  exit 1
-fi
-echo "prometheus.sh: installing Debian's prometheus package with apt-get (about 20 MB)" >&2
-export DEBIAN_FRONTEND=noninteractive
-apt-get update -qq
-apt-get install -y -qq --no-install-recommends prometheus >/dev/null
+source "$(dirname "$0")/_apt.sh"
+apt_install prometheus  # about 20 MB
 # The package starts a system service where systemd runs; the tests start their own server.
 if command -v systemctl >/dev/null 2>&1 && systemctl is-active --quiet prometheus 2>/dev/null; then
   systemctl stop prometheus || true
