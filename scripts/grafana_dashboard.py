@@ -425,17 +425,15 @@ def _generation(labels: Labels) -> Row:
 
 
 DETECTORS = (
-    ("zscore", "Signed Welch z of the short window against the rest of the long one", "short"),
-    ("psi", "Population stability index between the two windows' histograms", "short"),
+    ("zscore", "Signed Welch z of the short window against the rest of the long one"),
+    ("psi", "Population stability index between the two windows' histograms"),
     (
         "page_hinkley",
         "Page-Hinkley statistic on final per-query values, over its alarm level (1 = alarm)",
-        "short",
     ),
     (
         "adwin",
         "ADWIN's largest cut statistic on final per-query values, over its alarm level (1 = alarm)",
-        "short",
     ),
 )
 
@@ -454,7 +452,7 @@ def drift_alarms(labels: Labels) -> str:
 
 def _drift(labels: Labels) -> Row:
     panels = []
-    for detector, what, unit in DETECTORS:
+    for detector, what in DETECTORS:
         sel = labels.select(detector=detector)
         expr = (
             f"max by ({labels.by('metric', 'window', 'reference')}) "
@@ -466,7 +464,7 @@ def _drift(labels: Labels) -> Row:
                 f"{what}. The highest score over the replicas (each replica's detectors see "
                 "its own partitions; scores do not add up).",
                 targets((expr, labels.legend("metric", "window", "reference"))),
-                unit=unit,
+                unit="short",
                 width=12,
                 minimum=None,
             )
@@ -651,10 +649,9 @@ def variables(labels: Labels) -> list[Json]:
             "current": {"text": "Prometheus", "value": "prometheus"},
         }
     ]
-    chosen: list[str] = []
-    for key in labels.keys:
+    for i, key in enumerate(labels.keys):
         # each key's values among the label sets the keys before it select
-        scope = ",".join(f'{k}=~"${k}"' for k in chosen)
+        scope = Labels(labels.keys[:i]).matchers()
         metric = f"ragstream_window_queries{{{scope}}}" if scope else "ragstream_window_queries"
         out.append(
             _query_variable(
@@ -665,7 +662,6 @@ def variables(labels: Labels) -> list[Json]:
                 description=f"Service label `{key}` (labels.keys of the agent)",
             )
         )
-        chosen.append(key)
     out += [
         _query_variable(
             "window",
