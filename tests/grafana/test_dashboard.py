@@ -3,34 +3,23 @@ use only variables it defines and series the docs and the rule file name."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import re
 import subprocess
 import sys
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import pytest
 
+from tests.grafana.generator import SCRIPT, generator
+
 ROOT = Path(__file__).parents[2]
-SCRIPT = ROOT / "scripts" / "grafana_dashboard.py"
 DASHBOARD = ROOT / "grafana" / "ragstream-dashboard.json"
 BUILTINS = {"__rate_interval", "__interval", "__range"}
 
 
-def _generator() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("grafana_dashboard", SCRIPT)
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up
-    spec.loader.exec_module(module)
-    return module
-
-
-gen = _generator()
+gen = generator()
 
 
 def _run(*args: str) -> subprocess.CompletedProcess[str]:

@@ -5,19 +5,17 @@ record. Each test is named by the panel, query or rule it checks."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import pytest
 import yaml
 
 from ragstream.judging.results import wilson_interval
+from tests.grafana.generator import generator
 from tests.grafana.scraped import (
     RULES,
     Scraped,
@@ -38,18 +36,7 @@ DASHBOARD: dict[str, Any] = json.loads((ROOT / "grafana" / "ragstream-dashboard.
 VARIABLES = {v["name"]: v for v in DASHBOARD["templating"]["list"]}
 
 
-def _generator() -> ModuleType:
-    path = ROOT / "scripts" / "grafana_dashboard.py"
-    spec = importlib.util.spec_from_file_location("grafana_dashboard", path)
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-EXPRESSIONS = dict(_generator().expressions(DASHBOARD))
+EXPRESSIONS = dict(generator().expressions(DASHBOARD))
 
 
 def _rules() -> dict[str, tuple[str, str]]:
