@@ -32,24 +32,18 @@ def _first(dashboard: Json, kind: str) -> Json:
     return panel
 
 
-def _set(path: list[str | int], value: object) -> Callable[[Json], None]:
-    def mutate(dashboard: Json) -> None:
-        node: Any = dashboard
-        for key in path[:-1]:
-            node = node[key]
-        node[path[-1]] = value
+def _put(node: Any, path: list[str | int], value: object) -> None:
+    for key in path[:-1]:
+        node = node[key]
+    node[path[-1]] = value
 
-    return mutate
+
+def _set(path: list[str | int], value: object) -> Callable[[Json], None]:
+    return lambda dashboard: _put(dashboard, path, value)
 
 
 def _in_timeseries(path: list[str | int], value: object) -> Callable[[Json], None]:
-    def mutate(dashboard: Json) -> None:
-        node: Any = _first(dashboard, "timeseries")
-        for key in path[:-1]:
-            node = node[key]
-        node[path[-1]] = value
-
-    return mutate
+    return lambda dashboard: _put(_first(dashboard, "timeseries"), path, value)
 
 
 # Each is one mistake Grafana's schema forbids; the check must name it.
