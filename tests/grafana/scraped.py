@@ -44,7 +44,6 @@ DRIFT_BEFORE_NOW = 600.0
 class Scraped:
     prom: PrometheusServer
     agents: Sequence[AgentProcess]
-    events: int
 
     def exported(self) -> set[str]:
         """Every sample name the agents' /metrics serve (with _bucket, _count, _sum, _total)."""
@@ -119,18 +118,11 @@ class LiveTraffic:
         self._thread.join(timeout=30)
 
 
-@dataclass(frozen=True, slots=True)
-class Setup:
-    broker: KafkaBroker
-    logs: Path
-    rules: Path = RULES
-
-
-def start(setup: Setup) -> Iterator[Scraped]:
-    """Produce the traffic, start both agents and Prometheus; yields once Prometheus has
-    scraped everything and evaluated the rules."""
+def start(broker: KafkaBroker, logs: Path) -> Iterator[Scraped]:
+    """Produce the traffic, start both agents (their logs in `logs`) and Prometheus; yields
+    once Prometheus has scraped everything and evaluated the rules."""
     topic = f"grafana-{int(time.time() * 1000)}"
-    asyncio.run(setup.broker.create_topic(topic, 2))
+    asyncio.run(broker.create_topic(topic, 2))
     now = time.time()
     traffic = SyntheticTraffic(
         SyntheticConfig(
@@ -145,28 +137,26 @@ def start(setup: Setup) -> Iterator[Scraped]:
     stream = traffic.stream()
     events = list(itertools.takewhile(lambda e: e.arrival < now, stream))
     env = {
-        "RAGSTREAM_KAFKA__BOOTSTRAP_SERVERS": setup.broker.bootstrap_servers,
+        "RAGSTREAM_KAFKA__BOOTSTRAP_SERVERS": broker.bootstrap_servers,
         "RAGSTREAM_KAFKA__TOPICS": f'["{topic}"]',
     }
-    first = AgentProcess(_args("grafana"), setup.logs / "first.log", env=env)
-    second = AgentProcess(_args("grafana"), setup.logs / "second.log", env=env)
+    first = AgentProcess(_args("grafana"), logs / "first.log", env=env)
+    second = AgentProcess(_args("grafana"), logs / "second.log", env=env)
     with first, second:
         wait_ready([first, second])  # one partition each, before any event exists
         asyncio.run(
-            produce_records(
-                setup.broker.bootstrap_servers, topic, [(e.key, e.value) for e in events]
-            )
+            produce_records(broker.bootstrap_servers, topic, [(e.key, e.value) for e in events])
         )
         with (
-            LiveTraffic(setup.broker.bootstrap_servers, topic, stream),
-            PrometheusServer([first.target, second.target], rule_files=[setup.rules]) as prom,
+            LiveTraffic(broker.bootstrap_servers, topic, stream),
+            PrometheusServer([first.target, second.target], rule_files=[RULES]) as prom,
         ):
             # every event of the history applied, then the recording rules evaluated
             applied = 'sum(ragstream_events_total{outcome=~"processed|late|duplicate"})'
             prom.wait_for(applied, 120, until=lambda r: float(r[0]["value"][1]) >= len(events))
             prom.wait_for("ragstream:window_mean", 60)
             time.sleep(5)  # a few more scrapes, so that rates over the rate interval exist
-            yield Scraped(prom, (first, second), len(events))
+            yield Scraped(prom, (first, second))
 
 
 # --- Grafana's side: variables and their substitution ----------------------------------------

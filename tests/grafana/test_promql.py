@@ -19,7 +19,6 @@ from tests.grafana.generator import generator
 from tests.grafana.scraped import (
     RULES,
     Scraped,
-    Setup,
     finite,
     metric_names,
     selectors,
@@ -62,7 +61,7 @@ RULE_EXPRESSIONS = _rules()
 def scraped(
     kafka_broker: KafkaBroker, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[Scraped]:
-    yield from start(Setup(kafka_broker, tmp_path_factory.mktemp("agents")))
+    yield from start(kafka_broker, tmp_path_factory.mktemp("agents"))
 
 
 @pytest.fixture(scope="module", params=["one value", "All"])
