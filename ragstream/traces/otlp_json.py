@@ -24,11 +24,12 @@ import msgspec
 from ragstream.events import DecodeError
 from ragstream.events.guard import readable
 from ragstream.traces.conventions import TraceMapping
-from ragstream.traces.spans import READ_KINDS, Span, SpanBatch, check_size, skipped_kind
+from ragstream.traces.spans import READ_KINDS, IdNames, Span, SpanBatch, check_size
 
 __all__ = ["read_json"]
 
 _decode = msgspec.json.Decoder().decode
+_ID_NAMES: IdNames = ("traceId", "spanId", "parentSpanId")
 
 
 class _SchemaError(ValueError):
@@ -79,18 +80,10 @@ def _walk(data: Mapping[str, Any], mapping: TraceMapping) -> SpanBatch:
                 parent = _hex(span.get("parentSpanId"), f"{where}.parentSpanId")
                 trace_id = _hex(span.get("traceId"), f"{where}.traceId")
                 if kind not in READ_KINDS:
-                    out.skipped[skipped_kind(kind)] += 1
-                    if not parent and len(trace_id) == 32:
-                        out.roots.append(trace_id)
+                    out.skip(kind, "" if parent else trace_id)
                     continue
                 span_id = _hex(span.get("spanId"), f"{where}.spanId")
-                if len(trace_id) != 32 or trace_id == "0" * 32:
-                    out.errors.append(DecodeError("schema", f"{where}: traceId is not 16 bytes"))
-                    continue
-                if len(span_id) != 16 or len(parent) not in (0, 16):
-                    out.errors.append(
-                        DecodeError("schema", f"{where}: spanId or parentSpanId not 8 bytes")
-                    )
+                if not out.ids_valid(trace_id, span_id, parent, where, _ID_NAMES):
                     continue
                 if resource is None:
                     holder = resource_spans.get("resource") or {}

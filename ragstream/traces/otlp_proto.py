@@ -17,9 +17,11 @@ from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
 
 from ragstream.events import DecodeError
 from ragstream.traces.conventions import TraceMapping
-from ragstream.traces.spans import READ_KINDS, Span, SpanBatch, check_size, skipped_kind
+from ragstream.traces.spans import READ_KINDS, IdNames, Span, SpanBatch, check_size
 
 __all__ = ["decode_proto", "read_proto", "value_of"]
+
+_ID_NAMES: IdNames = ("trace_id", "span_id", "parent_span_id")
 
 
 def decode_proto(value: bytes, max_bytes: int) -> ExportTraceServiceRequest:
@@ -65,29 +67,22 @@ def walk(request: ExportTraceServiceRequest, mapping: TraceMapping) -> SpanBatch
                         raw = value_of(kv.value)
                         kind = raw.upper() if isinstance(raw, str) else "other"
                         break
-                root = not span.parent_span_id
                 if kind not in READ_KINDS:
-                    out.skipped[skipped_kind(kind)] += 1
-                    if root and len(span.trace_id) == 16:
-                        out.roots.append(span.trace_id.hex())
+                    out.skip(kind, "" if span.parent_span_id else span.trace_id.hex())
                     continue
                 where = f"resource_spans.{r}.scope_spans.{s}.spans.{i}"
-                if len(span.trace_id) != 16 or not any(span.trace_id):
-                    out.errors.append(DecodeError("schema", f"{where}: trace_id is not 16 bytes"))
-                    continue
-                if len(span.span_id) != 8 or len(span.parent_span_id) not in (0, 8):
-                    out.errors.append(
-                        DecodeError("schema", f"{where}: span_id or parent_span_id not 8 bytes")
-                    )
+                trace_id, span_id = span.trace_id.hex(), span.span_id.hex()
+                parent_id = span.parent_span_id.hex()
+                if not out.ids_valid(trace_id, span_id, parent_id, where, _ID_NAMES):
                     continue
                 if resource is None:
                     resource = _attributes(resource_spans.resource.attributes)
                 nanos = span.end_time_unix_nano or span.start_time_unix_nano
                 out.spans.append(
                     Span(
-                        trace_id=span.trace_id.hex(),
-                        span_id=span.span_id.hex(),
-                        parent_id=span.parent_span_id.hex(),
+                        trace_id=trace_id,
+                        span_id=span_id,
+                        parent_id=parent_id,
                         kind=kind,
                         end=nanos / 1e9,
                         attributes=_attributes(attributes),

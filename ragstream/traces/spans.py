@@ -10,11 +10,15 @@ from typing import Any
 from ragstream.events import DecodeError
 from ragstream.traces.conventions import ANSWER_KINDS, SPAN_KINDS
 
-__all__ = ["READ_KINDS", "Span", "SpanBatch", "check_size", "skipped_kind"]
+__all__ = ["READ_KINDS", "IdNames", "Span", "SpanBatch", "check_size", "skipped_kind"]
 
 READ_KINDS = ANSWER_KINDS | {"RETRIEVER"}
 """The span kinds the mapping reads."""
 _KNOWN_KINDS = frozenset(SPAN_KINDS)
+_ZERO_TRACE_ID = "0" * 32
+
+IdNames = tuple[str, str, str]
+"""How a format spells the trace id, span id and parent span id fields."""
 
 
 def skipped_kind(kind: str | None) -> str:
@@ -63,3 +67,25 @@ class SpanBatch:
     """Spans not read, by kind (`none` without one, `other` for an unknown value)."""
     errors: list[DecodeError] = field(default_factory=list)
     """Read spans that cannot be mapped (malformed ids)."""
+
+    def skip(self, kind: str | None, root_trace_id: str) -> None:
+        """Count a span that is not read; `root_trace_id`: its trace id when it is a root
+        span (else empty), kept when it is 32 hex digits."""
+        self.skipped[skipped_kind(kind)] += 1
+        if len(root_trace_id) == 32:
+            self.roots.append(root_trace_id)
+
+    def ids_valid(
+        self, trace_id: str, span_id: str, parent_id: str, where: str, names: IdNames
+    ) -> bool:
+        """Whether a read span's ids (hex) have OTLP's sizes, its trace id not all zero;
+        when not, a `schema` error naming the fields (`names`, as the format spells them)
+        is kept."""
+        if len(trace_id) != 32 or trace_id == _ZERO_TRACE_ID:
+            self.errors.append(DecodeError("schema", f"{where}: {names[0]} is not 16 bytes"))
+            return False
+        if len(span_id) != 16 or len(parent_id) not in (0, 16):
+            detail = f"{where}: {names[1]} or {names[2]} not 8 bytes"
+            self.errors.append(DecodeError("schema", detail))
+            return False
+        return True
