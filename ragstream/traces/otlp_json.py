@@ -151,12 +151,16 @@ def _attributes(items: list[Any], where: str) -> dict[str, Any]:
     for n, kv in enumerate(items):
         if not isinstance(kv, dict) or not isinstance(kv.get("key", ""), str):
             raise _SchemaError(f"{where}.{n}: a key-value object is expected")
-        out[kv.get("key", "")] = _any(kv.get("value"), f"{where}.{n}.value")
+        try:
+            out[kv.get("key", "")] = _any(kv.get("value"), "")
+        except _SchemaError as error:  # its place, written out only when it is needed
+            raise _SchemaError(f"{where}.{n}.value{error}") from None
     return out
 
 
 def _any(value: Any, where: str) -> Any:
-    """An AnyValue as Python, as `otlp_proto.value_of` gives it."""
+    """An AnyValue as Python, as `otlp_proto.value_of` gives it; every error's detail
+    starts with `where` (so a caller may pass "" and put the place in front)."""
     if value is None:
         return None
     if not isinstance(value, dict):
