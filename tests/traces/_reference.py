@@ -19,12 +19,25 @@ from ragstream.events import (
     feedback_event,
     retrieval_event,
 )
-from ragstream.pipeline.engine import Engine
+from ragstream.pipeline.engine import Engine, EngineConfig
 from tests.traces._rag import Request
 
-__all__ = ["assert_same_state", "feedback_messages", "reference_messages"]
+__all__ = ["assert_same_state", "engine_config", "feedback_messages", "reference_messages"]
 
 LABELS = {"service": "support-bot"}
+
+
+def engine_config(traces: str | None = None, encoding: str = "otlp_proto") -> EngineConfig:
+    """The engines compared: spans on the topic `traces` in `encoding`; None: the reference,
+    which reads the app's own events."""
+    return EngineConfig(
+        cutoffs=(1, 3),
+        half_lives=(86400.0,),
+        windows=(60.0, 3600.0, 86400.0),
+        clock="event",
+        label_keys=("service",),
+        formats=() if traces is None else ((traces, encoding),),
+    )
 
 
 def _times(spans: Sequence[ReadableSpan], trace_id: str) -> tuple[float, float]:

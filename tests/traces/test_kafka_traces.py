@@ -5,18 +5,22 @@ the app's own events."""
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import time
 
 import numpy as np
 import pytest
 
-from ragstream.pipeline.engine import Engine, EngineConfig
+from ragstream.pipeline.engine import Engine
 from ragstream.pipeline.runner import Runner
 from ragstream.sources.kafka import KafkaSource, KafkaSourceConfig
 from tests.support import KafkaBroker, TopicFactory, produce_records
 from tests.traces._rag import RagApp
-from tests.traces._reference import assert_same_state, feedback_messages, reference_messages
+from tests.traces._reference import (
+    assert_same_state,
+    engine_config,
+    feedback_messages,
+    reference_messages,
+)
 
 pytestmark = pytest.mark.filterwarnings("ignore:Calling .text\\(\\) as a method:DeprecationWarning")
 
@@ -25,17 +29,6 @@ QUESTIONS = [
     for verb in ("reset", "change", "close")
     for thing in ("password", "email", "account", "plan")
 ]
-
-
-def _config(traces: str) -> EngineConfig:
-    return EngineConfig(
-        cutoffs=(1, 3),
-        half_lives=(86400.0,),
-        windows=(60.0, 3600.0, 86400.0),
-        clock="event",
-        label_keys=("service",),
-        formats=((traces, "otlp_proto"),),
-    )
 
 
 async def test_traces_and_feedback_through_kafka_equal_the_apps_own_events(
@@ -66,7 +59,7 @@ async def test_traces_and_feedback_through_kafka_equal_the_apps_own_events(
         )
     )
     await source.start()
-    engine = Engine(_config(traces))
+    engine = Engine(engine_config(traces))
     runner = Runner(engine, source)
     expected = 2 * len(requests) + len(labels) + 1
     task = asyncio.create_task(runner.run())
@@ -82,7 +75,7 @@ async def test_traces_and_feedback_through_kafka_equal_the_apps_own_events(
         await source.stop()
     assert engine.invalid == {"bad_protobuf": 1}
     assert set(engine.joins) == {0, 1}  # both partitions carried traces
-    reference = Engine(dataclasses.replace(_config(traces), formats=()))
+    reference = Engine(engine_config())
     reference.apply(reference_messages(requests, spans))
     reference.apply(labels)
     assert_same_state(engine, reference, invalid=1)

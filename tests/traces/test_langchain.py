@@ -3,7 +3,6 @@ formats: the agent gets from them the events the app would have sent itself."""
 
 from __future__ import annotations
 
-import dataclasses
 import itertools
 import json
 import random
@@ -13,9 +12,14 @@ import numpy as np
 import pytest
 
 from ragstream.events import DecodedAnswer, Message
-from ragstream.pipeline.engine import BatchReport, Engine, EngineConfig
+from ragstream.pipeline.engine import BatchReport, Engine
 from tests.traces._rag import RagApp, Request, per_trace
-from tests.traces._reference import assert_same_state, feedback_messages, reference_messages
+from tests.traces._reference import (
+    assert_same_state,
+    engine_config,
+    feedback_messages,
+    reference_messages,
+)
 
 pytestmark = pytest.mark.filterwarnings("ignore:Calling .text\\(\\) as a method:DeprecationWarning")
 
@@ -28,21 +32,6 @@ QUESTIONS = [
     "invite a colleague to the team",
 ]
 TRACES, FEEDBACK = "otlp_spans", "rag-feedback"
-
-
-def _config(encoding: str = "otlp_proto") -> EngineConfig:
-    return EngineConfig(
-        cutoffs=(1, 3),
-        half_lives=(86400.0,),
-        windows=(60.0, 3600.0, 86400.0),
-        clock="event",
-        label_keys=("service",),
-        formats=((TRACES, encoding),),
-    )
-
-
-def _reference_config() -> EngineConfig:
-    return dataclasses.replace(_config(), formats=())
 
 
 def _ask(app: RagApp, questions: Sequence[str]) -> tuple[list[Request], list]:  # type: ignore[type-arg]
@@ -70,9 +59,9 @@ def test_traces_give_the_events_the_app_would_send(rag_app: RagApp, encoding: st
     spans = [s for export in exports for s in export]
     traces = _messages(per_trace(spans, encoding))  # one request per trace
     feedback = feedback_messages(requests, spans, FEEDBACK)
-    ours = Engine(_config(encoding))
+    ours = Engine(engine_config(TRACES, encoding))
     answers = _run(ours, [traces, feedback])
-    reference = Engine(_reference_config())
+    reference = Engine(engine_config())
     expected = _run(reference, [reference_messages(requests, spans), feedback])
     assert_same_state(ours, reference)
     assert answers == expected
@@ -105,7 +94,7 @@ def test_a_trace_split_across_messages_arrives_in_any_order(rag_app: RagApp) -> 
     spans = [s for export in exports for s in export]
     single = _messages([m for export in exports for m in per_trace(export, "otlp_proto")])
     assert len(single) == 7 * 3
-    reference = Engine(_reference_config())
+    reference = Engine(engine_config())
     expected = _run(reference, [reference_messages(requests, spans)])
     rng = random.Random(7)
     orders = [
@@ -115,7 +104,7 @@ def test_a_trace_split_across_messages_arrives_in_any_order(rag_app: RagApp) -> 
         rng.sample(single, len(single)),
     ]
     for order, one_batch in itertools.product(orders, [True, False]):
-        ours = Engine(_config())
+        ours = Engine(engine_config(TRACES))
         batches = [order] if one_batch else [[m] for m in order]
         answers = _run(ours, batches)
         assert sorted(answers, key=lambda a: a.query_id) == sorted(
@@ -136,17 +125,17 @@ def test_state_moves_with_the_partition_between_the_spans_of_a_trace(rag_app: Ra
     # the retriever spans come last: every trace waits on the replica that adopts it
     first = [m for m, name in zip(single, names, strict=True) if name != "VectorStoreRetriever"]
     rest = [m for m, name in zip(single, names, strict=True) if name == "VectorStoreRetriever"]
-    whole = Engine(_config())
+    whole = Engine(engine_config(TRACES))
     expected = _run(whole, [first, rest])
     assert len(expected) == 3
-    before = Engine(_config())
+    before = Engine(engine_config(TRACES))
     _run(before, [first])
     assert before.traces is not None
     assert before.traces.open_traces == 3
     state = json.loads(json.dumps(before.export_partitions({0})[0]))
-    after = Engine(_config())
+    after = Engine(engine_config(TRACES))
     after.adopt_partition(state)
     assert _run(after, [rest]) == expected
-    restored = Engine.restore(_config(), json.loads(json.dumps(before.snapshot())))
+    restored = Engine.restore(engine_config(TRACES), json.loads(json.dumps(before.snapshot())))
     assert _run(restored, [rest]) == expected
     assert_same_state(restored, whole)

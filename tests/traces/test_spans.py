@@ -91,6 +91,10 @@ def _llm(question: str, answer: str, model: str | None = "gpt-x") -> dict[str, A
     return attributes
 
 
+def _chain(question: str, answer: str) -> dict[str, Any]:
+    return {"openinference.span.kind": "CHAIN", "input.value": question, "output.value": answer}
+
+
 def _engine(mapping: TraceMapping | None = None, encoding: str = "otlp_proto") -> Engine:
     return Engine(
         EngineConfig(
@@ -199,11 +203,7 @@ def test_other_span_kinds_are_counted_and_skipped() -> None:
 def test_a_trace_without_a_retriever_gives_no_answer_and_late_spans_are_counted() -> None:
     app = App()
     with (
-        app.span(
-            "chat",
-            {"openinference.span.kind": "CHAIN", "input.value": "hi", "output.value": "hello"},
-            root=True,
-        ) as root,
+        app.span("chat", _chain("hi", "hello"), root=True) as root,
         app.span("llm", _llm("hi", "hello")),
     ):
         pass
@@ -276,11 +276,7 @@ def test_the_oldest_open_trace_closes_early_beyond_max_open() -> None:
 def test_malformed_messages_are_counted_by_reason_and_the_rest_is_read() -> None:
     app = App()
     with (
-        app.span(
-            "chain",
-            {"openinference.span.kind": "CHAIN", "input.value": "q", "output.value": "a"},
-            root=True,
-        ),
+        app.span("chain", _chain("q", "a"), root=True),
         app.span(
             "r",
             _retriever([{"id": "d", "content": "t", "metadata": json.dumps({"t_doc": T * 1000})}]),
@@ -336,11 +332,7 @@ def test_otlp_json_reads_what_the_specification_allows() -> None:
     a root without parentSpanId: the same events as the SDK's protobuf encoding."""
     app = App()
     with (
-        app.span(
-            "chain",
-            {"openinference.span.kind": "CHAIN", "input.value": "q", "output.value": "a"},
-            root=True,
-        ),
+        app.span("chain", _chain("q", "a"), root=True),
         app.span("r", _retriever([{"id": "d", "content": "t", "score": 2}])),
     ):
         pass
