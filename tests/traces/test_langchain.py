@@ -10,6 +10,7 @@ from collections.abc import Sequence
 
 import numpy as np
 import pytest
+from opentelemetry.sdk.trace import ReadableSpan
 
 from ragstream.events import DecodedAnswer, Message
 from ragstream.pipeline.engine import BatchReport, Engine
@@ -34,7 +35,7 @@ QUESTIONS = [
 TRACES, FEEDBACK = "otlp_spans", "rag-feedback"
 
 
-def _ask(app: RagApp, questions: Sequence[str]) -> tuple[list[Request], list]:  # type: ignore[type-arg]
+def _ask(app: RagApp, questions: Sequence[str]) -> tuple[list[Request], list[list[ReadableSpan]]]:
     app.exporter.take()
     requests = [app.ask(q) for q in questions]
     return requests, list(app.exporter.exports)
