@@ -92,23 +92,13 @@ class ReplayCheckpoint:
 def encode(checkpoint: ReplayCheckpoint) -> bytes:
     payload = {
         "format": FORMAT,
-        "input": _position_dict(checkpoint.input),
+        "input": checkpoint.input,  # msgspec encodes the dataclass's fields in order
         "settings": checkpoint.settings,
         "per_query_bytes": checkpoint.per_query_bytes,
         "done": checkpoint.done,
         "state": checkpoint.state,
     }
     return zlib.compress(msgspec.json.encode(payload), level=1)
-
-
-def _position_dict(position: InputPosition) -> dict[str, Any]:
-    return {
-        "name": position.name,
-        "bytes": position.bytes,
-        "lines": position.lines,
-        "blank": position.blank,
-        "sha256": position.sha256,
-    }
 
 
 def decode(data: bytes, where: str = "the checkpoint") -> ReplayCheckpoint:

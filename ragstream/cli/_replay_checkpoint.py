@@ -61,8 +61,6 @@ class ReplayKeeper:
         """Fed every byte of the input read so far (`read_jsonl` updates it)."""
         self._saved: ReplayCheckpoint | None = None
         self._last_lines = 0
-        self.written = 0
-        """Checkpoints written by this replay."""
 
     def resume(self, config: EngineConfig) -> tuple[Engine, LineCounts]:
         """The engine and line counts to go on from: the checkpoint's, or new ones when the
@@ -136,4 +134,3 @@ class ReplayKeeper:
         checkpoint = ReplayCheckpoint(position, self.settings, size, engine.snapshot(), done)
         write_checkpoint(self.directory, checkpoint)
         self._last_lines = lines.lines
-        self.written += 1

@@ -96,17 +96,21 @@ def replay(
     if input_format != "ragstream":  # the file's lines are messages of a trace topic
         config = dataclasses.replace(config, formats=((file.name, input_format),))
     keeper = None
-    if checkpoint_dir is not None:
+    out: TextIO | None = None
+    if checkpoint_dir is None:
+        engine, lines, digest = Engine(config), LineCounts(), None
+        if per_query is not None:
+            out = per_query.open("w", encoding="utf-8")
+    else:
         fingerprint = replay_settings(config, batch_size, input_format, per_query is not None)
         keeper = ReplayKeeper(checkpoint_dir, file, fingerprint, checkpoint_every)
-    try:
-        engine, lines = (Engine(config), LineCounts()) if keeper is None else keeper.resume(config)
-    except CheckpointError as mismatch:
-        raise click.ClickException(str(mismatch)) from mismatch
-    out: TextIO | None = None
-    if per_query is not None:
-        out = keeper.open_output(per_query) if keeper is not None else per_query.open("w")
-    digest = None if keeper is None else keeper.digest
+        try:
+            engine, lines = keeper.resume(config)
+        except CheckpointError as mismatch:
+            raise click.ClickException(str(mismatch)) from mismatch
+        if per_query is not None:
+            out = keeper.open_output(per_query)
+        digest = keeper.digest
     try:
         for batch in read_jsonl(file, batch_size, lines, digest):
             report = engine.apply(batch)
