@@ -106,10 +106,10 @@ def replay(
         keeper = ReplayKeeper(checkpoint_dir, file, fingerprint, checkpoint_every)
         try:
             engine, lines = keeper.resume(config)
+            if per_query is not None:
+                out = keeper.open_output(per_query)
         except CheckpointError as mismatch:
             raise click.ClickException(str(mismatch)) from mismatch
-        if per_query is not None:
-            out = keeper.open_output(per_query)
         digest = keeper.digest
     try:
         for batch in read_jsonl(file, batch_size, lines, digest):

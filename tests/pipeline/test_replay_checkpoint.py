@@ -159,3 +159,17 @@ def test_a_damaged_checkpoint_is_a_clear_error(events_file: Path, tmp_path: Path
     assert code == 1
     assert f"{path} is damaged" in output
     assert "Traceback" not in output
+
+
+def test_a_per_query_output_shorter_than_at_the_checkpoint_is_a_clear_error(
+    events_file: Path, tmp_path: Path
+) -> None:
+    directory, out = str(tmp_path / "ckpt"), tmp_path / "q.jsonl"
+    code, _ = _cli(str(events_file), "--checkpoint-dir", directory, "--per-query", str(out))
+    assert code == 0
+    assert out.stat().st_size > 0
+    out.write_bytes(b"")  # not the output that replay wrote
+    code, output = _cli(str(events_file), "--checkpoint-dir", directory, "--per-query", str(out))
+    assert code == 1
+    assert f"{out} has 0 bytes, fewer than the" in output
+    assert "it is not that replay's per-query output" in output
