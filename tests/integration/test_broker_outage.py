@@ -19,7 +19,6 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import aiohttp
 import pytest
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.parser import text_string_to_metric_families
@@ -31,7 +30,9 @@ from ragstream.pipeline.engine import Engine
 from ragstream.sources.synthetic import SyntheticConfig, SyntheticTraffic
 from ragstream.wiring import engine_config
 from tests.support import KafkaBroker, fetch_kafka_jars, produce_records, read_records
+from tests.support.agent_http import get, until_read
 from tests.support.kafka_files import free_port
+from tests.support.process import stop_process
 from tests.support.tcp_proxy import TcpProxy
 
 pytestmark = [pytest.mark.kafka, pytest.mark.slow]
@@ -98,42 +99,10 @@ def _reference(
     return _samples(generate_latest(registry).decode())
 
 
-async def _get(url: str) -> tuple[int, str]:
-    timeout = aiohttp.ClientTimeout(total=5)
-    async with aiohttp.ClientSession(timeout=timeout) as http, http.get(url) as response:
-        return response.status, await response.text()
-
-
-def _events_read(metrics: str) -> float:
-    return sum(
-        s.value
-        for family in text_string_to_metric_families(metrics)
-        if family.name == "ragstream_events"
-        for s in family.samples
-        if s.name == "ragstream_events_total"
-    )
-
-
-async def _until_read(
-    base: str, count: int, within: float, proc: asyncio.subprocess.Process
-) -> None:
-    deadline = time.monotonic() + within
-    read = -1.0
-    while read < count:
-        assert proc.returncode is None, "the agent exited"
-        assert time.monotonic() < deadline, f"the agent read {read} of {count} events"
-        await asyncio.sleep(0.2)
-        try:
-            status, body = await _get(base + "/metrics")
-        except aiohttp.ClientConnectionError:  # not serving yet
-            continue
-        read = _events_read(body) if status == 200 else -1.0
-
-
 async def _until_ready(base: str, ready: bool, within: float) -> str:
     deadline = time.monotonic() + within
     while True:
-        status, body = await _get(base + "/readyz")
+        status, body = await get(base + "/readyz")
         if (status == 200) == ready:
             return body
         assert time.monotonic() < deadline, f"/readyz still says {status} {body.strip()!r}"
@@ -170,17 +139,7 @@ class _Agent:
 
     async def stop(self, within: float = 30.0) -> int:
         """SIGTERM; the exit status (the agent is killed when it takes longer)."""
-        proc = self.proc
-        if proc.returncode is None:
-            proc.terminate()
-            try:
-                await asyncio.wait_for(proc.wait(), within)
-            finally:
-                if proc.returncode is None:
-                    proc.kill()
-                    await proc.wait()
-        assert proc.returncode is not None
-        return proc.returncode
+        return await stop_process(self.proc, within)
 
     def log_tail(self) -> str:
         return self.log_path.read_text(errors="replace")[-3000:]
@@ -195,7 +154,7 @@ async def _ride_out(
     stream = _stream()
     first, second = stream[:2500], stream[2500:]
     await produce_records(bootstrap, topic, first)
-    await _until_read(agent.base, len(first) // 2, 90, agent.proc)
+    await until_read(agent.base + "/metrics", len(first) // 2, 90, agent.proc)
     await _until_ready(agent.base, True, 30)
 
     go()  # part-way through the stream
@@ -204,18 +163,18 @@ async def _ride_out(
     assert "kafka" in detail.lower(), detail
     while time.monotonic() - down < OUTAGE:
         assert agent.proc.returncode is None, "the agent exited during the outage"
-        status, _ = await _get(agent.base + "/healthz")
+        status, _ = await get(agent.base + "/healthz")
         assert status == 200
-        status, detail = await _get(agent.base + "/readyz")
+        status, detail = await get(agent.base + "/readyz")
         assert status == 503, detail
         await asyncio.sleep(1.0)
 
     back()
     await _until_ready(agent.base, True, 90)
     await produce_records(bootstrap, topic, second)
-    await _until_read(agent.base, len(stream), 90, agent.proc)
+    await until_read(agent.base + "/metrics", len(stream), 90, agent.proc)
     await asyncio.sleep(1.0)  # anything counted twice would show by now
-    status, body = await _get(agent.base + "/metrics")
+    status, body = await get(agent.base + "/metrics")
     assert status == 200
     records = await read_records(bootstrap, topic, len(stream))
     return stream, body, {r.key: r.partition for r in records if r.key is not None}
@@ -292,7 +251,7 @@ async def test_sigterm_during_an_outage_exits_0_within_the_drain_bound(tmp_path:
         try:
             stream = _stream()[:1000]
             await produce_records(broker.bootstrap_servers, topic, stream)
-            await _until_read(agent.base, len(stream), 90, agent.proc)
+            await until_read(agent.base + "/metrics", len(stream), 90, agent.proc)
             broker.stop()
             await _until_ready(agent.base, False, 15)
             await asyncio.sleep(3.0)

@@ -6,25 +6,25 @@ from __future__ import annotations
 
 import asyncio
 import os
-import signal
 import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
-import aiohttp
 import pytest
 from click.testing import CliRunner
 
 from ragstream.cli import main
-from ragstream.config import load_settings
+from ragstream.cli._settings import settings_from_flags
 from ragstream.pipeline.engine import Engine
 from ragstream.pipeline.runner import Runner
 from ragstream.sources.synthetic import SyntheticConfig, SyntheticTraffic
 from ragstream.wiring import engine_config, kafka_source
 from tests.support import KafkaBroker, fetch_kafka_jars, produce_records
+from tests.support.agent_http import until_read
 from tests.support.kafka_files import free_port
 from tests.support.kafka_security import USERS
+from tests.support.process import stop_process
 
 pytestmark = pytest.mark.kafka
 USER, PASSWORD = next(iter(USERS.items()))
@@ -57,17 +57,6 @@ def _security(
     return {**settings, **extra}
 
 
-def _nested(flat: dict[str, object]) -> dict[str, object]:
-    out: dict[str, object] = {}
-    for path, value in flat.items():
-        node = out
-        *parents, leaf = path.split(".")
-        for part in parents:
-            node = node.setdefault(part, {})  # type: ignore[assignment]
-        node[leaf] = value
-    return out
-
-
 @pytest.mark.parametrize(
     ("protocol", "mechanism"),
     [
@@ -90,16 +79,13 @@ async def test_the_agent_consumes_through_each_secured_listener(
     flat = _security(secure_broker, protocol, mechanism)
     if mechanism is not None:
         flat["kafka.security.sasl_password_file"] = str(secret)
-    overrides: dict[str, object] = {
-        **flat,
-        "kafka.bootstrap_servers": secure_broker.address(protocol),
-        "kafka.topics": [topic],
-        "kafka.group_id": f"g-{topic}",
+    flat |= {
         "kafka.auto_offset_reset": "earliest",
-        "state.enabled": False,
+        "state.enabled": "false",
         "windows.clock": "event",
     }
-    settings = load_settings(overrides=_nested(overrides))
+    address, group = secure_broker.address(protocol), f"g-{topic}"
+    settings = settings_from_flags(None, address, (topic,), group, None, _assignments(flat))
     engine = Engine(engine_config(settings))
     source = kafka_source(settings, engine)
     runner = Runner(engine, source)
@@ -126,11 +112,13 @@ async def _agent(args: list[str], env: dict[str, str], log: Path) -> asyncio.sub
         )  # fmt: skip
 
 
+def _assignments(flat: dict[str, str]) -> tuple[str, ...]:
+    """The `--set` values of dotted settings."""
+    return tuple(f"{path}={value}" for path, value in flat.items())
+
+
 def _args(flat: dict[str, str]) -> list[str]:
-    out: list[str] = []
-    for path, value in flat.items():
-        out += ["--set", f"{path}={value}"]
-    return out
+    return [arg for assignment in _assignments(flat) for arg in ("--set", assignment)]
 
 
 async def test_a_wrong_password_is_a_clear_error_and_no_secret_leaks(
@@ -167,13 +155,10 @@ async def test_a_wrong_password_is_a_clear_error_and_no_secret_leaks(
     log = tmp_path / "right.log"
     proc = await _agent([*with_file, "--port", str(port)], env, log)
     try:
-        body = await _scrape_until(f"http://127.0.0.1:{port}/metrics", len(events), proc)
-        proc.send_signal(signal.SIGTERM)
-        assert await asyncio.wait_for(proc.wait(), 30) == 0
+        body = await until_read(f"http://127.0.0.1:{port}/metrics", len(events), 90, proc)
     finally:
-        if proc.returncode is None:
-            proc.kill()
-            await proc.wait()
+        status = await stop_process(proc, 30)  # SIGTERM
+    assert status == 0
     checked = CliRunner().invoke(main, ["check-config", *with_file], env=env)
     assert checked.exit_code == 0, checked.output
     inline_env = {**env, "RAGSTREAM_KAFKA__SECURITY__SASL_PASSWORD": PASSWORD}
@@ -183,23 +168,3 @@ async def test_a_wrong_password_is_a_clear_error_and_no_secret_leaks(
     for text in (log.read_text(), body, checked.output, inline.output):
         assert PASSWORD not in text
     assert "DEBUG" in log.read_text()  # the most talkative level was on
-
-
-async def _scrape_until(url: str, events: int, proc: asyncio.subprocess.Process) -> str:
-    deadline = time.monotonic() + 90
-    while True:
-        assert proc.returncode is None, "the agent exited early"
-        try:
-            async with aiohttp.ClientSession() as http, http.get(url) as response:
-                body = await response.text()
-            counted = sum(
-                float(line.rsplit(" ", 1)[1])
-                for line in body.splitlines()
-                if line.startswith("ragstream_events_total{")
-            )
-            if counted >= events:
-                return body
-        except aiohttp.ClientError:
-            pass
-        assert time.monotonic() < deadline, "the agent did not consume the events"
-        await asyncio.sleep(0.3)

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import signal
-import socket
 import sys
 import time
 from pathlib import Path
@@ -15,17 +13,9 @@ from aiokafka import AIOKafkaConsumer, TopicPartition
 
 from ragstream.sources.synthetic import SyntheticConfig, SyntheticTraffic
 from tests.support import KafkaBroker, TopicFactory, produce_records
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-async def _get(url: str) -> tuple[int, str]:
-    async with aiohttp.ClientSession() as http, http.get(url) as response:
-        return response.status, await response.text()
+from tests.support.agent_http import get
+from tests.support.kafka_files import free_port
+from tests.support.process import stop_process
 
 
 async def _wait_for(url: str, check: str, within: float, proc: asyncio.subprocess.Process) -> str:
@@ -33,7 +23,7 @@ async def _wait_for(url: str, check: str, within: float, proc: asyncio.subproces
     while True:
         assert proc.returncode is None, "the agent exited early"
         try:
-            status, body = await _get(url)
+            status, body = await get(url)
             if status == 200 and check in body:
                 return body
         except aiohttp.ClientError:
@@ -49,7 +39,7 @@ async def test_run_serves_metrics_and_exits_0_on_sigterm_with_offsets_committed(
     events = SyntheticTraffic(SyntheticConfig(seed=5, rate=20.0)).take(1500)
     records = [(e.key, e.value) for e in events] + [(b"bad", b"{garbage")]
     await produce_records(kafka_broker.bootstrap_servers, topic, records)
-    port = _free_port()
+    port = free_port()
     config = tmp_path / "ragstream.yaml"
     config.write_text(
         "kafka:\n  group_id: run-test\n  auto_offset_reset: earliest\n"
@@ -86,13 +76,10 @@ async def test_run_serves_metrics_and_exits_0_on_sigterm_with_offsets_committed(
         )
         assert 'ragstream_retrieval_mrr{app="support",window="1h"}' in body
         await _wait_for(base + "/readyz", "ready", 30, proc)
-        proc.send_signal(signal.SIGTERM)
-        assert await asyncio.wait_for(proc.wait(), 30) == 0
     finally:
-        if proc.returncode is None:
-            proc.kill()
-            await proc.wait()
+        status = await stop_process(proc, 30)  # SIGTERM
         log.close()
+    assert status == 0
     output = (tmp_path / "agent.log").read_text()
     assert "stopped after" in output
     consumer = AIOKafkaConsumer(

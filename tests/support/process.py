@@ -1,13 +1,15 @@
 """What the test helpers that run a server in a subprocess share: `with` starts and stops
-it, and stopping terminates the process (SIGTERM, then SIGKILL after a grace period)."""
+it, and stopping terminates the process (SIGTERM, then SIGKILL after a grace period);
+`stop_process` does the same to a process of asyncio's."""
 
 from __future__ import annotations
 
+import asyncio
 import subprocess
 from types import TracebackType
 from typing import Self
 
-__all__ = ["ServerProcess", "terminate"]
+__all__ = ["ServerProcess", "stop_process", "terminate"]
 
 
 def terminate(proc: subprocess.Popen[bytes] | None, grace: float) -> None:
@@ -20,6 +22,20 @@ def terminate(proc: subprocess.Popen[bytes] | None, grace: float) -> None:
     except subprocess.TimeoutExpired:
         proc.kill()
         proc.wait()
+
+
+async def stop_process(proc: asyncio.subprocess.Process, grace: float) -> int:
+    """`terminate` for an asyncio subprocess: SIGTERM if it still runs, SIGKILL if it has
+    not exited in `grace` s; its exit status (negative: the signal that ended it)."""
+    if proc.returncode is None:
+        proc.terminate()
+        try:
+            await asyncio.wait_for(proc.wait(), grace)
+        except TimeoutError:
+            proc.kill()
+            await proc.wait()
+    assert proc.returncode is not None
+    return proc.returncode
 
 
 class ServerProcess:
