@@ -13,7 +13,8 @@ part of one.
 A checkpoint is used only for the input it was taken of (the same bytes up to its position:
 the file may have grown since) and with the same settings; anything else is a
 `CheckpointMismatchError` that says what differs. A checkpoint that cannot be read is a
-`CheckpointError`. Nothing here decides when to checkpoint (`ragstream.cli.replay` does).
+`CheckpointError`. Nothing here decides when to checkpoint (`ragstream.cli._replay_checkpoint`
+does).
 """
 
 from __future__ import annotations
