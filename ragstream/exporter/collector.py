@@ -9,7 +9,7 @@ for the table of names, types and labels.
 from __future__ import annotations
 
 import platform
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 
 from prometheus_client.core import (
     CounterMetricFamily,
@@ -36,6 +36,14 @@ _KNOWN_EVENT_OUTCOMES = [
     ("retrieval", "duplicate"),
     ("unknown", "invalid"),
 ]
+_LABEL_OUTCOMES = (
+    ("applied", "labels_applied"),
+    ("waited", "labels_pending"),
+    ("late", "labels_late"),
+    ("expired", "pending_expired"),
+    ("evicted", "pending_evicted"),
+)
+"""The `outcome` label of `ragstream_labels_total` and the join counter behind each."""
 _KNOWN_SPAN_OUTCOMES = [
     ("RETRIEVER", "retrieval"),
     *((kind, "read") for kind in ("RETRIEVER", "CHAIN", "AGENT", "LLM")),
@@ -101,29 +109,49 @@ class EngineCollector(Collector):
 
     def _health(self) -> Iterator[Metric]:
         engine = self.engine
+        held = [(p, str(p), engine.tallies.get(p)) for p in engine.held_partitions()]
         events = CounterMetricFamily(
-            PREFIX + "events", "Events read, by type and outcome.", labels=["type", "outcome"]
+            PREFIX + "events",
+            "Events read, by type and outcome, per input partition.",
+            labels=["type", "outcome", "partition"],
         )
-        counts = dict.fromkeys(_KNOWN_EVENT_OUTCOMES, 0) | dict(engine.events)
-        for (kind, outcome), n in sorted(counts.items()):
-            events.add_metric([kind, outcome], n)
-        yield events
         invalid = CounterMetricFamily(
-            PREFIX + "invalid_events", "Malformed messages, by reason.", labels=["reason"]
+            PREFIX + "invalid_events",
+            "Malformed messages, by reason, per input partition.",
+            labels=["reason", "partition"],
         )
-        for reason, n in sorted((dict.fromkeys(DECODE_REASONS, 0) | dict(engine.invalid)).items()):
-            invalid.add_metric([reason], n)
-        yield invalid
         clamped = CounterMetricFamily(
             PREFIX + "events_clamped",
-            "Events from the future (beyond the tolerance), clamped to t_now.",
-            labels=["type"],
+            "Events from the future (beyond the tolerance), clamped to t_now, per input partition.",
+            labels=["type", "partition"],
         )
-        for kind, n in sorted(engine.clamped.items()):
-            clamped.add_metric([kind], n)
+        collapsed = CounterMetricFamily(
+            PREFIX + "label_values_collapsed",
+            "Events with a label value beyond the cap, exported as 'other', per input partition.",
+            labels=["key", "partition"],
+        )
+        for _, name, tally in held:
+            known = dict.fromkeys(_KNOWN_EVENT_OUTCOMES, 0)
+            reasons: dict[str, int] = dict.fromkeys(DECODE_REASONS, 0)
+            keys = dict.fromkeys(engine.config.label_keys, 0)
+            if tally is not None:
+                known |= tally.events
+                reasons |= tally.invalid
+                keys |= tally.collapsed
+                for kind, n in sorted(tally.clamped.items()):
+                    clamped.add_metric([kind, name], n)
+            for (kind, outcome), n in sorted(known.items()):
+                events.add_metric([kind, outcome, name], n)
+            for reason, n in sorted(reasons.items()):
+                invalid.add_metric([reason, name], n)
+            for key, n in sorted(keys.items()):
+                collapsed.add_metric([key, name], n)
+        yield events
+        yield invalid
         yield clamped
-        yield from self._join_health()
-        yield from self._trace_health()
+        yield collapsed
+        yield from self._join_health([(p, name) for p, name, _ in held])
+        yield from self._trace_health([(p, name) for p, name, _ in held])
         last = GaugeMetricFamily(
             PREFIX + "last_event_timestamp_seconds",
             "Event time of the newest event seen, by type.",
@@ -132,14 +160,6 @@ class EngineCollector(Collector):
         for kind, ts in sorted(engine.last_event_time.items()):
             last.add_metric([kind], ts)
         yield last
-        collapsed = CounterMetricFamily(
-            PREFIX + "label_values_collapsed",
-            "Label values beyond the cap, exported as 'other'.",
-            labels=["key"],
-        )
-        for key, n in sorted(engine.labelsets.collapsed.items()):
-            collapsed.add_metric([key], n)
-        yield collapsed
         yield GaugeMetricFamily(
             PREFIX + "series",
             "Series (partition x label set) held in the windows.",
@@ -165,25 +185,28 @@ class EngineCollector(Collector):
         build.add_metric([__version__, platform.python_version()], 1)
         yield build
 
-    def _trace_health(self) -> Iterator[Metric]:
+    def _trace_health(self, held: Sequence[tuple[int, str]]) -> Iterator[Metric]:
         """Spans and traces of the OTLP topics (only when a topic carries traces)."""
         traces = self.engine.traces
         if traces is None:
             return
         spans = CounterMetricFamily(
             PREFIX + "trace_spans",
-            "Spans read from trace topics, by OpenInference kind and outcome.",
-            labels=["kind", "outcome"],
+            "Spans read from trace topics, by OpenInference kind and outcome, per input partition.",
+            labels=["kind", "outcome", "partition"],
         )
-        counts = dict.fromkeys(_KNOWN_SPAN_OUTCOMES, 0) | dict(traces.span_counts())
-        for (kind, outcome), n in sorted(counts.items()):
-            spans.add_metric([kind.lower(), outcome], n)
-        yield spans
         closed = CounterMetricFamily(
-            PREFIX + "traces", "Traces closed, by outcome.", labels=["outcome"]
+            PREFIX + "traces",
+            "Traces closed, by outcome, per input partition.",
+            labels=["outcome", "partition"],
         )
-        for outcome, n in traces.trace_counts().items():
-            closed.add_metric([outcome], n)
+        for p, name in held:
+            counts = dict.fromkeys(_KNOWN_SPAN_OUTCOMES, 0) | dict(traces.span_counts(p))
+            for (kind, outcome), n in sorted(counts.items()):
+                spans.add_metric([kind.lower(), outcome, name], n)
+            for outcome, n in traces.trace_counts(p).items():
+                closed.add_metric([outcome, name], n)
+        yield spans
         yield closed
         yield GaugeMetricFamily(
             PREFIX + "open_traces",
@@ -191,22 +214,37 @@ class EngineCollector(Collector):
             traces.open_traces,
         )
 
-    def _join_health(self) -> Iterator[Metric]:
+    def _join_health(self, held: Sequence[tuple[int, str]]) -> Iterator[Metric]:
         engine = self.engine
-        totals = engine.join_counters()  # partitions handed over stay counted
         labels = CounterMetricFamily(
             PREFIX + "labels",
-            "Relevance labels (feedback) by outcome.",
-            labels=["outcome"],
+            "Relevance labels (feedback) by outcome, per input partition.",
+            labels=["outcome", "partition"],
         )
-        for outcome, counter in (
-            ("applied", "labels_applied"),
-            ("waited", "labels_pending"),
-            ("late", "labels_late"),
-            ("expired", "pending_expired"),
-            ("evicted", "pending_evicted"),
-        ):
-            labels.add_metric([outcome], totals.get(counter, 0))
+        finalized = CounterMetricFamily(
+            PREFIX + "queries_finalized",
+            "Queries whose label TTL ended (or that were evicted early), per input partition.",
+            labels=["partition"],
+        )
+        evicted = CounterMetricFamily(
+            PREFIX + "open_queries_evicted",
+            "Queries finalized early because the cap on open queries was reached, per input "
+            "partition.",
+            labels=["partition"],
+        )
+        repeated = CounterMetricFamily(
+            PREFIX + "repeated_documents",
+            "Repeated doc ids in results (each counts once, at its first rank), per input "
+            "partition.",
+            labels=["partition"],
+        )
+        for p, name in held:
+            counts = engine.partition_join_counters(p)
+            for outcome, counter in _LABEL_OUTCOMES:
+                labels.add_metric([outcome, name], counts.get(counter, 0))
+            finalized.add_metric([name], counts.get("finalized", 0))
+            evicted.add_metric([name], counts.get("open_evicted", 0))
+            repeated.add_metric([name], counts.get("repeated_docs", 0))
         yield labels
         yield GaugeMetricFamily(
             PREFIX + "open_queries", "Queries whose labels may still change.", engine.open_queries
@@ -216,18 +254,6 @@ class EngineCollector(Collector):
             "Labels waiting for their retrieval event.",
             engine.pending_labels,
         )
-        yield CounterMetricFamily(
-            PREFIX + "queries_finalized",
-            "Queries whose label TTL ended (or that were evicted early).",
-            totals.get("finalized", 0),
-        )
-        yield CounterMetricFamily(
-            PREFIX + "open_queries_evicted",
-            "Queries finalized early because the cap on open queries was reached.",
-            totals.get("open_evicted", 0),
-        )
-        yield CounterMetricFamily(
-            PREFIX + "repeated_documents",
-            "Repeated doc ids in results (each counts once, at its first rank).",
-            totals.get("repeated_docs", 0),
-        )
+        yield finalized
+        yield evicted
+        yield repeated

@@ -40,6 +40,7 @@ from ragstream.pipeline.labelsets import LabelSetMapper
 from ragstream.pipeline.layout import DEFAULT_HALF_LIVES, RowLayout
 from ragstream.pipeline.scoring import ScoredQueries, Scorer
 from ragstream.pipeline.sequential import SequentialDrift
+from ragstream.pipeline.tally import PartitionTally, merge_final, sum_counters
 from ragstream.pipeline.windowed_drift import WindowedDrift
 from ragstream.traces import OTLP_FORMATS, TraceMapping, TraceReader
 from ragstream.windows import (
@@ -127,22 +128,16 @@ class Engine:
         self.scorer = Scorer(layout, gain=config.gain, threshold=config.relevance_threshold)
         self.labelsets = LabelSetMapper(config.label_keys, config.max_label_values)
         self.joins: dict[int, LabelJoin] = {}
-        self.final: dict[tuple[str, ...], Aggregate] = {}
-        """Per label set: every final query's plain metrics (cumulative histograms)."""
-        self.events: Counter[tuple[str, str]] = Counter()
-        """(type, outcome) -> count; outcome is processed, invalid, late or duplicate."""
-        self.invalid: Counter[str] = Counter()
-        """Invalid messages by reason."""
-        self.clamped: Counter[str] = Counter()
-        """Events from the future, clamped to t_now, by type."""
-        self.last_event_time: dict[str, float] = {}
+        self.tallies: dict[int, PartitionTally] = {}
+        """Per held partition: its cumulative counts and final-query histograms (they move
+        with the partition; see `ragstream.pipeline.tally`)."""
+        self.sides: dict[str, partitions.SideState] = {}
+        """State kept beside the engine per partition (the judge's windows), saved and
+        moved with the engine's own (`attach`)."""
         self._final_columns = len(layout.plain)
         self.next_prune = -math.inf
         """Event time of the next upkeep of the windows (empty series leave them)."""
         self.pruned_series = 0
-        self.retired_join_counts: Counter[str] = Counter()
-        """Join counters of partitions this engine handed over or dropped, so that the
-        counters it exports never go down when a partition leaves."""
         self.drift = (
             None if config.drift is None else ResolvedDrift.of(config.drift, layout, config.windows)
         )
@@ -193,10 +188,9 @@ class Engine:
         (see `ragstream.events.BatchReader`)."""
         read = self.reader.read([m.value for m in messages])
         for item in read.errors:
-            report.invalid.append((messages[item.index], item.error))
-            self.invalid[item.error.reason] += 1
-        if read.errors:
-            self.events[("unknown", "invalid")] += len(read.errors)
+            message = messages[item.index]
+            report.invalid.append((message, item.error))
+            self._count_invalid(message.partition, item.error.reason)
         if read.kept is None:
             return read.events, messages
         return read.events, [messages[i] for i in read.kept]
@@ -210,10 +204,20 @@ class Engine:
         expanded, invalid = self.traces.expand(messages, now)
         for message, error in invalid:
             report.invalid.append((message, error))
-            self.invalid[error.reason] += 1
-        if invalid:
-            self.events[("unknown", "invalid")] += len(invalid)
+            self._count_invalid(message.partition, error.reason)
         return expanded
+
+    def _count_invalid(self, partition: int, reason: str) -> None:
+        tally = self._tally(partition)
+        tally.invalid[reason] += 1
+        tally.events[("unknown", "invalid")] += 1
+
+    def _tally(self, partition: int) -> PartitionTally:
+        """The partition's tally (a new one on its first event)."""
+        tally = self.tallies.get(partition)
+        if tally is None:
+            tally = self.tallies[partition] = PartitionTally()
+        return tally
 
     def _apply_events(
         self,
@@ -229,23 +233,24 @@ class Engine:
         answers: list[DecodedAnswer] = []
         joins = self.joins
         mapper = self.labelsets if self.config.label_keys else None
-        counts: Counter[tuple[str, str]] = Counter()
-        latest: dict[str, float] = {}
-        opened = duplicate = 0
+        counts: Counter[tuple[int, str, str]] = Counter()
+        latest: dict[tuple[int, str], float] = {}
         for event, message, ts, timing in zip(events, messages, times, timings, strict=True):
             kind = "retrieval" if isinstance(event, Scanned) else event.type
             partition = message.partition
-            if event.ts > latest.get(kind, -math.inf):
-                latest[kind] = event.ts
+            if event.ts > latest.get((partition, kind), -math.inf):
+                latest[(partition, kind)] = event.ts
             join = joins.get(partition) or self._new_join(partition)
             if timing:
                 if timing == _FUTURE:
-                    self.clamped[kind] += 1
+                    self._tally(partition).clamped[kind] += 1
                 elif type(event) is not DecodedFeedback:  # a late label may still count
-                    counts[(kind, "late")] += 1
+                    counts[(partition, kind, "late")] += 1
                     continue
             if isinstance(event, Scanned) or type(event) is DecodedRetrieval:
-                labelset = () if mapper is None else mapper(event.labels)
+                labelset = (
+                    () if mapper is None else mapper(event.labels, self._tally(partition).collapsed)
+                )
                 raw = message.value
                 if isinstance(event, Scanned):  # the usual event
                     query = join.open_scanned(event, partition, labelset, ts, raw)
@@ -259,27 +264,21 @@ class Engine:
                         qrels=event.qrels or (),
                         raw=raw,
                     )
-                if query is None:
-                    duplicate += 1
-                else:
-                    opened += 1
+                counts[(partition, kind, "duplicate" if query is None else "processed")] += 1
             elif type(event) is DecodedFeedback:
                 outcome = join.label(
                     event.query_id, event.doc_id, event.rel, ts=event.ts, t_now=now
                 )
-                counts[(kind, "late" if outcome is LabelOutcome.LATE else "processed")] += 1
+                late = outcome is LabelOutcome.LATE
+                counts[(partition, kind, "late" if late else "processed")] += 1
             else:
                 assert type(event) is DecodedAnswer
                 answers.append(event)
-                counts[(kind, "processed")] += 1
-        if opened:
-            counts[("retrieval", "processed")] += opened
-        if duplicate:
-            counts[("retrieval", "duplicate")] += duplicate
-        self.events.update(counts)
-        last = self.last_event_time
-        for name, seen in latest.items():
-            last[name] = max(last.get(name, -math.inf), seen)
+                counts[(partition, kind, "processed")] += 1
+        for (p, type_, result), n in counts.items():
+            self._tally(p).events[(type_, result)] += n
+        for (p, type_), seen in latest.items():
+            self._tally(p).seen({type_: seen})
         return answers
 
     def _new_join(self, partition: int) -> LabelJoin:
@@ -340,16 +339,17 @@ class Engine:
         for query in final:
             if query.contribution is not None and query.labeled:
                 rows.setdefault((query.partition, query.labelset), []).append(query.contribution)
-        merged: dict[tuple[str, ...], list[_F64]] = {}
+        merged: dict[tuple[int, tuple[str, ...]], list[_F64]] = {}
         for (partition, labelset), contributions in rows.items():
             block = np.stack(contributions)[:, : self._final_columns]
-            merged.setdefault(labelset, []).append(block)
+            merged.setdefault((partition, labelset), []).append(block)
             if self.sequential is not None:  # in finalization order, per partition
                 self.sequential.feed(partition, labelset, block)
-        for labelset, blocks in merged.items():  # one add per label set and batch
-            aggregate = self.final.get(labelset)
+        for (partition, labelset), blocks in merged.items():  # one add per series and batch
+            tally = self._tally(partition)
+            aggregate = tally.final.get(labelset)
             if aggregate is None:
-                aggregate = self.final[labelset] = Aggregate(
+                aggregate = tally.final[labelset] = Aggregate(
                     self.layout.plain, bins=self.config.bins
                 )
             aggregate.add(blocks[0] if len(blocks) == 1 else np.concatenate(blocks))
@@ -368,24 +368,79 @@ class Engine:
     # -- partitions and state -----------------------------------------------------------------
 
     def drop_partitions(self, partitions: set[int]) -> None:
-        """Forget the state of revoked partitions (another replica consumes them now); their
-        join counters stay counted here (see `join_counters`)."""
+        """Forget everything about revoked partitions, their counts too (another replica
+        consumes them now, and exports their counts from their state)."""
         if self.traces is not None:
             self.traces.drop(partitions)
         for partition in partitions:
             self.store.drop_partition(partition)
             if self.sequential is not None:
                 self.sequential.drop(partition)
-            join = self.joins.pop(partition, None)
-            if join is not None:
-                self.retired_join_counts.update(join.counters.as_dict())
+            self.joins.pop(partition, None)
+            self.tallies.pop(partition, None)
+        for side in self.sides.values():
+            side.drop_partitions(partitions)
+
+    def hold_partitions(self, partitions: set[int]) -> None:
+        """Partitions assigned to this engine: their counts are exported (at 0 until their
+        first event or their adopted state)."""
+        for partition in partitions:
+            self._tally(partition)
+
+    def held_partitions(self) -> list[int]:
+        """The partitions whose state this engine holds, in order."""
+        return sorted(self.tallies.keys() | self.joins.keys())
+
+    def attach(self, name: str, side: partitions.SideState) -> None:
+        """Keep ``side``'s per-partition state in this engine's partition states and
+        snapshots, under ``name`` (e.g. the judge's windows and queue)."""
+        self.sides[name] = side
 
     def join_counters(self) -> dict[str, int]:
-        """The label joins' counters summed over held partitions and those that left."""
-        totals = Counter(self.retired_join_counts)
-        for join in self.joins.values():
-            totals.update(join.counters.as_dict())
-        return dict(totals)
+        """The label joins' counters summed over held partitions."""
+        return dict(sum_counters(join.counters.as_dict() for join in self.joins.values()))
+
+    def partition_join_counters(self, partition: int) -> dict[str, int]:
+        """One held partition's label-join counters (empty before its first event)."""
+        join = self.joins.get(partition)
+        return {} if join is None else join.counters.as_dict()
+
+    # the cumulative counts of the held partitions, summed (each partition's in `tallies`)
+
+    @property
+    def events(self) -> Counter[tuple[str, str]]:
+        """(type, outcome) -> count over held partitions (a fresh counter)."""
+        return sum_counters(t.events for t in self.tallies.values())
+
+    @property
+    def invalid(self) -> Counter[str]:
+        """Invalid messages by reason over held partitions (a fresh counter)."""
+        return sum_counters(t.invalid for t in self.tallies.values())
+
+    @property
+    def clamped(self) -> Counter[str]:
+        """Events clamped to t_now, by type, over held partitions (a fresh counter)."""
+        return sum_counters(t.clamped for t in self.tallies.values())
+
+    @property
+    def collapsed(self) -> Counter[str]:
+        """Events with a label value past the cap, by key, over held partitions."""
+        return sum_counters(t.collapsed for t in self.tallies.values())
+
+    @property
+    def last_event_time(self) -> dict[str, float]:
+        """Event time of the newest event seen by type, over held partitions."""
+        out: dict[str, float] = {}
+        for tally in self.tallies.values():
+            for kind, ts in tally.last_event_time.items():
+                out[kind] = max(ts, out.get(kind, -math.inf))
+        return out
+
+    @property
+    def final(self) -> dict[tuple[str, ...], Aggregate]:
+        """Per label set: the final-query histograms of the held partitions, merged (read
+        only: an aggregate may be a partition's own)."""
+        return merge_final([self.tallies[p] for p in sorted(self.tallies)])
 
     def state_config(self) -> dict[str, Any]:
         """What a partition's state depends on besides the events (see

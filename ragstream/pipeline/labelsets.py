@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping, MutableMapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -35,7 +35,12 @@ class LabelSetMapper:
             self._seen.setdefault(key, set())
             self.collapsed.setdefault(key, 0)
 
-    def __call__(self, labels: Mapping[str, str] | None) -> tuple[str, ...]:
+    def __call__(
+        self, labels: Mapping[str, str] | None, collapsed: MutableMapping[str, int] | None = None
+    ) -> tuple[str, ...]:
+        """The label set of an event's labels; a value past the cap is counted in
+        `collapsed` of this mapper and, when given, in ``collapsed`` (the event's
+        partition's count)."""
         if not self.keys:
             return ()
         if not labels:
@@ -47,6 +52,8 @@ class LabelSetMapper:
             if value and value not in seen:
                 if len(seen) >= self.max_values:
                     self.collapsed[key] += 1
+                    if collapsed is not None:
+                        collapsed[key] = collapsed.get(key, 0) + 1
                     value = OTHER
                 else:
                     seen.add(value)

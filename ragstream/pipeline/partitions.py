@@ -8,7 +8,6 @@ holds is stated in one place and the engine keeps only the batch path.
 from __future__ import annotations
 
 import math
-from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
@@ -16,13 +15,15 @@ from ragstream.drift import PsiBank, ZScoreBank
 from ragstream.join import LabelJoin
 from ragstream.pipeline.labelsets import LabelSetMapper
 from ragstream.pipeline.sequential import SequentialDrift
+from ragstream.pipeline.tally import PartitionTally
 from ragstream.pipeline.windowed_drift import WindowedDrift
 from ragstream.traces import TraceReader
-from ragstream.windows import Aggregate, Clock, WindowSpec, WindowStore
+from ragstream.windows import Clock, WindowSpec, WindowStore
 
 __all__ = [
     "EngineParts",
     "PartitionConfigError",
+    "SideState",
     "adopt_partition",
     "export_partitions",
     "restore",
@@ -61,6 +62,28 @@ class _Config(Protocol):
     def max_pending(self) -> int: ...
 
 
+class SideState(Protocol):
+    """Per-partition state kept beside the engine (the judge's windows and queue), saved
+    and moved with the partition's own (`Engine.attach`). Every method takes JSON-friendly
+    data and is called between batches."""
+
+    def export_partition(self, partition: int) -> Any:
+        """The partition's state, for its next owner (or a restart)."""
+        ...
+
+    def adopt_partition(self, partition: int, data: Any) -> None:
+        """Take over the partition's state (None: start it empty)."""
+        ...
+
+    def drop_partitions(self, partitions: set[int]) -> None: ...
+
+    def snapshot(self) -> Any: ...
+
+    def restore(self, data: Any) -> None:
+        """Continue from `snapshot` output (None: from nothing)."""
+        ...
+
+
 class EngineParts(Protocol):
     """The parts of an engine that its state records hold."""
 
@@ -73,13 +96,9 @@ class EngineParts(Protocol):
     store: WindowStore
     joins: dict[int, LabelJoin]
     labelsets: LabelSetMapper
-    final: dict[tuple[str, ...], Aggregate]
-    events: Counter[tuple[str, str]]
-    invalid: Counter[str]
-    clamped: Counter[str]
-    last_event_time: dict[str, float]
+    tallies: dict[int, PartitionTally]
+    sides: dict[str, SideState]
     next_prune: float
-    retired_join_counts: Counter[str]
     traces: TraceReader | None
     sequential: SequentialDrift | None
     windowed_drift: WindowedDrift | None
@@ -104,12 +123,14 @@ def state_config(engine: EngineParts) -> dict[str, Any]:
 def export_partitions(
     engine: EngineParts, partitions: Sequence[int] | set[int]
 ) -> dict[int, dict[str, Any]]:
-    """Each partition's windows and open queries, for the replica that takes it over."""
+    """Each partition's windows, open queries, counts, detectors and side states (the
+    judge's), for the replica that takes it over or a restart."""
     config = state_config(engine)
     clock_now = engine.clock.snapshot()["now"]
     out: dict[int, dict[str, Any]] = {}
     for partition in sorted(partitions):
         join = engine.joins.get(partition)
+        tally = engine.tallies.get(partition)
         out[partition] = {
             "version": VERSION,
             "partition": partition,
@@ -119,6 +140,10 @@ def export_partitions(
             "join": None if join is None else join.snapshot(),
             "traces": None if engine.traces is None else engine.traces.export(partition),
             "drift": None if engine.sequential is None else engine.sequential.export(partition),
+            "tally": None if tally is None else tally.snapshot(),
+            "sides": {
+                name: side.export_partition(partition) for name, side in engine.sides.items()
+            },
         }
     return out
 
@@ -132,8 +157,9 @@ def adopt_partition(engine: EngineParts, state: Mapping[str, Any]) -> None:
     are left out, and the decay landmark is rebased. With the event clock, `t_now` moves up
     to the exporter's (it has seen those events). The join keeps its open queries (with
     their current contributions, so later labels replace them) but takes this engine's caps
-    and TTLs for what comes next, and its counters start at 0 here (the exporter counted
-    what happened before). Raises `PartitionConfigError` (a `ValueError`), before changing
+    and TTLs for what comes next. The partition's counts (its tally, the join's and the
+    open traces' counters) come along: the exporter drops them, so that each event is
+    counted once over all replicas. Raises `PartitionConfigError` (a `ValueError`), before changing
     anything, when the state was kept with another configuration; a damaged state may
     raise after a partial import (drop the partition then).
     """
@@ -154,6 +180,11 @@ def adopt_partition(engine: EngineParts, state: Mapping[str, Any]) -> None:
         engine.traces.adopt(partition, state.get("traces"))
     if engine.sequential is not None:  # other drift settings: its detectors start afresh
         engine.sequential.adopt(partition, state.get("drift"))
+    # the counts (absent from older records: they start at 0 then)
+    engine.tallies[partition] = PartitionTally.restore(state.get("tally"))
+    sides = state.get("sides") or {}
+    for name, side in engine.sides.items():  # absent: that side starts afresh
+        side.adopt_partition(partition, sides.get(name))
     for item in windows["series"]:  # see _adopt_join
         engine.labelsets.admit(item["labels"])
     clock_now = state.get("clock_now")
@@ -175,7 +206,6 @@ def _adopt_join(engine: EngineParts, partition: int, data: Mapping[str, Any] | N
             "pending_ttl": c.pending_ttl,
             "max_open": c.max_open,
             "max_pending": c.max_pending,
-            "counters": {},
         }
     )
     engine.joins[partition] = join
@@ -193,15 +223,11 @@ def snapshot(engine: EngineParts) -> dict[str, Any]:
         "store": engine.store.snapshot(),
         "joins": {str(p): j.snapshot() for p, j in sorted(engine.joins.items())},
         "labelsets": engine.labelsets.snapshot(),
-        "final": [[list(k), a.snapshot()] for k, a in sorted(engine.final.items())],
-        "events": [[t, o, n] for (t, o), n in sorted(engine.events.items())],
-        "invalid": dict(engine.invalid),
-        "clamped": dict(engine.clamped),
-        "last_event_time": dict(engine.last_event_time),
+        "tallies": {str(p): t.snapshot() for p, t in sorted(engine.tallies.items())},
         "next_prune": engine.next_prune if math.isfinite(engine.next_prune) else None,
-        "retired_join_counts": dict(engine.retired_join_counts),
         "traces": None if engine.traces is None else engine.traces.snapshot(),
         "drift": _drift_snapshot(engine),
+        "sides": {name: side.snapshot() for name, side in engine.sides.items()},
     }
 
 
@@ -236,6 +262,8 @@ def _drift_restore(engine: EngineParts, data: Mapping[str, Any] | None) -> None:
 
 def restore(engine: EngineParts, data: Mapping[str, Any]) -> None:
     """Make a new engine continue from `snapshot` output (its wall clock is kept)."""
+    if "tallies" not in data:
+        raise ValueError("the snapshot was taken by an older version (counts not per partition)")
     engine.clock = Clock.restore(data["clock"], wall=engine.clock.wall)
     store = WindowStore.restore(data["store"])
     if store.spec != engine.spec:
@@ -243,15 +271,12 @@ def restore(engine: EngineParts, data: Mapping[str, Any]) -> None:
     engine.store = store
     engine.joins = {int(p): LabelJoin.restore(j) for p, j in data["joins"].items()}
     engine.labelsets.restore_state(data["labelsets"])
-    engine.final = {tuple(k): Aggregate.restore(a) for k, a in data["final"]}
-    engine.events = Counter({(t, o): int(n) for t, o, n in data["events"]})
-    engine.invalid = Counter(data["invalid"])
-    engine.clamped = Counter(data["clamped"])
-    engine.last_event_time = dict(data["last_event_time"])
+    engine.tallies = {int(p): PartitionTally.restore(t) for p, t in data["tallies"].items()}
     next_prune = data.get("next_prune")  # absent from older snapshots: at the next batch
     engine.next_prune = -math.inf if next_prune is None else float(next_prune)
-    # absent from older snapshots
-    engine.retired_join_counts = Counter(data.get("retired_join_counts") or {})
+    sides = data.get("sides") or {}
+    for name, side in engine.sides.items():
+        side.restore(sides.get(name))
     if engine.traces is not None:  # open traces (absent from older snapshots)
         engine.traces.restore(data.get("traces"))
     _drift_restore(engine, data.get("drift"))

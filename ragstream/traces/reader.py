@@ -53,9 +53,7 @@ class TraceReader:
         self.label_keys = tuple(label_keys)
         self._readers = {t: format_reader(f) for t, f in self.formats.items()}
         self.assemblers: dict[int, TraceAssembler] = {}
-        self.retired_spans: Counter[tuple[str, str]] = Counter()
-        """Span counters of partitions that left, so that exported counters never go down."""
-        self.retired_traces: Counter[str] = Counter()
+        """Per held partition: its open traces and its span and trace counters."""
 
     # -- the batch --------------------------------------------------------------------------
 
@@ -112,12 +110,9 @@ class TraceReader:
     # -- partitions and state ---------------------------------------------------------------
 
     def drop(self, partitions: set[int]) -> None:
-        """Forget revoked partitions' open traces (their counters stay counted)."""
+        """Forget revoked partitions' open traces and counters (their new owner has them)."""
         for partition in partitions:
-            assembler = self.assemblers.pop(partition, None)
-            if assembler is not None:
-                self.retired_spans.update(assembler.spans)
-                self.retired_traces.update(assembler.traces)
+            self.assemblers.pop(partition, None)
 
     def export(self, partition: int) -> dict[str, Any] | None:
         """One partition's open traces, for the replica that takes it over."""
@@ -125,16 +120,14 @@ class TraceReader:
         return None if assembler is None else assembler.snapshot()
 
     def adopt(self, partition: int, data: Mapping[str, Any] | None) -> None:
-        """Take over a partition's open traces (its counters start at 0 here)."""
+        """Take over a partition's open traces and counters."""
         self.drop({partition})
         if data is not None:
-            self._assembler(partition).restore(data, counters=False)
+            self._assembler(partition).restore(data)
 
     def snapshot(self) -> dict[str, Any]:
         return {
             "partitions": {str(p): a.snapshot() for p, a in sorted(self.assemblers.items())},
-            "retired_spans": [[k, o, n] for (k, o), n in sorted(self.retired_spans.items())],
-            "retired_traces": dict(self.retired_traces),
         }
 
     def restore(self, data: Mapping[str, Any] | None) -> None:
@@ -143,8 +136,6 @@ class TraceReader:
             return
         for partition, state in data["partitions"].items():
             self._assembler(int(partition)).restore(state)
-        self.retired_spans = Counter({(k, o): int(n) for k, o, n in data["retired_spans"]})
-        self.retired_traces = Counter(data["retired_traces"])
 
     # -- reads ------------------------------------------------------------------------------
 
@@ -152,18 +143,21 @@ class TraceReader:
     def open_traces(self) -> int:
         return sum(len(a.open) for a in self.assemblers.values())
 
-    def span_counts(self) -> Counter[tuple[str, str]]:
-        """(kind, outcome) -> spans, over held partitions and those that left."""
-        totals = Counter(self.retired_spans)
-        for assembler in self.assemblers.values():
-            totals.update(assembler.spans)
+    def span_counts(self, partition: int | None = None) -> Counter[tuple[str, str]]:
+        """(kind, outcome) -> spans, of one partition or summed over held partitions."""
+        totals: Counter[tuple[str, str]] = Counter()
+        for p, assembler in self.assemblers.items():
+            if partition is None or p == partition:
+                totals.update(assembler.spans)
         return totals
 
-    def trace_counts(self) -> dict[str, int]:
-        """Closed traces by outcome, every outcome present."""
-        totals = Counter(self.retired_traces)
-        for assembler in self.assemblers.values():
-            totals.update(assembler.traces)
+    def trace_counts(self, partition: int | None = None) -> dict[str, int]:
+        """Closed traces by outcome (every outcome present), of one partition or summed
+        over held partitions."""
+        totals: Counter[str] = Counter()
+        for p, assembler in self.assemblers.items():
+            if partition is None or p == partition:
+                totals.update(assembler.traces)
         return {name: totals.get(name, 0) for name in (*TRACE_OUTCOMES, "evicted")}
 
 

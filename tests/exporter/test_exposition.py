@@ -97,7 +97,7 @@ def test_windowed_gauges_histograms_and_health_at_scrape_time() -> None:
     assert s[_key("ragstream_window_queries", app="search", window="1m", kind="labeled")] == 0
     assert _key("ragstream_retrieval_mrr", app="search", window="1m") not in s  # no labels yet
     assert s[_key("ragstream_window_queries", app="other", window="1h", kind="all")] == 2
-    assert s[_key("ragstream_label_values_collapsed_total", key="app")] == 2
+    assert s[_key("ragstream_label_values_collapsed_total", key="app", partition="0")] == 2
     # the documents are an hour old at ts, and 30 s more at the scrape
     age = s[_key("ragstream_retrieval_doc_age_seconds", app="support", window="1m", k="1")]
     assert age == pytest.approx(3630.0)
@@ -114,8 +114,10 @@ def test_windowed_gauges_histograms_and_health_at_scrape_time() -> None:
         "ragstream_retrieval_ndcg_decayed", app="support", window="1h", half_life="1h", k="3"
     )
     assert ndcg_decayed in s
-    assert s[_key("ragstream_events_total", type="retrieval", outcome="processed")] == 5
-    assert s[_key("ragstream_invalid_events_total", reason="bad_json")] == 1
+    assert (
+        s[_key("ragstream_events_total", type="retrieval", outcome="processed", partition="0")] == 5
+    )
+    assert s[_key("ragstream_invalid_events_total", reason="bad_json", partition="0")] == 1
     assert s[_key("ragstream_open_queries")] == 5
     assert (
         s[
@@ -167,7 +169,7 @@ async def test_http_endpoints_and_content_negotiation() -> None:
             assert response.headers["Content-Type"].startswith("text/plain")
             body = await response.text()
             assert 'ragstream_retrieval_mrr{app="support",window="1m"} 1.0' in body
-            assert 'ragstream_invalid_events_total{reason="bad_json"} 0.0' in body
+            assert 'ragstream_invalid_events_total{partition="0",reason="bad_json"} 0.0' in body
         headers = {"Accept": "application/openmetrics-text; version=1.0.0"}
         async with http.get(server.url + "/metrics", headers=headers) as response:
             assert response.headers["Content-Type"].startswith("application/openmetrics-text")

@@ -53,7 +53,13 @@ def test_100k_label_values_collapse_to_other_and_the_scrape_stays_small() -> Non
     started = time.perf_counter()
     text = generate_latest(registry).decode()
     seconds = time.perf_counter() - started
-    assert 'ragstream_label_values_collapsed_total{key="app"} 99950.0' in text
+    collapsed = [
+        float(line.rsplit(" ", 1)[1])
+        for line in text.splitlines()
+        if line.startswith('ragstream_label_values_collapsed_total{key="app",partition=')
+    ]
+    assert len(collapsed) == 3  # one series per partition
+    assert sum(collapsed) == N - 50 == sum(engine.collapsed.values())
     apps = {line.split('app="')[1].split('"')[0] for line in text.splitlines() if 'app="' in line}
     assert len(apps) == 51
     # every series of the label sets, well within a scrape interval (15 s); generous

@@ -10,8 +10,11 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from prometheus_client import CollectorRegistry, generate_latest
 
+from bench import series
 from ragstream.events import Message
+from ragstream.exporter.collector import EngineCollector
 from ragstream.pipeline.engine import Engine, EngineConfig
 from ragstream.sources.synthetic import SyntheticConfig, SyntheticTraffic
 
@@ -175,18 +178,77 @@ def test_an_unknown_state_version_is_refused() -> None:
         Engine(_config(), wall=lambda: WALL).adopt_partition(state)
 
 
-def test_counters_of_partitions_that_leave_stay_counted() -> None:
-    engine = Engine(_config(), wall=lambda: WALL)
-    _feed(engine, _messages(400), 100)
-    before = engine.join_counters()
-    assert before["opened"] > 0
-    engine.drop_partitions({0, 1})
-    assert engine.join_counters() == before
-    engine.drop_partitions({2})
-    assert engine.join_counters() == before
-    assert engine.open_queries == 0
-    restored = Engine.restore(_config(), _moved(engine.snapshot()), wall=lambda: WALL)
-    assert restored.join_counters() == before
+def _exported(engine: Engine, now: float | None = None) -> series.Samples:
+    """Every series the engine exports, read at ``now`` (default: its own clock)."""
+    registry = CollectorRegistry()
+    registry.register(EngineCollector(engine, clock=None if now is None else lambda: now))
+    return series.parse(generate_latest(registry).decode())
+
+
+def _with_bad(messages: list[Message]) -> list[Message]:
+    """The messages with a malformed one after every 37th, on the same partition."""
+    out: list[Message] = []
+    for i, m in enumerate(messages):
+        out.append(m)
+        if i % 37 == 0:
+            out.append(Message(b'{"type": "retrieval", "ts": ', m.partition, i, "t", m.key))
+    return out
+
+
+COUNTED = _with_bad(_messages(900))
+
+
+def test_counts_move_with_their_partitions_each_event_counted_once_over_replicas() -> None:
+    reference = Engine(_config(), wall=lambda: WALL)
+    _feed(reference, COUNTED, 100)
+    cut = 500
+    a, b = Engine(_config(), wall=lambda: WALL), Engine(_config(), wall=lambda: WALL)
+    _feed(a, COUNTED[:cut], 100)
+    for state in a.export_partitions({0, 1}).values():
+        b.adopt_partition(_moved(state))
+    a.drop_partitions({0, 1})
+    rest = COUNTED[cut:]
+    _feed(a, [m for m in rest if m.partition == 2], 100)
+    _feed(b, [m for m in rest if m.partition != 2], 100)
+    a.finish()
+    b.finish()
+    reference.finish()
+    now = reference.now()  # replicas read at one time (the wall clock, in a live run)
+    got_a, got_b = _exported(a, now), _exported(b, now)
+    assert {dict(k[1]).get("partition") for k in got_a} == {None, "2"}
+    assert {dict(k[1]).get("partition") for k in got_b} == {None, "0", "1"}
+    expected = series.without_means(_exported(reference))
+    assert series.compare(expected, series.combine([got_a, got_b])) == []
+    assert sum(reference.invalid.values()) == len(COUNTED) - 900 > 0
+    assert a.events + b.events == reference.events
+    assert sum(a.join_counters().values()) > 0
+
+
+@settings(max_examples=8, deadline=None)
+@given(
+    checkpoint=st.integers(0, len(COUNTED)),
+    lost=st.integers(0, 300),
+    batch=st.sampled_from([25, 100, 400]),
+)
+def test_a_restart_from_a_checkpoint_re_applies_only_the_later_events(
+    checkpoint: int, lost: int, batch: int
+) -> None:
+    """The crash of a replica in miniature: it checkpoints every partition, applies more
+    events (lost with it), and a new one adopts the checkpoint and re-applies the events
+    after it: every exported series equals a run that never crashed."""
+    reference = Engine(_config(), wall=lambda: WALL)
+    _feed(reference, COUNTED, batch)
+    crashed = Engine(_config(), wall=lambda: WALL)
+    _feed(crashed, COUNTED[:checkpoint], batch)
+    states = crashed.export_partitions({0, 1, 2})
+    _feed(crashed, COUNTED[checkpoint : checkpoint + lost], batch)  # applied, then lost
+    restarted = Engine(_config(), wall=lambda: WALL)
+    for state in states.values():
+        restarted.adopt_partition(_moved(state))
+    _feed(restarted, COUNTED[checkpoint:], batch)
+    assert series.compare(_exported(reference), _exported(restarted)) == []
+    resumed = Engine.restore(_config(), _moved(restarted.snapshot()), wall=lambda: WALL)
+    assert series.compare(_exported(reference), _exported(resumed)) == []
 
 
 def test_adopted_label_values_count_against_the_cap() -> None:

@@ -1,0 +1,91 @@
+"""One partition's cumulative counts: what the agent exports as counters and final-query
+histograms, kept per input partition so that they move with it.
+
+A partition's tally is part of its state (`ragstream.pipeline.partitions`): it is saved in
+every snapshot with the input offsets it covers, adopted by the partition's next owner, and
+restored after a crash, so that every event is counted once in every exported number
+whichever replica consumed it and however often a replica died (docs/reliability.md).
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+from ragstream.windows import Aggregate
+
+__all__ = ["PartitionTally", "merge_final", "sum_counters"]
+
+_K = TypeVar("_K")
+
+
+@dataclass(slots=True)
+class PartitionTally:
+    """The cumulative counts of one input partition."""
+
+    events: Counter[tuple[str, str]] = field(default_factory=Counter)
+    """(type, outcome) -> count; outcome is processed, invalid, late or duplicate."""
+    invalid: Counter[str] = field(default_factory=Counter)
+    """Invalid messages by reason."""
+    clamped: Counter[str] = field(default_factory=Counter)
+    """Events from the future, clamped to t_now, by type."""
+    collapsed: Counter[str] = field(default_factory=Counter)
+    """Events whose value of a label key was past the cap (exported as `other`), by key."""
+    last_event_time: dict[str, float] = field(default_factory=dict)
+    """Event time of the newest event seen, by type."""
+    final: dict[tuple[str, ...], Aggregate] = field(default_factory=dict)
+    """Per label set: every final query's plain metrics (cumulative histograms)."""
+
+    def seen(self, latest: Mapping[str, float]) -> None:
+        """Move the newest event times up to `latest` (type -> time)."""
+        last = self.last_event_time
+        for name, ts in latest.items():
+            if ts > last.get(name, -math.inf):
+                last[name] = ts
+
+    def snapshot(self) -> dict[str, Any]:
+        """JSON-friendly; `restore` reads it back."""
+        return {
+            "events": [[t, o, n] for (t, o), n in sorted(self.events.items())],
+            "invalid": dict(sorted(self.invalid.items())),
+            "clamped": dict(sorted(self.clamped.items())),
+            "collapsed": dict(sorted(self.collapsed.items())),
+            "last_event_time": dict(sorted(self.last_event_time.items())),
+            "final": [[list(k), a.snapshot()] for k, a in sorted(self.final.items())],
+        }
+
+    @classmethod
+    def restore(cls, data: Mapping[str, Any] | None) -> PartitionTally:
+        """A tally from `snapshot` output (None: an empty one)."""
+        if data is None:
+            return cls()
+        return cls(
+            events=Counter({(str(t), str(o)): int(n) for t, o, n in data["events"]}),
+            invalid=Counter({str(k): int(n) for k, n in data["invalid"].items()}),
+            clamped=Counter({str(k): int(n) for k, n in data["clamped"].items()}),
+            collapsed=Counter({str(k): int(n) for k, n in data.get("collapsed", {}).items()}),
+            last_event_time={str(k): float(v) for k, v in data["last_event_time"].items()},
+            final={tuple(k): Aggregate.restore(a) for k, a in data["final"]},
+        )
+
+
+def sum_counters(counters: Iterable[Mapping[_K, int]]) -> Counter[_K]:
+    """The sum of several counters (a fresh one)."""
+    total: Counter[_K] = Counter()
+    for counter in counters:
+        total.update(counter)
+    return total
+
+
+def merge_final(tallies: Sequence[PartitionTally]) -> dict[tuple[str, ...], Aggregate]:
+    """Per label set: the final-query aggregates of several partitions, merged (an
+    aggregate of one partition only is that partition's own: do not change it)."""
+    merged: dict[tuple[str, ...], Aggregate] = {}
+    for tally in tallies:
+        for labelset, aggregate in tally.final.items():
+            found = merged.get(labelset)
+            merged[labelset] = aggregate if found is None else found + aggregate
+    return merged
