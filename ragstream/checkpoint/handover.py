@@ -126,6 +126,10 @@ class Handover:
     async def stop(self) -> None:
         await self.topic.stop()
 
+    def covered(self) -> dict[int, dict[str, int]]:
+        """Per partition: the input offsets of its latest snapshot written or adopted here."""
+        return self.last_written
+
     def checkpoint_due(self) -> bool:
         """True when `interval` seconds have passed since the last save."""
         return self._clock() - self._last_save >= self.interval

@@ -170,6 +170,11 @@ class PartitionStateStore(Protocol):
         each adopted partition's topics to. Never raises."""
         ...
 
+    def covered(self) -> Mapping[int, Offsets]:
+        """Per partition: the input offsets of its latest snapshot written or adopted here
+        (what a restart would resume from)."""
+        ...
+
 
 class _Listener(ConsumerRebalanceListener):  # type: ignore[misc]
     def __init__(self, source: KafkaSource) -> None:
@@ -210,6 +215,8 @@ class KafkaSource:
         self._stopping = asyncio.Event()
         self._applied: dict[TopicPartition, int] = {}
         """Next offset to commit per partition: set by `commit`, flushed on revoke too."""
+        self._committed: dict[TopicPartition, int] = {}
+        """Per owned partition: the offset this replica last committed."""
         self._committed_at = time.monotonic()
         self.commits = 0
         """Offset commits sent to the broker (the batches applied may be many more)."""
@@ -336,14 +343,28 @@ class KafkaSource:
         consumer, self._consumer = self._consumer, None
         if consumer is not None:
             try:
-                await self._flush(consumer)
                 await self._save(consumer, set(self._owned))
+                await self._flush(consumer)
             finally:
                 self._owned.clear()
                 self._uncommitted.clear()
                 await consumer.stop()
         if self.state is not None:
             await self.state.stop()
+
+    async def abort(self) -> None:
+        """Leave as a crashed process would: no commit, no snapshot (the group is left at
+        once, rather than after the session timeout)."""
+        self._stopping.set()
+        consumer, self._consumer = self._consumer, None
+        self._owned.clear()
+        self._uncommitted.clear()
+        try:
+            if consumer is not None:
+                await consumer.stop()
+        finally:
+            if self.state is not None:
+                await self.state.stop()
 
     # -- consumption ---------------------------------------------------------------------------
 
@@ -390,15 +411,19 @@ class KafkaSource:
             await self._flush(self._consumer)
 
     async def _flush(self, consumer: AIOKafkaConsumer) -> None:
-        """Commit every applied offset of the assigned partitions now.
+        """Commit every applied offset of the assigned partitions now; with a state store,
+        the offsets its snapshots cover instead (see `_covered_offsets`).
 
         Never raises: a commit the brokers refuse (the group rebalanced meanwhile) or do
         not answer within `request_timeout` (an outage) leaves the offsets pending for the
         next flush. While they are pending a crash replays a little more; the partitions'
         state checkpoints say where they stand, not the commits."""
         assigned = consumer.assignment()
-        offsets = {tp: off for tp, off in self._applied.items() if tp in assigned}
-        self._applied = dict(offsets)
+        if self.state is not None:
+            offsets = self._covered_offsets(assigned)
+        else:
+            offsets = {tp: off for tp, off in self._applied.items() if tp in assigned}
+            self._applied = dict(offsets)
         self._committed_at = time.monotonic()
         if not offsets:
             return
@@ -413,9 +438,26 @@ class KafkaSource:
                 )
             return
         self.commits += 1
+        self._committed.update(offsets)
         for tp, off in offsets.items():  # newer offsets applied meanwhile stay pending
             if self._applied.get(tp) == off:
                 del self._applied[tp]
+        if self.state is not None:
+            self._applied.clear()
+
+    def _covered_offsets(self, assigned: set[TopicPartition]) -> dict[TopicPartition, int]:
+        """The offsets of the assigned partitions' latest snapshots, where they moved since
+        the last commit. A committed offset never runs ahead of the state that covers it:
+        a partition whose snapshot cannot be used resumes there with its counts from that
+        snapshot's time lost, never from a later offset with more of them lost."""
+        assert self.state is not None
+        out: dict[TopicPartition, int] = {}
+        for partition, offsets in self.state.covered().items():
+            for topic, offset in offsets.items():
+                tp = TopicPartition(topic, partition)
+                if tp in assigned and self._committed.get(tp) != offset:
+                    out[tp] = offset
+        return out
 
     # -- rebalancing ---------------------------------------------------------------------------
 
@@ -423,13 +465,14 @@ class KafkaSource:
         owned = self._owned & revoked
         self._owned -= revoked
         if self._consumer is not None:
+            await self._save(self._consumer, owned)
             try:
                 await self._flush(self._consumer)
             except KafkaError:
                 _log.warning("could not commit offsets of revoked partitions", exc_info=True)
-            await self._save(self._consumer, owned)
         for tp in revoked:
             self._positions.pop(tp, None)
+            self._committed.pop(tp, None)
         self._uncommitted -= revoked
         if self._on_revoked is not None and revoked:
             self._on_revoked({tp.partition for tp in revoked})
@@ -494,8 +537,17 @@ class KafkaSource:
                 tp = TopicPartition(topic, partition)
                 consumer.seek(tp, offset)
                 self._positions[tp] = offset
-        # no snapshot: resume at the committed offset
+        # no snapshot: resume at the committed offset, or where the reset policy says
         await self._positions_from_committed(consumer, assigned, seek=True)
+        fresh = {tp for tp in assigned if tp.partition not in seek}
+        for tp in fresh - self._positions.keys():
+            try:
+                self._positions[tp] = await consumer.position(tp)
+            except KafkaError:
+                _log.warning("could not resolve the position of %s", tp, exc_info=True)
+        # and a first snapshot of their (empty) state there at once: a crash before the
+        # first periodic checkpoint then replays from here, and commits can move
+        await self._save(consumer, fresh)
 
     async def _positions_from_committed(
         self, consumer: AIOKafkaConsumer, tps: set[TopicPartition], *, seek: bool

@@ -77,7 +77,12 @@ def kafka_source(
         commit_interval=k.commit_interval,
         client_options=client_security(k.security),
     )
-    return KafkaSource(config, on_revoked=engine.drop_partitions, state=handover)
+    return KafkaSource(
+        config,
+        on_revoked=engine.drop_partitions,
+        on_assigned=engine.hold_partitions,
+        state=handover,
+    )
 
 
 def dead_letters(settings: Settings) -> KafkaDeadLetters | None:

@@ -11,6 +11,7 @@ from pathlib import Path
 import aiohttp
 from aiokafka import AIOKafkaConsumer, TopicPartition
 
+from ragstream.events import DECODE_REASONS
 from ragstream.sources.synthetic import SyntheticConfig, SyntheticTraffic
 from tests.support import KafkaBroker, TopicFactory, produce_records
 from tests.support.agent_http import get
@@ -72,8 +73,9 @@ async def test_run_serves_metrics_and_exits_0_on_sigterm_with_offsets_committed(
         base = f"http://127.0.0.1:{port}"
         await _wait_for(base + "/healthz", "ok", 60, proc)
         body = await _wait_for(
-            base + "/metrics", 'ragstream_invalid_events_total{reason="bad_json"} 1.0', 90, proc
-        )
+            base + "/metrics", 'reason="bad_json"} 1.0', 90, proc
+        )  # the partition it was on
+        assert body.count('ragstream_invalid_events_total{partition="') == 2 * len(DECODE_REASONS)
         assert 'ragstream_retrieval_mrr{app="support",window="1h"}' in body
         await _wait_for(base + "/readyz", "ready", 30, proc)
     finally:
