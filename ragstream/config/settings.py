@@ -112,6 +112,14 @@ class KafkaSettings(_Section):
     commit_interval: Duration = Field(
         1.0, ge=0, description="between offset commits (0: every batch); revoke and stop commit all"
     )
+    session_timeout: Duration = Field(
+        10.0,
+        ge=1.0,
+        description=(
+            "the group session: a replica silent this long (killed) leaves the group and its"
+            " partitions move; also the time given to every replica to rejoin a rebalance"
+        ),
+    )
     security: KafkaSecurity = Field(default_factory=KafkaSecurity)
     formats: dict[str, Literal["ragstream", "otlp_proto", "otlp_json"]] = Field(
         default_factory=dict,

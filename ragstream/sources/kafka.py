@@ -92,6 +92,8 @@ class KafkaSourceConfig:
     """Seconds an offset commit or a lag read may wait on the brokers: a commit that does
     not finish in time is retried at the next one (the offsets stay pending), a lag read
     raises `KafkaUnreachableError` (the agent is then not ready)."""
+    session_timeout: float = 10.0
+    """The group session (heartbeats every third of it); also the rebalance timeout."""
     client_options: Mapping[str, Any] = field(default_factory=dict)
     """More keyword arguments for every aiokafka client: TLS and SASL (`security_protocol`,
     `ssl_context`, `sasl_mechanism`, ...)."""
@@ -297,6 +299,8 @@ class KafkaSource:
             enable_auto_commit=False,
             auto_offset_reset=c.auto_offset_reset,
             max_poll_records=c.max_batch,
+            session_timeout_ms=int(c.session_timeout * 1000),
+            heartbeat_interval_ms=max(100, int(c.session_timeout * 1000 / 3)),
             partition_assignment_strategy=(RangePartitionAssignor, RoundRobinPartitionAssignor),
             **c.client_options,
         )

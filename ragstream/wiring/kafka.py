@@ -75,6 +75,7 @@ def kafka_source(
         poll_timeout=k.poll_timeout,
         retry_backoff_max=k.retry_backoff_max,
         commit_interval=k.commit_interval,
+        session_timeout=k.session_timeout,
         client_options=client_security(k.security),
     )
     return KafkaSource(

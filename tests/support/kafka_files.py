@@ -44,6 +44,8 @@ BASE_CONFIG: Mapping[str, str] = {
     "share.coordinator.state.topic.min.isr": "1",
     # A consumer group's first member gets its partitions at once, not after 3 s.
     "group.initial.rebalance.delay.ms": "0",
+    # Short group sessions, so that a killed agent's partitions move within seconds.
+    "group.min.session.timeout.ms": "1000",
 }
 """server.properties entries that do not depend on ports or directories."""
 
