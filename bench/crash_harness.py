@@ -206,7 +206,8 @@ class Agent:
 
     async def settled(self, messages: int, within: float, quiet: float = 5.0) -> str:
         """The /metrics text once every message is counted and two scrapes agree, or once
-        the counts have not moved for ``quiet`` seconds (some lost: they never come)."""
+        the agent is ready and its series have not moved for ``quiet`` seconds (some were
+        lost: they never come)."""
         deadline = time.monotonic() + within
         previous: series.Samples | None = None
         since = time.monotonic()
@@ -223,7 +224,7 @@ class Agent:
                     return got[1]
                 if counted > messages:  # doubled: it will never come down
                     return got[1]
-                if counted and time.monotonic() - since > quiet:
+                if time.monotonic() - since > quiet and await self.ready():
                     return got[1]
             if time.monotonic() > deadline:
                 raise RuntimeError(f"the agent did not count {messages} messages; see {self.log}")
