@@ -131,6 +131,9 @@ class Engine:
         self.tallies: dict[int, PartitionTally] = {}
         """Per held partition: its cumulative counts and final-query histograms (they move
         with the partition; see `ragstream.pipeline.tally`)."""
+        self.sides: dict[str, partitions.SideState] = {}
+        """State kept beside the engine per partition (the judge's windows), saved and
+        moved with the engine's own (`attach`)."""
         self._final_columns = len(layout.plain)
         self.next_prune = -math.inf
         """Event time of the next upkeep of the windows (empty series leave them)."""
@@ -375,6 +378,8 @@ class Engine:
                 self.sequential.drop(partition)
             self.joins.pop(partition, None)
             self.tallies.pop(partition, None)
+        for side in self.sides.values():
+            side.drop_partitions(partitions)
 
     def hold_partitions(self, partitions: set[int]) -> None:
         """Partitions assigned to this engine: their counts are exported (at 0 until their
@@ -385,6 +390,11 @@ class Engine:
     def held_partitions(self) -> list[int]:
         """The partitions whose state this engine holds, in order."""
         return sorted(self.tallies.keys() | self.joins.keys())
+
+    def attach(self, name: str, side: partitions.SideState) -> None:
+        """Keep ``side``'s per-partition state in this engine's partition states and
+        snapshots, under ``name`` (e.g. the judge's windows and queue)."""
+        self.sides[name] = side
 
     def join_counters(self) -> dict[str, int]:
         """The label joins' counters summed over held partitions."""

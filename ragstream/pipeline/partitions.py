@@ -23,6 +23,7 @@ from ragstream.windows import Clock, WindowSpec, WindowStore
 __all__ = [
     "EngineParts",
     "PartitionConfigError",
+    "SideState",
     "adopt_partition",
     "export_partitions",
     "restore",
@@ -61,6 +62,28 @@ class _Config(Protocol):
     def max_pending(self) -> int: ...
 
 
+class SideState(Protocol):
+    """Per-partition state kept beside the engine (the judge's windows and queue), saved
+    and moved with the partition's own (`Engine.attach`). Every method takes JSON-friendly
+    data and is called between batches."""
+
+    def export_partition(self, partition: int) -> Any:
+        """The partition's state, for its next owner (or a restart)."""
+        ...
+
+    def adopt_partition(self, partition: int, data: Any) -> None:
+        """Take over the partition's state (None: start it empty)."""
+        ...
+
+    def drop_partitions(self, partitions: set[int]) -> None: ...
+
+    def snapshot(self) -> Any: ...
+
+    def restore(self, data: Any) -> None:
+        """Continue from `snapshot` output (None: from nothing)."""
+        ...
+
+
 class EngineParts(Protocol):
     """The parts of an engine that its state records hold."""
 
@@ -74,6 +97,7 @@ class EngineParts(Protocol):
     joins: dict[int, LabelJoin]
     labelsets: LabelSetMapper
     tallies: dict[int, PartitionTally]
+    sides: dict[str, SideState]
     next_prune: float
     traces: TraceReader | None
     sequential: SequentialDrift | None
@@ -99,8 +123,8 @@ def state_config(engine: EngineParts) -> dict[str, Any]:
 def export_partitions(
     engine: EngineParts, partitions: Sequence[int] | set[int]
 ) -> dict[int, dict[str, Any]]:
-    """Each partition's windows, open queries, counts and detectors, for the replica that
-    takes it over or a restart."""
+    """Each partition's windows, open queries, counts, detectors and side states (the
+    judge's), for the replica that takes it over or a restart."""
     config = state_config(engine)
     clock_now = engine.clock.snapshot()["now"]
     out: dict[int, dict[str, Any]] = {}
@@ -117,6 +141,9 @@ def export_partitions(
             "traces": None if engine.traces is None else engine.traces.export(partition),
             "drift": None if engine.sequential is None else engine.sequential.export(partition),
             "tally": None if tally is None else tally.snapshot(),
+            "sides": {
+                name: side.export_partition(partition) for name, side in engine.sides.items()
+            },
         }
     return out
 
@@ -155,6 +182,9 @@ def adopt_partition(engine: EngineParts, state: Mapping[str, Any]) -> None:
         engine.sequential.adopt(partition, state.get("drift"))
     # the counts (absent from older records: they start at 0 then)
     engine.tallies[partition] = PartitionTally.restore(state.get("tally"))
+    sides = state.get("sides") or {}
+    for name, side in engine.sides.items():  # absent: that side starts afresh
+        side.adopt_partition(partition, sides.get(name))
     for item in windows["series"]:  # see _adopt_join
         engine.labelsets.admit(item["labels"])
     clock_now = state.get("clock_now")
@@ -197,6 +227,7 @@ def snapshot(engine: EngineParts) -> dict[str, Any]:
         "next_prune": engine.next_prune if math.isfinite(engine.next_prune) else None,
         "traces": None if engine.traces is None else engine.traces.snapshot(),
         "drift": _drift_snapshot(engine),
+        "sides": {name: side.snapshot() for name, side in engine.sides.items()},
     }
 
 
@@ -243,6 +274,9 @@ def restore(engine: EngineParts, data: Mapping[str, Any]) -> None:
     engine.tallies = {int(p): PartitionTally.restore(t) for p, t in data["tallies"].items()}
     next_prune = data.get("next_prune")  # absent from older snapshots: at the next batch
     engine.next_prune = -math.inf if next_prune is None else float(next_prune)
+    sides = data.get("sides") or {}
+    for name, side in engine.sides.items():
+        side.restore(sides.get(name))
     if engine.traces is not None:  # open traces (absent from older snapshots)
         engine.traces.restore(data.get("traces"))
     _drift_restore(engine, data.get("drift"))
