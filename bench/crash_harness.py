@@ -92,6 +92,8 @@ class TrialResult:
     mismatches: list[series.Mismatch]
     series: int
     seconds: float
+    judged: int = 0
+    """Answers in the reference's judgment windows (the longest window)."""
 
 
 def make_stream(seed: int, queries: int) -> list[Record]:
@@ -155,7 +157,13 @@ class Agent:
             "labels.keys": "[app]",
             "join.label_ttl": "200s",
             "drift.enabled": "false",
-            "judge.enabled": "false",
+            # the offline lexical judge on half the answers, with no rate limit: what is
+            # judged is partition state too (sampling is a hash of the query id)
+            "judge.enabled": "true",
+            "judge.kind": "lexical",
+            "judge.sampling.rate": "0.5",
+            "judge.sampling.max_per_second": "null",
+            "judge.queue_size": "100000",
             "http.host": "127.0.0.1",
         }
         args = [a for k, v in settings.items() for a in ("--set", f"{k}={v}")]
@@ -324,7 +332,18 @@ async def run_trial(config: HarnessConfig, trial: int) -> TrialResult:
         mismatches=series.compare(expected, got),
         series=len(expected),
         seconds=time.monotonic() - started,
+        judged=judged(expected),
     )
+
+
+def judged(samples: series.Samples) -> int:
+    """Answers behind the generation gauges in the longest window, over label sets."""
+    counts: dict[str, float] = {}
+    for (name, labels), value in samples.items():
+        if name == "ragstream_generation_judged_queries":
+            window = dict(labels)["window"]
+            counts[window] = counts.get(window, 0.0) + value
+    return int(max(counts.values(), default=0.0))
 
 
 async def run_trials(config: HarnessConfig) -> list[TrialResult]:
@@ -334,7 +353,8 @@ async def run_trials(config: HarnessConfig) -> list[TrialResult]:
         results.append(result)
         print(
             f"trial {trial}: {result.messages} messages, kills {result.kills}, "
-            f"{result.series} series, {len(result.mismatches)} mismatches, "
+            f"{result.series} series, {result.judged} answers judged, "
+            f"{len(result.mismatches)} mismatches, "
             f"{result.seconds:.1f} s",
             flush=True,
         )
@@ -352,6 +372,9 @@ def summary(results: Sequence[TrialResult]) -> dict[str, object]:
         "kills_while_consuming": kills.count("consuming"),
         "messages_per_trial": results[0].messages if results else 0,
         "series_compared_per_trial": results[0].series if results else 0,
+        "answers_judged_per_trial": round(sum(r.judged for r in results) / len(results))
+        if results
+        else 0,
         "mismatches": sum(len(r.mismatches) for r in results),
         "trials_with_mismatches": sum(1 for r in results if r.mismatches),
         "seconds": round(sum(r.seconds for r in results), 1),

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Any, Protocol
 
 __all__ = ["AnswerLike", "Claim", "Judge", "JudgeError", "JudgeInput", "Judgment", "Usage"]
 
@@ -79,6 +79,36 @@ class JudgeInput:
             partition=partition,
             estimated_cost=estimated_cost,
             admitted_at=admitted_at,
+        )
+
+    def to_state(self) -> dict[str, Any]:
+        """JSON-friendly, for a snapshot of the unjudged answers (`from_state`)."""
+        return {
+            "query_id": self.query_id,
+            "ts": self.ts,
+            "question": self.question,
+            "answer": self.answer,
+            "contexts": list(self.contexts),
+            "doc_ids": list(self.doc_ids),
+            "labels": dict(self.labels),
+            "model": self.model,
+            "partition": self.partition,
+        }
+
+    @classmethod
+    def from_state(cls, state: Mapping[str, Any]) -> JudgeInput:
+        """Inverse of `to_state` (admission time and estimated cost are not kept: a
+        restored answer is admitted again)."""
+        return cls(
+            query_id=str(state["query_id"]),
+            ts=float(state["ts"]),
+            question=str(state["question"]),
+            answer=str(state["answer"]),
+            contexts=tuple(str(c) for c in state["contexts"]),
+            doc_ids=tuple(_optional_str(d) for d in state["doc_ids"]),
+            labels={str(k): str(v) for k, v in state["labels"].items()},
+            model=_optional_str(state["model"]),
+            partition=int(state["partition"]),
         )
 
 

@@ -13,6 +13,7 @@ import math
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -157,6 +158,36 @@ class JudgeResults:
         else:
             self.late += 1
         return landed
+
+    # -- partition state (moved and saved by `JudgingService`) ------------------------------
+
+    def export_partition(self, partition: int) -> dict[str, Any]:
+        """One partition's judgment windows, JSON-friendly."""
+        return self.store.export_partition(partition)
+
+    def adopt_partition(self, partition: int, data: dict[str, Any] | None) -> None:
+        """Take over a partition's judgment windows (None: none yet)."""
+        if data is not None:
+            if int(data["partition"]) != partition:
+                raise ValueError(f"windows of partition {data['partition']}, not {partition}")
+            self.store.import_partition(data)
+
+    def drop_partition(self, partition: int) -> None:
+        self.store.drop_partition(partition)
+
+    def snapshot(self) -> dict[str, Any]:
+        """Every partition's judgment windows (the counters are the process's own)."""
+        return self.store.snapshot()
+
+    def restore(self, data: dict[str, Any] | None) -> None:
+        """Continue from `snapshot` output (None: empty windows)."""
+        if data is None:
+            self.store = WindowStore(self.spec)
+            return
+        store = WindowStore.restore(data)
+        if store.spec != self.spec:
+            raise ValueError("the saved judgment windows were kept with a different window spec")
+        self.store = store
 
     def record_failure(self, item: JudgeInput, error: JudgeError) -> None:
         """Count a failed judgment by reason."""

@@ -3,14 +3,22 @@
 `JudgingService.on_answers` is the runner's per-batch callback: synchronous, it decides
 per answer and enqueues or drops, so consumption never waits for a judge. Built from the
 `judge` settings section by `ragstream.wiring.judging_service`.
+
+What is judged is partition state (docs/judging.md, "With the partition"): the answers
+sampled and not judged yet, and the windows of the judgments, are kept per Kafka partition,
+saved in the engine's snapshots with the offsets they cover and moved with a partition on a
+rebalance (the service is a `ragstream.pipeline.partitions.SideState`, attached with
+`Engine.attach`). A judgment that comes back for a partition that has left this replica is
+discarded: its next owner judges that answer again from the state it adopted.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ragstream.judging.model import AnswerLike, Judge, JudgeError, JudgeInput, Judgment
 from ragstream.judging.publisher import JudgmentPublisher
@@ -99,13 +107,19 @@ class JudgingService:
         self._sampler_clock = sampler_clock
         self._window_clock = window_clock
         self._needs_metrics = any(isinstance(r, RetrievalRule) for r in sampler.rules)
+        self._pending: dict[int, dict[int, JudgeInput]] = {}
+        """Per held partition: the sampled answers submitted and not judged yet, by the
+        item's identity (the same object comes back from the workers)."""
+        self.discarded = 0
+        """Judgments dropped because their partition had left this replica."""
 
     # -- the runner's callback ----------------------------------------------------------------
 
-    def on_answers(self, answers: Sequence[AnswerLike]) -> None:
-        """Decide per answer and enqueue the sampled ones; never blocks."""
+    def on_answers(self, answers: Sequence[tuple[int, AnswerLike]]) -> None:
+        """Decide per answer (with its partition) and enqueue the sampled ones; never
+        blocks."""
         now = self._sampler_clock()
-        for event in answers:
+        for partition, event in answers:
             metrics = None
             if self._needs_metrics and self.lookup is not None:
                 metrics = self.lookup(event.query_id)
@@ -115,21 +129,46 @@ class JudgingService:
             workers = self.workers
             if workers.full:  # do not even build the item
                 workers.drop()
-            elif workers.submit(
+            elif self._submit(
                 JudgeInput.from_event(
-                    event, estimated_cost=decision.charged, admitted_at=decision.at
+                    event,
+                    partition=partition,
+                    estimated_cost=decision.charged,
+                    admitted_at=decision.at,
                 )
             ):
                 continue
             self.sampler.reconcile(decision.at, decision.charged, 0.0, now, ok=False)
 
+    def _submit(self, item: JudgeInput) -> bool:
+        if not self.workers.submit(item):
+            return False
+        self._pending.setdefault(item.partition, {})[id(item)] = item
+        return True
+
+    def _settle(self, item: JudgeInput) -> bool:
+        """Take a finished item off its partition's pending answers; False (and counted)
+        when that partition left this replica, or came back since (it was re-queued)."""
+        pending = self._pending.get(item.partition)
+        if pending is None or pending.pop(id(item), None) is None:
+            self.discarded += 1
+            return False
+        return True
+
+    @property
+    def unjudged(self) -> int:
+        """Sampled answers of held partitions that are not judged yet."""
+        return sum(len(items) for items in self._pending.values())
+
     # -- results ------------------------------------------------------------------------------
 
     def _on_result(self, item: JudgeInput, judgment: Judgment) -> None:
-        self.results.record(item, judgment, self._window_clock())
-        self.sampler.reconcile(
+        self.sampler.reconcile(  # the call was made: its cost counts wherever it lands
             item.admitted_at, item.estimated_cost, judgment.usage.cost, self._sampler_clock()
         )
+        if not self._settle(item):
+            return
+        self.results.record(item, judgment, self._window_clock())
         if self.on_labels is not None:
             labels = judge_labels(item, judgment, self.label_threshold)
             if labels:
@@ -138,10 +177,70 @@ class JudgingService:
             self.publisher.offer(item, judgment)
 
     def _on_failure(self, item: JudgeInput, error: JudgeError) -> None:
-        self.results.record_failure(item, error)
         self.sampler.reconcile(
             item.admitted_at, item.estimated_cost, error.usage.cost, self._sampler_clock(), ok=False
         )
+        if self._settle(item):
+            self.results.record_failure(item, error)
+
+    # -- partition state (`ragstream.pipeline.partitions.SideState`) --------------------------
+
+    def export_partition(self, partition: int) -> dict[str, Any]:
+        """The partition's unjudged answers and judgment windows, JSON-friendly."""
+        pending = self._pending.get(partition, {})
+        return {
+            "pending": [item.to_state() for item in pending.values()],
+            "windows": self.results.export_partition(partition),
+        }
+
+    def adopt_partition(self, partition: int, data: Any) -> None:
+        """Take over a partition's state (None: start it empty): its windows, and its
+        unjudged answers queued again."""
+        self._pending.setdefault(partition, {})
+        if not data:
+            return
+        self.results.adopt_partition(partition, data.get("windows"))
+        for state in data.get("pending") or ():
+            self._requeue(JudgeInput.from_state(state))
+
+    def drop_partitions(self, partitions: set[int]) -> None:
+        """Forget revoked partitions; their queued answers are judged for nothing
+        (`discarded`), the new owner judges them from the state it adopts."""
+        for partition in partitions:
+            self._pending.pop(partition, None)
+            self.results.drop_partition(partition)
+
+    def snapshot(self) -> dict[str, Any]:
+        """Every held partition's unjudged answers, and the judgment windows."""
+        return {
+            "pending": {
+                str(p): [item.to_state() for item in items.values()]
+                for p, items in sorted(self._pending.items())
+            },
+            "results": self.results.snapshot(),
+        }
+
+    def restore(self, data: Any) -> None:
+        """Continue from `snapshot` output (None: from nothing); unjudged answers queued
+        again."""
+        self._pending = {}
+        self.results.restore(None if not data else data.get("results"))
+        if not data:
+            return
+        for key, items in (data.get("pending") or {}).items():
+            self._pending.setdefault(int(key), {})
+            for state in items:
+                self._requeue(JudgeInput.from_state(state))
+
+    def _requeue(self, item: JudgeInput) -> None:
+        """Queue an unjudged answer again (admitted now, nothing charged yet: the cost is
+        counted when it is judged); dropped and counted when the queue is full."""
+        now = self._sampler_clock()
+        item = dataclasses.replace(item, admitted_at=now, estimated_cost=0.0)
+        if self.workers.full:
+            self.workers.drop()
+        else:
+            self._submit(item)
 
     # -- lifecycle ----------------------------------------------------------------------------
 

@@ -100,7 +100,9 @@ class BatchReport:
     """What one `apply` did, for the caller's sinks (dead letters, per-query output)."""
 
     invalid: list[tuple[Message, DecodeError]] = field(default_factory=list)
-    answers: list[DecodedAnswer] = field(default_factory=list)
+    answers: list[tuple[int, DecodedAnswer]] = field(default_factory=list)
+    """The answers that were not late, each with its partition (the judge keeps its state
+    per partition)."""
     final: list[OpenQuery] = field(default_factory=list)
 
 
@@ -226,11 +228,11 @@ class Engine:
         times: Sequence[float],
         timings: Sequence[int],
         now: float,
-    ) -> list[DecodedAnswer]:
+    ) -> list[tuple[int, DecodedAnswer]]:
         """Join every event in arrival order: one loop, counts kept in locals until the end.
 
-        Returns the answers that were not late, for the judge."""
-        answers: list[DecodedAnswer] = []
+        Returns the answers that were not late, with their partitions, for the judge."""
+        answers: list[tuple[int, DecodedAnswer]] = []
         joins = self.joins
         mapper = self.labelsets if self.config.label_keys else None
         counts: Counter[tuple[int, str, str]] = Counter()
@@ -273,7 +275,7 @@ class Engine:
                 counts[(partition, kind, "late" if late else "processed")] += 1
             else:
                 assert type(event) is DecodedAnswer
-                answers.append(event)
+                answers.append((partition, event))
                 counts[(partition, kind, "processed")] += 1
         for (p, type_, result), n in counts.items():
             self._tally(p).events[(type_, result)] += n
@@ -471,9 +473,13 @@ class Engine:
         snapshot: Mapping[str, Any],
         *,
         wall: Callable[[], float] | None = None,
+        sides: Mapping[str, partitions.SideState] | None = None,
     ) -> Engine:
-        """An engine built from `config` that continues from `snapshot`."""
+        """An engine built from `config` that continues from `snapshot`, with ``sides``
+        attached first (`attach`) so that they continue from it too."""
         engine = cls(config, wall=wall)
+        for name, side in (sides or {}).items():
+            engine.attach(name, side)
         partitions.restore(engine, snapshot)
         return engine
 

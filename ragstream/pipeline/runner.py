@@ -83,7 +83,7 @@ class Runner:
         *,
         dead_letters: DeadLetterSink | None = None,
         on_final: Callable[[Sequence[OpenQuery]], None] | None = None,
-        on_answers: Callable[[Sequence[DecodedAnswer]], None] | None = None,
+        on_answers: Callable[[Sequence[tuple[int, DecodedAnswer]]], None] | None = None,
         invalid_log: RateLimitedLog | None = None,
     ) -> None:
         self.engine = engine

@@ -474,7 +474,9 @@ class SlidingWindow:
             ("dsum", "decayed_sum"),
         ):
             shape, dtype = layout[name]
-            data = np.asarray(state[field], dtype=dtype).reshape(-1, *shape)
+            # (len(keys), *shape), not (-1, *shape): a plane of size 0 (a spec without
+            # decayed metrics, e.g. the judge's windows) has no row count to infer
+            data = np.asarray(state[field], dtype=dtype).reshape(len(keys), *shape)
             ring._planes[name][idx, 0] = data
         ring.refresh()
         return ring

@@ -116,13 +116,14 @@ def engine_judging(
     settings: Settings, engine: Engine, producer_options: dict[str, Any] | None = None
 ) -> JudgingService | None:
     """The judging service of an agent around `engine`, or None when `judge.enabled` is
-    false: sampled by the engine's clock, its labels fed back to the engine."""
+    false: sampled by the engine's clock, its labels fed back to the engine, its unjudged
+    answers and judgment windows kept in the engine's partition states (`Engine.attach`)."""
     judge = settings.judge
     if not judge.enabled:
         return None
     metrics = [rule.metric for rule in judge.sampling.retrieval_rules]
     clock = engine.read_clock()
-    return judging_service(
+    service = judging_service(
         judge,
         labelset=engine.labelsets,
         windows=settings.windows.sizes,
@@ -135,3 +136,6 @@ def engine_judging(
         sampler_clock=clock,
         window_clock=clock,
     )
+    # what is judged is partition state: saved with the offsets, moved on a rebalance
+    engine.attach("judge", service)
+    return service

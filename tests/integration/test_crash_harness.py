@@ -38,6 +38,7 @@ async def test_five_trials_of_random_kills_export_every_series_as_a_run_without_
     assert report["trials"] == 5
     assert int(str(report["kills"])) >= 5
     assert int(str(report["series_compared_per_trial"])) > 1000  # windows, histograms, ...
+    assert all(r.judged > 50 for r in results)  # the judge's windows are compared too
     mismatches = [str(m) for r in results for m in r.mismatches]
     assert mismatches == []
 

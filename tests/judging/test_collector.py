@@ -45,7 +45,7 @@ def _samples(registry: CollectorRegistry) -> dict[tuple[str, tuple[tuple[str, st
 
 async def _run(service: JudgingService, answers: list[AnswerEvent]) -> None:
     await service.start()
-    service.on_answers(answers)
+    service.on_answers([(0, answer) for answer in answers])
     await service.stop()
 
 

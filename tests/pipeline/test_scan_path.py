@@ -97,7 +97,7 @@ def _report(report: BatchReport, engine: Engine) -> Any:
         for q in report.final
     ]
     invalid = [(m.offset, e.reason, e.detail) for m, e in report.invalid]
-    answers = [a.query_id for a in report.answers]
+    answers = [(p, a.query_id) for p, a in report.answers]
     return invalid, answers, final, engine.snapshot()
 
 

@@ -62,5 +62,7 @@ def test_hostile_and_mutated_messages_on_a_trace_topic(encoding: str) -> None:
     )
     # most junk is refused (a mutation may still be a valid request, with spans or without)
     assert len({m.offset for m, _ in report.invalid}) >= len(junk) * 3 // 4
-    answers = {a.answer for a in report.answers} | {a.answer for a in engine.apply([]).answers}
+    answers = {a.answer for _, a in report.answers} | {
+        a.answer for _, a in engine.apply([]).answers
+    }
     assert {f"a{i}" for i in range(5)} <= answers  # the valid traces gave their answers

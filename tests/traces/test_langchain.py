@@ -46,7 +46,7 @@ def _run(engine: Engine, batches: Sequence[Sequence[Message]]) -> list[DecodedAn
     for batch in batches:
         report: BatchReport = engine.apply(batch)
         assert report.invalid == []
-        answers.extend(report.answers)
+        answers.extend(answer for _, answer in report.answers)
     return answers
 
 

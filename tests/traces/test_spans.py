@@ -136,7 +136,7 @@ def test_an_llm_span_without_chains_answers_with_the_retrieval_query() -> None:
     engine = _engine()
     report = _apply(engine, app.messages())
     assert report.invalid == []
-    [answer] = report.answers
+    [(_, answer)] = report.answers
     assert answer.question == "what is A?"
     assert answer.answer == "A is a letter."
     assert answer.model == "gpt-x"
@@ -167,7 +167,7 @@ def test_a_chain_with_json_input_and_output_reads_the_configured_keys() -> None:
         with app.span("llm", _llm("why?", "because (raw)")):
             pass
     engine = _engine(TraceMapping(query_id="session.id"))
-    [answer] = _apply(engine, app.messages()).answers
+    [(_, answer)] = _apply(engine, app.messages()).answers
     assert (answer.question, answer.answer) == ("why?", "because")
     assert answer.query_id == "s-1"  # the chain span carries the attribute
     assert answer.model == "gpt-x"  # from the LLM span below it
@@ -267,7 +267,7 @@ def test_the_oldest_open_trace_closes_early_beyond_max_open() -> None:
     messages = list(app.messages())
     open_only = [m for i, m in enumerate(messages) if i % 3 != 2]  # the roots held back
     report = _apply(engine, open_only)
-    assert [a.answer for a in report.answers] == ["b0"]  # closed early, answered all the same
+    assert [a.answer for _, a in report.answers] == ["b0"]  # closed early, answered all the same
     assert engine.traces is not None
     assert engine.traces.trace_counts()["evicted"] == 1
     assert engine.traces.open_traces == 2
@@ -300,7 +300,7 @@ def test_malformed_messages_are_counted_by_reason_and_the_rest_is_read() -> None
     # the retrieval event's document time is in milliseconds: that event is invalid
     assert sorted(reasons) == sorted([*junk.values(), "bad_timestamp"])
     assert set(reasons) <= set(DECODE_REASONS)
-    [answer] = report.answers  # the answer does not depend on the retrieval event's validity
+    [(_, answer)] = report.answers  # the answer does not depend on the retrieval event's validity
     assert answer.answer == "a"
     assert engine.events[("unknown", "invalid")] == len(junk) + 1
     assert sum(engine.invalid.values()) == len(junk) + 1
