@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import time
+from collections.abc import AsyncIterator, Sequence
 
 import numpy as np
 import pytest
@@ -65,6 +66,29 @@ async def _consume(runner: Runner, until: int, within: float = 60.0) -> None:
     await asyncio.wait_for(task, 10)
 
 
+class _StopAt:
+    """A real source that ends its stream once the engine has seen `until` messages.
+
+    Stopping from inside the loop is deterministic: polling from outside can miss the
+    moment when the whole topic fits in a few fast batches.
+    """
+
+    def __init__(self, source: KafkaSource, engine: Engine, until: int) -> None:
+        self.source, self.engine, self.until = source, engine, until
+
+    async def batches(self) -> AsyncIterator[Sequence[Message]]:
+        async for batch in self.source.batches():
+            if _total(self.engine) >= self.until:
+                return
+            yield batch
+
+    async def commit(self, batch: Sequence[Message]) -> None:
+        await self.source.commit(batch)
+
+    async def stop(self) -> None:
+        await self.source.stop()
+
+
 def _direct(messages: list[tuple[bytes, bytes]]) -> Engine:
     engine = Engine(_config(), wall=lambda: WALL)
     engine.apply([Message(v, key=k) for k, v in messages])
@@ -120,7 +144,7 @@ async def test_stop_and_restart_mid_stream_loses_and_doubles_nothing(
     await first_source.start()
     engine = Engine(_config(), wall=lambda: WALL)
     try:
-        await _consume(Runner(engine, first_source), until=1000)
+        await asyncio.wait_for(Runner(engine, _StopAt(first_source, engine, 1000)).run(), 60)
     finally:
         await first_source.stop()  # commits what was applied, leaves the group
     seen = _total(engine)
