@@ -252,7 +252,9 @@ class OpenQuery:
             return query
         query._doc_ids = ids
         times = array("d", scanned.times or b"")
-        query._doc_times = tuple([_effective_time(t, ts) for t in times])
+        # `_effective_time` inlined (a call per document costs as much as the rest): C
+        # doubles are never None, NaN is the one value unequal to itself
+        query._doc_times = tuple([ts if t != t or t > ts else t for t in times])
         for labels in (scanned.qrels, scanned.inline):  # qrels first, as in from_retrieval
             for doc_id, rel, t_doc in labels or ():
                 query.set_label(doc_id, rel, t_doc)
@@ -310,6 +312,19 @@ class OpenQuery:
         if self._doc_times is not None or self.repeats:
             return self.doc_times[:width]
         return [doc.t_doc for doc in self._docs()[:width]]
+
+    @staticmethod
+    def packed_top_times(queries: Sequence[OpenQuery], width: int) -> bytes | None:
+        """`top_doc_times(width)` of every query as C doubles end to end, when each query
+        still holds exactly `width` of them as a buffer (the usual query, not yet scored:
+        one join for the batch instead of a call per query); else None."""
+        if width != TOP_DOCS:
+            return None
+        try:
+            packed = b"".join([q._top for q in queries])  # type: ignore[misc]
+        except TypeError:  # a query whose leading times are not kept (None)
+            return None
+        return packed if len(packed) == 8 * width * len(queries) else None
 
     def raw_ranking(self) -> tuple[Sequence[str], Sequence[float | None]]:
         """Doc ids and times of the ranking; the times raw (as in `top_doc_times`) unless

@@ -9,7 +9,7 @@ and per cutoff the mean age of the top-k documents at `ts` (NaN without document
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from itertools import chain
 
@@ -89,15 +89,18 @@ class Scorer:
         for query in queries:
             labels = query.labels
             doc_ids, doc_times = query.raw_ranking()
-            grade = labels.get
-            rel.extend([grade(doc_id, 0.0) for doc_id in doc_ids])
             label_times = query.label_times
-            # one time per document: a judged one weighs by its label's time in the ranking
-            # too, as in the ideal ranking (else a ranking time later than the label's would
-            # give ndcg_decayed above 1)
-            when = label_times.get
-            rel_times.extend([when(d, t) for d, t in zip(doc_ids, doc_times, strict=True)])
-            rel_length.append(len(doc_ids))
+            # per document its grade (0 unjudged) and one time: a judged one weighs by its
+            # label's time in the ranking too, as in the ideal ranking (else a ranking time
+            # later than the label's would give ndcg_decayed above 1). Judged documents are
+            # few: they are looked up in the ranking, not the ranking in the labels.
+            base, size = len(rel), len(doc_ids)
+            rel.extend(_ZEROS[:size] if size <= len(_ZEROS) else [0.0] * size)
+            rel_times.extend(doc_times)
+            for doc_id, at in _positions(doc_ids, labels):
+                rel[base + at] = labels[doc_id]
+                rel_times[base + at] = label_times[doc_id]
+            rel_length.append(size)
             judged.extend(labels.values())
             judged_times.extend([label_times[doc_id] for doc_id in labels])
             judged_length.append(len(labels))
@@ -134,11 +137,15 @@ class Scorer:
         n = len(queries)
         cutoffs = self.layout.cutoffs
         width = max(cutoffs)
+        packed = OpenQuery.packed_top_times(queries, width)
+        if packed is not None:  # the usual case: no call per query
+            times = np.frombuffer(packed, dtype=np.float64).reshape(n, width).copy()
+            return self._ages(times, np.full(n, width, dtype=np.int64), ts)
         tops = [query.top_doc_times(width) for query in queries]
         sizes = list(map(len, tops))
         length = np.array(sizes, dtype=np.int64).reshape(n)
         packed = _packed(tops) if n and min(sizes) == width else None
-        if packed is not None:  # the usual case: `width` documents each, as C doubles
+        if packed is not None:  # `width` documents each, as C doubles
             times = np.frombuffer(packed, dtype=np.float64).reshape(n, width).copy()
         elif n and min(sizes) == width:
             times = np.array(tops, dtype=np.float64).reshape(n, width)  # None -> NaN
@@ -146,11 +153,37 @@ class Scorer:
             flat = np.array(list(chain.from_iterable(tops)), dtype=np.float64)
             times = np.zeros((n, width))
             times[np.arange(width) < length[:, None]] = flat  # row-major: the order of `flat`
-        times = effective_doc_time(times, ts)
-        out = np.empty((n, len(cutoffs)))
+        return self._ages(times, length, ts)
+
+    def _ages(self, raw: _F64, length: NDArray[np.int64], ts: _F64) -> _F64:
+        """Mean ages per cutoff of raw leading document times (`length` of each row)."""
+        times = effective_doc_time(raw, ts)
+        cutoffs = self.layout.cutoffs
+        out = np.empty((ts.shape[0], len(cutoffs)))
         for c, k in enumerate(cutoffs):
             out[:, c] = mean_doc_age(times, length, k, ts)
         return out
+
+
+_ZEROS = [0.0] * 64
+
+
+def _positions(doc_ids: Sequence[str], labels: Mapping[str, float]) -> list[tuple[str, int]]:
+    """(doc id, rank position) of the judged documents that are in the ranking (which has no
+    repeats): a scan of the ranking per label while labels are few, a dictionary beyond."""
+    if len(labels) <= _SCAN_LABELS:
+        out = []
+        for doc_id in labels:
+            try:
+                out.append((doc_id, doc_ids.index(doc_id)))
+            except ValueError:  # judged but not retrieved
+                continue
+        return out
+    where = {doc_id: at for at, doc_id in enumerate(doc_ids)}
+    return [(doc_id, where[doc_id]) for doc_id in labels if doc_id in where]
+
+
+_SCAN_LABELS = 8
 
 
 def _packed(rows: list[Sequence[float | None]]) -> bytes | None:
