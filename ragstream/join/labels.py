@@ -139,15 +139,34 @@ class LabelJoin:
         return query
 
     def open_scanned(
-        self, scanned: Scanned, partition: int, labelset: tuple[str, ...], ts: float, raw: bytes
-    ) -> OpenQuery | None:
-        """`open` for a retrieval event read by the compiled scanner (`raw`: its message);
-        positional, as it is called once an event."""
-        if self._known(scanned.query_id):
-            return None
-        query = OpenQuery.from_scanned(scanned, partition, labelset, ts, self.label_ttl, raw)
-        self._register(query)
-        return query
+        self, partition: int, run: Sequence[tuple[Scanned, tuple[str, ...], float, bytes]]
+    ) -> int:
+        """`open` for retrieval events read by the compiled scanner, in arrival order: each
+        (event, label set, its time on the clock, its message); returns how many were
+        duplicates. One call for a run of them: thousands a batch."""
+        opened, final, pending = self._open, self._final, self._pending
+        new, ttl, register = OpenQuery.from_scanned, self.label_ttl, self._register
+        push, dirty, cap = self._expiry.push, self._dirty, self.max_open
+        duplicates = direct = 0
+        for scanned, labelset, ts, raw in run:
+            query_id = scanned.query_id
+            if query_id in opened or query_id in final:
+                duplicates += 1
+                continue
+            query = new(scanned, partition, labelset, ts, ttl, raw)
+            if pending or len(opened) >= cap:
+                register(query)
+                continue
+            # `_register` when no label waits and the cap is not reached (the scanner
+            # declines repeated documents, so there are none to count)
+            opened[query_id] = query
+            push(query.expires_at, query_id)
+            dirty[query_id] = query
+            direct += 1
+        counters = self.counters
+        counters.duplicate_retrievals += duplicates
+        counters.opened += direct
+        return duplicates
 
     def _known(self, query_id: str) -> bool:
         """Whether a retrieval event for this query came before (counted as a duplicate)."""

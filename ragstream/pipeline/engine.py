@@ -237,6 +237,19 @@ class Engine:
         mapper = self.labelsets if self.config.label_keys else None
         counts: Counter[tuple[int, str, str]] = Counter()
         latest: dict[tuple[int, str], float] = {}
+        runs: dict[int, list[tuple[Scanned, tuple[str, ...], float, bytes]]] = {}
+        """Per partition: scanned retrieval events not opened yet. They open in one call
+        per run, before the partition's next event that touches its join: per partition
+        (each has its own join) the arrival order holds."""
+
+        def flush(partition: int) -> None:
+            run = runs.pop(partition, None)
+            if run:
+                duplicates = joins[partition].open_scanned(partition, run)
+                counts[(partition, "retrieval", "processed")] += len(run) - duplicates
+                if duplicates:
+                    counts[(partition, "retrieval", "duplicate")] += duplicates
+
         for event, message, ts, timing in zip(events, messages, times, timings, strict=True):
             kind = "retrieval" if isinstance(event, Scanned) else event.type
             partition = message.partition
@@ -249,34 +262,44 @@ class Engine:
                 elif type(event) is not DecodedFeedback:  # a late label may still count
                     counts[(partition, kind, "late")] += 1
                     continue
-            if isinstance(event, Scanned) or type(event) is DecodedRetrieval:
+            if isinstance(event, Scanned):  # the usual event: opened with its run
                 labelset = (
                     () if mapper is None else mapper(event.labels, self._tally(partition).collapsed)
                 )
-                raw = message.value
-                if isinstance(event, Scanned):  # the usual event
-                    query = join.open_scanned(event, partition, labelset, ts, raw)
-                else:
-                    query = join.open(
-                        event.query_id,
-                        partition=partition,
-                        labelset=labelset,
-                        ts=ts,
-                        results=event.results,
-                        qrels=event.qrels or (),
-                        raw=raw,
-                    )
+                run = runs.get(partition)
+                if run is None:
+                    run = runs[partition] = []
+                run.append((event, labelset, ts, message.value))
+                continue
+            if type(event) is DecodedAnswer:  # the join is not involved
+                answers.append((partition, event))
+                counts[(partition, kind, "processed")] += 1
+                continue
+            if partition in runs:
+                flush(partition)
+            if type(event) is DecodedRetrieval:
+                labelset = (
+                    () if mapper is None else mapper(event.labels, self._tally(partition).collapsed)
+                )
+                query = join.open(
+                    event.query_id,
+                    partition=partition,
+                    labelset=labelset,
+                    ts=ts,
+                    results=event.results,
+                    qrels=event.qrels or (),
+                    raw=message.value,
+                )
                 counts[(partition, kind, "duplicate" if query is None else "processed")] += 1
-            elif type(event) is DecodedFeedback:
+            else:
+                assert type(event) is DecodedFeedback
                 outcome = join.label(
                     event.query_id, event.doc_id, event.rel, ts=event.ts, t_now=now
                 )
                 late = outcome is LabelOutcome.LATE
                 counts[(partition, kind, "late" if late else "processed")] += 1
-            else:
-                assert type(event) is DecodedAnswer
-                answers.append((partition, event))
-                counts[(partition, kind, "processed")] += 1
+        for partition in list(runs):
+            flush(partition)
         for (p, type_, result), n in counts.items():
             self._tally(p).events[(type_, result)] += n
         for (p, type_), seen in latest.items():

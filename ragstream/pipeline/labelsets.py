@@ -11,6 +11,7 @@ __all__ = ["OTHER", "LabelSetMapper"]
 OTHER = "other"
 """The value that label values beyond the cap collapse to."""
 _MISSING = ""
+_KNOWN_SETS = 4096
 
 
 @dataclass(slots=True)
@@ -26,6 +27,10 @@ class LabelSetMapper:
     max_values: int = 50
     collapsed: dict[str, int] = field(default_factory=dict)
     _seen: dict[str, set[str]] = field(default_factory=dict)
+    _known: dict[tuple[str, ...], tuple[str, ...]] = field(default_factory=dict)
+    """Label sets whose values are all admitted (or empty), each to itself: such a set
+    maps to itself and counts nothing, so most events take one lookup. At most
+    `_KNOWN_SETS` of them (bounded whatever the number of keys)."""
 
     def __post_init__(self) -> None:
         self.keys = tuple(self.keys)
@@ -45,7 +50,12 @@ class LabelSetMapper:
             return ()
         if not labels:
             return (_MISSING,) * len(self.keys)
+        given = tuple([labels.get(key, _MISSING) for key in self.keys])
+        known = self._known.get(given)
+        if known is not None:
+            return known
         values: list[str] = []
+        admitted = True
         for key in self.keys:
             value = labels.get(key, _MISSING)
             seen = self._seen[key]
@@ -55,10 +65,14 @@ class LabelSetMapper:
                     if collapsed is not None:
                         collapsed[key] = collapsed.get(key, 0) + 1
                     value = OTHER
+                    admitted = False
                 else:
                     seen.add(value)
             values.append(value)
-        return tuple(values)
+        out = tuple(values)
+        if admitted and len(self._known) < _KNOWN_SETS:
+            self._known[out] = out
+        return out
 
     def admit(self, labelset: Sequence[str]) -> None:
         """Count the non-empty values of a label set (one of this mapper's tuples, e.g. of
@@ -76,6 +90,7 @@ class LabelSetMapper:
 
     def restore_state(self, data: Mapping[str, Any]) -> None:
         """Load `snapshot()` output into this mapper (same keys)."""
+        self._known.clear()  # the admitted values change
         for key in self.keys:
             self._seen[key] = set(data["seen"].get(key, ()))
             self.collapsed[key] = int(data["collapsed"].get(key, 0))

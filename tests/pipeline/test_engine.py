@@ -366,3 +366,55 @@ def test_inline_labels_of_repeated_documents_by_hand(
     assert {name: values[name] for name in expected} == pytest.approx(expected, abs=1e-12)
     mean = engine.store.read(engine.now(), ())["1h"].mean()  # the window holds the same row
     assert mean[engine.columns.index("rr")] == pytest.approx(expected["rr"], abs=1e-12)
+
+
+def test_runs_of_scanned_events_open_as_one_message_at_a_time_would() -> None:
+    """Scanned retrieval events open in one call per run and partition: with feedback that
+    comes before and after its retrieval in the same batch, duplicates inside a batch and
+    the open-query cap reached inside a run, every count and window equals the engine fed
+    one message at a time."""
+    messages = _stream(2000, seed=21)
+    retrievals = [m for m in messages if b'"type":"retrieval"' in m.value]
+    feedback = [m for m in messages if b'"type":"feedback"' in m.value]
+    assert len(retrievals) > 300
+    assert len(feedback) > 100
+    mixed = list(messages)
+    for i, m in enumerate(retrievals[:150:3]):  # duplicates, some in the same batch
+        mixed.insert(mixed.index(m) + 1 + i % 7, Message(m.value, m.partition, -1 - i))
+    for m in feedback[:60]:  # feedback moved before the retrieval of its query
+        mixed.remove(m)
+        query = json.loads(m.value)["query_id"]
+        at = next(i for i, r in enumerate(mixed) if json.loads(r.value)["query_id"] == query)
+        mixed.insert(max(0, at - 3), m)
+
+    def engine() -> Engine:
+        config = EngineConfig(
+            cutoffs=(1, 5, 10),
+            half_lives=(3600.0,),
+            windows=WINDOWS,
+            clock="event",
+            label_keys=("app",),
+            max_open=120,  # reached inside runs
+        )
+        return Engine(config, wall=lambda: WALL)
+
+    whole, single = engine(), engine()
+    for start in range(0, len(mixed), 500):
+        whole.apply(mixed[start : start + 500])
+    for m in mixed:
+        single.apply([m])
+    assert whole.events == single.events
+    assert whole.events[("retrieval", "duplicate")] == 50
+    counters = whole.join_counters()
+    assert counters == single.join_counters()
+    assert counters["open_evicted"] > 0
+    assert counters["labels_pending"] > 0
+    now = whole.now()
+    assert single.now() == now
+    for labelset in whole.store.labelsets():
+        a, b = whole.store.read(now, labelset), single.store.read(now, labelset)
+        for name in a:
+            assert a[name].queries == b[name].queries
+            np.testing.assert_allclose(a[name].mean(), b[name].mean(), rtol=1e-9, atol=1e-12)
+    finals = [q.query_id for q in whole.finish()], [q.query_id for q in single.finish()]
+    assert sorted(finals[0]) == sorted(finals[1])

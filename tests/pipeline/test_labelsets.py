@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from ragstream.pipeline.labelsets import OTHER, LabelSetMapper
 
 
@@ -35,3 +37,33 @@ def test_snapshot_keeps_the_admitted_values() -> None:
     assert restored({"app": "b"}) == (OTHER,)
     assert restored({"app": "a"}) == ("a",)
     assert restored.collapsed == {"app": 2}
+
+
+@pytest.mark.parametrize("max_values", [1, 3, 50])
+def test_known_sets_give_what_the_values_give(
+    max_values: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The lookup of admitted label sets changes no result and no count: a mapper with it
+    and one without map the same stream alike, restored state included."""
+    import random
+
+    from ragstream.pipeline import labelsets
+
+    rng = random.Random(max_values)
+    pool = ["a", "b", "c", "d", "other", ""]
+    stream = [
+        {k: rng.choice(pool) for k in ("app", "index", "x") if rng.random() < 0.8}
+        for _ in range(3000)
+    ]
+    results = []
+    for cap in (0, 4096):  # never remembered; remembered
+        monkeypatch.setattr(labelsets, "_KNOWN_SETS", cap)
+        mapper = LabelSetMapper(("app", "index"), max_values)
+        partition: dict[str, int] = {}
+        out = [mapper(labels, partition) for labels in stream[:2000]]
+        restored = LabelSetMapper(("app", "index"), max_values)
+        restored.restore_state(mapper.snapshot())
+        out += [restored(labels, partition) for labels in stream[2000:]]
+        results.append((out, dict(mapper.collapsed), dict(restored.collapsed), partition))
+    assert results[0] == results[1]
+    assert sum(results[1][3].values()) > 0 or max_values == 50  # the cap was reached
