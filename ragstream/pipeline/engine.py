@@ -342,9 +342,7 @@ class Engine:
                 now, series, index[old], times[old], previous[:, :width], previous[:, width:]
             )
         self.store.add_many(now, series, index, times, rows[:, :width], rows[:, width:])
-        for query, row in zip(dirty, rows, strict=True):
-            query.contribution = row
-            query.release()  # scored: what the message can give again is dropped
+        OpenQuery.scored(dirty, rows)  # what the message can give again is dropped
 
     def _rows(self, scored: ScoredQueries) -> _F64:
         """One row per query (see `RowLayout.rows`)."""
@@ -362,7 +360,7 @@ class Engine:
         final = [q for join in self.joins.values() for q in join.advance(now)]
         rows: dict[tuple[int, tuple[str, ...]], list[_F64]] = {}
         for query in final:
-            if query.contribution is not None and query.labeled:
+            if query.contribution is not None and query.labels:  # labeled
                 rows.setdefault((query.partition, query.labelset), []).append(query.contribution)
         merged: dict[tuple[int, tuple[str, ...]], list[_F64]] = {}
         for (partition, labelset), contributions in rows.items():

@@ -64,7 +64,7 @@ class Scorer:
         n = len(queries)
         layout = self.layout
         ts = np.array([q.ts for q in queries], dtype=np.float64).reshape(n)
-        labeled = np.array([q.labeled for q in queries], dtype=np.bool_).reshape(n)
+        labeled = np.array([len(q.labels) for q in queries], dtype=np.int64).reshape(n) > 0
         h = len(self._rates)
         plain = np.full((n, len(layout.plain)), np.nan)
         ratio = np.full((n, h, len(layout.ratio)), np.nan)
