@@ -263,11 +263,13 @@ class LabelJoin:
     def _forget_final(self, before: float) -> None:
         """Drop the final ids whose query closed before `before` (they are in time order)."""
         recent = self._final
-        while recent:
-            query_id, closed = next(iter(recent.items()))
+        gone = 0
+        for closed in recent.values():
             if closed >= before:
                 break
-            del recent[query_id]
+            gone += 1
+        for _ in range(gone):
+            recent.popitem(last=False)
 
     def _close(self, query_ids: Sequence[str]) -> None:
         """Finalize these open queries: out to the caller, their ids remembered with close
