@@ -158,6 +158,7 @@ def main(argv: list[str] | None = None) -> int:
         "partitions": args.partitions,
         "label_ttl": args.label_ttl,
         "label_keys": label_keys,
+        "probe_share": args.probe_share,
     }
     run = Run(
         events=args.events,

@@ -233,7 +233,11 @@ def _summary(engine: Engine) -> Args:
 
 def _engine(args: Args, profiler: cProfile.Profile | None = None) -> Args:
     engine = Engine(engine_config(args))
-    data = DataConfig(seed=int(args["seed"]), rate=float(args["rate"]))
+    data = DataConfig(
+        seed=int(args["seed"]),
+        rate=float(args["rate"]),
+        probe_share=float(args.get("probe_share", 0.2)),  # DataConfig's default
+    )
     partitions, topic = int(args["partitions"]), str(args["topic"])
     probe, count, seconds = _Probe(engine), 0, 0.0
     for block in blocks(data, int(args["events"])):
