@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import cProfile
+import dataclasses
 import io
 import json
 import logging
@@ -65,12 +66,14 @@ def rss_mib() -> float:
 
 
 def engine_config(args: Args) -> EngineConfig:
-    """The default engine configuration on the event clock (a replay: reproducible)."""
-    return engine_config_of(
+    """The default engine configuration on the event clock (a replay: reproducible), final
+    queries reported as the agent has them (labeled ones only)."""
+    config = engine_config_of(
         labels=LabelSettings(keys=list(args["label_keys"])),
         join=JoinSettings(label_ttl=float(args["label_ttl"])),
         clock="event",
     )
+    return dataclasses.replace(config, final_unlabeled=False)
 
 
 class _Probe:

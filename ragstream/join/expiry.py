@@ -42,6 +42,11 @@ class ExpiryQueue:
         else:
             heapq.heappush(self._heap, entry)
 
+    def ids(self) -> list[str]:
+        """Every query id in the order they would be popped (pushed again in this order,
+        they pop in it)."""
+        return [entry[2] for entry in sorted([*self._in_order, *self._heap])]
+
     def pop(self) -> str:
         """The id of the query that expires first (IndexError when empty)."""
         in_order, heap = self._in_order, self._heap

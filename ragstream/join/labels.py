@@ -15,6 +15,7 @@ from enum import StrEnum
 from typing import Any
 
 from ragstream.events.scanner import Scanned
+from ragstream.join.block import LazyBlock, LazyEntry
 from ragstream.join.expiry import ExpiryQueue
 from ragstream.join.query import DocLike, OpenQuery
 
@@ -97,8 +98,12 @@ class LabelJoin:
     _final: OrderedDict[str, float] = field(default_factory=OrderedDict)
     """Final query id -> when its query closed, nondecreasing (a late close takes the last
     time), so that expired ids leave from the front."""
-    _dirty: dict[str, OpenQuery] = field(default_factory=dict)
-    _final_out: list[OpenQuery] = field(default_factory=list)
+    _lazy: dict[str, LazyEntry] = field(default_factory=dict)
+    """Open queries kept in blocks (unlabeled ones from scanned runs), by id."""
+    _fresh: list[LazyBlock] = field(default_factory=list)
+    """Blocks opened since the last `take_changed` (not scored yet)."""
+    _dirty: dict[str, OpenQuery | LazyEntry] = field(default_factory=dict)
+    _final_out: list[OpenQuery | LazyEntry] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         if self.label_ttl < 0 or self.pending_ttl < 0:
@@ -139,22 +144,52 @@ class LabelJoin:
         return query
 
     def open_scanned(
-        self, partition: int, run: Sequence[tuple[Scanned, tuple[str, ...], float, bytes]]
+        self,
+        partition: int,
+        run: Sequence[tuple[Scanned, tuple[str, ...], float, bytes]],
+        *,
+        lazy: bool = True,
     ) -> int:
         """`open` for retrieval events read by the compiled scanner, in arrival order: each
         (event, label set, its time on the clock, its message); returns how many were
-        duplicates. One call for a run of them: thousands a batch."""
-        opened, final, pending = self._open, self._final, self._pending
+        duplicates. One call for a run of them: thousands a batch.
+
+        ``lazy``: keep the queries without any label (and no label waiting) in a
+        `LazyBlock`, scored for the whole block (`take_changed`); the caller says whether
+        the leading document times the scanner keeps are all its scoring reads."""
+        opened, final, pending, kept = self._open, self._final, self._pending, self._lazy
         new, ttl, register = OpenQuery.from_scanned, self.label_ttl, self._register
         push, dirty, cap = self._expiry.push, self._dirty, self.max_open
         duplicates = direct = 0
+        block: LazyBlock | None = None
         for scanned, labelset, ts, raw in run:
             query_id = scanned.query_id
-            if query_id in opened or query_id in final:
+            if query_id in opened or query_id in final or query_id in kept:
                 duplicates += 1
                 continue
+            if (
+                lazy
+                and scanned.ids is None  # no label came with it
+                and len(opened) + len(kept) < cap
+                and not (pending and query_id in pending)
+            ):
+                if block is None:
+                    block = LazyBlock(partition, ttl)
+                    self._fresh.append(block)
+                    ids, sets, times = block.query_ids, block.labelsets, block.ts
+                    tops, raws = block.tops, block.raws
+                entry = (block, len(ids))
+                ids.append(query_id)
+                sets.append(labelset)
+                times.append(ts)
+                tops.append(scanned.top)
+                raws.append(raw)
+                kept[query_id] = dirty[query_id] = entry
+                push(ts + ttl, query_id)
+                direct += 1
+                continue
             query = new(scanned, partition, labelset, ts, ttl, raw)
-            if pending or len(opened) >= cap:
+            if pending or len(opened) + len(kept) >= cap:
                 register(query)
                 continue
             # `_register` when no label waits and the cap is not reached (the scanner
@@ -170,7 +205,7 @@ class LabelJoin:
 
     def _known(self, query_id: str) -> bool:
         """Whether a retrieval event for this query came before (counted as a duplicate)."""
-        if query_id in self._open or query_id in self._final:
+        if query_id in self._open or query_id in self._final or query_id in self._lazy:
             self.counters.duplicate_retrievals += 1
             return True
         return False
@@ -193,7 +228,7 @@ class LabelJoin:
         opened[query_id] = query
         self._expiry.push(query.expires_at, query_id)
         self._dirty[query_id] = query
-        while len(opened) > self.max_open:
+        while len(opened) + len(self._lazy) > self.max_open:
             self._evict_earliest()
 
     def label(
@@ -208,6 +243,8 @@ class LabelJoin:
     ) -> LabelOutcome:
         """Apply one late label (feedback or judge) in arrival order."""
         query = self._open.get(query_id)
+        if query is None and query_id in self._lazy:
+            query = self._unblock(query_id)
         if query is not None:
             if ts > query.expires_at:
                 self.counters.labels_late += 1
@@ -232,17 +269,40 @@ class LabelJoin:
     # -- output --------------------------------------------------------------
 
     def take_dirty(self) -> list[OpenQuery]:
-        """Queries opened or relabelled since the last call (each once), in arrival order."""
-        dirty = list(self._dirty.values())
-        self._dirty.clear()
-        return dirty
+        """Queries opened or relabelled since the last call (each once), in arrival order,
+        when none was opened in a block (`open`, `open_scanned(lazy=False)`); else see
+        `take_changed`, which also returns the blocks to score."""
+        if self._fresh:
+            raise RuntimeError("queries were opened in blocks: take them with take_changed")
+        changed, _ = self.take_changed()
+        return changed  # type: ignore[return-value]  # no block: every item is a query
 
-    def advance(self, t_now: float) -> list[OpenQuery]:
+    def take_changed(self) -> tuple[list[OpenQuery | LazyEntry], list[LazyBlock]]:
+        """What changed since the last call, in arrival order, each once: queries opened or
+        relabelled, and (block, position) for the queries opened in a block; and the blocks
+        opened since, whose `rows` the caller sets when it scores them."""
+        changed = list(self._dirty.values())
+        self._dirty.clear()
+        fresh, self._fresh = self._fresh, []
+        return changed, fresh
+
+    def _unblock(self, query_id: str) -> OpenQuery:
+        """The query kept in a block as an open `OpenQuery` (a label came, or a lookup);
+        changed when its block has not been scored, so that it is scored as one."""
+        block, at = self._lazy.pop(query_id)
+        query = self._open[query_id] = block.query(at)
+        if block.rows is None:
+            self._dirty[query_id] = query
+        return query
+
+    def advance(self, t_now: float, *, unlabeled: bool = True) -> list[OpenQuery]:
         """Finalize queries whose TTL ended before `t_now` and expire waiting labels.
 
         Returns every query that became final since the last call, including those evicted
-        early by `max_open`. Call it after the dirty queries have been scored, so that each
-        final query carries its last contribution.
+        early by `max_open`; ``unlabeled=False``: only those with a label (the rest are
+        finalized and counted all the same, without an object each). Call it after the
+        changed queries have been scored, so that each final query carries its last
+        contribution.
         """
         self._close(self._expiry.pop_due(t_now))
         self._forget_final(t_now - self.label_ttl)
@@ -254,7 +314,9 @@ class LabelJoin:
             self._pending_count -= len(waiting)
             self.counters.pending_expired += len(waiting)
         final, self._final_out = self._final_out, []
-        return final
+        if unlabeled:
+            return [item[0].query(item[1]) if type(item) is tuple else item for item in final]  # type: ignore[misc]
+        return [q for q in final if type(q) is OpenQuery and q.labels]
 
     def _last_closed(self) -> float:
         """The latest close time among the remembered final ids (-inf: none)."""
@@ -276,13 +338,19 @@ class LabelJoin:
         times kept nondecreasing (one loop with locals: thousands a batch)."""
         if not query_ids:
             return
-        opened, out, recent = self._open, self._final_out, self._final
-        last = self._last_closed()
+        opened, out, recent, kept = self._open, self._final_out, self._final, self._lazy
+        last, ttl = self._last_closed(), self.label_ttl
         for query_id in query_ids:
-            query = opened.pop(query_id)
-            out.append(query)
-            if query.expires_at > last:
-                last = query.expires_at
+            query = opened.pop(query_id, None)
+            if query is None:  # kept in a block
+                entry = kept.pop(query_id)
+                out.append(entry)
+                expires_at = entry[0].ts[entry[1]] + ttl
+            else:
+                out.append(query)
+                expires_at = query.expires_at
+            if expires_at > last:
+                last = expires_at
             recent[query_id] = last
         for _ in range(len(recent) - self.recent_final):
             recent.popitem(last=False)
@@ -297,14 +365,22 @@ class LabelJoin:
 
     @property
     def open_count(self) -> int:
-        return len(self._open)
+        return len(self._open) + len(self._lazy)
+
+    @property
+    def kept_count(self) -> int:
+        """Open queries kept in blocks (counted in `open_count` too)."""
+        return len(self._lazy)
 
     @property
     def pending_count(self) -> int:
         return self._pending_count
 
     def get(self, query_id: str) -> OpenQuery | None:
-        return self._open.get(query_id)
+        query = self._open.get(query_id)
+        if query is None and query_id in self._lazy:
+            query = self._unblock(query_id)
+        return query
 
     def snapshot(self) -> dict[str, Any]:
         """A JSON-friendly copy of the state; take dirty and final queries first."""
@@ -315,13 +391,21 @@ class LabelJoin:
             "max_pending": self.max_pending,
             "recent_final": self.recent_final,
             "counters": self.counters.as_dict(),
-            "open": [q.snapshot() for q in self._open.values()],
+            "open": [self._snapshot_of(q) for q in self._expiry.ids()],
             "pending": {
                 qid: [[p.doc_id, p.rel, p.ts, p.arrived, p.t_doc] for p in waiting]
                 for qid, waiting in self._pending.items()
             },
             "final": list(self._final.items()),
         }
+
+    def _snapshot_of(self, query_id: str) -> dict[str, Any]:
+        """One open query's snapshot, a query kept in a block left there."""
+        query = self._open.get(query_id)
+        if query is None:
+            block, at = self._lazy[query_id]
+            query = block.query(at)
+        return query.snapshot()
 
     @classmethod
     def restore(cls, data: Mapping[str, Any]) -> LabelJoin:

@@ -260,6 +260,11 @@ class OpenQuery:
                 query.set_label(doc_id, rel, t_doc)
         return query
 
+    def keep_top(self, top: bytes) -> None:
+        """Hold the raw times of the leading documents (C doubles, as the scanner gives
+        them) until the query is scored, as `from_scanned` does."""
+        self._top = top
+
     def _docs(self) -> Sequence[DecodedDoc]:
         """The decoded results, decoded again from the message after `release`."""
         if self._results is None:

@@ -31,7 +31,7 @@ from ragstream.events import (
     Read,
 )
 from ragstream.events.scanner import Scanned
-from ragstream.join import LabelJoin, LabelOutcome, OpenQuery
+from ragstream.join import LabelJoin, LabelOutcome, LazyBlock, LazyEntry, OpenQuery
 from ragstream.join.query import TOP_DOCS
 from ragstream.metrics import DEFAULT_CUTOFFS, Gain
 from ragstream.pipeline import partitions
@@ -93,6 +93,9 @@ class EngineConfig:
     """How spans of the OTLP topics become events."""
     drift: DriftConfig | None = None
     """Drift detection (docs/drift.md, "In the agent"); None: off."""
+    final_unlabeled: bool = True
+    """Report every final query in `BatchReport.final`; False: only those with a label
+    (the agent, which reads no other: unlabeled queries then never become objects)."""
 
 
 @dataclass(slots=True)
@@ -137,6 +140,9 @@ class Engine:
         """State kept beside the engine per partition (the judge's windows), saved and
         moved with the engine's own (`attach`)."""
         self._final_columns = len(layout.plain)
+        self._blocks = max(config.cutoffs, default=0) <= TOP_DOCS
+        """Whether unlabeled scanned queries may stay in blocks: their scoring reads no more
+        than the leading document times the scanner keeps."""
         self.next_prune = -math.inf
         """Event time of the next upkeep of the windows (empty series leave them)."""
         self.pruned_series = 0
@@ -245,7 +251,7 @@ class Engine:
         def flush(partition: int) -> None:
             run = runs.pop(partition, None)
             if run:
-                duplicates = joins[partition].open_scanned(partition, run)
+                duplicates = joins[partition].open_scanned(partition, run, lazy=self._blocks)
                 counts[(partition, "retrieval", "processed")] += len(run) - duplicates
                 if duplicates:
                     counts[(partition, "retrieval", "duplicate")] += duplicates
@@ -321,28 +327,81 @@ class Engine:
 
     def _rescore(self, now: float) -> None:
         """Replace the contribution of every query that changed in this batch: one retract
-        of the old rows and one add of the new ones, for all series at once."""
-        dirty = [q for join in self.joins.values() for q in join.take_dirty()]
-        if not dirty:
+        of the old rows and one add of the new ones, for all series at once, in arrival
+        order (queries opened in blocks are scored per block)."""
+        changed: list[OpenQuery | LazyEntry] = []
+        blocks: list[LazyBlock] = []
+        for join in self.joins.values():
+            items, fresh = join.take_changed()
+            changed += items
+            blocks += fresh
+        if not changed:
             return
-        scored = self.scorer.score(dirty)
-        rows = self._rows(scored)
+        base: dict[int, int] = {}
+        """Per block (by id): where its rows start in the blocks' rows end to end."""
+        offset = 0
+        for block in blocks:
+            base[id(block)] = offset
+            offset += len(block)
+            ts = np.array(block.ts, dtype=np.float64)
+            block.rows = self._rows(self.scorer.unlabeled(ts, block.tops))
+        keys: list[tuple[int, tuple[str, ...]]] = []
+        queries: list[OpenQuery] = []
+        eager: list[int] = []
+        """Positions of the queries (objects) among the changed."""
+        kept: list[int] = []
+        source: list[int] = []
+        """Positions of the queries kept in blocks, and of their rows in the blocks'."""
+        for k, item in enumerate(changed):
+            if type(item) is tuple:
+                block, at = item
+                keys.append((block.partition, block.labelsets[at]))
+                kept.append(k)
+                source.append(base[id(block)] + at)
+            else:
+                query: OpenQuery = item  # type: ignore[assignment]
+                keys.append((query.partition, query.labelset))
+                queries.append(query)
+                eager.append(k)
         ids: dict[tuple[int, tuple[str, ...]], int] = {}
         series_of = ids.setdefault
-        index = np.array(
-            [series_of((q.partition, q.labelset), len(ids)) for q in dirty], dtype=np.int64
-        )
+        index = np.array([series_of(key, len(ids)) for key in keys], dtype=np.int64)
         series = list(ids)
-        times = scored.ts
+        scored = self.scorer.score(queries) if queries else None
+        own = None if scored is None else self._rows(scored)
+        if blocks:
+            times, rows = self._block_rows(len(changed), blocks, kept, source)
+            if scored is not None:
+                rows[eager], times[eager] = own, scored.ts
+        else:
+            assert scored is not None
+            assert own is not None
+            times, rows = scored.ts, own
         width = len(self.columns)
-        old = [i for i, q in enumerate(dirty) if q.contribution is not None]
+        old = [k for k, q in enumerate(queries) if q.contribution is not None]
         if old:
-            previous = np.stack([dirty[i].contribution for i in old])  # type: ignore[misc]
+            previous = np.stack([queries[k].contribution for k in old])  # type: ignore[misc]
+            were = [eager[k] for k in old]
             self.store.retract_many(
-                now, series, index[old], times[old], previous[:, :width], previous[:, width:]
+                now, series, index[were], times[were], previous[:, :width], previous[:, width:]
             )
         self.store.add_many(now, series, index, times, rows[:, :width], rows[:, width:])
-        OpenQuery.scored(dirty, rows)  # what the message can give again is dropped
+        if own is not None:
+            OpenQuery.scored(queries, own)  # what the message can give again is dropped
+
+    @staticmethod
+    def _block_rows(
+        n: int, blocks: Sequence[LazyBlock], kept: list[int], source: list[int]
+    ) -> tuple[_F64, _F64]:
+        """Times and rows of `n` changed queries with those of the queries kept in blocks
+        filled in (at ``kept``, from the blocks' rows end to end at ``source``); the others
+        are the caller's to fill."""
+        all_rows = np.concatenate([block.rows for block in blocks if block.rows is not None])
+        all_times = np.concatenate([np.array(block.ts, dtype=np.float64) for block in blocks])
+        rows = np.empty((n, all_rows.shape[1]))
+        times = np.empty(n)
+        rows[kept], times[kept] = all_rows[source], all_times[source]
+        return times, rows
 
     def _rows(self, scored: ScoredQueries) -> _F64:
         """One row per query (see `RowLayout.rows`)."""
@@ -357,7 +416,8 @@ class Engine:
             self.next_prune = now + _PRUNE_EVERY
             if pruned and self.sequential is not None:
                 self.sequential.prune(set(self.store.series()))
-        final = [q for join in self.joins.values() for q in join.advance(now)]
+        unlabeled = self.config.final_unlabeled
+        final = [q for join in self.joins.values() for q in join.advance(now, unlabeled=unlabeled)]
         rows: dict[tuple[int, tuple[str, ...]], list[_F64]] = {}
         for query in final:
             if query.contribution is not None and query.labels:  # labeled

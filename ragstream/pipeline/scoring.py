@@ -77,6 +77,33 @@ class Scorer:
         doc_age = self._doc_ages(queries, ts)
         return ScoredQueries(labeled, ts, plain, ratio, decayed, doc_age)
 
+    def unlabeled(self, ts: _F64, tops: Sequence[bytes]) -> ScoredQueries:
+        """Rows of unlabeled queries from their leading document times as the scanner
+        keeps them (C doubles, at most `TOP_DOCS`, which must cover the largest cutoff):
+        what `score` gives for the same queries opened one by one."""
+        n = len(tops)
+        layout = self.layout
+        h = len(self._rates)
+        width = max(layout.cutoffs)
+        packed = b"".join(tops)
+        if len(packed) == 8 * width * n:  # `width` each: one buffer
+            times = np.frombuffer(packed, dtype=np.float64).reshape(n, width).copy()
+            length = np.full(n, width, dtype=np.int64)
+        else:  # as `_doc_ages` fills rows of unequal length
+            sizes = [min(len(top) >> 3, width) for top in tops]
+            length = np.array(sizes, dtype=np.int64).reshape(n)
+            flat = np.frombuffer(b"".join([t[: 8 * width] for t in tops]), dtype=np.float64)
+            times = np.zeros((n, width))
+            times[np.arange(width) < length[:, None]] = flat
+        return ScoredQueries(
+            np.zeros(n, dtype=np.bool_),
+            ts,
+            np.full((n, len(layout.plain)), np.nan),
+            np.full((n, h, len(layout.ratio)), np.nan),
+            np.full((n, h, len(layout.decayed)), np.nan),
+            self._ages(times, length, ts),
+        )
+
     def _kernels(self, queries: Sequence[OpenQuery], ts: _F64) -> tuple[_F64, _F64, _F64]:
         """Plain, ratio and decayed rows of labeled queries: one kernel pass per half-life."""
         n = len(queries)

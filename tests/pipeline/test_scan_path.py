@@ -128,8 +128,10 @@ def _run_both(messages: list[Message], batch: int, **options: Any) -> int:
         {"label_keys": ("app", "index")},
         {"clock": "wall", "future_tolerance": 30.0},
         {"max_open": 50, "label_ttl": 30.0},
+        {"final_unlabeled": False, "label_keys": ("app", "index")},
+        {"final_unlabeled": False, "max_open": 50, "label_ttl": 30.0},
     ],
-    ids=["plain", "label-keys", "wall-clock", "small-caps"],
+    ids=["plain", "label-keys", "wall-clock", "small-caps", "labeled-final", "labeled-final-caps"],
 )
 def test_scanner_and_msgspec_engines_agree(options: dict[str, Any]) -> None:
     messages = _stream(1_500, seed=11)
@@ -142,6 +144,34 @@ def test_scanner_and_msgspec_engines_agree(options: dict[str, Any]) -> None:
 @given(seed=st.integers(0, 10_000), batch=st.integers(1, 300))
 def test_any_stream_and_batching(seed: int, batch: int) -> None:
     _run_both(_stream(300, seed), batch)
+
+
+def test_leaving_out_unlabeled_final_queries_changes_nothing_else() -> None:
+    """`final_unlabeled=False` (the agent): the same state after every batch, and the final
+    queries reported are the labeled ones of the full report, in the same order."""
+    traffic = SyntheticTraffic(SyntheticConfig(seed=5, rate=5.0, click_share=0.2))
+    messages = [  # untwisted: the event clock stays in the traffic's time
+        Message(event.value, partition=int(event.key[-1]) % 3, offset=i)
+        for i, event in enumerate(traffic.take(3_000))
+    ]
+    engines = [
+        Engine(_config(True, label_keys=("app",), final_unlabeled=every), wall=lambda: WALL)
+        for every in (True, False)
+    ]
+    unlabeled = kept = 0
+    for start in range(0, len(messages), 97):
+        part = messages[start : start + 97]
+        full, labeled = (e.apply(part) for e in engines)
+        assert [q.query_id for q in labeled.final] == [q.query_id for q in full.final if q.labels]
+        assert engines[1].snapshot() == engines[0].snapshot()
+        unlabeled += sum(not q.labels for q in full.final)
+        kept += sum(join.kept_count for join in engines[1].joins.values())
+    finals = [e.finish() for e in engines]
+    assert [q.query_id for q in finals[1]] == [q.query_id for q in finals[0] if q.labels]
+    assert engines[1].snapshot() == engines[0].snapshot()
+    unlabeled += sum(not q.labels for q in finals[0])
+    assert unlabeled > 100  # the full report had unlabeled final queries to leave out
+    assert kept > 100  # and the agent's engine kept unlabeled queries in blocks
 
 
 def test_late_labels_rebuild_a_released_scanned_query() -> None:
