@@ -103,6 +103,7 @@ class OpenQuery:
         "_doc_ids",
         "_doc_times",
         "_raw",
+        "_raw_times",
         "_results",
         "_top",
         "contribution",
@@ -171,6 +172,9 @@ class OpenQuery:
         self._raw = raw if doc_ids is None else None
         self._doc_ids = doc_ids
         self._doc_times = doc_times
+        self._raw_times: memoryview[float] | None = None
+        """The ranking's times as the scanner read them (C doubles: NaN missing, maybe
+        after ts), until `doc_times` makes them effective; the kernels take them raw."""
         self._top: array[float] | bytes | None = None
         """Raw times of the leading documents: C doubles, as an array or their bytes."""
 
@@ -251,13 +255,22 @@ class OpenQuery:
         if ids is None:
             return query
         query._doc_ids = ids
-        times = array("d", scanned.times or b"")
-        # `_effective_time` inlined (a call per document costs as much as the rest): C
-        # doubles are never None, NaN is the one value unequal to itself
-        query._doc_times = tuple([ts if t != t or t > ts else t for t in times])
+        times = query._raw_times = memoryview(scanned.times or b"").cast("d")
+        grades, label_times = query.labels, query.label_times
+        # `set_label` inlined, with `_effective_time` (a call per label costs as much as the
+        # rest; C doubles are never None, NaN is the one value unequal to itself): the time
+        # sent with a label, else the document's in the ranking, else ts
         for labels in (scanned.qrels, scanned.inline):  # qrels first, as in from_retrieval
             for doc_id, rel, t_doc in labels or ():
-                query.set_label(doc_id, rel, t_doc)
+                grades[doc_id] = rel
+                if t_doc is not None:
+                    label_times[doc_id] = ts if t_doc != t_doc or t_doc > ts else t_doc
+                elif doc_id not in label_times:
+                    try:
+                        t = times[ids.index(doc_id)]
+                    except ValueError:
+                        t = ts
+                    label_times[doc_id] = ts if t != t or t > ts else t
         return query
 
     def keep_top(self, top: bytes) -> None:
@@ -280,6 +293,7 @@ class OpenQuery:
         call it once the query is scored. No effect without the message."""
         if self._raw is not None:
             self._results = self._top = self._doc_ids = self._doc_times = None
+            self._raw_times = None
 
     @staticmethod
     def scored(queries: Sequence[OpenQuery], rows: NDArray[np.float64]) -> None:
@@ -289,6 +303,7 @@ class OpenQuery:
             query.contribution = row
             if query._raw is not None:  # as `release`
                 query._results = query._top = query._doc_ids = query._doc_times = None
+                query._raw_times = None
 
     def _rank(self) -> None:
         """Build `doc_ids` and `doc_times` from the results (SPEC §2: repeats count once, at
@@ -298,7 +313,7 @@ class OpenQuery:
         self._doc_ids = tuple([doc.doc_id for doc in docs])
         self._doc_times = tuple([_effective_time(doc.t_doc, ts) for doc in docs])
         self._results = ()
-        self._top = None
+        self._top = self._raw_times = None
 
     @property
     def doc_ids(self) -> tuple[str, ...]:
@@ -312,7 +327,11 @@ class OpenQuery:
     def doc_times(self) -> tuple[float, ...]:
         """Effective document times of the ranking (missing -> ts, clamped to ts)."""
         if self._doc_times is None:
-            self._rank()
+            raw, ts = self._raw_times, self.ts
+            if raw is not None and self._doc_ids is not None:  # `_effective_time` inlined
+                self._doc_times = tuple([ts if t != t or t > ts else t for t in raw])
+            else:
+                self._rank()
         assert self._doc_times is not None
         return self._doc_times
 
@@ -323,7 +342,7 @@ class OpenQuery:
         top = memoryview(self._top).cast("d") if type(self._top) is bytes else self._top
         if top is not None and (width <= TOP_DOCS or len(top) < TOP_DOCS):
             return top[:width] if width < len(top) else top
-        if self._doc_times is not None or self.repeats:
+        if self._doc_times is not None or self._raw_times is not None or self.repeats:
             return self.doc_times[:width]
         return [doc.t_doc for doc in self._docs()[:width]]
 
@@ -346,6 +365,8 @@ class OpenQuery:
         if self._doc_ids is None and not self.repeats:
             results = self._docs()
             return [doc.doc_id for doc in results], [doc.t_doc for doc in results]
+        if self._doc_times is None and self._raw_times is not None and self._doc_ids is not None:
+            return self._doc_ids, self._raw_times  # a labeled scanned query, not yet scored
         return self.doc_ids, self.doc_times
 
     @property
