@@ -256,6 +256,8 @@ class Engine:
                 if duplicates:
                     counts[(partition, "retrieval", "duplicate")] += duplicates
 
+        collapsed: dict[int, Counter[str]] = {}
+        """Per partition: its tally's count of values past the cap (looked up once)."""
         for event, message, ts, timing in zip(events, messages, times, timings, strict=True):
             kind = "retrieval" if isinstance(event, Scanned) else event.type
             partition = message.partition
@@ -269,9 +271,12 @@ class Engine:
                     counts[(partition, kind, "late")] += 1
                     continue
             if isinstance(event, Scanned):  # the usual event: opened with its run
-                labelset = (
-                    () if mapper is None else mapper(event.labels, self._tally(partition).collapsed)
-                )
+                labelset: tuple[str, ...] = ()
+                if mapper is not None:
+                    past = collapsed.get(partition)
+                    if past is None:
+                        past = collapsed[partition] = self._tally(partition).collapsed
+                    labelset = mapper(event.labels, past)
                 run = runs.get(partition)
                 if run is None:
                     run = runs[partition] = []

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, MutableMapping, Sequence
+from collections.abc import Callable, Mapping, MutableMapping, Sequence
 from dataclasses import dataclass, field
+from operator import itemgetter
 from typing import Any
 
 __all__ = ["OTHER", "LabelSetMapper"]
@@ -31,6 +32,9 @@ class LabelSetMapper:
     """Label sets whose values are all admitted (or empty), each to itself: such a set
     maps to itself and counts nothing, so most events take one lookup. At most
     `_KNOWN_SETS` of them (bounded whatever the number of keys)."""
+    _given: Callable[[Mapping[str, str]], Any] | None = None
+    """The values of the keys of labels that carry every key, in one C call (a tuple, or
+    the value itself for one key)."""
 
     def __post_init__(self) -> None:
         self.keys = tuple(self.keys)
@@ -39,6 +43,8 @@ class LabelSetMapper:
         for key in self.keys:
             self._seen.setdefault(key, set())
             self.collapsed.setdefault(key, 0)
+        if self.keys:
+            self._given = itemgetter(*self.keys)
 
     def __call__(
         self, labels: Mapping[str, str] | None, collapsed: MutableMapping[str, int] | None = None
@@ -50,7 +56,12 @@ class LabelSetMapper:
             return ()
         if not labels:
             return (_MISSING,) * len(self.keys)
-        given = tuple([labels.get(key, _MISSING) for key in self.keys])
+        try:  # the usual event carries every key
+            given = self._given(labels)  # type: ignore[misc]
+            if len(self.keys) == 1:
+                given = (given,)
+        except KeyError:
+            given = tuple([labels.get(key, _MISSING) for key in self.keys])
         known = self._known.get(given)
         if known is not None:
             return known
