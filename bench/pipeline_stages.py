@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import asyncio
 import cProfile
-import dataclasses
 import io
 import json
 import logging
@@ -68,12 +67,12 @@ def rss_mib() -> float:
 def engine_config(args: Args) -> EngineConfig:
     """The default engine configuration on the event clock (a replay: reproducible), final
     queries reported as the agent has them (labeled ones only)."""
-    config = engine_config_of(
+    return engine_config_of(
         labels=LabelSettings(keys=list(args["label_keys"])),
         join=JoinSettings(label_ttl=float(args["label_ttl"])),
         clock="event",
+        final_unlabeled=False,
     )
-    return dataclasses.replace(config, final_unlabeled=False)
 
 
 class _Probe:

@@ -22,10 +22,16 @@ __all__ = ["drift_config", "engine_config", "engine_config_of", "trace_mapping"]
 
 
 def engine_config(
-    settings: Settings, *, clock: str | None = None, drift: bool = True
+    settings: Settings,
+    *,
+    clock: str | None = None,
+    drift: bool = True,
+    final_unlabeled: bool = True,
 ) -> EngineConfig:
     """The engine's configuration; `clock` overrides the configured one (replay: event);
-    `drift=False` leaves drift detection off whatever the settings (replay reports none)."""
+    `drift=False` leaves drift detection off whatever the settings (replay reports none);
+    `final_unlabeled=False`: the batch reports give labeled final queries only (the agent,
+    which reads no other; see `EngineConfig.final_unlabeled`)."""
     return engine_config_of(
         windows=settings.windows,
         metrics=settings.metrics,
@@ -35,6 +41,7 @@ def engine_config(
         clock=clock,
         formats=settings.kafka.formats,
         traces=settings.traces,
+        final_unlabeled=final_unlabeled,
     )
 
 
@@ -67,6 +74,7 @@ def engine_config_of(
     clock: str | None = None,
     formats: Mapping[str, str] | None = None,
     traces: TraceSettings | None = None,
+    final_unlabeled: bool = True,
 ) -> EngineConfig:
     """The engine's configuration from settings sections (absent: their defaults, drift
     detection on), without reading the environment (the demo and the benchmarks);
@@ -94,6 +102,7 @@ def engine_config_of(
         formats=tuple(sorted((formats or {}).items())),
         traces=trace_mapping(traces or TraceSettings()),
         drift=drift_config((drift or DriftSettings()).fitted(w.sizes)),
+        final_unlabeled=final_unlabeled,
     )
 
 

@@ -3,8 +3,6 @@ letters and judging around one `Agent`."""
 
 from __future__ import annotations
 
-import dataclasses
-
 from ragstream.agent import Agent
 from ragstream.config import Settings
 from ragstream.pipeline.engine import Engine
@@ -23,7 +21,7 @@ async def run_agent(settings: Settings) -> None:
     security = client_security(settings.kafka.security)
     # the agent reads labeled final queries only (their histograms): unlabeled ones need not
     # become objects to be finalized
-    engine = Engine(dataclasses.replace(engine_config(settings), final_unlabeled=False))
+    engine = Engine(engine_config(settings, final_unlabeled=False))
     handover = state_handover(settings, engine, security)
     source = kafka_source(settings, engine, handover)
     letters = dead_letters(settings)
