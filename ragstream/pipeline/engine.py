@@ -344,12 +344,12 @@ class Engine:
             return
         base: dict[int, int] = {}
         """Per block (by id): where its rows start in the blocks' rows end to end."""
+        all_times, all_rows = self._score_blocks(blocks)
         offset = 0
-        for block in blocks:
+        for block in blocks:  # each its slice of the rows scored for all blocks at once
             base[id(block)] = offset
+            block.rows = all_rows[offset : offset + len(block)]
             offset += len(block)
-            ts = np.array(block.ts, dtype=np.float64)
-            block.rows = self._rows(self.scorer.unlabeled(ts, block.tops))
         keys: list[tuple[int, tuple[str, ...]]] = []
         queries: list[OpenQuery] = []
         eager: list[int] = []
@@ -375,7 +375,7 @@ class Engine:
         scored = self.scorer.score(queries) if queries else None
         own = None if scored is None else self._rows(scored)
         if blocks:
-            times, rows = self._block_rows(len(changed), blocks, kept, source)
+            times, rows = self._block_rows(len(changed), all_times, all_rows, kept, source)
             if scored is not None:
                 rows[eager], times[eager] = own, scored.ts
         else:
@@ -394,15 +394,26 @@ class Engine:
         if own is not None:
             OpenQuery.scored(queries, own)  # what the message can give again is dropped
 
+    def _score_blocks(self, blocks: Sequence[LazyBlock]) -> tuple[_F64, _F64]:
+        """Times and rows of every query of the blocks, end to end, in one pass (a batch
+        whose retrieval events alternate with feedback has many small blocks)."""
+        if not blocks:
+            return np.empty(0), np.empty((0, 0))
+        times: list[float] = []
+        tops: list[bytes] = []
+        for block in blocks:
+            times += block.ts
+            tops += block.tops
+        ts = np.array(times, dtype=np.float64)
+        return ts, self._rows(self.scorer.unlabeled(ts, tops))
+
     @staticmethod
     def _block_rows(
-        n: int, blocks: Sequence[LazyBlock], kept: list[int], source: list[int]
+        n: int, all_times: _F64, all_rows: _F64, kept: list[int], source: list[int]
     ) -> tuple[_F64, _F64]:
         """Times and rows of `n` changed queries with those of the queries kept in blocks
-        filled in (at ``kept``, from the blocks' rows end to end at ``source``); the others
-        are the caller's to fill."""
-        all_rows = np.concatenate([block.rows for block in blocks if block.rows is not None])
-        all_times = np.concatenate([np.array(block.ts, dtype=np.float64) for block in blocks])
+        filled in (at ``kept``, from the blocks' times and rows end to end at ``source``);
+        the others are the caller's to fill."""
         rows = np.empty((n, all_rows.shape[1]))
         times = np.empty(n)
         rows[kept], times[kept] = all_rows[source], all_times[source]
