@@ -51,7 +51,7 @@ def _with_repeats(messages: list[Message], seed: int) -> list[Message]:
     return out
 
 
-def _engine(label_ttl: float = 900.0, *, scan: bool = True) -> Engine:
+def _engine(label_ttl: float = 900.0, *, scan: bool = True, max_open: int = 200_000) -> Engine:
     config = EngineConfig(
         cutoffs=(1, 5, 10),
         half_lives=(3600.0,),
@@ -60,8 +60,23 @@ def _engine(label_ttl: float = 900.0, *, scan: bool = True) -> Engine:
         label_keys=("app",),
         label_ttl=label_ttl,
         scan=scan,
+        max_open=max_open,
     )
     return Engine(config, wall=lambda: WALL)
+
+
+def _assert_same_windows(one: Engine, other: Engine) -> None:
+    """Both engines at the same clock, every window of every label set alike."""
+    now = one.now()
+    assert other.now() == now
+    for labelset in one.store.labelsets():
+        a, b = one.store.read(now, labelset), other.store.read(now, labelset)
+        for name in a:
+            assert a[name].queries == b[name].queries
+            np.testing.assert_allclose(a[name].mean(), b[name].mean(), rtol=1e-9, atol=1e-12)
+            np.testing.assert_allclose(
+                a[name].decayed_mean(), b[name].decayed_mean(), rtol=1e-9, atol=1e-12
+            )
 
 
 def _reference(messages: list[Message]) -> dict[str, dict[str, Any]]:
@@ -184,16 +199,7 @@ def test_batch_boundaries_do_not_change_the_numbers(sizes: list[int]) -> None:
         size = sizes[start % len(sizes)]
         many.apply(messages[start : start + size])
         start += size
-    now = one.now()
-    assert many.now() == now
-    for labelset in one.store.labelsets():
-        a, b = one.store.read(now, labelset), many.store.read(now, labelset)
-        for name in a:
-            assert a[name].queries == b[name].queries
-            np.testing.assert_allclose(a[name].mean(), b[name].mean(), rtol=1e-9, atol=1e-12)
-            np.testing.assert_allclose(
-                a[name].decayed_mean(), b[name].decayed_mean(), rtol=1e-9, atol=1e-12
-            )
+    _assert_same_windows(one, many)
 
 
 def test_malformed_messages_are_counted_and_change_nothing_else() -> None:
@@ -387,18 +393,7 @@ def test_runs_of_scanned_events_open_as_one_message_at_a_time_would() -> None:
         at = next(i for i, r in enumerate(mixed) if json.loads(r.value)["query_id"] == query)
         mixed.insert(max(0, at - 3), m)
 
-    def engine() -> Engine:
-        config = EngineConfig(
-            cutoffs=(1, 5, 10),
-            half_lives=(3600.0,),
-            windows=WINDOWS,
-            clock="event",
-            label_keys=("app",),
-            max_open=120,  # reached inside runs
-        )
-        return Engine(config, wall=lambda: WALL)
-
-    whole, single = engine(), engine()
+    whole, single = _engine(max_open=120), _engine(max_open=120)  # the cap reached in runs
     for start in range(0, len(mixed), 500):
         whole.apply(mixed[start : start + 500])
     for m in mixed:
@@ -409,12 +404,6 @@ def test_runs_of_scanned_events_open_as_one_message_at_a_time_would() -> None:
     assert counters == single.join_counters()
     assert counters["open_evicted"] > 0
     assert counters["labels_pending"] > 0
-    now = whole.now()
-    assert single.now() == now
-    for labelset in whole.store.labelsets():
-        a, b = whole.store.read(now, labelset), single.store.read(now, labelset)
-        for name in a:
-            assert a[name].queries == b[name].queries
-            np.testing.assert_allclose(a[name].mean(), b[name].mean(), rtol=1e-9, atol=1e-12)
+    _assert_same_windows(whole, single)
     finals = [q.query_id for q in whole.finish()], [q.query_id for q in single.finish()]
     assert sorted(finals[0]) == sorted(finals[1])
