@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import cProfile
+import dataclasses
 import io
 import json
 import logging
@@ -235,11 +236,9 @@ def _summary(engine: Engine) -> Args:
 
 def _engine(args: Args, profiler: cProfile.Profile | None = None) -> Args:
     engine = Engine(engine_config(args))
-    data = DataConfig(
-        seed=int(args["seed"]),
-        rate=float(args["rate"]),
-        probe_share=float(args.get("probe_share", 0.2)),  # DataConfig's default
-    )
+    data = DataConfig(seed=int(args["seed"]), rate=float(args["rate"]))
+    if "probe_share" in args:  # else DataConfig's
+        data = dataclasses.replace(data, probe_share=float(args["probe_share"]))
     partitions, topic = int(args["partitions"]), str(args["topic"])
     probe, count, seconds = _Probe(engine), 0, 0.0
     for block in blocks(data, int(args["events"])):

@@ -342,14 +342,7 @@ class Engine:
             blocks += fresh
         if not changed:
             return
-        base: dict[int, int] = {}
-        """Per block (by id): where its rows start in the blocks' rows end to end."""
-        all_times, all_rows = self._score_blocks(blocks)
-        offset = 0
-        for block in blocks:  # each its slice of the rows scored for all blocks at once
-            base[id(block)] = offset
-            block.rows = all_rows[offset : offset + len(block)]
-            offset += len(block)
+        all_times, all_rows, base = self._score_blocks(blocks)
         keys: list[tuple[int, tuple[str, ...]]] = []
         queries: list[OpenQuery] = []
         eager: list[int] = []
@@ -394,18 +387,26 @@ class Engine:
         if own is not None:
             OpenQuery.scored(queries, own)  # what the message can give again is dropped
 
-    def _score_blocks(self, blocks: Sequence[LazyBlock]) -> tuple[_F64, _F64]:
-        """Times and rows of every query of the blocks, end to end, in one pass (a batch
-        whose retrieval events alternate with feedback has many small blocks)."""
+    def _score_blocks(self, blocks: Sequence[LazyBlock]) -> tuple[_F64, _F64, dict[int, int]]:
+        """Score every query of the blocks in one pass (a batch whose retrieval events
+        alternate with feedback has many small blocks) and give each block its slice of
+        the rows; returns the times and rows end to end and, per block (by id), where its
+        rows start there."""
         if not blocks:
-            return np.empty(0), np.empty((0, 0))
+            return np.empty(0), np.empty((0, 0)), {}
         times: list[float] = []
         tops: list[bytes] = []
+        base: dict[int, int] = {}
         for block in blocks:
+            base[id(block)] = len(times)
             times += block.ts
             tops += block.tops
         ts = np.array(times, dtype=np.float64)
-        return ts, self._rows(self.scorer.unlabeled(ts, tops))
+        rows = self._rows(self.scorer.unlabeled(ts, tops))
+        for block in blocks:
+            start = base[id(block)]
+            block.rows = rows[start : start + len(block)]
+        return ts, rows, base
 
     @staticmethod
     def _block_rows(

@@ -93,8 +93,7 @@ class Scorer:
             sizes = [min(len(top) >> 3, width) for top in tops]
             length = np.array(sizes, dtype=np.int64).reshape(n)
             flat = np.frombuffer(b"".join([t[: 8 * width] for t in tops]), dtype=np.float64)
-            times = np.zeros((n, width))
-            times[np.arange(width) < length[:, None]] = flat
+            times = _ragged(flat, length, width)
         return ScoredQueries(
             np.zeros(n, dtype=np.bool_),
             ts,
@@ -178,8 +177,7 @@ class Scorer:
             times = np.array(tops, dtype=np.float64).reshape(n, width)  # None -> NaN
         else:
             flat = np.array(list(chain.from_iterable(tops)), dtype=np.float64)
-            times = np.zeros((n, width))
-            times[np.arange(width) < length[:, None]] = flat  # row-major: the order of `flat`
+            times = _ragged(flat, length, width)
         return self._ages(times, length, ts)
 
     def _ages(self, raw: _F64, length: NDArray[np.int64], ts: _F64) -> _F64:
@@ -190,6 +188,14 @@ class Scorer:
         for c, k in enumerate(cutoffs):
             out[:, c] = mean_doc_age(times, length, k, ts)
         return out
+
+
+def _ragged(flat: _F64, length: NDArray[np.int64], width: int) -> _F64:
+    """Rows of `width` from `flat`, row i its first ``length[i]`` values and zeros after
+    (row-major: the order of `flat`)."""
+    times = np.zeros((length.shape[0], width))
+    times[np.arange(width) < length[:, None]] = flat
+    return times
 
 
 _ZEROS = [0.0] * 64
