@@ -16,11 +16,14 @@ import mmap
 import os
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
+from numpy.typing import NDArray
 
 from ragstream.trec._ranked import (
     Ranked,
+    Segment,
     no_common_query,
     repeated_document,
     repeated_judgment,
@@ -30,12 +33,15 @@ from ragstream.trec.errors import TrecFormatError
 __all__ = ["AVAILABLE", "Compiled", "default_workers", "join_files", "usable_cpus"]
 
 
-_Repeat = tuple[int, int, bytes, bytes]  # first line, repeated line, query id, document id
-_Out = tuple[
-    list[str], int, int, bytearray, bytearray, bytearray, bytearray, _Repeat | None,
-    _Repeat | None,
-]  # fmt: skip
-_Join = Callable[[mmap.mmap, mmap.mmap, bool, int], _Out | str]
+if TYPE_CHECKING:
+    from typing_extensions import Buffer
+
+    _Repeat = tuple[int, int, bytes, bytes]  # first line, repeated line, query id, document id
+    _Buffers = tuple[Buffer, Buffer, Buffer, Buffer]  # rel, rel_offsets, judged, judged_offsets
+    _Out = tuple[
+        list[str], int, int, list[_Buffers], Buffer | None, _Repeat | None, _Repeat | None
+    ]  # fmt: skip
+    _Join = Callable[[mmap.mmap, mmap.mmap, bool, int], _Out | str]
 
 
 def _load() -> _Join | None:
@@ -88,14 +94,15 @@ def join_files(
             out = _JOIN(qrels_map, run_map, keep_best, workers)  # the scanner clamps it to 1-64
     if isinstance(out, str):
         return None
-    qids, n_common, n_qrels, rel, rel_offsets, judged, judged_offsets, q_repeat, r_repeat = out
+    qids, n_common, n_qrels, parts, order, q_repeat, r_repeat = out
     ranked = Ranked(
         tuple(qids),
-        np.frombuffer(rel, dtype=np.float64),
-        np.frombuffer(rel_offsets, dtype=np.int64),
-        np.frombuffer(judged, dtype=np.float64),
-        np.frombuffer(judged_offsets, dtype=np.int64),
+        tuple(
+            Segment(_floats(rel), _ints(rel_offsets), _floats(judged), _ints(judged_offsets))
+            for rel, rel_offsets, judged, judged_offsets in parts
+        ),
         n_qrels,
+        None if order is None else _ints(order),
     )
     error = None
     if n_common == 0 and not complete:
@@ -124,6 +131,15 @@ def usable_cpus() -> int:
 
 
 _SMALL = 1 << 20
+
+
+def _floats(buffer: Buffer) -> NDArray[np.float64]:
+    """The scanner's float64 buffer as an array (no copy: the array keeps the buffer)."""
+    return np.frombuffer(memoryview(buffer), dtype=np.float64)
+
+
+def _ints(buffer: Buffer) -> NDArray[np.int64]:
+    return np.frombuffer(memoryview(buffer), dtype=np.int64)
 
 
 def _text(raw: bytes) -> str:

@@ -23,6 +23,7 @@ from ragstream.trec._ranked import (
     no_common_query,
     repeated_document,
     repeated_judgment,
+    segments,
 )
 from ragstream.trec.records import TrecTable
 
@@ -73,12 +74,12 @@ def join_tables(qrels: TrecTable, run: TrecTable, *, keep_best: bool, complete: 
     heads = np.flatnonzero(change)
     lengths = np.diff(np.append(heads, rows.size))
     by_code = np.argsort(ranked_codes[heads])
-    index, rel_offsets = _segments(heads[by_code], lengths[by_code])
+    index, rel_offsets = segments(heads[by_code], lengths[by_code])
     judged_rows = np.argsort(q_codes, kind="stable")  # by query, file order inside
     counts = np.bincount(q_codes, minlength=n_names)
     starts = np.cumsum(counts) - counts
-    judged_index, judged_offsets = _segments(starts[eval_codes], counts[eval_codes])
-    return Ranked(
+    judged_index, judged_offsets = segments(starts[eval_codes], counts[eval_codes])
+    return Ranked.of(
         qids.texts(eval_codes),
         rel[index],
         rel_offsets,
@@ -86,15 +87,6 @@ def join_tables(qrels: TrecTable, run: TrecTable, *, keep_best: bool, complete: 
         judged_offsets,
         int(np.count_nonzero(in_qrels)),
     )
-
-
-def _segments(starts: _I64, lengths: _I64) -> tuple[_I64, _I64]:
-    """Indices that concatenate the segments [start, start + length) in the given order,
-    and the CSR offsets of the result."""
-    offsets = np.zeros(lengths.size + 1, dtype=np.int64)
-    np.cumsum(lengths, out=offsets[1:])
-    index = np.repeat(starts - offsets[:-1], lengths) + np.arange(offsets[-1])
-    return index.astype(np.int64), offsets
 
 
 @dataclass(frozen=True)

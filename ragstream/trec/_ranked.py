@@ -7,34 +7,131 @@ same `Ranked` arrays, bit for bit, and raise the same errors with these messages
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 from numpy.typing import NDArray
 
 from ragstream.trec.errors import TrecFormatError, quote
 
-__all__ = ["Ranked", "no_common_query", "repeated_document", "repeated_judgment"]
+__all__ = [
+    "Ranked",
+    "Segment",
+    "no_common_query",
+    "repeated_document",
+    "repeated_judgment",
+    "segments",
+]
 
 _F64 = NDArray[np.float64]
 _I64 = NDArray[np.int64]
 
 
 @dataclass(frozen=True)
-class Ranked:
-    """The evaluated queries (in both files) in byte order of their ids, as CSR arrays.
+class Segment:
+    """Consecutive queries as CSR arrays: query i ranks `rel[rel_offsets[i]:rel_offsets[i +
+    1]]` -- the grades of its documents in trec_eval's order (0 when unjudged) -- and has
+    judged `judged[judged_offsets[i]:judged_offsets[i + 1]]` (all its judgments, in file
+    order)."""
 
-    Query i ranks `rel[rel_offsets[i]:rel_offsets[i + 1]]` -- the grades of its documents
-    in trec_eval's order (0 when unjudged) -- and has judged
-    `judged[judged_offsets[i]:judged_offsets[i + 1]]` (all its judgments, in file order).
-    """
-
-    qids: tuple[str, ...]
     rel: _F64
     rel_offsets: _I64
     judged: _F64
     judged_offsets: _I64
+
+    def __len__(self) -> int:
+        return int(self.rel_offsets.size) - 1
+
+
+@dataclass(frozen=True)
+class Ranked:
+    """The evaluated queries (in both files), as the metric kernels read them.
+
+    The queries are stored in `segments`, end to end (the compiled scanner gives one per
+    part of the run it read, as they were read, so that nothing is copied); `qids` are in
+    byte order, and the query `qids[i]` is stored at `order[i]` (None: stored in byte
+    order). `rel`, `rel_offsets`, `judged` and `judged_offsets` are the same queries as
+    one set of CSR arrays in byte order (made when first read; the kernels do not need
+    them).
+    """
+
+    qids: tuple[str, ...]
+    segments: tuple[Segment, ...]
     num_qrels_queries: int
     """Queries with at least one judgment (the denominator of trec_eval -c)."""
+    order: _I64 | None = None
+
+    @classmethod
+    def of(
+        cls,
+        qids: tuple[str, ...],
+        rel: _F64,
+        rel_offsets: _I64,
+        judged: _F64,
+        judged_offsets: _I64,
+        num_qrels_queries: int,
+    ) -> Ranked:
+        """The queries in byte order as one set of CSR arrays."""
+        return cls(qids, (Segment(rel, rel_offsets, judged, judged_offsets),), num_qrels_queries)
+
+    @cached_property
+    def _canonical(self) -> Segment:
+        """One segment, in byte order."""
+        if self.order is None and len(self.segments) == 1:
+            return self.segments[0]
+        parts = self.segments or (_EMPTY,)
+        rel, rel_starts, rel_lengths = _joined(parts, "rel", "rel_offsets")
+        judged, judged_starts, judged_lengths = _joined(parts, "judged", "judged_offsets")
+        order = np.arange(rel_starts.size) if self.order is None else self.order
+        rel_index, rel_offsets = segments(rel_starts[order], rel_lengths[order])
+        judged_index, judged_offsets = segments(judged_starts[order], judged_lengths[order])
+        return Segment(rel[rel_index], rel_offsets, judged[judged_index], judged_offsets)
+
+    @property
+    def rel(self) -> _F64:
+        return self._canonical.rel
+
+    @property
+    def rel_offsets(self) -> _I64:
+        return self._canonical.rel_offsets
+
+    @property
+    def judged(self) -> _F64:
+        return self._canonical.judged
+
+    @property
+    def judged_offsets(self) -> _I64:
+        return self._canonical.judged_offsets
+
+
+_EMPTY = Segment(
+    np.zeros(0, dtype=np.float64),
+    np.zeros(1, dtype=np.int64),
+    np.zeros(0, dtype=np.float64),
+    np.zeros(1, dtype=np.int64),
+)
+
+
+def _joined(parts: tuple[Segment, ...], values: str, offsets: str) -> tuple[_F64, _I64, _I64]:
+    """The segments' `values` end to end, with each query's start and length there."""
+    joined = np.concatenate([getattr(p, values) for p in parts])
+    starts, lengths = [], []
+    base = 0
+    for part in parts:
+        bounds: _I64 = getattr(part, offsets)
+        starts.append(bounds[:-1] + base)
+        lengths.append(np.diff(bounds))
+        base += int(bounds[-1])
+    return joined, np.concatenate(starts), np.concatenate(lengths)
+
+
+def segments(starts: _I64, lengths: _I64) -> tuple[_I64, _I64]:
+    """Indices that concatenate the segments [start, start + length) in the given order,
+    and the CSR offsets of the result."""
+    offsets = np.zeros(lengths.size + 1, dtype=np.int64)
+    np.cumsum(lengths, out=offsets[1:])
+    index = np.repeat(starts - offsets[:-1], lengths) + np.arange(offsets[-1])
+    return index.astype(np.int64), offsets
 
 
 def no_common_query(run_path: str, qrels_path: str) -> TrecFormatError:

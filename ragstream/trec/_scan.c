@@ -1,10 +1,11 @@
 /* ragstream.trec._scan: the compiled single pass of `ragstream eval`.
  *
  * join(qrels, run, keep_best) reads both files (any buffer: an mmap, bytes) once each and
- * returns what the metric kernels need: for every query in both files, in byte order of
- * its id, the grades of its ranked documents in trec_eval's order (score descending, ties
- * by document id descending, compared like strcmp), and the grades of all its judged
- * documents (file order), as CSR arrays of doubles.
+ * returns what the metric kernels need: for every query in both files, the grades of its
+ * ranked documents in trec_eval's order (score descending, ties by document id
+ * descending, compared like strcmp), and the grades of all its judged documents (file
+ * order), as CSR arrays of doubles -- left where they were written (a segment per part of
+ * the run), with the queries' ids in byte order and each one's place in the segments.
  *
  * Text after a run line's sixth field is skipped, as trec_eval does.
  *
@@ -1482,9 +1483,120 @@ static int order_run(Blocks *s, int n, size_t *n_evaluated) {
 
 static PyObject *qid_list(size_t n, const char *const *ids, const uint32_t *lens);
 static PyObject *result_tuple(PyObject *qids, size_t n_common, size_t n_qrels_queries,
-                              PyObject *rel, PyObject *rel_offsets, PyObject *judged,
-                              PyObject *judged_offsets, PyObject *qrels_repeat,
+                              PyObject *segments, PyObject *order, PyObject *qrels_repeat,
                               PyObject *run_repeat);
+
+/* Memory the scanner filled, handed to Python as it is: a writable buffer that frees it.
+ * The run's grades are most of the output (8 bytes a line); copying them into fresh
+ * Python memory cost about a fifth of the command's time, in one thread. */
+typedef struct {
+    PyObject_HEAD void *ptr;
+    Py_ssize_t len;
+} Owned;
+
+static int owned_getbuffer(PyObject *self, Py_buffer *view, int flags) {
+    Owned *o = (Owned *)self;
+    return PyBuffer_FillInfo(view, self, o->ptr, o->len, 0, flags);
+}
+
+static void owned_dealloc(PyObject *self) {
+    free(((Owned *)self)->ptr);
+    Py_TYPE(self)->tp_free(self);
+}
+
+static PyBufferProcs owned_buffer = {owned_getbuffer, NULL};
+
+static PyTypeObject OwnedType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "ragstream.trec._scan.Owned",
+    .tp_basicsize = sizeof(Owned),
+    .tp_dealloc = owned_dealloc,
+    .tp_as_buffer = &owned_buffer,
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "Memory the scanner filled, handed over without a copy (a writable buffer).",
+};
+
+/* The first `bytes` of *ptr (malloc'd, at least that long) as an Owned, which frees it;
+ * *ptr is NULL afterwards. NULL on error, *ptr still the caller's. */
+static PyObject *owned(void **ptr, size_t bytes) {
+    Owned *o = PyObject_New(Owned, &OwnedType);
+    if (!o) return NULL;
+    void *p = realloc(*ptr, bytes ? bytes : 1); /* a shrink: in place for large blocks */
+    if (!p) {
+        Py_DECREF(o);
+        return PyErr_NoMemory();
+    }
+    o->ptr = p;
+    o->len = (Py_ssize_t)bytes;
+    *ptr = NULL;
+    return (PyObject *)o;
+}
+
+/* The evaluated blocks of a run part, in block order, as (rel, rel_offsets, judged,
+ * judged_offsets): the part's own grade buffers when its blocks wrote them in that order
+ * (always, but for blocks joined late, with the GIL, for a slow score spelling: then
+ * they are gathered). */
+static PyObject *part_segment(RPart *p, const QQuery *queries) {
+    size_t m = 0, n_rel = 0, n_judged = 0;
+    int in_order = 1;
+    for (size_t i = 0; i < p->n_blocks; i++) {
+        const RBlock *b = &p->blocks[i];
+        if (b->query < 0) continue;
+        if (b->out != n_rel || b->judged != n_judged) in_order = 0;
+        n_rel += b->n_kept;
+        n_judged += queries[b->query].n;
+        m++;
+    }
+    void *rel_o = malloc((m + 1) * sizeof(int64_t)), *judged_o = malloc((m + 1) * sizeof(int64_t));
+    void *rel = NULL, *judged = NULL;
+    if (!in_order) {
+        rel = malloc(n_rel ? n_rel * sizeof(double) : 1);
+        judged = malloc(n_judged ? n_judged * sizeof(double) : 1);
+    }
+    if (!rel_o || !judged_o || (!in_order && (!rel || !judged))) {
+        free(rel_o);
+        free(judged_o);
+        free(rel);
+        free(judged);
+        return PyErr_NoMemory();
+    }
+    int64_t *ro = rel_o, *jo = judged_o;
+    size_t k = 0, r = 0, j = 0;
+    for (size_t i = 0; i < p->n_blocks; i++) {
+        const RBlock *b = &p->blocks[i];
+        if (b->query < 0) continue;
+        const uint32_t nj = queries[b->query].n;
+        ro[k] = (int64_t)r;
+        jo[k] = (int64_t)j;
+        if (!in_order) {
+            memcpy((double *)rel + r, p->out + b->out, b->n_kept * sizeof(double));
+            memcpy((double *)judged + j, p->judged + b->judged, nj * sizeof(double));
+        }
+        r += b->n_kept;
+        j += nj;
+        k++;
+    }
+    ro[m] = (int64_t)r;
+    jo[m] = (int64_t)j;
+    if (in_order) {
+        rel = p->out;
+        judged = p->judged;
+        p->out = NULL;
+        p->judged = NULL;
+    }
+    PyObject *items[4] = {owned(&rel, n_rel * sizeof(double)),
+                          owned(&rel_o, (m + 1) * sizeof(int64_t)),
+                          owned(&judged, n_judged * sizeof(double)),
+                          owned(&judged_o, (m + 1) * sizeof(int64_t))};
+    free(rel); /* those not handed over */
+    free(rel_o);
+    free(judged);
+    free(judged_o);
+    if (!items[0] || !items[1] || !items[2] || !items[3]) {
+        for (int t = 0; t < 4; t++) Py_XDECREF(items[t]);
+        return NULL;
+    }
+    return Py_BuildValue("(NNNN)", items[0], items[1], items[2], items[3]);
+}
 
 /* The block path; NULL with *fallback set when the general path must read the files. */
 static PyObject *join_blocks(const char *qbuf, size_t qsize, const char *rbuf, size_t rsize,
@@ -1552,63 +1664,46 @@ static PyObject *join_blocks(const char *qbuf, size_t qsize, const char *rbuf, s
     if (status != OK) goto nomem;
     const size_t n_common = n_evaluated;
     if (qrels_repeat->found || run_repeat->found) n_evaluated = 0; /* an error follows */
-    size_t n_rel = 0, n_judged = 0;
-    for (size_t k = 0; k < n_evaluated; k++) {
-        Evaluated *e = &s->evaluated[k];
-        e->n_judged = s->queries[e->block->query].n;
-        n_rel += e->block->n_kept;
-        n_judged += e->n_judged;
-    }
-    PyObject *rel = PyByteArray_FromStringAndSize(NULL, (Py_ssize_t)(n_rel * sizeof(double)));
-    PyObject *judged =
-        PyByteArray_FromStringAndSize(NULL, (Py_ssize_t)(n_judged * sizeof(double)));
-    PyObject *rel_offsets =
-        PyByteArray_FromStringAndSize(NULL, (Py_ssize_t)((n_evaluated + 1) * sizeof(int64_t)));
-    PyObject *judged_offsets =
-        PyByteArray_FromStringAndSize(NULL, (Py_ssize_t)((n_evaluated + 1) * sizeof(int64_t)));
+    /* The parts' grades stay where the threads wrote them (one segment a part, blocks in
+     * file order); `order` gives each query's place there, in byte order of the ids. */
+    PyObject *segments = PyList_New(0), *order = NULL, *qids = NULL;
+    int64_t *where = malloc((n_evaluated ? n_evaluated : 1) * sizeof *where);
     const char **ids = malloc((n_evaluated ? n_evaluated : 1) * sizeof *ids);
     uint32_t *lens = malloc((n_evaluated ? n_evaluated : 1) * sizeof *lens);
-    if (rel && judged && rel_offsets && judged_offsets && ids && lens) {
-        double *rel_v = (double *)PyByteArray_AS_STRING(rel);
-        double *judged_v = (double *)PyByteArray_AS_STRING(judged);
-        int64_t *rel_o = (int64_t *)PyByteArray_AS_STRING(rel_offsets);
-        int64_t *judged_o = (int64_t *)PyByteArray_AS_STRING(judged_offsets);
-        advise_huge(rel_v, n_rel * sizeof(double));
-        Py_BEGIN_ALLOW_THREADS
-        size_t r = 0, j = 0;
+    if (segments && where && ids && lens) {
+        for (int t = 0; t < n && n_evaluated; t++) {
+            PyObject *segment = part_segment(&s->r[t], s->queries);
+            if (!segment || PyList_Append(segments, segment) < 0) {
+                Py_XDECREF(segment);
+                Py_CLEAR(segments);
+                break;
+            }
+            Py_DECREF(segment);
+        }
         for (size_t k = 0; k < n_evaluated; k++) {
             const Evaluated *e = &s->evaluated[s->keys[k].index];
-            rel_o[k] = (int64_t)r;
-            judged_o[k] = (int64_t)j;
-            memcpy(rel_v + r, e->out + e->block->out, e->block->n_kept * sizeof(double));
-            r += e->block->n_kept;
-            memcpy(judged_v + j, e->judged + e->block->judged, e->n_judged * sizeof(double));
-            j += e->n_judged;
+            where[k] = (int64_t)s->keys[k].index;
             ids[k] = e->block->key.id;
             lens[k] = e->block->key.len;
         }
-        rel_o[n_evaluated] = (int64_t)r;
-        judged_o[n_evaluated] = (int64_t)j;
-        Py_END_ALLOW_THREADS
-        PyObject *qids = qid_list(n_evaluated, ids, lens);
+        void *w = where;
+        order = segments ? owned(&w, n_evaluated * sizeof *where) : NULL;
+        where = w;
+        qids = order ? qid_list(n_evaluated, ids, lens) : NULL;
         PyObject *qrep = qids ? at_tuple(qbuf, qrels_repeat) : NULL;
         PyObject *rrep = qrep ? at_tuple(rbuf, run_repeat) : NULL;
-        if (rrep) {
-            result = result_tuple(qids, n_common, n_queries, rel, rel_offsets, judged,
-                                  judged_offsets, qrep, rrep);
-        }
-        Py_XDECREF(qids);
+        if (rrep) result = result_tuple(qids, n_common, n_queries, segments, order, qrep, rrep);
         Py_XDECREF(qrep);
         Py_XDECREF(rrep);
     } else if (!PyErr_Occurred()) {
         PyErr_NoMemory();
     }
+    free(where);
     free(ids);
     free(lens);
-    Py_XDECREF(rel);
-    Py_XDECREF(judged);
-    Py_XDECREF(rel_offsets);
-    Py_XDECREF(judged_offsets);
+    Py_XDECREF(segments);
+    Py_XDECREF(order);
+    Py_XDECREF(qids);
     goto done;
 general:
     *fallback = 1;
@@ -1659,11 +1754,10 @@ static PyObject *qid_list(size_t n, const char *const *ids, const uint32_t *lens
 }
 
 static PyObject *result_tuple(PyObject *qids, size_t n_common, size_t n_qrels_queries,
-                              PyObject *rel, PyObject *rel_offsets, PyObject *judged,
-                              PyObject *judged_offsets, PyObject *qrels_repeat,
+                              PyObject *segments, PyObject *order, PyObject *qrels_repeat,
                               PyObject *run_repeat) {
-    return Py_BuildValue("(OnnOOOOOO)", qids, (Py_ssize_t)n_common, (Py_ssize_t)n_qrels_queries,
-                         rel, rel_offsets, judged, judged_offsets, qrels_repeat, run_repeat);
+    return Py_BuildValue("(OnnOOOO)", qids, (Py_ssize_t)n_common, (Py_ssize_t)n_qrels_queries,
+                         segments, order, qrels_repeat, run_repeat);
 }
 
 /* The general path: any order of lines, one thread. */
@@ -1729,9 +1823,12 @@ static PyObject *join_general(const char *qbuf, size_t qsize, const char *rbuf, 
     if (!(judged_offsets = shrink(judged_offsets, offsets))) goto done;
     PyObject *qrels_repeat = repeat_tuple(&qrels, &reg, &j.qrels_repeat);
     PyObject *run_repeat = qrels_repeat ? repeat_tuple(&run, &reg, &j.run_repeat) : NULL;
-    if (run_repeat)
-        result = result_tuple(qids, n_common, j.n_qrels_queries, rel, rel_offsets, judged,
-                              judged_offsets, qrels_repeat, run_repeat);
+    PyObject *segments =
+        run_repeat ? Py_BuildValue("[(OOOO)]", rel, rel_offsets, judged, judged_offsets) : NULL;
+    if (segments)
+        result = result_tuple(qids, n_common, j.n_qrels_queries, segments, Py_None, qrels_repeat,
+                              run_repeat);
+    Py_XDECREF(segments);
     Py_XDECREF(qrels_repeat);
     Py_XDECREF(run_repeat);
     goto done;
@@ -1758,11 +1855,14 @@ PyDoc_STRVAR(join_doc,
              "join(qrels, run, keep_best, workers=1, /)\n--\n\n"
              "Scan a qrels and a run buffer once each and join them (see the module doc),\n"
              "each file in `workers` parts read at the same time (same result).\n\n"
-             "Returns (qids, n_common, n_qrels_queries, rel, rel_offsets, judged,\n"
-             "judged_offsets, qrels_repeat, run_repeat): qids (str) of the queries in\n"
-             "both files in byte order, their number, the number of qrels queries;\n"
-             "float64 and int64 bytearrays (CSR, empty when a repeat was found); each\n"
-             "repeat is None or (first line, repeated line, query id, document id).\n"
+             "Returns (qids, n_common, n_qrels_queries, segments, order, qrels_repeat,\n"
+             "run_repeat): qids (str) of the queries in both files in byte order, their\n"
+             "number, the number of qrels queries; segments, a list of (rel, rel_offsets,\n"
+             "judged, judged_offsets) float64 and int64 buffers (CSR; no segment when a\n"
+             "repeat was found), the queries stored end to end across them; order, an\n"
+             "int64 buffer with the place there of each query of qids, or None when they\n"
+             "are stored in qids' order; each repeat is None or (first line, repeated\n"
+             "line, query id, document id).\n"
              "Returns a str (the reason) when declining.");
 
 static PyObject *join(PyObject *self, PyObject *args) {
@@ -1798,5 +1898,6 @@ static struct PyModuleDef module = {
 
 PyMODINIT_FUNC PyInit__scan(void) {
     init_classes();
+    if (PyType_Ready(&OwnedType) < 0) return NULL;
     return PyModule_Create(&module);
 }

@@ -11,10 +11,8 @@ def join(
         list[str],
         int,
         int,
-        bytearray,
-        bytearray,
-        bytearray,
-        bytearray,
+        list[tuple[Buffer, Buffer, Buffer, Buffer]],
+        Buffer | None,
         _Repeat | None,
         _Repeat | None,
     ]

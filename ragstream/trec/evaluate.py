@@ -20,14 +20,14 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Literal, TypeVar
 
 import numpy as np
 from numpy.typing import NDArray
 
 from ragstream.metrics import Gain, MetricSpec, RankingBatch, evaluate, parse_metric
 from ragstream.trec._compiled import AVAILABLE, join_files, usable_cpus
-from ragstream.trec._ranked import Ranked
+from ragstream.trec._ranked import Ranked, Segment
 
 if TYPE_CHECKING:  # the numpy readers are imported when used (see `_read_and_join`)
     from ragstream.trec.records import TrecTable
@@ -158,15 +158,9 @@ def _evaluate(
     complete: bool,
 ) -> TrecEvaluation:
     """Per-query values (queries in byte order) and means of the joined files."""
-    per_query = _kernels(
-        specs,
-        ranked.rel,
-        ranked.rel_offsets,
-        ranked.judged,
-        ranked.judged_offsets,
-        gain,
-        relevance_level,
-    )
+    per_query = _kernels(specs, ranked.segments, gain, relevance_level)
+    if ranked.order is not None:  # stored in another order than the ids'
+        per_query = {name: values[ranked.order] for name, values in per_query.items()}
     denominator = ranked.num_qrels_queries if complete else len(ranked.qids)
     mean = {
         name: (float(values.sum()) / denominator if denominator else 0.0)
@@ -177,46 +171,52 @@ def _evaluate(
 
 def _kernels(
     specs: tuple[MetricSpec, ...],
-    rel: _F64,
-    rel_offsets: _I64,
-    judged: _F64,
-    judged_offsets: _I64,
+    segments: Sequence[Segment],
     gain: Gain,
     relevance_level: int,
     threads: int | None = None,
 ) -> dict[str, _F64]:
-    """Run the kernels over slices of queries, so that padding stays bounded, `threads`
-    slices at a time (numpy releases the GIL in its loops; by default one thread per CPU
-    from 1 Mi padded cells on). A query's values do not depend on its slice."""
-    n = rel_offsets.size - 1
+    """Per-query values of the queries of `segments`, end to end. The kernels run over
+    slices of queries, so that padding stays bounded, `threads` slices at a time (numpy
+    releases the GIL in its loops; by default one thread per CPU from 1 Mi padded cells
+    on). A query's values do not depend on its slice."""
+    n = sum(len(segment) for segment in segments)
     if n == 0:
         return {s.name: np.zeros(0, dtype=np.float64) for s in specs}
-    longest = int(max(np.diff(rel_offsets).max(initial=0), np.diff(judged_offsets).max(initial=0)))
-    longest = max(1, longest)
+    longest = max(
+        1,
+        *(int(np.diff(g.rel_offsets).max(initial=0)) for g in segments),
+        *(int(np.diff(g.judged_offsets).max(initial=0)) for g in segments),
+    )
     if threads is None:
         threads = usable_cpus() if n * longest >= _THREAD_CELLS else 1
     threads = max(1, min(threads, n))
     # as many cells at a time as one thread had: slices of a thread's share
     step = max(1, min(_BATCH_CELLS // (longest * threads), -(-n // threads)))
+    items = [(g, lo) for g in segments for lo in range(0, len(g), step)]
 
-    def kernels(lo: int) -> dict[str, _F64]:
-        hi = min(n, lo + step)
-        r0, r1 = rel_offsets[lo], rel_offsets[hi]
-        j0, j1 = judged_offsets[lo], judged_offsets[hi]
+    def kernels(item: tuple[Segment, int]) -> dict[str, _F64]:
+        g, lo = item
+        hi = min(len(g), lo + step)
+        r0, r1 = g.rel_offsets[lo], g.rel_offsets[hi]
+        j0, j1 = g.judged_offsets[lo], g.judged_offsets[hi]
         batch = RankingBatch.from_ragged(
-            rel[r0:r1],
-            rel_offsets[lo : hi + 1] - r0,
-            judged[j0:j1],
-            judged_offsets[lo : hi + 1] - j0,
+            g.rel[r0:r1],
+            g.rel_offsets[lo : hi + 1] - r0,
+            g.judged[j0:j1],
+            g.judged_offsets[lo : hi + 1] - j0,
         )
         return evaluate(batch, specs, gain=gain, threshold=float(relevance_level))
 
-    parts = _in_threads(kernels, list(range(0, n, step)), threads)
+    parts = _in_threads(kernels, items, threads)
     return {s.name: np.concatenate([part[s.name] for part in parts]) for s in specs}
 
 
+_T = TypeVar("_T")
+
+
 def _in_threads(
-    work: Callable[[int], dict[str, _F64]], items: list[int], threads: int
+    work: Callable[[_T], dict[str, _F64]], items: list[_T], threads: int
 ) -> list[dict[str, _F64]]:
     """[work(item) for item in items], `threads` items at a time; the exception of the first
     item that fails is raised once all threads have stopped (items not begun are dropped)."""

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from ragstream.trec import Engine, TrecFormatError, evaluate_files, read_qrels, read_run
 from ragstream.trec._compiled import AVAILABLE, join_files
 from ragstream.trec._join import join_tables
-from ragstream.trec._ranked import Ranked
+from ragstream.trec._ranked import Ranked, Segment
 
 WriteFile = Callable[[str, str | bytes], Path]
 Reference = Callable[..., dict[str, dict[str, float]]]
@@ -487,11 +487,18 @@ def test_the_kernels_in_threads_give_one_thread_s_values_and_trec_eval_s(
     ranked = _join(qrels, run, workers=2)
     names = ["rr", "ap", "precision@5", "recall@10", "ndcg@10", "ndcg@3"]
     specs = tuple(parse_metric(name) for name in names)
-    arrays = (ranked.rel, ranked.rel_offsets, ranked.judged, ranked.judged_offsets)
-    one = _kernels(specs, *arrays, "linear", 1, threads=1)
+    whole = (Segment(ranked.rel, ranked.rel_offsets, ranked.judged, ranked.judged_offsets),)
+    one = _kernels(specs, whole, "linear", 1, threads=1)
     for threads in (2, 3, 8):
-        several = _kernels(specs, *arrays, "linear", 1, threads=threads)
+        several = _kernels(specs, whole, "linear", 1, threads=threads)
         assert {k: v.tobytes() for k, v in several.items()} == {
+            k: v.tobytes() for k, v in one.items()
+        }, threads
+        # the segments as the scanner left them (one a part), put in byte order after
+        assert len(ranked.segments) == 2
+        assert ranked.order is not None
+        stored = _kernels(specs, ranked.segments, "linear", 1, threads=threads)
+        assert {k: v[ranked.order].tobytes() for k, v in stored.items()} == {
             k: v.tobytes() for k, v in one.items()
         }, threads
     expected = trec_eval(qrels, run, names)
