@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import heapq
 from collections import deque
+from collections.abc import Sequence
+from operator import le
 
 __all__ = ["ExpiryQueue"]
 
@@ -41,6 +43,18 @@ class ExpiryQueue:
             in_order.append(entry)
         else:
             heapq.heappush(self._heap, entry)
+
+    def push_many(self, times: Sequence[float], query_ids: Sequence[str]) -> None:
+        """`push` of each (time, id) in turn; times already in order (the usual run of a
+        partition) go to the FIFO in one step."""
+        in_order, n = self._in_order, len(times)
+        if n and (not in_order or times[0] >= in_order[-1][0]) and all(map(le, times, times[1:])):
+            in_order.extend(zip(times, range(self._seq, self._seq + n), query_ids, strict=True))
+            self._seq += n
+            return
+        push = self.push
+        for expires_at, query_id in zip(times, query_ids, strict=True):
+            push(expires_at, query_id)
 
     def ids(self) -> list[str]:
         """Every query id in the order they would be popped (pushed again in this order,

@@ -12,6 +12,8 @@ from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
+from itertools import repeat
+from operator import attrgetter
 from typing import Any
 
 from ragstream.events.scanner import Scanned
@@ -20,6 +22,10 @@ from ragstream.join.expiry import ExpiryQueue
 from ragstream.join.query import DocLike, OpenQuery
 
 __all__ = ["JoinCounters", "LabelJoin", "LabelOutcome", "PendingLabel"]
+
+_QUERY_ID = attrgetter("query_id")
+_IDS = attrgetter("ids")
+_TOP = attrgetter("top")
 
 
 class LabelOutcome(StrEnum):
@@ -146,24 +152,42 @@ class LabelJoin:
     def open_scanned(
         self,
         partition: int,
-        run: Sequence[tuple[Scanned, tuple[str, ...], float, bytes]],
+        events: Sequence[Scanned],
+        labelsets: Sequence[tuple[str, ...]] | None,
+        times: Sequence[float],
+        raws: Sequence[bytes],
         *,
         lazy: bool = True,
     ) -> int:
-        """`open` for retrieval events read by the compiled scanner, in arrival order: each
-        (event, label set, its time on the clock, its message); returns how many were
-        duplicates. One call for a run of them: thousands a batch.
+        """`open` for retrieval events read by the compiled scanner, in arrival order: the
+        events, their label sets (None: all ``()``), their times on the clock and their
+        messages; returns how many were duplicates. One call for a run of them: thousands a
+        batch.
 
         ``lazy``: keep the queries without any label (and no label waiting) in a
         `LazyBlock`, scored for the whole block (`take_changed`); the caller says whether
         the leading document times the scanner keeps are all its scoring reads."""
+        ids = list(map(_QUERY_ID, events))
         opened, final, pending, kept = self._open, self._final, self._pending, self._lazy
+        if (
+            len(opened) + len(kept) + len(ids) <= self.max_open
+            and opened.keys().isdisjoint(ids)
+            and kept.keys().isdisjoint(ids)
+            and final.keys().isdisjoint(ids)
+            and (not pending or pending.keys().isdisjoint(ids))
+            and len(set(ids)) == len(ids)
+        ):  # the usual run: all new, no label waiting, room for all
+            self._open_new(partition, events, ids, labelsets, times, raws, lazy)
+            return 0
+        if labelsets is None:
+            labelsets = [()] * len(ids)
         new, ttl, register = OpenQuery.from_scanned, self.label_ttl, self._register
         push, dirty, cap = self._expiry.push, self._dirty, self.max_open
         duplicates = direct = 0
         block: LazyBlock | None = None
-        for scanned, labelset, ts, raw in run:
-            query_id = scanned.query_id
+        for scanned, query_id, labelset, ts, raw in zip(
+            events, ids, labelsets, times, raws, strict=True
+        ):
             if query_id in opened or query_id in final or query_id in kept:
                 duplicates += 1
                 continue
@@ -174,16 +198,14 @@ class LabelJoin:
                 and not (pending and query_id in pending)
             ):
                 if block is None:
-                    block = LazyBlock(partition, ttl)
+                    block = LazyBlock(partition, self.label_ttl)
                     self._fresh.append(block)
-                    ids, sets, times = block.query_ids, block.labelsets, block.ts
-                    tops, raws = block.tops, block.raws
-                entry = (block, len(ids))
-                ids.append(query_id)
-                sets.append(labelset)
-                times.append(ts)
-                tops.append(scanned.top)
-                raws.append(raw)
+                entry = (block, len(block.query_ids))
+                block.query_ids.append(query_id)
+                block.labelsets.append(labelset)
+                block.ts.append(ts)
+                block.tops.append(scanned.top)
+                block.raws.append(raw)
                 kept[query_id] = dirty[query_id] = entry
                 push(ts + ttl, query_id)
                 direct += 1
@@ -202,6 +224,62 @@ class LabelJoin:
         counters.duplicate_retrievals += duplicates
         counters.opened += direct
         return duplicates
+
+    def _open_new(
+        self,
+        partition: int,
+        events: Sequence[Scanned],
+        ids: list[str],
+        labelsets: Sequence[tuple[str, ...]] | None,
+        times: Sequence[float],
+        raws: Sequence[bytes],
+        lazy: bool,
+    ) -> None:
+        """`open_scanned` of a run of new queries, when none has a label waiting and all fit
+        under the cap: the same state as one at a time, built with a few bulk steps (the
+        unlabeled queries' block lists, ``kept`` and ``_dirty`` updated from them, the
+        expiry times pushed together); only labeled queries become objects."""
+        n, ttl = len(ids), self.label_ttl
+        if labelsets is None:
+            labelsets = [()] * n
+        if lazy:  # the queries that came with a label
+            eager = [i for i, got in enumerate(map(_IDS, events)) if got is not None]
+        else:
+            eager = list(range(n))
+        values: list[OpenQuery | LazyEntry]
+        if len(eager) < n:
+            block = LazyBlock(partition, ttl)
+            self._fresh.append(block)
+            if not eager:  # the run of unlabeled queries
+                lazy_at: Sequence[int] = range(n)
+                block.query_ids, block.labelsets = ids, list(labelsets)
+                block.ts, block.raws = list(times), list(raws)
+                block.tops = list(map(_TOP, events))
+            else:
+                taken = set(eager)
+                lazy_at = [i for i in range(n) if i not in taken]
+                block.query_ids = [ids[i] for i in lazy_at]
+                block.labelsets = [labelsets[i] for i in lazy_at]
+                block.ts = [times[i] for i in lazy_at]
+                block.raws = [raws[i] for i in lazy_at]
+                block.tops = [events[i].top for i in lazy_at]
+            entries = list(zip(repeat(block), range(len(lazy_at))))
+            self._lazy.update(zip(block.query_ids, entries, strict=True))
+            if not eager:
+                values = entries  # type: ignore[assignment]
+            else:
+                values = [None] * n  # type: ignore[list-item]
+                for at, entry in zip(lazy_at, entries, strict=True):
+                    values[at] = entry
+        else:
+            values = [None] * n  # type: ignore[list-item]
+        new, opened = OpenQuery.from_scanned, self._open
+        for i in eager:
+            query = values[i] = new(events[i], partition, labelsets[i], times[i], ttl, raws[i])
+            opened[ids[i]] = query
+        self._dirty.update(zip(ids, values, strict=True))
+        self._expiry.push_many([t + ttl for t in times], ids)
+        self.counters.opened += n
 
     def _known(self, query_id: str) -> bool:
         """Whether a retrieval event for this query came before (counted as a duplicate)."""

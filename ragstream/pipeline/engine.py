@@ -14,6 +14,8 @@ import time
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from itertools import chain, repeat
+from operator import attrgetter
 from typing import Any
 
 import numpy as np
@@ -61,6 +63,12 @@ _F64 = NDArray[np.float64]
 _PRUNE_EVERY = 60.0
 _LATE = int(Timing.LATE)
 _FUTURE = int(Timing.FUTURE)
+_EVENT_TS = attrgetter("ts")
+_Positions = Sequence[int] | NDArray[np.intp]
+
+_Run = tuple[list[Scanned], list[tuple[str, ...]], list[float], list[bytes]]
+"""A partition's scanned retrieval events not opened yet: the events, their label sets
+(empty without label keys), their times on the clock and their messages."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,6 +115,48 @@ class BatchReport:
     """The answers that were not late, each with its partition (the judge keeps its state
     per partition)."""
     final: list[OpenQuery] = field(default_factory=list)
+
+
+def _split_changed(
+    changed: list[OpenQuery | LazyEntry], blocks: list[LazyBlock], base: dict[int, int]
+) -> tuple[
+    list[tuple[int, tuple[str, ...]]], list[OpenQuery], list[int], _Positions, list[int] | None
+]:
+    """The changed queries' series keys (arrival order), the queries that are objects with
+    their positions, and the positions of those kept in blocks with the places of their rows
+    in the blocks' rows end to end (``base``: where each block's rows start there); None
+    for the places when they are all of the blocks' rows, in order (the usual batch: every
+    query opened in a block this batch is still there)."""
+    n = len(changed)
+    eager = [k for k, kind in enumerate(map(type, changed)) if kind is not tuple]
+    queries: list[OpenQuery] = [changed[k] for k in eager]  # type: ignore[misc]
+    eager_keys = [(q.partition, q.labelset) for q in queries]
+    if n - len(eager) == sum(map(len, blocks)):
+        block_keys = list(
+            chain.from_iterable(zip(repeat(b.partition), b.labelsets) for b in blocks)
+        )
+        if not eager:
+            return block_keys, queries, eager, range(n), None
+        mask = np.ones(n, dtype=np.bool_)
+        mask[eager] = False
+        kept = np.flatnonzero(mask)
+        placed = np.empty(n, dtype=object)  # tuples as single objects (fromiter)
+        placed[kept] = np.fromiter(block_keys, dtype=object, count=len(block_keys))
+        placed[eager] = np.fromiter(eager_keys, dtype=object, count=len(eager_keys))
+        return placed.tolist(), queries, eager, kept, None
+    keys: list[tuple[int, tuple[str, ...]]] = []
+    kept_at: list[int] = []
+    source: list[int] = []
+    eager_at = iter(eager_keys)
+    for k, item in enumerate(changed):
+        if type(item) is tuple:
+            block, at = item
+            keys.append((block.partition, block.labelsets[at]))
+            kept_at.append(k)
+            source.append(base[id(block)] + at)
+        else:
+            keys.append(next(eager_at))
+    return keys, queries, eager, kept_at, source
 
 
 class Engine:
@@ -243,24 +293,46 @@ class Engine:
         mapper = self.labelsets if self.config.label_keys else None
         counts: Counter[tuple[int, str, str]] = Counter()
         latest: dict[tuple[int, str], float] = {}
-        runs: dict[int, list[tuple[Scanned, tuple[str, ...], float, bytes]]] = {}
+        runs: dict[int, _Run] = {}
         """Per partition: scanned retrieval events not opened yet. They open in one call
         per run, before the partition's next event that touches its join: per partition
         (each has its own join) the arrival order holds."""
 
         def flush(partition: int) -> None:
             run = runs.pop(partition, None)
-            if run:
-                duplicates = joins[partition].open_scanned(partition, run, lazy=self._blocks)
-                counts[(partition, "retrieval", "processed")] += len(run) - duplicates
-                if duplicates:
-                    counts[(partition, "retrieval", "duplicate")] += duplicates
+            if run is None:
+                return
+            scanned, labelsets, stamped, raws = run
+            newest = max(map(_EVENT_TS, scanned))
+            if newest > latest.get((partition, "retrieval"), -math.inf):
+                latest[(partition, "retrieval")] = newest
+            duplicates = joins[partition].open_scanned(
+                partition, scanned, labelsets or None, stamped, raws, lazy=self._blocks
+            )
+            counts[(partition, "retrieval", "processed")] += len(scanned) - duplicates
+            if duplicates:
+                counts[(partition, "retrieval", "duplicate")] += duplicates
 
         collapsed: dict[int, Counter[str]] = {}
         """Per partition: its tally's count of values past the cap (looked up once)."""
         for event, message, ts, timing in zip(events, messages, times, timings, strict=True):
-            kind = "retrieval" if isinstance(event, Scanned) else event.type
             partition = message.partition
+            if not timing and type(event) is Scanned:  # the usual event: opened with its run
+                run = runs.get(partition)
+                if run is None:
+                    run = runs[partition] = ([], [], [], [])
+                    if partition not in joins:
+                        self._new_join(partition)
+                run[0].append(event)
+                run[2].append(ts)
+                run[3].append(message.value)
+                if mapper is not None:
+                    past = collapsed.get(partition)
+                    if past is None:
+                        past = collapsed[partition] = self._tally(partition).collapsed
+                    run[1].append(mapper(event.labels, past))
+                continue
+            kind = "retrieval" if isinstance(event, Scanned) else event.type
             if event.ts > latest.get((partition, kind), -math.inf):
                 latest[(partition, kind)] = event.ts
             join = joins.get(partition) or self._new_join(partition)
@@ -270,17 +342,15 @@ class Engine:
                 elif type(event) is not DecodedFeedback:  # a late label may still count
                     counts[(partition, kind, "late")] += 1
                     continue
-            if isinstance(event, Scanned):  # the usual event: opened with its run
-                labelset: tuple[str, ...] = ()
-                if mapper is not None:
-                    past = collapsed.get(partition)
-                    if past is None:
-                        past = collapsed[partition] = self._tally(partition).collapsed
-                    labelset = mapper(event.labels, past)
+            if isinstance(event, Scanned):  # clamped to now: opened with its run all the same
                 run = runs.get(partition)
                 if run is None:
-                    run = runs[partition] = []
-                run.append((event, labelset, ts, message.value))
+                    run = runs[partition] = ([], [], [], [])
+                run[0].append(event)
+                run[2].append(ts)
+                run[3].append(message.value)
+                if mapper is not None:
+                    run[1].append(mapper(event.labels, self._tally(partition).collapsed))
                 continue
             if type(event) is DecodedAnswer:  # the join is not involved
                 answers.append((partition, event))
@@ -343,28 +413,11 @@ class Engine:
         if not changed:
             return
         all_times, all_rows, base = self._score_blocks(blocks)
-        keys: list[tuple[int, tuple[str, ...]]] = []
-        queries: list[OpenQuery] = []
-        eager: list[int] = []
-        """Positions of the queries (objects) among the changed."""
-        kept: list[int] = []
-        source: list[int] = []
-        """Positions of the queries kept in blocks, and of their rows in the blocks'."""
-        for k, item in enumerate(changed):
-            if type(item) is tuple:
-                block, at = item
-                keys.append((block.partition, block.labelsets[at]))
-                kept.append(k)
-                source.append(base[id(block)] + at)
-            else:
-                query: OpenQuery = item  # type: ignore[assignment]
-                keys.append((query.partition, query.labelset))
-                queries.append(query)
-                eager.append(k)
-        ids: dict[tuple[int, tuple[str, ...]], int] = {}
-        series_of = ids.setdefault
-        index = np.array([series_of(key, len(ids)) for key in keys], dtype=np.int64)
-        series = list(ids)
+        keys, queries, eager, kept, source = _split_changed(changed, blocks, base)
+        distinct = dict.fromkeys(keys)  # the series, in order of first appearance
+        code = {key: at for at, key in enumerate(distinct)}
+        index = np.fromiter(map(code.__getitem__, keys), dtype=np.int64, count=len(keys))
+        series = list(distinct)
         scored = self.scorer.score(queries) if queries else None
         own = None if scored is None else self._rows(scored)
         if blocks:
@@ -410,14 +463,17 @@ class Engine:
 
     @staticmethod
     def _block_rows(
-        n: int, all_times: _F64, all_rows: _F64, kept: list[int], source: list[int]
+        n: int, all_times: _F64, all_rows: _F64, kept: _Positions, source: Sequence[int] | None
     ) -> tuple[_F64, _F64]:
         """Times and rows of `n` changed queries with those of the queries kept in blocks
-        filled in (at ``kept``, from the blocks' times and rows end to end at ``source``);
-        the others are the caller's to fill."""
+        filled in (at ``kept``, from the blocks' times and rows end to end at ``source``,
+        None: all of them, in order); the others are the caller's to fill."""
         rows = np.empty((n, all_rows.shape[1]))
         times = np.empty(n)
-        rows[kept], times[kept] = all_rows[source], all_times[source]
+        if source is None:
+            rows[kept], times[kept] = all_rows, all_times
+        else:
+            rows[kept], times[kept] = all_rows[source], all_times[source]
         return times, rows
 
     def _rows(self, scored: ScoredQueries) -> _F64:
