@@ -20,6 +20,7 @@ from ragstream.events.scanner import Scanned
 from ragstream.join.block import LazyBlock, LazyEntry
 from ragstream.join.expiry import ExpiryQueue
 from ragstream.join.query import DocLike, OpenQuery
+from ragstream.join.recent import RecentFinal
 
 __all__ = ["JoinCounters", "LabelJoin", "LabelOutcome", "PendingLabel"]
 
@@ -101,7 +102,7 @@ class LabelJoin:
     _expiry: ExpiryQueue = field(default_factory=ExpiryQueue)
     _pending: OrderedDict[str, list[PendingLabel]] = field(default_factory=OrderedDict)
     _pending_count: int = 0
-    _final: OrderedDict[str, float] = field(default_factory=OrderedDict)
+    _final: RecentFinal = field(init=False)
     """Final query id -> when its query closed, nondecreasing (a late close takes the last
     time), so that expired ids leave from the front."""
     _lazy: dict[str, LazyEntry] = field(default_factory=dict)
@@ -116,6 +117,7 @@ class LabelJoin:
             raise ValueError("label_ttl and pending_ttl must be >= 0")
         if min(self.max_open, self.max_pending, self.recent_final) < 1:
             raise ValueError("max_open, max_pending and recent_final must be >= 1")
+        self._final = RecentFinal(self.recent_final)
 
     # -- input ---------------------------------------------------------------
 
@@ -382,8 +384,9 @@ class LabelJoin:
         changed queries have been scored, so that each final query carries its last
         contribution.
         """
-        self._close(self._expiry.pop_due(t_now))
-        self._forget_final(t_now - self.label_ttl)
+        closed, due = self._expiry.pop_due_timed(t_now)
+        self._close(due, closed)
+        self._final.forget_before(t_now - self.label_ttl)
         while self._pending:
             query_id, waiting = next(iter(self._pending.items()))
             if waiting[0].arrived + self.pending_ttl >= t_now:
@@ -396,47 +399,27 @@ class LabelJoin:
             return [item[0].query(item[1]) if type(item) is tuple else item for item in final]  # type: ignore[misc]
         return [q for q in final if type(q) is OpenQuery and q.labels]
 
-    def _last_closed(self) -> float:
-        """The latest close time among the remembered final ids (-inf: none)."""
-        return next(reversed(self._final.values()), float("-inf"))
-
-    def _forget_final(self, before: float) -> None:
-        """Drop the final ids whose query closed before `before` (they are in time order)."""
-        recent = self._final
-        gone = 0
-        for closed in recent.values():
-            if closed >= before:
-                break
-            gone += 1
-        for _ in range(gone):
-            recent.popitem(last=False)
-
-    def _close(self, query_ids: Sequence[str]) -> None:
-        """Finalize these open queries: out to the caller, their ids remembered with close
-        times kept nondecreasing (one loop with locals: thousands a batch)."""
+    def _close(self, query_ids: list[str], closed: list[float]) -> None:
+        """Finalize these open queries, which expire at these times (in this order): out to
+        the caller, their ids remembered (a few bulk steps: thousands a batch)."""
         if not query_ids:
             return
-        opened, out, recent, kept = self._open, self._final_out, self._final, self._lazy
-        last, ttl = self._last_closed(), self.label_ttl
-        for query_id in query_ids:
-            query = opened.pop(query_id, None)
-            if query is None:  # kept in a block
-                entry = kept.pop(query_id)
-                out.append(entry)
-                expires_at = entry[0].ts[entry[1]] + ttl
-            else:
-                out.append(query)
-                expires_at = query.expires_at
-            if expires_at > last:
-                last = expires_at
-            recent[query_id] = last
-        for _ in range(len(recent) - self.recent_final):
-            recent.popitem(last=False)
+        items: list[OpenQuery | LazyEntry | None] = list(
+            map(self._lazy.pop, query_ids, repeat(None))
+        )
+        if None in items:  # objects: labeled, or left their block
+            opened = self._open
+            for at, item in enumerate(items):
+                if item is None:
+                    items[at] = opened.pop(query_ids[at])
+        self._final_out.extend(items)  # type: ignore[arg-type]
+        self._final.add(query_ids, closed)
         self.counters.finalized += len(query_ids)
 
     def _evict_earliest(self) -> None:
         """Finalize the query that expires first, before its time (`max_open` reached)."""
-        self._close([self._expiry.pop()])
+        expires_at, query_id = self._expiry.pop_timed()
+        self._close([query_id], [expires_at])
         self.counters.open_evicted += 1
 
     # -- introspection and state --------------------------------------------
@@ -474,7 +457,7 @@ class LabelJoin:
                 qid: [[p.doc_id, p.rel, p.ts, p.arrived, p.t_doc] for p in waiting]
                 for qid, waiting in self._pending.items()
             },
-            "final": list(self._final.items()),
+            "final": self._final.items(),
         }
 
     def _snapshot_of(self, query_id: str) -> dict[str, Any]:
@@ -506,8 +489,6 @@ class LabelJoin:
                 for d, r, ts, a, t in waiting
             ]
             join._pending_count += len(waiting)
-        last = float("-inf")
-        for q, e in data["final"]:  # nondecreasing, also from older snapshots
-            last = max(last, float(e))
-            join._final[str(q)] = last
+        final = data["final"]  # made nondecreasing by `add`, also from older snapshots
+        join._final.add([str(q) for q, _ in final], [float(e) for _, e in final])
         return join

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -49,3 +51,64 @@ def test_ties_leave_in_push_order_across_both_parts() -> None:
     assert queue.pop() == "a"
     assert queue.pop_due(6.0) == ["c"]
     assert len(queue) == 0
+
+
+# a step as above, or a run of times pushed together (`push_many`), or a timed pop
+_MORE_STEPS = st.lists(
+    st.one_of(
+        st.tuples(st.just("push"), st.integers(-5, 20)),
+        st.tuples(st.just("many"), st.lists(st.integers(-3, 6), max_size=12)),
+        st.tuples(st.just("pop"), st.just(0)),
+        st.tuples(st.just("due"), st.integers(-5, 60)),
+    ),
+    max_size=60,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(steps=_MORE_STEPS)
+def test_runs_pushed_together_pop_as_pushed_one_by_one(steps: list[tuple[str, Any]]) -> None:
+    # push_many (in order or not), pop_timed and pop_due_timed against a sorted list
+    queue, reference = ExpiryQueue(), []
+    clock, n = 0, 0
+    for op, value in steps:
+        if op in ("push", "many"):
+            steps_of = [value] if op == "push" else value
+            times, ids = [], []
+            for step in steps_of:
+                clock += max(step, 0) if step % 3 else -step
+                times.append(float(clock))
+                ids.append(f"q{n}")
+                reference.append((float(clock), n, f"q{n}"))
+                n += 1
+            if op == "push":
+                queue.push(times[0], ids[0])
+            else:
+                queue.push_many(times, ids)
+            reference.sort()
+        elif op == "pop":
+            if reference:
+                expires_at, _, query_id = reference.pop(0)
+                assert queue.pop_timed() == (expires_at, query_id)
+        else:
+            due = [entry for entry in reference if entry[0] < value]
+            assert queue.pop_due_timed(float(value)) == (
+                [entry[0] for entry in due],
+                [entry[2] for entry in due],
+            )
+            reference = reference[len(due) :]
+        assert len(queue) == len(reference)
+        assert queue.ids() == [entry[2] for entry in reference]
+
+
+def test_the_fifo_is_cut_as_it_is_read_and_keeps_its_order() -> None:
+    # many more entries than the compaction threshold, read in slices
+    queue = ExpiryQueue()
+    queue.push_many([float(t) for t in range(20_000)], [f"q{t}" for t in range(20_000)])
+    for start in range(0, 20_000, 3_000):
+        times, ids = queue.pop_due_timed(float(start + 3_000))
+        assert ids == [f"q{t}" for t in range(start, min(start + 3_000, 20_000))]
+        assert times == [float(t) for t in range(start, min(start + 3_000, 20_000))]
+    assert len(queue) == 0
+    queue.push(5.0, "late")  # an empty FIFO takes any time
+    assert queue.pop() == "late"
