@@ -4,15 +4,18 @@ Usage: `python -m bench.pipeline_bench [--events N | --quick] [--partitions P]
 [--processes N] ...`
 (or `scripts/bench.sh pipeline`). See docs/benchmarks.md, "Streaming pipeline".
 
-It starts its own single-node Kafka broker (`tests.support.KafkaBroker`), creates one
-topic, produces N retrieval events keyed by query id (not measured, reported apart), then
-runs each measured stage in a fresh process (`bench.pipeline_stages`): two plain-consumer
-baselines (`json.loads`, `orjson.loads`), the pipeline (`KafkaSource` + `Runner` +
-`Engine`, event clock), N such pipeline processes in one consumer group
-(`bench.pipeline_group`, on a topic whose partitions split evenly between them), and the
-engine alone on the same messages without Kafka; last, a cProfile of the engine. It prints
-one table with targets and pass/miss and one for the N processes, with the load average
-around every figure. The broker is stopped on exit, on errors and on Ctrl-C/SIGTERM.
+It starts its own single-node Kafka broker (`tests.support.KafkaBroker`) and measures each
+kind of traffic asked for (`--traffic`: by default without exported label keys, with two,
+and with every query labeled inline), each against its own baselines. For each it creates a
+topic, produces N retrieval events keyed by query id (not measured, reported apart; two
+kinds with the same events share the topic), then runs each measured stage in a fresh
+process (`bench.pipeline_stages`): two plain-consumer baselines (`json.loads`,
+`orjson.loads`), the pipeline (`KafkaSource` + `Runner` + `Engine`, event clock), N such
+pipeline processes in one consumer group (`bench.pipeline_group`, on a topic whose
+partitions split evenly between them), and the engine alone on the same messages without
+Kafka; last, a cProfile of the engine. It prints per traffic one table with targets and
+pass/miss and one for the N processes, with the load average around every figure, and then
+one summary row per traffic. The broker is stopped on exit, on errors and on Ctrl-C/SIGTERM.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ import signal
 import subprocess
 import sys
 import time
+from dataclasses import dataclass
 from types import FrameType
 from typing import Any
 
@@ -32,13 +36,22 @@ from aiokafka import AIOKafkaProducer
 
 from bench.pipeline_data import DataConfig, blocks, partition_of
 from bench.pipeline_group import run_group
-from bench.pipeline_report import Run, group_rate, render
+from bench.pipeline_report import Run, Traffic, group_rate, render, render_summary
 from tests.support import KafkaBroker, fetch_kafka_jars
 
 __all__ = ["main"]
 
 _TOPIC = "ragstream-bench"
 _BATCH_BYTES = 512 * 1024
+_PLAIN_PROBES = DataConfig().probe_share
+_TRAFFIC = {
+    t.name: t
+    for t in (
+        Traffic("plain", [], _PLAIN_PROBES),
+        Traffic("keys", ["app", "index"], _PLAIN_PROBES),
+        Traffic("labeled", [], 1.0),
+    )
+}
 
 
 def _parse(argv: list[str] | None) -> argparse.Namespace:
@@ -58,8 +71,26 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
     )
     p.add_argument("--rate", type=float, default=20.0, help="queries per second of event time")
     p.add_argument("--label-ttl", type=float, default=900.0, help="seconds a query stays open")
-    p.add_argument("--label-keys", default="", help="comma-separated exported label keys")
-    p.add_argument("--probe-share", type=float, default=0.2)
+    p.add_argument(
+        "--traffic",
+        default="plain,keys,labeled",
+        help="comma-separated kinds of traffic, each measured with its own baselines: plain "
+        "(no exported label keys), keys (two: app,index), labeled (every query labeled "
+        "inline: probe share 1.0)",
+    )
+    p.add_argument(
+        "--label-keys",
+        default=None,
+        help="comma-separated exported label keys: one traffic of its own (with --probe-share) "
+        "instead of --traffic",
+    )
+    p.add_argument(
+        "--probe-share",
+        type=float,
+        default=None,
+        help=f"share of queries with qrels ({_PLAIN_PROBES}); with --label-keys, one traffic "
+        "instead of --traffic",
+    )
     p.add_argument("--seed", type=int, default=7)
     p.add_argument("--repeat", type=int, default=1, help="runs of the baselines and pipeline")
     p.add_argument("--profile-events", type=int, default=200_000, help="0: no profile")
@@ -71,6 +102,15 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
     args = p.parse_args(argv)
     if args.quick:
         args.events = 100_000
+    if args.label_keys is not None or args.probe_share is not None:
+        keys = [k for k in (args.label_keys or "").split(",") if k]
+        probes = _PLAIN_PROBES if args.probe_share is None else args.probe_share
+        args.traffics = [Traffic("custom", keys, probes)]
+    else:
+        try:
+            args.traffics = [_TRAFFIC[name] for name in args.traffic.split(",") if name]
+        except KeyError as e:
+            p.error(f"unknown traffic {e}; known: {', '.join(_TRAFFIC)}")
     n = args.processes
     if n and not args.group_partitions:
         args.group_partitions = -(-args.partitions // n) * n
@@ -148,79 +188,124 @@ def _interrupt(signum: int, frame: FrameType | None) -> None:
 def main(argv: list[str] | None = None) -> int:
     args = _parse(argv)
     signal.signal(signal.SIGTERM, _interrupt)  # so that the broker's `with` block unwinds
-    data = DataConfig(seed=args.seed, rate=args.rate, probe_share=args.probe_share)
-    label_keys = [k for k in args.label_keys.split(",") if k]
+    print(f"uptime: {_uptime()}", flush=True)
+    runs: list[Run] = []
+    with KafkaBroker(fetch_kafka_jars(), heap=args.heap) as broker:
+        topics: dict[float, _Topic] = {}
+        for traffic in args.traffics:
+            if traffic.probe_share not in topics:  # traffics with the same events share a topic
+                topics[traffic.probe_share] = _topics(args, broker, traffic, len(topics))
+            print(f"traffic {traffic.name}: {traffic.describe()}", flush=True)
+            runs.append(_measure(args, broker, traffic, topics[traffic.probe_share]))
+    print(f"uptime: {_uptime()}\n", flush=True)
+    print("\n\n".join(render(run) for run in runs))
+    if len(runs) > 1:
+        print("\n\n" + render_summary(runs))
+    if args.json_out:
+        with open(args.json_out, "w") as f:
+            json.dump([run.raw() for run in runs], f, indent=1)
+    return 0
+
+
+@dataclass(frozen=True, slots=True)
+class _Topic:
+    """A topic with one traffic's events, as produced."""
+
+    name: str
+    produced: tuple[int, float, float]
+    """Bytes, seconds, of which generating."""
+    load: tuple[float, float]
+    group: tuple[str, dict[int, int]] | None
+    """The group row's topic (the same events) and its records per partition."""
+
+
+def _topics(args: argparse.Namespace, broker: KafkaBroker, traffic: Traffic, k: int) -> _Topic:
+    """A topic with the traffic's events (and one for the group row when its partition count
+    differs), produced now."""
+    data = DataConfig(seed=args.seed, rate=args.rate, probe_share=traffic.probe_share)
+    topic = _TOPIC if k == 0 else f"{_TOPIC}-p{k}"
+    bootstrap = broker.bootstrap_servers
+    asyncio.run(broker.create_topic(topic, partitions=args.partitions))
+    print(
+        f"broker {bootstrap}, topic {topic} ({args.partitions} partitions, probe share "
+        f"{traffic.probe_share:g}); producing {args.events:,} events ...",
+        flush=True,
+    )
+    load = os.getloadavg()[0]
+    size, seconds, generating, counts = asyncio.run(
+        _produce(bootstrap, topic, data, args.events, args.partitions)
+    )
+    stages = set(args.stages.split(","))
+    group = _group_topic(args, broker, topic, data, counts) if "group" in stages else None
+    return _Topic(topic, (size, seconds, generating), (load, os.getloadavg()[0]), group)
+
+
+def _measure(
+    args: argparse.Namespace,
+    broker: KafkaBroker,
+    traffic: Traffic,
+    topic: _Topic,
+) -> Run:
+    """Every stage asked for, on one traffic's topic."""
     common = {
-        "topic": _TOPIC,
+        "topic": topic.name,
         "events": args.events,
         "seed": args.seed,
         "rate": args.rate,
         "partitions": args.partitions,
         "label_ttl": args.label_ttl,
-        "label_keys": label_keys,
-        "probe_share": args.probe_share,
+        "label_keys": traffic.label_keys,
+        "probe_share": traffic.probe_share,
+        "bootstrap": broker.bootstrap_servers,
     }
     run = Run(
         events=args.events,
         partitions=args.partitions,
         rate=args.rate,
         label_ttl=args.label_ttl,
-        label_keys=label_keys,
-        probe_share=args.probe_share,
+        label_keys=traffic.label_keys,
+        probe_share=traffic.probe_share,
         processes=args.processes,
         group_partitions=args.group_partitions,
+        traffic=traffic.name,
     )
-    print(f"uptime: {_uptime()}", flush=True)
-    with KafkaBroker(fetch_kafka_jars(), heap=args.heap) as broker:
-        bootstrap = broker.bootstrap_servers
-        asyncio.run(broker.create_topic(_TOPIC, partitions=args.partitions))
-        print(
-            f"broker {bootstrap}, topic {_TOPIC} ({args.partitions} partitions); "
-            f"producing {args.events:,} events ...",
-            flush=True,
-        )
-        load = os.getloadavg()[0]
-        run.produced_bytes, run.produce_seconds, run.generate_seconds, counts = asyncio.run(
-            _produce(bootstrap, _TOPIC, data, args.events, args.partitions)
-        )
-        run.produce_load = (load, os.getloadavg()[0])
-        common["bootstrap"] = bootstrap
-        stages = set(args.stages.split(","))
-        scale_out = _group_topic(args, broker, data, counts) if "group" in stages else None
-        for r in range(args.repeat):
-            for parser in ("json", "orjson") if "baseline" in stages else ():
-                group = f"baseline-{parser}-{r}"
-                run.baselines[parser].append(
-                    _stage("baseline", {**common, "parser": parser, "group": group})
-                )
-            if "pipeline" in stages:
-                run.pipelines.append(_stage("pipeline", {**common, "group": f"pipeline-{r}"}))
-            if scale_out is not None:
-                topic, ends = scale_out
-                run.groups.append(_group(args, {**common, "topic": topic}, ends, r))
-        if "engine" in stages:
-            run.engine = _stage("engine", common)
-        if args.profile_events and "profile" in stages:
-            n = min(args.profile_events, args.events)
-            run.profile = _stage("profile", {**common, "events": n, "top": 10})
-    print(f"uptime: {_uptime()}\n", flush=True)
-    print(render(run))
-    if args.json_out:
-        with open(args.json_out, "w") as f:
-            json.dump(run.raw(), f, indent=1)
-    return 0
+    run.produced_bytes, run.produce_seconds, run.generate_seconds = topic.produced
+    run.produce_load = topic.load
+    stages = set(args.stages.split(","))
+    name = traffic.name
+    for r in range(args.repeat):
+        for parser in ("json", "orjson") if "baseline" in stages else ():
+            group = f"baseline-{name}-{parser}-{r}"
+            run.baselines[parser].append(
+                _stage("baseline", {**common, "parser": parser, "group": group})
+            )
+        if "pipeline" in stages:
+            run.pipelines.append(_stage("pipeline", {**common, "group": f"pipeline-{name}-{r}"}))
+        if topic.group is not None:
+            group_topic, ends = topic.group
+            run.groups.append(_group(args, {**common, "topic": group_topic}, ends, f"{name}-{r}"))
+    if "engine" in stages:
+        run.engine = _stage("engine", common)
+    if args.profile_events and "profile" in stages:
+        n = min(args.profile_events, args.events)
+        run.profile = _stage("profile", {**common, "events": n, "top": 10})
+    return run
 
 
 def _group_topic(
-    args: argparse.Namespace, broker: KafkaBroker, data: DataConfig, counts: dict[int, int]
+    args: argparse.Namespace,
+    broker: KafkaBroker,
+    main: str,
+    data: DataConfig,
+    counts: dict[int, int],
 ) -> tuple[str, dict[int, int]] | None:
     """The group row's topic and its records per partition: the main topic if its partition
     count is the one asked for, else a new topic with the same events (produced apart)."""
     if not args.processes:
         return None
     if args.group_partitions == args.partitions:
-        return _TOPIC, counts
-    topic = f"{_TOPIC}-{args.group_partitions}"
+        return main, counts
+    topic = f"{main}-{args.group_partitions}"
     asyncio.run(broker.create_topic(topic, partitions=args.group_partitions))
     print(f"topic {topic} ({args.group_partitions} partitions) for the group row ...", flush=True)
     *_, counts = asyncio.run(
@@ -230,7 +315,7 @@ def _group_topic(
 
 
 def _group(
-    args: argparse.Namespace, stage_args: dict[str, Any], ends: dict[int, int], r: int
+    args: argparse.Namespace, stage_args: dict[str, Any], ends: dict[int, int], r: str
 ) -> dict[str, Any]:
     """N pipeline processes in one new group; the load average before and after."""
     n, before = args.processes, os.getloadavg()[0]
