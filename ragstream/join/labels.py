@@ -200,7 +200,7 @@ class LabelJoin:
                 and not (pending and query_id in pending)
             ):
                 if block is None:
-                    block = LazyBlock(partition, self.label_ttl)
+                    block = LazyBlock(partition, ttl)
                     self._fresh.append(block)
                 entry = (block, len(block.query_ids))
                 block.query_ids.append(query_id)
