@@ -1,0 +1,108 @@
+"""The engine alone, for side-by-side comparisons: CPU time per event, no broker.
+
+Usage: `python -m bench.engine_bench [--events N] [--traffic plain|keys|labeled]
+[--repeat R] [--interleaved]` (or `scripts/bench.sh engine`). See docs/benchmarks.md,
+"Bulk steps in the join".
+
+It generates the streaming benchmark's retrieval events (`bench.pipeline_data`, the
+partition Kafka's partitioner gives each key), cuts them into batches of 5000 grouped by
+partition as `KafkaSource` hands them over (`--interleaved`: in arrival order instead),
+and applies them to a fresh `Engine` configured as the pipeline stage's (event clock,
+labeled final queries only), R times, with the garbage collector tuned as `ragstream run`
+tunes it. It prints the CPU time of `Engine.apply` alone: the best pass and the median,
+per event. Process CPU time leaves out the other jobs of a shared machine better than wall
+time; alternate two trees' runs to compare them.
+
+For a figure that does not move with the machine, count instructions: valgrind's
+callgrind, `--repeat 1` minus `--repeat 0` (the same process without a pass), divided by
+the events, e.g. `valgrind --tool=callgrind --callgrind-out-file=/dev/null python -m
+bench.engine_bench --events 30000 --repeat 1` (valgrind prints the total at the end).
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import statistics
+import time
+
+from bench.pipeline_data import DataConfig, blocks, partition_of
+from bench.pipeline_stages import BATCH, engine_config
+from ragstream.events import Message
+from ragstream.pipeline.engine import Engine
+from ragstream.pipeline.gc import tune_gc
+
+__all__ = ["main"]
+
+_TRAFFIC = {
+    "plain": ([], None),
+    "keys": (["app", "index"], None),
+    "labeled": ([], 1.0),
+}
+"""Label keys and probe share (None: the data's default) of each traffic, as in
+`bench.pipeline_bench`."""
+
+
+def _parse(argv: list[str] | None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(prog="python -m bench.engine_bench", description=__doc__)
+    p.add_argument("--events", type=int, default=100_000)
+    p.add_argument("--traffic", choices=sorted(_TRAFFIC), default="plain")
+    p.add_argument("--repeat", type=int, default=4, help="passes, each with a fresh engine")
+    p.add_argument("--partitions", type=int, default=3)
+    p.add_argument("--seed", type=int, default=7)
+    p.add_argument(
+        "--interleaved",
+        action="store_true",
+        help="batches in arrival order (partitions mixed) instead of grouped by partition",
+    )
+    return p.parse_args(argv)
+
+
+def _batches(args: argparse.Namespace, probe_share: float | None) -> list[list[Message]]:
+    data = DataConfig(seed=args.seed)
+    if probe_share is not None:
+        data = dataclasses.replace(data, probe_share=probe_share)
+    messages: list[Message] = []
+    for block in blocks(data, args.events):
+        for key, value in block:
+            partition = partition_of(key, args.partitions)
+            messages.append(Message(value, partition, len(messages), "bench", key))
+    batches = [messages[i : i + BATCH] for i in range(0, len(messages), BATCH)]
+    if not args.interleaved:  # one run per partition, in offset order, as getmany gives them
+        batches = [sorted(batch, key=lambda m: m.partition) for batch in batches]
+    return batches
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parse(argv)
+    keys, probe_share = _TRAFFIC[args.traffic]
+    batches = _batches(args, probe_share)
+    config = engine_config({"label_keys": keys, "label_ttl": 900.0})
+    tune_gc()
+    passes: list[float] = []
+    for _ in range(args.repeat):
+        engine = Engine(config)
+        cpu = 0.0
+        for batch in batches:
+            start = time.process_time()
+            engine.apply(batch)
+            cpu += time.process_time() - start
+        passes.append(cpu)
+    shape = "interleaved" if args.interleaved else "grouped by partition"
+    print(
+        f"engine alone, traffic {args.traffic}, {args.events:,} events in batches of {BATCH} "
+        f"({shape}), {args.repeat} passes"
+    )
+    if passes:
+        best, median = min(passes), statistics.median(passes)
+        print(
+            f"best   {args.events / best:>9,.0f} events per CPU second "
+            f"({best * 1e6 / args.events:.2f} us an event)\n"
+            f"median {args.events / median:>9,.0f} events per CPU second "
+            f"({median * 1e6 / args.events:.2f} us an event)"
+        )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
