@@ -22,11 +22,11 @@ bench.engine_bench --events 30000 --repeat 1` (valgrind prints the total at the 
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import statistics
 import time
 
 from bench.pipeline_data import DataConfig, blocks, partition_of
+from bench.pipeline_report import TRAFFICS
 from bench.pipeline_stages import BATCH, engine_config
 from ragstream.events import Message
 from ragstream.pipeline.engine import Engine
@@ -34,19 +34,11 @@ from ragstream.pipeline.gc import tune_gc
 
 __all__ = ["main"]
 
-_TRAFFIC = {
-    "plain": ([], None),
-    "keys": (["app", "index"], None),
-    "labeled": ([], 1.0),
-}
-"""Label keys and probe share (None: the data's default) of each traffic, as in
-`bench.pipeline_bench`."""
-
 
 def _parse(argv: list[str] | None) -> argparse.Namespace:
     p = argparse.ArgumentParser(prog="python -m bench.engine_bench", description=__doc__)
     p.add_argument("--events", type=int, default=100_000)
-    p.add_argument("--traffic", choices=sorted(_TRAFFIC), default="plain")
+    p.add_argument("--traffic", choices=sorted(TRAFFICS), default="plain")
     p.add_argument("--repeat", type=int, default=4, help="passes, each with a fresh engine")
     p.add_argument("--partitions", type=int, default=3)
     p.add_argument("--seed", type=int, default=7)
@@ -58,10 +50,8 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
     return p.parse_args(argv)
 
 
-def _batches(args: argparse.Namespace, probe_share: float | None) -> list[list[Message]]:
-    data = DataConfig(seed=args.seed)
-    if probe_share is not None:
-        data = dataclasses.replace(data, probe_share=probe_share)
+def _batches(args: argparse.Namespace, probe_share: float) -> list[list[Message]]:
+    data = DataConfig(seed=args.seed, probe_share=probe_share)
     messages: list[Message] = []
     for block in blocks(data, args.events):
         for key, value in block:
@@ -75,9 +65,9 @@ def _batches(args: argparse.Namespace, probe_share: float | None) -> list[list[M
 
 def main(argv: list[str] | None = None) -> int:
     args = _parse(argv)
-    keys, probe_share = _TRAFFIC[args.traffic]
-    batches = _batches(args, probe_share)
-    config = engine_config({"label_keys": keys, "label_ttl": 900.0})
+    traffic = TRAFFICS[args.traffic]
+    batches = _batches(args, traffic.probe_share)
+    config = engine_config({"label_keys": traffic.label_keys, "label_ttl": 900.0})
     tune_gc()
     passes: list[float] = []
     for _ in range(args.repeat):
@@ -91,7 +81,7 @@ def main(argv: list[str] | None = None) -> int:
     shape = "interleaved" if args.interleaved else "grouped by partition"
     print(
         f"engine alone, traffic {args.traffic}, {args.events:,} events in batches of {BATCH} "
-        f"({shape}), {args.repeat} passes"
+        f"({shape}), passes: {args.repeat}"
     )
     if passes:
         best, median = min(passes), statistics.median(passes)

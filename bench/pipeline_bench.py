@@ -36,22 +36,21 @@ from aiokafka import AIOKafkaProducer
 
 from bench.pipeline_data import DataConfig, blocks, partition_of
 from bench.pipeline_group import run_group
-from bench.pipeline_report import Run, Traffic, group_rate, render, render_summary
+from bench.pipeline_report import (
+    PLAIN_PROBES,
+    TRAFFICS,
+    Run,
+    Traffic,
+    group_rate,
+    render,
+    render_summary,
+)
 from tests.support import KafkaBroker, fetch_kafka_jars
 
 __all__ = ["main"]
 
 _TOPIC = "ragstream-bench"
 _BATCH_BYTES = 512 * 1024
-_PLAIN_PROBES = DataConfig().probe_share
-_TRAFFIC = {
-    t.name: t
-    for t in (
-        Traffic("plain", [], _PLAIN_PROBES),
-        Traffic("keys", ["app", "index"], _PLAIN_PROBES),
-        Traffic("labeled", [], 1.0),
-    )
-}
 
 
 def _parse(argv: list[str] | None) -> argparse.Namespace:
@@ -88,7 +87,7 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
         "--probe-share",
         type=float,
         default=None,
-        help=f"share of queries with qrels ({_PLAIN_PROBES}); with --label-keys, one traffic "
+        help=f"share of queries with qrels ({PLAIN_PROBES}); with --label-keys, one traffic "
         "instead of --traffic",
     )
     p.add_argument("--seed", type=int, default=7)
@@ -104,13 +103,13 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
         args.events = 100_000
     if args.label_keys is not None or args.probe_share is not None:
         keys = [k for k in (args.label_keys or "").split(",") if k]
-        probes = _PLAIN_PROBES if args.probe_share is None else args.probe_share
+        probes = PLAIN_PROBES if args.probe_share is None else args.probe_share
         args.traffics = [Traffic("custom", keys, probes)]
     else:
         try:
-            args.traffics = [_TRAFFIC[name] for name in args.traffic.split(",") if name]
+            args.traffics = [TRAFFICS[name] for name in args.traffic.split(",") if name]
         except KeyError as e:
-            p.error(f"unknown traffic {e}; known: {', '.join(_TRAFFIC)}")
+            p.error(f"unknown traffic {e}; known: {', '.join(TRAFFICS)}")
     n = args.processes
     if n and not args.group_partitions:
         args.group_partitions = -(-args.partitions // n) * n

@@ -23,11 +23,15 @@ import os
 from dataclasses import dataclass, field
 from typing import Any
 
+from bench.pipeline_data import DataConfig
+
 __all__ = [
     "FLAT_GROWTH",
     "MIN_EVENTS_PER_CPU_S",
     "MIN_EVENTS_PER_S",
     "MIN_RATIO",
+    "PLAIN_PROBES",
+    "TRAFFICS",
     "Run",
     "Traffic",
     "group_rate",
@@ -39,6 +43,8 @@ MIN_EVENTS_PER_S = 30_000.0
 MIN_RATIO = {"orjson": 0.8, "json": 0.5}
 """Of the plain consumer's events/s, by its parser."""
 MIN_EVENTS_PER_CPU_S = 80_000.0
+PLAIN_PROBES = DataConfig().probe_share
+"""Share of queries with qrels in the usual traffic (the data's default)."""
 FLAT_GROWTH = 0.10
 
 
@@ -54,6 +60,17 @@ class Traffic:
     def describe(self) -> str:
         keys = ",".join(self.label_keys) or "none"
         return f"label keys {keys}, {self.probe_share:.0%} of queries labeled inline (qrels)"
+
+
+TRAFFICS = {
+    t.name: t
+    for t in (
+        Traffic("plain", [], PLAIN_PROBES),
+        Traffic("keys", ["app", "index"], PLAIN_PROBES),
+        Traffic("labeled", [], 1.0),
+    )
+}
+"""The benchmarks' kinds of traffic: no exported label keys, two, every query labeled."""
 
 
 Result = dict[str, Any]

@@ -170,6 +170,8 @@ class LabelJoin:
         `LazyBlock`, scored for the whole block (`take_changed`); the caller says whether
         the leading document times the scanner keeps are all its scoring reads."""
         ids = list(map(_QUERY_ID, events))
+        if labelsets is None:
+            labelsets = [()] * len(ids)
         opened, final, pending, kept = self._open, self._final, self._pending, self._lazy
         if (
             len(opened) + len(kept) + len(ids) <= self.max_open
@@ -181,8 +183,6 @@ class LabelJoin:
         ):  # the usual run: all new, no label waiting, room for all
             self._open_new(partition, events, ids, labelsets, times, raws, lazy)
             return 0
-        if labelsets is None:
-            labelsets = [()] * len(ids)
         new, ttl, register = OpenQuery.from_scanned, self.label_ttl, self._register
         push, dirty, cap = self._expiry.push, self._dirty, self.max_open
         duplicates = direct = 0
@@ -232,7 +232,7 @@ class LabelJoin:
         partition: int,
         events: Sequence[Scanned],
         ids: list[str],
-        labelsets: Sequence[tuple[str, ...]] | None,
+        labelsets: Sequence[tuple[str, ...]],
         times: Sequence[float],
         raws: Sequence[bytes],
         lazy: bool,
@@ -242,8 +242,6 @@ class LabelJoin:
         unlabeled queries' block lists, ``kept`` and ``_dirty`` updated from them, the
         expiry times pushed together); only labeled queries become objects."""
         n, ttl = len(ids), self.label_ttl
-        if labelsets is None:
-            labelsets = [()] * n
         if lazy:  # the queries that came with a label
             eager = [i for i, got in enumerate(map(_IDS, events)) if got is not None]
         else:

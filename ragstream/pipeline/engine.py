@@ -317,68 +317,62 @@ class Engine:
         """Per partition: its tally's count of values past the cap (looked up once)."""
         for event, message, ts, timing in zip(events, messages, times, timings, strict=True):
             partition = message.partition
-            if not timing and type(event) is Scanned:  # the usual event: opened with its run
-                run = runs.get(partition)
-                if run is None:
-                    run = runs[partition] = ([], [], [], [])
-                    if partition not in joins:
-                        self._new_join(partition)
-                run[0].append(event)
-                run[2].append(ts)
-                run[3].append(message.value)
-                if mapper is not None:
-                    past = collapsed.get(partition)
-                    if past is None:
-                        past = collapsed[partition] = self._tally(partition).collapsed
-                    run[1].append(mapper(event.labels, past))
-                continue
-            kind = "retrieval" if isinstance(event, Scanned) else event.type
-            if event.ts > latest.get((partition, kind), -math.inf):
-                latest[(partition, kind)] = event.ts
-            join = joins.get(partition) or self._new_join(partition)
-            if timing:
-                if timing == _FUTURE:
-                    self._tally(partition).clamped[kind] += 1
-                elif type(event) is not DecodedFeedback:  # a late label may still count
-                    counts[(partition, kind, "late")] += 1
+            if timing or type(event) is not Scanned:
+                kind = "retrieval" if isinstance(event, Scanned) else event.type
+                if event.ts > latest.get((partition, kind), -math.inf):
+                    latest[(partition, kind)] = event.ts
+                join = joins.get(partition) or self._new_join(partition)
+                if timing:
+                    if timing == _FUTURE:
+                        self._tally(partition).clamped[kind] += 1
+                    elif type(event) is not DecodedFeedback:  # a late label may still count
+                        counts[(partition, kind, "late")] += 1
+                        continue
+                if type(event) is DecodedAnswer:  # the join is not involved
+                    answers.append((partition, event))
+                    counts[(partition, kind, "processed")] += 1
                     continue
-            if isinstance(event, Scanned):  # clamped to now: opened with its run all the same
-                run = runs.get(partition)
-                if run is None:
-                    run = runs[partition] = ([], [], [], [])
-                run[0].append(event)
-                run[2].append(ts)
-                run[3].append(message.value)
-                if mapper is not None:
-                    run[1].append(mapper(event.labels, self._tally(partition).collapsed))
-                continue
-            if type(event) is DecodedAnswer:  # the join is not involved
-                answers.append((partition, event))
-                counts[(partition, kind, "processed")] += 1
-                continue
-            if partition in runs:
-                flush(partition)
-            if type(event) is DecodedRetrieval:
-                labelset = (
-                    () if mapper is None else mapper(event.labels, self._tally(partition).collapsed)
-                )
-                query = join.open(
-                    event.query_id,
-                    partition=partition,
-                    labelset=labelset,
-                    ts=ts,
-                    results=event.results,
-                    qrels=event.qrels or (),
-                    raw=message.value,
-                )
-                counts[(partition, kind, "duplicate" if query is None else "processed")] += 1
-            else:
-                assert type(event) is DecodedFeedback
-                outcome = join.label(
-                    event.query_id, event.doc_id, event.rel, ts=event.ts, t_now=now
-                )
-                late = outcome is LabelOutcome.LATE
-                counts[(partition, kind, "late" if late else "processed")] += 1
+                if type(event) is not Scanned:  # the join, after the partition's run
+                    if partition in runs:
+                        flush(partition)
+                    if type(event) is DecodedRetrieval:
+                        labelset = (
+                            ()
+                            if mapper is None
+                            else mapper(event.labels, self._tally(partition).collapsed)
+                        )
+                        query = join.open(
+                            event.query_id,
+                            partition=partition,
+                            labelset=labelset,
+                            ts=ts,
+                            results=event.results,
+                            qrels=event.qrels or (),
+                            raw=message.value,
+                        )
+                        counted = "duplicate" if query is None else "processed"
+                    else:
+                        assert type(event) is DecodedFeedback
+                        outcome = join.label(
+                            event.query_id, event.doc_id, event.rel, ts=event.ts, t_now=now
+                        )
+                        counted = "late" if outcome is LabelOutcome.LATE else "processed"
+                    counts[(partition, kind, counted)] += 1
+                    continue
+            # a scanned retrieval event (one clamped to now too): opened with its run
+            run = runs.get(partition)
+            if run is None:
+                run = runs[partition] = ([], [], [], [])
+                if partition not in joins:
+                    self._new_join(partition)
+            run[0].append(event)
+            run[2].append(ts)
+            run[3].append(message.value)
+            if mapper is not None:
+                past = collapsed.get(partition)
+                if past is None:
+                    past = collapsed[partition] = self._tally(partition).collapsed
+                run[1].append(mapper(event.labels, past))
         for partition in list(runs):
             flush(partition)
         for (p, type_, result), n in counts.items():

@@ -77,15 +77,19 @@ class Ranked:
     @cached_property
     def _canonical(self) -> Segment:
         """One segment, in byte order."""
-        if self.order is None and len(self.segments) == 1:
-            return self.segments[0]
-        parts = self.segments or (_EMPTY,)
-        rel, rel_starts, rel_lengths = _joined(parts, "rel", "rel_offsets")
-        judged, judged_starts, judged_lengths = _joined(parts, "judged", "judged_offsets")
-        order = np.arange(rel_starts.size) if self.order is None else self.order
-        rel_index, rel_offsets = segments(rel_starts[order], rel_lengths[order])
-        judged_index, judged_offsets = segments(judged_starts[order], judged_lengths[order])
-        return Segment(rel[rel_index], rel_offsets, judged[judged_index], judged_offsets)
+        whole = _end_to_end(self.segments)
+        if self.order is None:
+            return whole
+        rel_offsets, judged_offsets = whole.rel_offsets, whole.judged_offsets
+        rel_index, rel_offsets = segments(
+            rel_offsets[:-1][self.order], np.diff(rel_offsets)[self.order]
+        )
+        judged_index, judged_offsets = segments(
+            judged_offsets[:-1][self.order], np.diff(judged_offsets)[self.order]
+        )
+        return Segment(
+            whole.rel[rel_index], rel_offsets, whole.judged[judged_index], judged_offsets
+        )
 
     @property
     def rel(self) -> _F64:
@@ -104,25 +108,25 @@ class Ranked:
         return self._canonical.judged_offsets
 
 
-_EMPTY = Segment(
-    np.zeros(0, dtype=np.float64),
-    np.zeros(1, dtype=np.int64),
-    np.zeros(0, dtype=np.float64),
-    np.zeros(1, dtype=np.int64),
-)
+def _end_to_end(parts: tuple[Segment, ...]) -> Segment:
+    """The segments' queries as one segment, in the same order."""
+    if len(parts) == 1:
+        return parts[0]
+    return Segment(
+        np.concatenate([np.zeros(0), *(p.rel for p in parts)]),
+        _offsets_end_to_end([p.rel_offsets for p in parts]),
+        np.concatenate([np.zeros(0), *(p.judged for p in parts)]),
+        _offsets_end_to_end([p.judged_offsets for p in parts]),
+    )
 
 
-def _joined(parts: tuple[Segment, ...], values: str, offsets: str) -> tuple[_F64, _I64, _I64]:
-    """The segments' `values` end to end, with each query's start and length there."""
-    joined = np.concatenate([getattr(p, values) for p in parts])
-    starts, lengths = [], []
-    base = 0
-    for part in parts:
-        bounds: _I64 = getattr(part, offsets)
-        starts.append(bounds[:-1] + base)
-        lengths.append(np.diff(bounds))
+def _offsets_end_to_end(offsets: list[_I64]) -> _I64:
+    """CSR offsets of segments put end to end."""
+    out, base = [], 0
+    for bounds in offsets:
+        out.append(bounds[:-1] + base)
         base += int(bounds[-1])
-    return joined, np.concatenate(starts), np.concatenate(lengths)
+    return np.concatenate([*out, np.array([base], dtype=np.int64)])
 
 
 def segments(starts: _I64, lengths: _I64) -> tuple[_I64, _I64]:

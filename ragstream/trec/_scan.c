@@ -1394,11 +1394,9 @@ static PyObject *decline_text(const char *kind, const char *buf, const char *whe
     return PyUnicode_FromFormat("%s line %zu: %s", kind, line_at(buf, where), why);
 }
 
-/* An evaluated block, for sorting. */
+/* An evaluated block, for sorting (its grades stay in its part's buffers). */
 typedef struct {
     const RBlock *block;
-    const double *out, *judged;
-    uint32_t n_judged;
 } Evaluated;
 
 typedef struct {
@@ -1467,7 +1465,7 @@ static int order_run(Blocks *s, int n, size_t *n_evaluated) {
             const RBlock *b = &s->r[t].blocks[i];
             s->run_keys[k++] = b->key;
             if (b->query < 0) continue;
-            s->evaluated[e] = (Evaluated){b, s->r[t].out, s->r[t].judged, 0};
+            s->evaluated[e] = (Evaluated){b};
             s->keys[e] = (QueryKey){prefix_of(b->key.id, b->key.len), b->key.id, b->key.len,
                                     (uint32_t)e};
             e++;
