@@ -9,7 +9,14 @@ See docs/metrics.md for the definitions.
 from ragstream.metrics._context import Gain
 from ragstream.metrics.batch import RankingBatch
 from ragstream.metrics.dcg import dcg, ndcg
-from ragstream.metrics.names import MetricSpec, evaluate, parse_metric, trec_name
+from ragstream.metrics.names import (
+    MetricSpec,
+    RankingDepth,
+    evaluate,
+    parse_metric,
+    ranking_depth,
+    trec_name,
+)
 from ragstream.metrics.ranking import (
     average_precision,
     hit_rate,
@@ -38,6 +45,7 @@ __all__ = [
     "MetricRegistry",
     "MetricSpec",
     "RankingBatch",
+    "RankingDepth",
     "average_precision",
     "dcg",
     "decay_rate",
@@ -48,6 +56,7 @@ __all__ = [
     "ndcg",
     "parse_metric",
     "precision",
+    "ranking_depth",
     "recall",
     "recency_weight",
     "reciprocal_rank",

@@ -17,7 +17,15 @@ from ragstream.metrics._context import Gain, _Context
 from ragstream.metrics.batch import RankingBatch
 from ragstream.metrics.registry import DEFAULT_CUTOFFS, REGISTRY, MetricFamily
 
-__all__ = ["DEFAULT_CUTOFFS", "MetricSpec", "evaluate", "parse_metric", "trec_name"]
+__all__ = [
+    "DEFAULT_CUTOFFS",
+    "MetricSpec",
+    "RankingDepth",
+    "evaluate",
+    "parse_metric",
+    "ranking_depth",
+    "trec_name",
+]
 
 _TREC_STYLE = re.compile(r"^([a-z_]+?)_(\d+)$")
 
@@ -119,6 +127,25 @@ def trec_name(spec: MetricSpec | str) -> str:
     if spec.decayed or measure is None:
         raise ValueError(f"trec_eval has no measure for {spec.name}")
     return measure if spec.k is None else f"{measure}_{spec.k}"
+
+
+@dataclass(frozen=True)
+class RankingDepth:
+    """How far into each ranking some metrics read: its first `k` documents, and on to its
+    first relevant document when `to_relevant` (rr's)."""
+
+    k: int
+    to_relevant: bool
+
+
+def ranking_depth(specs: Sequence[MetricSpec]) -> RankingDepth | None:
+    """How far into each ranking `specs` read (their families' `reads`), None when one
+    reads all of it. A ranking cut there (its first k documents and on to the first
+    relevant one) has the same values as the whole ranking, by each kernel's definition."""
+    if not specs or any(s.row.reads == "all" for s in specs):
+        return None
+    k = max((s.k for s in specs if s.row.reads == "top_k" and s.k is not None), default=0)
+    return RankingDepth(max(k, 1), any(s.row.reads == "to_first_relevant" for s in specs))
 
 
 def evaluate(

@@ -37,7 +37,15 @@ from ragstream.metrics.ranking import (
     _reciprocal_rank,
 )
 
-__all__ = ["DEFAULT_CUTOFFS", "REGISTRY", "Decay", "Kernel", "MetricFamily", "MetricRegistry"]
+__all__ = [
+    "DEFAULT_CUTOFFS",
+    "REGISTRY",
+    "Decay",
+    "Kernel",
+    "MetricFamily",
+    "MetricRegistry",
+    "Reads",
+]
 
 DEFAULT_CUTOFFS: tuple[int, ...] = (1, 3, 5, 10)
 """Cutoffs k used when none are configured."""
@@ -50,6 +58,11 @@ Decay = Literal["sum", "ratio"]
 """How a family's recency-weighted form behaves in a window: `sum` metrics decay live (a
 common factor exp(-λ(t - ts)) per query), `ratio` metrics are the same at every read time
 (the factor cancels)."""
+
+Reads = Literal["top_k", "to_first_relevant", "all"]
+"""How much of a ranking a family's kernel reads: its top k (the cutoff), its documents
+down to the first relevant one (rr), or all of them (ap). `ragstream eval` keeps only what
+the metrics asked for read (see `ranking_depth`); the values never depend on the rest."""
 
 
 @dataclass(frozen=True)
@@ -83,6 +96,8 @@ class MetricFamily:
     """What a table shows people (`nDCG` -> `nDCG@10`); default: the name."""
     prometheus: str = ""
     """The gauge's name after `ragstream_`; default: `retrieval_<name>`."""
+    reads: Reads | None = None
+    """How much of a ranking the kernel reads; default: `top_k` with a cutoff, else `all`."""
 
     def __post_init__(self) -> None:
         name = self.name
@@ -94,6 +109,10 @@ class MetricFamily:
             object.__setattr__(self, "display", name)
         if not self.prometheus:
             object.__setattr__(self, "prometheus", f"retrieval_{name}")
+        if self.reads is None:
+            object.__setattr__(self, "reads", "top_k" if self.cutoff else "all")
+        elif self.reads == "top_k" and not self.cutoff:
+            raise ValueError(f"{name}: a family without a cutoff cannot read only the top k")
 
     def title(self, k: int | None = None, decayed: bool = False) -> str:
         """The people-facing label: `nDCG@10`, `MRR`, `P@5 (decayed)`."""
@@ -175,6 +194,7 @@ REGISTRY = MetricRegistry(
             aliases=("mrr", "recip_rank", "reciprocal_rank"),
             display="MRR",
             prometheus="retrieval_mrr",
+            reads="to_first_relevant",
         ),
         MetricFamily(
             "ap",

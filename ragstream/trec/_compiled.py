@@ -12,6 +12,7 @@ file, errors included (tests/trec/test_compiled.py checks it).
 
 from __future__ import annotations
 
+import math
 import mmap
 import os
 from collections.abc import Callable
@@ -21,6 +22,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 from numpy.typing import NDArray
 
+from ragstream.metrics import RankingDepth
 from ragstream.trec._ranked import (
     Ranked,
     Segment,
@@ -41,7 +43,7 @@ if TYPE_CHECKING:
     _Out = tuple[
         list[str], int, int, list[_Buffers], Buffer | None, _Repeat | None, _Repeat | None
     ]  # fmt: skip
-    _Join = Callable[[mmap.mmap, mmap.mmap, bool, int], _Out | str]
+    _Join = Callable[[mmap.mmap, mmap.mmap, bool, int, int, float], _Out | str]
 
 
 def _load() -> _Join | None:
@@ -72,12 +74,17 @@ def join_files(
     keep_best: bool,
     complete: bool,
     workers: int | None = None,
+    depth: RankingDepth | None = None,
+    relevance_level: float = 1.0,
 ) -> Compiled | None:
     """Join the files in one compiled pass; None when the scanner is not built, a file
     cannot be memory-mapped (empty, missing, a pipe), or the scanner declines a line.
 
     Each file is read in `workers` parts at the same time (default: `default_workers`);
-    the result does not depend on it."""
+    the result does not depend on it. With `depth`, each ranking is kept only as far as
+    metrics of that depth read (`ranking_depth`): its first `depth.k` grades, and on to
+    its first grade >= `relevance_level` when `depth.to_relevant`; their values are
+    those of the whole rankings, and the grades not kept are never written."""
     if _JOIN is None:
         return None
     qrels_path, run_path = os.fspath(qrels), os.fspath(run)
@@ -91,7 +98,9 @@ def join_files(
         with run_map:
             if workers is None:
                 workers = default_workers(len(run_map))
-            out = _JOIN(qrels_map, run_map, keep_best, workers)  # the scanner clamps it to 1-64
+            k = 0 if depth is None else depth.k  # 0: all of each ranking
+            level = relevance_level if depth is not None and depth.to_relevant else math.inf
+            out = _JOIN(qrels_map, run_map, keep_best, workers, k, level)  # workers: 1-64
     if isinstance(out, str):
         return None
     qids, n_common, n_qrels, parts, order, q_repeat, r_repeat = out

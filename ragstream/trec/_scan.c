@@ -31,6 +31,12 @@
  * form) in `workers` parts at the same time, one thread each, without the GIL (the block
  * path, below); a query in two blocks sends both files to the general path, one thread,
  * any order of lines. Both give the same result.
+ *
+ * join(qrels, run, keep_best, workers, depth, level) keeps of each ranking only what
+ * metrics of a cutoff of at most `depth` (and the reciprocal rank) read: its first
+ * `depth` grades, and on to its first grade >= `level` when that comes later (`depth` 0:
+ * all of it). Most of the output is then never written: on a run of 100 documents a query
+ * and cutoffs of 10, about a seventh of it.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -775,11 +781,33 @@ static int group(const File *f, const Registry *reg, Groups *g) {
     return OK;
 }
 
+/* How much of each ranking the output keeps: all of it when `depth` is 0, else its first
+ * `depth` grades and on to its first grade >= `level` (see the module doc). */
+typedef struct {
+    size_t depth;
+    double level;
+} Cut;
+
+/* Whether a ranking's grades can stop after its grade i, `seen` telling whether one of
+ * them so far is >= the level: nothing after it is read. */
+static inline int cut_after(Cut cut, size_t i, int seen) {
+    return cut.depth && i + 1 >= cut.depth && (seen || !(cut.level < Py_HUGE_VAL));
+}
+
+/* The grades kept of a ranking of n documents: `stop` when cut_after held after grade
+ * stop - 1, else (stop 0) all of them, or its first `depth` when it has more (a ranking
+ * without a grade >= the level). */
+static inline size_t cut_length(Cut cut, size_t n, size_t stop) {
+    if (stop) return stop;
+    return cut.depth && n > cut.depth ? cut.depth : n;
+}
+
 typedef struct {
     /* inputs */
     File *qrels, *run;
     Registry *reg;
     int keep_best;
+    Cut cut;
     /* outputs, evaluated queries in byte order of their ids */
     double *rel, *judged;
     int64_t *rel_offsets, *judged_offsets;
@@ -844,13 +872,20 @@ static void join_query(Join *j, uint32_t q) {
     if (!evaluated || j->run_repeat.found) return;
     rank_sort(kept, n_kept);
     double *rel = j->rel + j->rel_offsets[slot];
+    size_t stop = 0;
+    int seen = 0;
     for (size_t i = 0; i < n_kept; i++) {
         const Rec *r = &kept[i];
         size_t s = r->hash & jmask;
         while (jslot[s] && !same_doc(&judged_recs[jslot[s] - 1], r)) s = (s + 1) & jmask;
         rel[i] = jslot[s] ? judged_recs[jslot[s] - 1].value : 0.0;
+        seen |= rel[i] >= j->cut.level;
+        if (cut_after(j->cut, i, seen)) {
+            stop = i + 1;
+            break;
+        }
     }
-    j->n_kept[slot] = (uint32_t)n_kept;
+    j->n_kept[slot] = (uint32_t)cut_length(j->cut, n_kept, stop);
     double *judged = j->judged + j->judged_offsets[slot];
     for (size_t i = 0; i < query->n_qrels; i++)
         judged[i] = judged_recs[member(&j->judged_groups, q, i)].value;
@@ -897,8 +932,8 @@ static int join_queries(Join *j) {
     for (size_t k = 0; k < reg->n_run_order; k++) join_query(j, reg->run_order[k]);
     for (size_t q = 0; q < reg->n; q++)
         if (!reg->q[q].n_run) join_query(j, (uint32_t)q);
-    /* close the gaps left by repeated documents (keep_best); after a repeat (an error),
-     * the output is not used */
+    /* close the gaps left by repeated documents (keep_best) and by the cut; after a repeat
+     * (an error), the output is not used */
     const int failed = j->qrels_repeat.found || j->run_repeat.found;
     int64_t end = 0;
     for (size_t slot = 0; slot < j->n_evaluated && !failed; slot++) {
@@ -1155,7 +1190,7 @@ typedef struct {
     int64_t query;         /* in the qrels, or -1 */
     const char *from, *to; /* its lines, to read again when deferred */
     size_t out, judged;    /* its first grade and judged grade in the part's output */
-    uint32_t n_kept;       /* ranked documents, repeats removed */
+    uint32_t n_kept;       /* grades written: ranked documents, repeats removed, cut */
     int deferred;          /* a score needs Python's conversion: joined later, with the GIL */
 } RBlock;
 
@@ -1164,6 +1199,7 @@ typedef struct {
     const QQuery *queries;
     const Index *qrels;
     int keep_best, skip_join;
+    Cut cut;
     Rec *cur, *kept; /* the block's records; its documents without repeats */
     size_t n_cur, cap_cur, cap_kept;
     uint32_t *rslot, *jslot;
@@ -1224,16 +1260,23 @@ static int join_block(RPart *p, RBlock *b) {
         jslot[s] = i + 1;
     }
     double *out = p->out + p->n_out;
+    size_t stop = 0;
+    int seen = 0;
     for (size_t i = 0; i < n_kept; i++) {
         const Rec *r = &kept[i];
         size_t s = r->hash & jmask;
         while (jslot[s] && !same_doc_in(&q->recs[jslot[s] - 1], p->qrels_end, r, p->end))
             s = (s + 1) & jmask;
         out[i] = jslot[s] ? q->recs[jslot[s] - 1].value : 0.0;
+        seen |= out[i] >= p->cut.level;
+        if (cut_after(p->cut, i, seen)) {
+            stop = i + 1;
+            break;
+        }
     }
     b->out = p->n_out;
-    b->n_kept = (uint32_t)n_kept;
-    p->n_out += n_kept;
+    b->n_kept = (uint32_t)cut_length(p->cut, n_kept, stop);
+    p->n_out += b->n_kept; /* the next block writes over the rest */
     if (grow((void **)&p->judged, &p->cap_judged, p->n_judged + q->n, sizeof(double)) != OK)
         return NOMEM;
     b->judged = p->n_judged;
@@ -1598,7 +1641,7 @@ static PyObject *part_segment(RPart *p, const QQuery *queries) {
 
 /* The block path; NULL with *fallback set when the general path must read the files. */
 static PyObject *join_blocks(const char *qbuf, size_t qsize, const char *rbuf, size_t rsize,
-                             int keep_best, int n, int *fallback) {
+                             int keep_best, Cut cut, int n, int *fallback) {
     *fallback = 0;
     Blocks *s = calloc(1, sizeof *s);
     if (!s) return PyErr_NoMemory();
@@ -1621,7 +1664,7 @@ static PyObject *join_blocks(const char *qbuf, size_t qsize, const char *rbuf, s
         for (int t = 0; t < n; t++)
             s->r[t] = (RPart){.buf = rbuf, .start = rb[t], .stop = rb[t + 1],
                               .end = rbuf + rsize, .queries = s->queries, .qrels = &s->qrels,
-                              .keep_best = keep_best, .skip_join = repeat->found,
+                              .keep_best = keep_best, .cut = cut, .skip_join = repeat->found,
                               .qrels_end = qbuf + qsize};
         in_parallel(run_work, s->r, sizeof *s->r, n);
     }
@@ -1760,13 +1803,13 @@ static PyObject *result_tuple(PyObject *qids, size_t n_common, size_t n_qrels_qu
 
 /* The general path: any order of lines, one thread. */
 static PyObject *join_general(const char *qbuf, size_t qsize, const char *rbuf, size_t rsize,
-                              int keep_best) {
+                              int keep_best, Cut cut) {
     PyObject *result = NULL, *rel = NULL, *rel_offsets = NULL, *judged = NULL,
              *judged_offsets = NULL, *qids = NULL;
     Registry reg;
     File qrels = {.buf = qbuf, .size = qsize, .run = 0, .contiguous = 1};
     File run = {.buf = rbuf, .size = rsize, .run = 1, .contiguous = 1};
-    Join j = {.qrels = &qrels, .run = &run, .reg = &reg, .keep_best = keep_best};
+    Join j = {.qrels = &qrels, .run = &run, .reg = &reg, .keep_best = keep_best, .cut = cut};
     uint32_t *evaluated = NULL;
     const char **ids = NULL;
     uint32_t *lens = NULL;
@@ -1850,9 +1893,10 @@ done:
 }
 
 PyDoc_STRVAR(join_doc,
-             "join(qrels, run, keep_best, workers=1, /)\n--\n\n"
+             "join(qrels, run, keep_best, workers=1, depth=0, level=inf, /)\n--\n\n"
              "Scan a qrels and a run buffer once each and join them (see the module doc),\n"
-             "each file in `workers` parts read at the same time (same result).\n\n"
+             "each file in `workers` parts read at the same time (same result); of each\n"
+             "ranking, the first `depth` grades and on to the first >= `level` (all: 0).\n\n"
              "Returns (qids, n_common, n_qrels_queries, segments, order, qrels_repeat,\n"
              "run_repeat): qids (str) of the queries in both files in byte order, their\n"
              "number, the number of qrels queries; segments, a list of (rel, rel_offsets,\n"
@@ -1867,14 +1911,24 @@ static PyObject *join(PyObject *self, PyObject *args) {
     (void)self;
     Py_buffer qbuf, rbuf;
     int keep_best;
-    Py_ssize_t workers = 1;
-    if (!PyArg_ParseTuple(args, "y*y*p|n:join", &qbuf, &rbuf, &keep_best, &workers)) return NULL;
+    Py_ssize_t workers = 1, depth = 0;
+    double level = Py_HUGE_VAL;
+    if (!PyArg_ParseTuple(args, "y*y*p|nnd:join", &qbuf, &rbuf, &keep_best, &workers, &depth,
+                          &level))
+        return NULL;
+    if (depth < 0) {
+        PyBuffer_Release(&qbuf);
+        PyBuffer_Release(&rbuf);
+        PyErr_SetString(PyExc_ValueError, "depth must be >= 0");
+        return NULL;
+    }
+    const Cut cut = {(size_t)depth, level};
     const int n = workers < 1 ? 1 : workers > MAX_PARTS ? MAX_PARTS : (int)workers;
     const char *q = qbuf.buf, *r = rbuf.buf;
     const size_t qsize = (size_t)qbuf.len, rsize = (size_t)rbuf.len;
     int fallback;
-    PyObject *result = join_blocks(q, qsize, r, rsize, keep_best, n, &fallback);
-    if (fallback) result = join_general(q, qsize, r, rsize, keep_best);
+    PyObject *result = join_blocks(q, qsize, r, rsize, keep_best, cut, n, &fallback);
+    if (fallback) result = join_general(q, qsize, r, rsize, keep_best, cut);
     PyBuffer_Release(&qbuf);
     PyBuffer_Release(&rbuf);
     return result;

@@ -5,7 +5,13 @@ from typing_extensions import Buffer
 _Repeat = tuple[int, int, bytes, bytes]
 
 def join(
-    qrels: Buffer, run: Buffer, keep_best: bool, workers: int = 1, /
+    qrels: Buffer,
+    run: Buffer,
+    keep_best: bool,
+    workers: int = 1,
+    depth: int = 0,
+    level: float = ...,
+    /,
 ) -> (
     tuple[
         list[str],

@@ -25,7 +25,15 @@ from typing import TYPE_CHECKING, Literal, TypeVar
 import numpy as np
 from numpy.typing import NDArray
 
-from ragstream.metrics import Gain, MetricSpec, RankingBatch, evaluate, parse_metric
+from ragstream.metrics import (
+    Gain,
+    MetricSpec,
+    RankingBatch,
+    evaluate,
+    parse_metric,
+    ranking_depth,
+)
+from ragstream.trec._chunks import Chunk, chunks, padded_cells
 from ragstream.trec._compiled import AVAILABLE, join_files, usable_cpus
 from ragstream.trec._ranked import Ranked, Segment
 
@@ -95,7 +103,14 @@ def evaluate_files(
     specs = _specs(metrics, relevance_level)  # before reading: a bad name costs no scan
     ranked = None
     if engine == "compiled" or (engine == "auto" and reader == "numpy"):
-        joined = join_files(qrels, run, keep_best=keep_best, complete=complete)
+        joined = join_files(
+            qrels,
+            run,
+            keep_best=keep_best,
+            complete=complete,
+            depth=ranking_depth(specs),  # only what the metrics read is written
+            relevance_level=relevance_level,
+        )
         if joined is not None:
             if joined.error is not None:
                 raise joined.error
@@ -177,39 +192,30 @@ def _kernels(
     threads: int | None = None,
 ) -> dict[str, _F64]:
     """Per-query values of the queries of `segments`, end to end. The kernels run over
-    slices of queries, so that padding stays bounded, `threads` slices at a time (numpy
-    releases the GIL in its loops; by default one thread per CPU from 1 Mi padded cells
-    on). A query's values do not depend on its slice."""
+    chunks of queries (`_chunks`), so that padding stays bounded, `threads` chunks at a
+    time (numpy releases the GIL in its loops; by default one thread per CPU from 1 Mi
+    cells on). A query's values do not depend on its chunk."""
     n = sum(len(segment) for segment in segments)
     if n == 0:
         return {s.name: np.zeros(0, dtype=np.float64) for s in specs}
-    longest = max(
-        1,
-        *(int(np.diff(g.rel_offsets).max(initial=0)) for g in segments),
-        *(int(np.diff(g.judged_offsets).max(initial=0)) for g in segments),
-    )
+    total = padded_cells(list(segments))
     if threads is None:
-        threads = usable_cpus() if n * longest >= _THREAD_CELLS else 1
+        threads = usable_cpus() if total >= _THREAD_CELLS else 1
     threads = max(1, min(threads, n))
-    # as many cells at a time as one thread had: slices of a thread's share
-    step = max(1, min(_BATCH_CELLS // (longest * threads), -(-n // threads)))
-    items = [(g, lo) for g in segments for lo in range(0, len(g), step)]
+    # as many cells at a time as one thread had: pieces of a thread's share
+    work = chunks(list(segments), max(1, min(_BATCH_CELLS // threads, -(-total // threads))))
 
-    def kernels(item: tuple[Segment, int]) -> dict[str, _F64]:
-        g, lo = item
-        hi = min(len(g), lo + step)
-        r0, r1 = g.rel_offsets[lo], g.rel_offsets[hi]
-        j0, j1 = g.judged_offsets[lo], g.judged_offsets[hi]
-        batch = RankingBatch.from_ragged(
-            g.rel[r0:r1],
-            g.rel_offsets[lo : hi + 1] - r0,
-            g.judged[j0:j1],
-            g.judged_offsets[lo : hi + 1] - j0,
-        )
+    def kernels(chunk: Chunk) -> dict[str, _F64]:
+        g = chunk.queries
+        batch = RankingBatch.from_ragged(g.rel, g.rel_offsets, g.judged, g.judged_offsets)
         return evaluate(batch, specs, gain=gain, threshold=float(relevance_level))
 
-    parts = _in_threads(kernels, items, threads)
-    return {s.name: np.concatenate([part[s.name] for part in parts]) for s in specs}
+    parts = _in_threads(kernels, work, threads)
+    out = {s.name: np.empty(n, dtype=np.float64) for s in specs}
+    for chunk, part in zip(work, parts, strict=True):
+        for name, values in part.items():
+            out[name][chunk.at] = values
+    return out
 
 
 _T = TypeVar("_T")

@@ -188,3 +188,22 @@ def test_evaluate_results_do_not_share_memory() -> None:
     for i, a in enumerate(arrays):
         for b in arrays[i + 1 :]:
             assert not np.shares_memory(a, b)
+
+
+def test_ranking_depth_reads_the_registry_rows() -> None:
+    from ragstream.metrics import REGISTRY, MetricFamily, RankingDepth, ranking_depth
+
+    def depth(*names: str) -> RankingDepth | None:
+        return ranking_depth([parse_metric(n) for n in names])
+
+    assert depth("precision@5", "ndcg@10", "recall@3") == RankingDepth(10, False)
+    assert depth("rr") == RankingDepth(1, True)
+    assert depth("rr", "hit_rate@4", "dcg@2") == RankingDepth(4, True)
+    assert depth("rr_decayed", "precision_decayed@3") == RankingDepth(3, True)
+    assert depth("ap", "precision@5") is None  # average precision reads every rank
+    assert depth() is None
+    assert REGISTRY["rr"].reads == "to_first_relevant"
+    assert REGISTRY["ap"].reads == "all"
+    assert REGISTRY["ndcg"].reads == "top_k"
+    with pytest.raises(ValueError, match="top k"):
+        MetricFamily("nocut", REGISTRY["rr"].kernel, help="x", cutoff=False, reads="top_k")

@@ -1,0 +1,192 @@
+"""Rankings cut where the metrics stop reading: the compiled join keeps of each ranking its
+first k grades and on to its first relevant one, and the values stay those of whole rankings
+(of the numpy path, which never cuts)."""
+
+from __future__ import annotations
+
+import itertools
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from ragstream.metrics import RankingBatch, RankingDepth, evaluate, parse_metric, ranking_depth
+from ragstream.trec import Engine, TrecFormatError, evaluate_files
+from ragstream.trec._chunks import chunks, padded_cells
+from ragstream.trec._compiled import join_files
+from ragstream.trec._ranked import Ranked, Segment
+from ragstream.trec.evaluate import _kernels
+from tests.trec.test_compiled import _SETTINGS, WriteFile, _collection, _files
+
+_CUTTABLE = ["rr", "precision@3", "recall@2", "ndcg@5", "dcg@1", "hit_rate@4", "ndcg@10"]
+
+
+def _rows(values: np.ndarray, offsets: np.ndarray) -> list[list[float]]:
+    return [values[a:b].tolist() for a, b in itertools.pairwise(offsets)]
+
+
+def _expected_cut(ranking: list[float], depth: RankingDepth, level: float) -> list[float]:
+    """The rule, from the whole ranking: its first k grades, and on to its first grade
+    >= level when `to_relevant`."""
+    keep = min(depth.k, len(ranking))
+    if depth.to_relevant:
+        first = next((i for i, g in enumerate(ranking) if g >= level), None)
+        if first is not None:
+            keep = max(keep, first + 1)
+    return ranking[:keep]
+
+
+def _check_cut(qrels: Path, run: Path, keep_best: bool, complete: bool, workers: int) -> None:
+    whole = join_files(qrels, run, keep_best=keep_best, complete=complete, workers=workers)
+    assert whole is not None
+    for depth in (RankingDepth(1, True), RankingDepth(3, False), RankingDepth(2, True)):
+        for level in (1.0, 2.0):
+            cut = join_files(
+                qrels,
+                run,
+                keep_best=keep_best,
+                complete=complete,
+                workers=workers,
+                depth=depth,
+                relevance_level=level,
+            )
+            assert cut is not None
+            assert (cut.error is None) == (whole.error is None)
+            if whole.error is not None:
+                assert cut.error is not None
+                assert str(cut.error) == str(whole.error)
+                continue
+            a, b = whole.ranked, cut.ranked
+            assert b.qids == a.qids
+            assert b.judged.tobytes() == a.judged.tobytes()
+            assert b.judged_offsets.tobytes() == a.judged_offsets.tobytes()
+            expected = [_expected_cut(r, depth, level) for r in _rows(a.rel, a.rel_offsets)]
+            assert _rows(b.rel, b.rel_offsets) == expected, (depth, level)
+
+
+@_SETTINGS
+@given(files=_files(messy=False), workers=st.sampled_from([1, 3]))
+def test_the_cut_keeps_the_first_k_and_on_to_the_first_relevant(
+    write: WriteFile, files: tuple[bytes, bytes, bool, bool], workers: int
+) -> None:
+    # Files of one block per query (the block path, in parts) and interleaved ones (the
+    # general path): the same rule, the judged grades untouched, errors unchanged.
+    qrels_text, run_text, keep_best, complete = files
+    qrels, run = write("qrels", qrels_text), write("run", run_text)
+    _check_cut(qrels, run, keep_best, complete, workers)
+
+
+def _metrics() -> st.SearchStrategy[list[str]]:
+    return st.lists(st.sampled_from(_CUTTABLE), min_size=1, max_size=4, unique=True)
+
+
+def _values(
+    qrels: Path,
+    run: Path,
+    metrics: list[str],
+    engine: Engine,
+    level: int = 1,
+    keep_best: bool = False,
+    complete: bool = False,
+) -> object:
+    try:
+        result = evaluate_files(
+            qrels,
+            run,
+            metrics,
+            engine=engine,
+            relevance_level=level,
+            keep_best=keep_best,
+            complete=complete,
+        )
+    except TrecFormatError as error:
+        return str(error)
+    per_query = {name: values.tobytes() for name, values in result.per_query.items()}
+    return result.qids, per_query, result.mean
+
+
+@_SETTINGS
+@given(files=_files(messy=False), metrics=_metrics(), level=st.sampled_from([1, 2]))
+def test_cut_rankings_give_the_values_of_whole_ones(
+    write: WriteFile, files: tuple[bytes, bytes, bool, bool], metrics: list[str], level: int
+) -> None:
+    qrels_text, run_text, keep_best, complete = files
+    qrels, run = write("qrels", qrels_text), write("run", run_text)
+    compiled = _values(qrels, run, metrics, "compiled", level, keep_best, complete)
+    assert compiled == _values(qrels, run, metrics, "numpy", level, keep_best, complete)
+
+
+def test_a_large_collection_is_cut_in_parts_with_numpy_s_values(write: WriteFile) -> None:
+    qrels_text, run_text = _collection(np.random.default_rng(11), 600, 60)
+    qrels, run = write("qrels", qrels_text), write("run", run_text)
+    for workers in (1, 2, 5):
+        _check_cut(qrels, run, False, False, workers)
+    metrics = ["rr", "precision@5", "recall@10", "ndcg@10", "ndcg@5"]
+    cut = join_files(
+        qrels,
+        run,
+        keep_best=False,
+        complete=False,
+        depth=ranking_depth([parse_metric(m) for m in metrics]),
+    )
+    whole = join_files(qrels, run, keep_best=False, complete=False)
+    assert cut is not None
+    assert whole is not None
+    assert cut.ranked.rel.size < whole.ranked.rel.size / 2  # most of it never written
+    assert _values(qrels, run, metrics, "compiled") == _values(qrels, run, metrics, "numpy")
+
+
+# -- chunks: queries of like length padded together --------------------------------------
+
+
+def _uneven(rng: np.random.Generator, n: int) -> Segment:
+    lengths = np.where(rng.random(n) < 0.9, rng.integers(1, 12, n), rng.integers(12, 300, n))
+    judged_lengths = rng.integers(0, 25, n)
+    rel_offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
+    judged_offsets = np.concatenate([[0], np.cumsum(judged_lengths)]).astype(np.int64)
+    rel = rng.choice([0.0, 0.0, 1.0, 2.0, 3.0], size=int(rel_offsets[-1]))
+    judged = rng.choice([0.0, 1.0, 2.0, 3.0], size=int(judged_offsets[-1]))
+    return Segment(rel, rel_offsets, judged, judged_offsets)
+
+
+@pytest.mark.parametrize("cells", [1, 64, 5_000, 1 << 24])
+def test_chunks_cover_every_query_once_with_its_own_arrays(cells: int) -> None:
+    rng = np.random.default_rng(4)
+    segments = [_uneven(rng, 700), _uneven(rng, 0), _uneven(rng, 300)]
+    work = chunks(segments, cells)
+    seen = np.zeros(1000, dtype=np.int64)
+    whole = Ranked((), tuple(segments), 0)
+    rel_rows = _rows(whole.rel, whole.rel_offsets)
+    judged_rows = _rows(whole.judged, whole.judged_offsets)
+    for chunk in work:
+        at = np.arange(1000)[chunk.at]
+        seen[at] += 1
+        q = chunk.queries
+        assert _rows(q.rel, q.rel_offsets) == [rel_rows[i] for i in at]
+        assert _rows(q.judged, q.judged_offsets) == [judged_rows[i] for i in at]
+        widths = np.maximum(np.diff(q.rel_offsets), np.diff(q.judged_offsets))
+        assert len(q) == 1 or int(widths.max()) * len(q) <= max(cells, int(widths.max()))
+    assert (seen == 1).all()
+    assert padded_cells(segments) == sum(
+        max(len(r), len(j)) for r, j in zip(rel_rows, judged_rows, strict=True)
+    )
+    if cells == 1 << 24:  # uneven lengths: grouped, not padded to the longest
+        assert len(work) > 2
+
+
+def test_the_kernels_over_chunks_give_one_batch_s_values() -> None:
+    rng = np.random.default_rng(8)
+    segments = (_uneven(rng, 900), _uneven(rng, 500))
+    specs = tuple(parse_metric(m) for m in ["rr", "ap", "precision@5", "ndcg@10", "recall@3"])
+    whole = Ranked((), segments, 0)
+    batch = RankingBatch.from_ragged(
+        whole.rel, whole.rel_offsets, whole.judged, whole.judged_offsets
+    )
+    one = evaluate(batch, specs)
+    for threads in (1, 2):
+        values = _kernels(specs, segments, "linear", 1, threads=threads)
+        assert {k: v.tobytes() for k, v in values.items()} == {
+            k: v.tobytes() for k, v in one.items()
+        }
