@@ -12,16 +12,17 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING
 
+from ragstream.trec._pending import PendingJoin, start_join
 from ragstream.trec.errors import TrecFormatError
-from ragstream.trec.evaluate import (
-    DEFAULT_METRICS,
-    Engine,
-    TrecEvaluation,
-    evaluate_files,
-    evaluate_tables,
-)
 
 if TYPE_CHECKING:
+    from ragstream.trec.evaluate import (
+        DEFAULT_METRICS,
+        Engine,
+        TrecEvaluation,
+        evaluate_files,
+        evaluate_tables,
+    )
     from ragstream.trec.qrels import read_qrels
     from ragstream.trec.records import TrecTable
     from ragstream.trec.run import read_run
@@ -29,6 +30,7 @@ if TYPE_CHECKING:
 __all__ = [
     "DEFAULT_METRICS",
     "Engine",
+    "PendingJoin",
     "TrecEvaluation",
     "TrecFormatError",
     "TrecTable",
@@ -36,9 +38,15 @@ __all__ = [
     "evaluate_tables",
     "read_qrels",
     "read_run",
+    "start_join",
 ]
 
-_READERS = {
+_LAZY = {
+    "DEFAULT_METRICS": "ragstream.trec.evaluate",
+    "Engine": "ragstream.trec.evaluate",
+    "TrecEvaluation": "ragstream.trec.evaluate",
+    "evaluate_files": "ragstream.trec.evaluate",
+    "evaluate_tables": "ragstream.trec.evaluate",
     "read_qrels": "ragstream.trec.qrels",
     "read_run": "ragstream.trec.run",
     "TrecTable": "ragstream.trec.records",
@@ -46,9 +54,10 @@ _READERS = {
 
 
 def __getattr__(name: str) -> object:
-    """The numpy readers, imported when first used: `ragstream eval` reads the files with
-    the compiled scanner and needs them only when it declines a file."""
-    module = _READERS.get(name)
+    """What needs numpy, imported when first used: `ragstream eval` starts the compiled
+    join (`start_join`) before numpy is imported, and needs the numpy readers only when
+    the scanner declines a file."""
+    module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     value = getattr(importlib.import_module(module), name)

@@ -13,9 +13,7 @@ file, errors included (tests/trec/test_compiled.py checks it).
 from __future__ import annotations
 
 import math
-import mmap
 import os
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -23,6 +21,13 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ragstream.metrics import RankingDepth
+from ragstream.trec._pending import (
+    AVAILABLE,
+    PendingJoin,
+    default_workers,
+    start_join,
+    usable_cpus,
+)
 from ragstream.trec._ranked import (
     Ranked,
     Segment,
@@ -34,29 +39,8 @@ from ragstream.trec.errors import TrecFormatError
 
 __all__ = ["AVAILABLE", "Compiled", "default_workers", "join_files", "usable_cpus"]
 
-
 if TYPE_CHECKING:
     from typing_extensions import Buffer
-
-    _Repeat = tuple[int, int, bytes, bytes]  # first line, repeated line, query id, document id
-    _Buffers = tuple[Buffer, Buffer, Buffer, Buffer]  # rel, rel_offsets, judged, judged_offsets
-    _Out = tuple[
-        list[str], int, int, list[_Buffers], Buffer | None, _Repeat | None, _Repeat | None
-    ]  # fmt: skip
-    _Join = Callable[[mmap.mmap, mmap.mmap, bool, int, int, float], _Out | str]
-
-
-def _load() -> _Join | None:
-    try:
-        from ragstream.trec._scan import join
-    except ImportError:  # not built (no C compiler at install time): the numpy path serves
-        return None
-    return join
-
-
-_JOIN = _load()
-AVAILABLE: bool = _JOIN is not None
-"""True when the extension was built."""
 
 
 @dataclass(frozen=True)
@@ -76,6 +60,7 @@ def join_files(
     workers: int | None = None,
     depth: RankingDepth | None = None,
     relevance_level: float = 1.0,
+    started: PendingJoin | None = None,
 ) -> Compiled | None:
     """Join the files in one compiled pass; None when the scanner is not built, a file
     cannot be memory-mapped (empty, missing, a pipe), or the scanner declines a line.
@@ -84,25 +69,20 @@ def join_files(
     the result does not depend on it. With `depth`, each ranking is kept only as far as
     metrics of that depth read (`ranking_depth`): its first `depth.k` grades, and on to
     its first grade >= `relevance_level` when `depth.to_relevant`; their values are
-    those of the whole rankings, and the grades not kept are never written."""
-    if _JOIN is None:
+    those of the whole rankings, and the grades not kept are never written. `started`:
+    the join of these files begun by `start_join` (with the same `keep_best`), which
+    this one finishes."""
+    if started is not None and started.keep_best != keep_best:
+        raise ValueError("the started join has another keep_best")
+    pending = started or start_join(qrels, run, keep_best=keep_best, workers=workers)
+    if pending is None:
         return None
-    qrels_path, run_path = os.fspath(qrels), os.fspath(run)
-    qrels_map = _map(qrels_path)
-    if qrels_map is None:
-        return None
-    with qrels_map:
-        run_map = _map(run_path)
-        if run_map is None:
-            return None
-        with run_map:
-            if workers is None:
-                workers = default_workers(len(run_map))
-            k = 0 if depth is None else depth.k  # 0: all of each ranking
-            level = relevance_level if depth is not None and depth.to_relevant else math.inf
-            out = _JOIN(qrels_map, run_map, keep_best, workers, k, level)  # workers: 1-64
+    if depth is not None:
+        pending.cut(depth.k, relevance_level if depth.to_relevant else math.inf)
+    out = pending.result()
     if isinstance(out, str):
         return None
+    qrels_path, run_path = os.fspath(qrels), os.fspath(run)
     qids, n_common, n_qrels, parts, order, q_repeat, r_repeat = out
     ranked = Ranked(
         tuple(qids),
@@ -125,23 +105,6 @@ def join_files(
     return Compiled(ranked, error)
 
 
-def default_workers(run_bytes: int) -> int:
-    """Threads for a run of this size: one per CPU this process may use, one for runs
-    under 1 MiB (where starting threads costs more than it saves)."""
-    return 1 if run_bytes < _SMALL else usable_cpus()
-
-
-def usable_cpus() -> int:
-    """The CPUs this process may run on."""
-    try:
-        return max(1, len(os.sched_getaffinity(0)))
-    except AttributeError:  # not Linux
-        return os.cpu_count() or 1
-
-
-_SMALL = 1 << 20
-
-
 def _floats(buffer: Buffer) -> NDArray[np.float64]:
     """The scanner's float64 buffer as an array (no copy: the array keeps the buffer)."""
     return np.frombuffer(memoryview(buffer), dtype=np.float64)
@@ -153,19 +116,3 @@ def _ints(buffer: Buffer) -> NDArray[np.int64]:
 
 def _text(raw: bytes) -> str:
     return raw.decode("utf-8", "replace")
-
-
-def _map(path: str) -> mmap.mmap | None:
-    """The file mapped read-only (pages faulted in at once where the OS can), or None."""
-    try:
-        with open(path, "rb") as handle:
-            if hasattr(mmap, "MAP_POPULATE"):
-                return mmap.mmap(
-                    handle.fileno(),
-                    0,
-                    flags=mmap.MAP_SHARED | mmap.MAP_POPULATE,
-                    prot=mmap.PROT_READ,
-                )
-            return mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ)
-    except (OSError, ValueError, OverflowError):  # missing, a directory, empty, too large
-        return None

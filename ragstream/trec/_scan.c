@@ -32,11 +32,14 @@
  * path, below); a query in two blocks sends both files to the general path, one thread,
  * any order of lines. Both give the same result.
  *
- * join(qrels, run, keep_best, workers, depth, level) keeps of each ranking only what
- * metrics of a cutoff of at most `depth` (and the reciprocal rank) read: its first
- * `depth` grades, and on to its first grade >= `level` when that comes later (`depth` 0:
- * all of it). Most of the output is then never written: on a run of 100 documents a query
- * and cutoffs of 10, about a seventh of it.
+ * join(qrels, run, keep_best, workers, cut) keeps of each ranking only what metrics of a
+ * cutoff of at most `depth` (and the reciprocal rank) read: its first `depth` grades, and
+ * on to its first grade >= `level` when that comes later (`depth` 0: all of it), as the
+ * Cut object `cut` says when the ranking is joined. Most of the output is then never
+ * written: on a run of 100 documents a query and cutoffs of 10, about a seventh of it.
+ * The cut can be set while the join runs (in another thread: the caller starts reading
+ * the files before it knows the metrics); rankings joined before keep all their grades,
+ * which give the same values.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -788,6 +791,30 @@ typedef struct {
     double level;
 } Cut;
 
+/* The Python object a cut is set on, read by the join's threads: `level` is written before
+ * `depth` (release), and read after it (acquire), so a depth is never seen without its
+ * level. */
+typedef struct {
+    PyObject_HEAD size_t depth;
+    double level;
+} CutObject;
+
+#if defined(__GNUC__) || defined(__clang__)
+#define LOAD_ACQUIRE(p) __atomic_load_n(p, __ATOMIC_ACQUIRE)
+#define STORE_RELEASE(p, v) __atomic_store_n(p, v, __ATOMIC_RELEASE)
+#else /* one aligned word: not torn; the order is the compiler's */
+#define LOAD_ACQUIRE(p) (*(volatile const size_t *)(p))
+#define STORE_RELEASE(p, v) (*(volatile size_t *)(p) = (v))
+#endif
+
+static Cut cut_of(const CutObject *c) {
+    Cut cut = {0, Py_HUGE_VAL};
+    if (!c) return cut;
+    cut.depth = LOAD_ACQUIRE(&c->depth);
+    if (cut.depth) cut.level = c->level;
+    return cut;
+}
+
 /* Whether a ranking's grades can stop after its grade i, `seen` telling whether one of
  * them so far is >= the level: nothing after it is read. */
 static inline int cut_after(Cut cut, size_t i, int seen) {
@@ -807,7 +834,7 @@ typedef struct {
     File *qrels, *run;
     Registry *reg;
     int keep_best;
-    Cut cut;
+    Cut cut; /* read once, when the files are read (one thread) */
     /* outputs, evaluated queries in byte order of their ids */
     double *rel, *judged;
     int64_t *rel_offsets, *judged_offsets;
@@ -1199,7 +1226,7 @@ typedef struct {
     const QQuery *queries;
     const Index *qrels;
     int keep_best, skip_join;
-    Cut cut;
+    const CutObject *cut; /* read at each block */
     Rec *cur, *kept; /* the block's records; its documents without repeats */
     size_t n_cur, cap_cur, cap_kept;
     uint32_t *rslot, *jslot;
@@ -1247,6 +1274,7 @@ static int join_block(RPart *p, RBlock *b) {
     }
     if (!evaluated || p->repeat.found) return OK;
     rank_sort(kept, n_kept);
+    const Cut cut = cut_of(p->cut);
     const QQuery *q = &p->queries[b->query];
     const size_t jsize = table_size(q->n), jmask = jsize - 1;
     if (grow((void **)&p->jslot, &p->cap_jslot, jsize, sizeof *p->jslot) != OK ||
@@ -1268,14 +1296,14 @@ static int join_block(RPart *p, RBlock *b) {
         while (jslot[s] && !same_doc_in(&q->recs[jslot[s] - 1], p->qrels_end, r, p->end))
             s = (s + 1) & jmask;
         out[i] = jslot[s] ? q->recs[jslot[s] - 1].value : 0.0;
-        seen |= out[i] >= p->cut.level;
-        if (cut_after(p->cut, i, seen)) {
+        seen |= out[i] >= cut.level;
+        if (cut_after(cut, i, seen)) {
             stop = i + 1;
             break;
         }
     }
     b->out = p->n_out;
-    b->n_kept = (uint32_t)cut_length(p->cut, n_kept, stop);
+    b->n_kept = (uint32_t)cut_length(cut, n_kept, stop);
     p->n_out += b->n_kept; /* the next block writes over the rest */
     if (grow((void **)&p->judged, &p->cap_judged, p->n_judged + q->n, sizeof(double)) != OK)
         return NOMEM;
@@ -1641,7 +1669,7 @@ static PyObject *part_segment(RPart *p, const QQuery *queries) {
 
 /* The block path; NULL with *fallback set when the general path must read the files. */
 static PyObject *join_blocks(const char *qbuf, size_t qsize, const char *rbuf, size_t rsize,
-                             int keep_best, Cut cut, int n, int *fallback) {
+                             int keep_best, const CutObject *cut, int n, int *fallback) {
     *fallback = 0;
     Blocks *s = calloc(1, sizeof *s);
     if (!s) return PyErr_NoMemory();
@@ -1803,13 +1831,13 @@ static PyObject *result_tuple(PyObject *qids, size_t n_common, size_t n_qrels_qu
 
 /* The general path: any order of lines, one thread. */
 static PyObject *join_general(const char *qbuf, size_t qsize, const char *rbuf, size_t rsize,
-                              int keep_best, Cut cut) {
+                              int keep_best, const CutObject *cut) {
     PyObject *result = NULL, *rel = NULL, *rel_offsets = NULL, *judged = NULL,
              *judged_offsets = NULL, *qids = NULL;
     Registry reg;
     File qrels = {.buf = qbuf, .size = qsize, .run = 0, .contiguous = 1};
     File run = {.buf = rbuf, .size = rsize, .run = 1, .contiguous = 1};
-    Join j = {.qrels = &qrels, .run = &run, .reg = &reg, .keep_best = keep_best, .cut = cut};
+    Join j = {.qrels = &qrels, .run = &run, .reg = &reg, .keep_best = keep_best};
     uint32_t *evaluated = NULL;
     const char **ids = NULL;
     uint32_t *lens = NULL;
@@ -1845,6 +1873,7 @@ static PyObject *join_general(const char *qbuf, size_t qsize, const char *rbuf, 
     j.judged_offsets = (int64_t *)PyByteArray_AS_STRING(judged_offsets);
     j.evaluated = evaluated;
     Py_BEGIN_ALLOW_THREADS
+    j.cut = cut_of(cut);
     status = join_queries(&j);
     Py_END_ALLOW_THREADS
     if (status != OK) goto nomem;
@@ -1893,10 +1922,10 @@ done:
 }
 
 PyDoc_STRVAR(join_doc,
-             "join(qrels, run, keep_best, workers=1, depth=0, level=inf, /)\n--\n\n"
+             "join(qrels, run, keep_best, workers=1, cut=None, /)\n--\n\n"
              "Scan a qrels and a run buffer once each and join them (see the module doc),\n"
              "each file in `workers` parts read at the same time (same result); of each\n"
-             "ranking, the first `depth` grades and on to the first >= `level` (all: 0).\n\n"
+             "ranking, what the Cut `cut` keeps when it is joined (None: all of it).\n\n"
              "Returns (qids, n_common, n_qrels_queries, segments, order, qrels_repeat,\n"
              "run_repeat): qids (str) of the queries in both files in byte order, their\n"
              "number, the number of qrels queries; segments, a list of (rel, rel_offsets,\n"
@@ -1907,30 +1936,80 @@ PyDoc_STRVAR(join_doc,
              "line, query id, document id).\n"
              "Returns a str (the reason) when declining.");
 
+static int cut_init(PyObject *self, PyObject *args, PyObject *kwargs) {
+    static char *names[] = {"depth", "level", NULL};
+    Py_ssize_t depth = 0;
+    double level = Py_HUGE_VAL;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|nd:Cut", names, &depth, &level)) return -1;
+    if (depth < 0) {
+        PyErr_SetString(PyExc_ValueError, "depth must be >= 0");
+        return -1;
+    }
+    CutObject *c = (CutObject *)self;
+    c->level = level;
+    STORE_RELEASE(&c->depth, (size_t)depth);
+    return 0;
+}
+
+static PyObject *cut_set(PyObject *self, PyObject *args) {
+    if (cut_init(self, args, NULL) < 0) return NULL;
+    Py_RETURN_NONE;
+}
+
+static PyObject *cut_depth(PyObject *self, void *closure) {
+    (void)closure;
+    return PyLong_FromSize_t(cut_of((CutObject *)self).depth);
+}
+
+static PyObject *cut_level(PyObject *self, void *closure) {
+    (void)closure;
+    return PyFloat_FromDouble(cut_of((CutObject *)self).level);
+}
+
+static PyMethodDef cut_methods[] = {
+    {"set", cut_set, METH_VARARGS,
+     "set(depth, level=inf)\n--\n\nCut the rankings joined from now on (depth 0: none)."},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyGetSetDef cut_getset[] = {
+    {"depth", cut_depth, NULL, "Grades kept at least (0: all).", NULL},
+    {"level", cut_level, NULL, "And on to the first grade at least this (inf: none).", NULL},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
+static PyTypeObject CutType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "ragstream.trec._scan.Cut",
+    .tp_basicsize = sizeof(CutObject),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "Cut(depth=0, level=inf): how much of each ranking a join keeps; set() changes "
+              "it while a join runs.",
+    .tp_new = PyType_GenericNew,
+    .tp_init = cut_init,
+    .tp_methods = cut_methods,
+    .tp_getset = cut_getset,
+};
+
 static PyObject *join(PyObject *self, PyObject *args) {
     (void)self;
     Py_buffer qbuf, rbuf;
     int keep_best;
-    Py_ssize_t workers = 1, depth = 0;
-    double level = Py_HUGE_VAL;
-    if (!PyArg_ParseTuple(args, "y*y*p|nnd:join", &qbuf, &rbuf, &keep_best, &workers, &depth,
-                          &level))
+    Py_ssize_t workers = 1;
+    PyObject *cut = NULL;
+    if (!PyArg_ParseTuple(args, "y*y*p|nO!:join", &qbuf, &rbuf, &keep_best, &workers, &CutType,
+                          &cut))
         return NULL;
-    if (depth < 0) {
-        PyBuffer_Release(&qbuf);
-        PyBuffer_Release(&rbuf);
-        PyErr_SetString(PyExc_ValueError, "depth must be >= 0");
-        return NULL;
-    }
-    const Cut cut = {(size_t)depth, level};
+    Py_XINCREF(cut); /* kept while the threads read it */
     const int n = workers < 1 ? 1 : workers > MAX_PARTS ? MAX_PARTS : (int)workers;
     const char *q = qbuf.buf, *r = rbuf.buf;
     const size_t qsize = (size_t)qbuf.len, rsize = (size_t)rbuf.len;
     int fallback;
-    PyObject *result = join_blocks(q, qsize, r, rsize, keep_best, cut, n, &fallback);
-    if (fallback) result = join_general(q, qsize, r, rsize, keep_best, cut);
+    const CutObject *c = (const CutObject *)cut;
+    PyObject *result = join_blocks(q, qsize, r, rsize, keep_best, c, n, &fallback);
+    if (fallback) result = join_general(q, qsize, r, rsize, keep_best, c);
     PyBuffer_Release(&qbuf);
     PyBuffer_Release(&rbuf);
+    Py_XDECREF(cut);
     return result;
 }
 
@@ -1950,6 +2029,14 @@ static struct PyModuleDef module = {
 
 PyMODINIT_FUNC PyInit__scan(void) {
     init_classes();
-    if (PyType_Ready(&OwnedType) < 0) return NULL;
-    return PyModule_Create(&module);
+    if (PyType_Ready(&OwnedType) < 0 || PyType_Ready(&CutType) < 0) return NULL;
+    PyObject *m = PyModule_Create(&module);
+    if (!m) return NULL;
+    Py_INCREF(&CutType);
+    if (PyModule_AddObject(m, "Cut", (PyObject *)&CutType) < 0) {
+        Py_DECREF(&CutType);
+        Py_DECREF(m);
+        return NULL;
+    }
+    return m;
 }

@@ -4,13 +4,22 @@ from typing_extensions import Buffer
 
 _Repeat = tuple[int, int, bytes, bytes]
 
+class Cut:
+    """How much of each ranking a join keeps; `set` changes it while a join runs."""
+
+    def __init__(self, depth: int = 0, level: float = ...) -> None: ...
+    def set(self, depth: int, level: float = ..., /) -> None: ...
+    @property
+    def depth(self) -> int: ...
+    @property
+    def level(self) -> float: ...
+
 def join(
     qrels: Buffer,
     run: Buffer,
     keep_best: bool,
     workers: int = 1,
-    depth: int = 0,
-    level: float = ...,
+    cut: Cut | None = None,
     /,
 ) -> (
     tuple[

@@ -38,6 +38,7 @@ from ragstream.trec._compiled import AVAILABLE, join_files, usable_cpus
 from ragstream.trec._ranked import Ranked, Segment
 
 if TYPE_CHECKING:  # the numpy readers are imported when used (see `_read_and_join`)
+    from ragstream.trec._pending import PendingJoin
     from ragstream.trec.records import TrecTable
     from ragstream.trec.table import Reader
 
@@ -95,9 +96,12 @@ def evaluate_files(
     keep_best: bool = False,
     reader: Reader = "numpy",
     engine: Engine = "auto",
+    started: PendingJoin | None = None,
 ) -> TrecEvaluation:
     """Read both files and evaluate (see `evaluate_tables`); `reader` as in `read_table`,
-    `engine` as in `Engine`."""
+    `engine` as in `Engine`. `started`: the compiled join of these files begun with
+    `ragstream.trec.start_join` (the command begins it before importing numpy), finished
+    here when the compiled engine is the one used."""
     if engine == "compiled" and not AVAILABLE:
         raise RuntimeError("the compiled scanner ragstream.trec._scan is not built")
     specs = _specs(metrics, relevance_level)  # before reading: a bad name costs no scan
@@ -110,6 +114,7 @@ def evaluate_files(
             complete=complete,
             depth=ranking_depth(specs),  # only what the metrics read is written
             relevance_level=relevance_level,
+            started=started,
         )
         if joined is not None:
             if joined.error is not None:

@@ -5,6 +5,7 @@ first k grades and on to its first relevant one, and the values stay those of wh
 from __future__ import annotations
 
 import itertools
+import time
 from pathlib import Path
 
 import numpy as np
@@ -190,3 +191,67 @@ def test_the_kernels_over_chunks_give_one_batch_s_values() -> None:
         assert {k: v.tobytes() for k, v in values.items()} == {
             k: v.tobytes() for k, v in one.items()
         }
+
+
+# -- a join begun before the metrics are known (the command's start_join) ----------------
+
+
+def test_the_cut_object_holds_a_depth_and_its_level() -> None:
+    from ragstream.trec._scan import Cut
+
+    cut = Cut()
+    assert (cut.depth, cut.level) == (0, float("inf"))
+    cut.set(10, 2.0)
+    assert (cut.depth, cut.level) == (10, 2.0)
+    cut.set(0, 1.0)  # no depth: the level does not apply
+    assert (cut.depth, cut.level) == (0, float("inf"))
+    with pytest.raises(ValueError, match="depth"):
+        Cut(-1)
+
+
+def test_a_join_cut_while_it_runs_keeps_each_ranking_whole_or_cut(write: WriteFile) -> None:
+    from ragstream.trec import start_join
+
+    qrels_text, run_text = _collection(np.random.default_rng(12), 2000, 60)
+    qrels, run = write("qrels", qrels_text), write("run", run_text)
+    whole = join_files(qrels, run, keep_best=False, complete=False)
+    assert whole is not None
+    depth = RankingDepth(3, True)
+    rows = _rows(whole.ranked.rel, whole.ranked.rel_offsets)
+    cut_rows = [_expected_cut(r, depth, 1.0) for r in rows]
+    assert rows != cut_rows
+    for delay in (0.0, 0.002, 0.01):
+        started = start_join(qrels, run, keep_best=False, workers=2, background=True)
+        assert started is not None
+        time.sleep(delay)
+        joined = join_files(
+            qrels, run, keep_best=False, complete=False, depth=depth, started=started
+        )
+        assert joined is not None
+        got = _rows(joined.ranked.rel, joined.ranked.rel_offsets)
+        assert all(g in (r, c) for g, r, c in zip(got, rows, cut_rows, strict=True))
+        assert joined.ranked.qids == whole.ranked.qids
+    # never cut: every ranking whole; the same values either way
+    started = start_join(qrels, run, keep_best=False, background=True)
+    assert started is not None
+    joined = join_files(qrels, run, keep_best=False, complete=False, started=started)
+    assert joined is not None
+    assert _rows(joined.ranked.rel, joined.ranked.rel_offsets) == rows
+    metrics = ["rr", "precision@3", "ndcg@3"]
+    started = start_join(qrels, run, keep_best=False, background=True)
+    result = evaluate_files(qrels, run, metrics, started=started)
+    reference = evaluate_files(qrels, run, metrics, engine="numpy")
+    assert {k: v.tobytes() for k, v in result.per_query.items()} == {
+        k: v.tobytes() for k, v in reference.per_query.items()
+    }
+
+
+def test_a_started_join_must_match_the_call(write: WriteFile) -> None:
+    from ragstream.trec import start_join
+
+    qrels, run = write("qrels", "q1 0 a 1\n"), write("run", "q1 Q0 a 1 1 t\n")
+    started = start_join(qrels, run, keep_best=True)
+    assert started is not None
+    with pytest.raises(ValueError, match="keep_best"):
+        join_files(qrels, run, keep_best=False, complete=False, started=started)
+    assert start_join(qrels, write("empty", ""), keep_best=False) is None  # cannot be mapped

@@ -1,0 +1,147 @@
+"""A compiled join begun before the metrics are known (no numpy here).
+
+`ragstream eval` spends a tenth of a second importing numpy and the metric registry before
+it knows the metrics, and so how much of each ranking to keep (`ranking_depth`). It starts
+the join first, in a thread (`start_join(..., background=True)`): the scanner's own
+threads read the files without the GIL while the command imports, and `cut` tells them the
+depth as soon as it is known. Rankings joined before keep all their grades, which give
+the same values. Without `background`, the join runs in `result`, after `cut`.
+
+The files are memory-mapped here, and the mappings stay open until the join is done.
+"""
+
+from __future__ import annotations
+
+import math
+import mmap
+import os
+import threading
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from typing_extensions import Buffer
+
+    _Repeat = tuple[int, int, bytes, bytes]  # first line, repeated line, query id, document id
+    _Buffers = tuple[Buffer, Buffer, Buffer, Buffer]  # rel, rel_offsets, judged, judged_offsets
+    Out = tuple[
+        list[str], int, int, list[_Buffers], Buffer | None, _Repeat | None, _Repeat | None
+    ]  # fmt: skip
+
+__all__ = ["AVAILABLE", "PendingJoin", "default_workers", "start_join", "usable_cpus"]
+
+try:
+    from ragstream.trec import _scan as _compiled_scan
+except ImportError:  # not built (no C compiler at install time): the numpy path serves
+    _compiled_scan = None  # type: ignore[assignment]
+
+AVAILABLE: bool = _compiled_scan is not None
+"""True when the extension was built."""
+
+_SMALL = 1 << 20
+
+
+class PendingJoin:
+    """A join of two mapped files, running (`background`) or to run in `result`."""
+
+    def __init__(
+        self,
+        qrels: mmap.mmap,
+        run: mmap.mmap,
+        keep_best: bool,
+        workers: int,
+        background: bool,
+    ) -> None:
+        assert _compiled_scan is not None  # start_join checks it
+        self.keep_best = keep_best
+        self._maps = (qrels, run)
+        self._cut = _compiled_scan.Cut()
+        self._workers = workers
+        self._out: Out | str | None = None
+        self._error: BaseException | None = None
+        self._thread: threading.Thread | None = None
+        if background:
+            # a daemon: a command that stops early (a bad metric name) does not wait for it
+            self._thread = threading.Thread(target=self._run, name="ragstream-join", daemon=True)
+            self._thread.start()
+
+    def cut(self, depth: int, level: float = math.inf) -> None:
+        """Keep of the rankings joined from now on their first `depth` grades and on to
+        their first grade >= `level` (depth 0: all of them)."""
+        self._cut.set(depth, level)
+
+    def result(self) -> Out | str:
+        """The scanner's output (see `ragstream.trec._scan.join`), once the join is done;
+        its exception, if it raised one. The files are unmapped."""
+        if self._thread is None:
+            self._run()
+        else:
+            self._thread.join()
+        if self._error is not None:
+            raise self._error
+        assert self._out is not None
+        return self._out
+
+    def _run(self) -> None:
+        assert _compiled_scan is not None
+        qrels, run = self._maps
+        join, workers = _compiled_scan.join, self._workers  # the scanner clamps it to 1-64
+        try:
+            with qrels, run:
+                self._out = join(qrels, run, self.keep_best, workers, self._cut)
+        except BaseException as error:  # handed to the caller of result()
+            self._error = error
+
+
+def start_join(
+    qrels: str | os.PathLike[str],
+    run: str | os.PathLike[str],
+    *,
+    keep_best: bool,
+    workers: int | None = None,
+    background: bool = False,
+) -> PendingJoin | None:
+    """A join of the files, begun in a thread with `background`; None when the scanner is
+    not built or a file cannot be memory-mapped (empty, missing, a pipe). Each file is
+    read in `workers` parts at the same time (default: `default_workers`)."""
+    if _compiled_scan is None:
+        return None
+    qrels_map = _map(os.fspath(qrels))
+    if qrels_map is None:
+        return None
+    run_map = _map(os.fspath(run))
+    if run_map is None:
+        qrels_map.close()
+        return None
+    if workers is None:
+        workers = default_workers(len(run_map))
+    return PendingJoin(qrels_map, run_map, keep_best, workers, background)
+
+
+def default_workers(run_bytes: int) -> int:
+    """Threads for a run of this size: one per CPU this process may use, one for runs
+    under 1 MiB (where starting threads costs more than it saves)."""
+    return 1 if run_bytes < _SMALL else usable_cpus()
+
+
+def usable_cpus() -> int:
+    """The CPUs this process may run on."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # not Linux
+        return os.cpu_count() or 1
+
+
+def _map(path: str) -> mmap.mmap | None:
+    """The file mapped read-only (pages faulted in at once where the OS can), or None."""
+    try:
+        with open(path, "rb") as handle:
+            if hasattr(mmap, "MAP_POPULATE"):
+                return mmap.mmap(
+                    handle.fileno(),
+                    0,
+                    flags=mmap.MAP_SHARED | mmap.MAP_POPULATE,
+                    prot=mmap.PROT_READ,
+                )
+            return mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ)
+    except (OSError, ValueError, OverflowError):  # missing, a directory, empty, too large
+        return None
