@@ -1,5 +1,5 @@
 """`python -m ragstream` runs the command line."""
 
-from ragstream.cli import main
+from ragstream.cli import entry
 
-main()
+entry()

@@ -7,10 +7,14 @@ does not pay for the Kafka and HTTP stacks, nor `ragstream run` for the TREC par
 from __future__ import annotations
 
 import importlib
+import os
+import sys
 
 import click
 
-__all__ = ["main"]
+from ragstream.cli import _exit
+
+__all__ = ["entry", "main"]
 
 _COMMANDS = {
     "check-config": "ragstream.cli.check_config:check_config",
@@ -61,3 +65,20 @@ def _print_version(ctx: click.Context, param: click.Parameter, value: bool) -> N
 )
 def main() -> None:
     """Streaming online evaluation of RAG services."""
+
+
+def entry() -> None:
+    """The console script and `python -m ragstream`: `main`; then, when the command asked
+    for it (`ragstream.cli._exit`) and succeeded, the process ends at once, its output
+    flushed, without the interpreter's teardown."""
+    try:
+        main()
+    except SystemExit as stop:
+        if stop.code not in (None, 0) or not _exit.requested():
+            raise
+        try:
+            sys.stdout.flush()
+            sys.stderr.flush()
+        except OSError:  # a closed pipe: as the interpreter does when its flush fails
+            os._exit(120)
+        os._exit(0)

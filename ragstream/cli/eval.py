@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ctypes
+import gc
 import os
 import sys
 from collections.abc import Sequence
@@ -10,6 +11,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, cast
 
 import click
+
+from ragstream.cli import _exit
 
 if TYPE_CHECKING:  # numpy and the evaluator are imported when the command runs, not for --help
     from ragstream.metrics import MetricSpec
@@ -179,6 +182,33 @@ def eval_command(
     (descending, byte order); the rank column is ignored. The mean is over the queries
     in both files, or over all qrels queries with -c.
     """
+    collecting = gc.isenabled()
+    gc.disable()  # one shot: no cycles worth the collector's passes over numpy's objects
+    try:
+        _evaluate(
+            qrels, run, metrics, per_query, complete, fmt, digits, gain, relevance_level,
+            reader, engine, keep_best,
+        )  # fmt: skip
+    finally:
+        if collecting:
+            gc.enable()
+    _exit.request()
+
+
+def _evaluate(
+    qrels: Path,
+    run: Path,
+    metrics: tuple[str, ...],
+    per_query: bool,
+    complete: bool,
+    fmt: Format,
+    digits: str,
+    gain: str,
+    relevance_level: int,
+    reader: str,
+    engine: str,
+    keep_best: bool,
+) -> None:
     _one_blas_thread()
     _keep_freed_memory()  # before the join allocates
     from ragstream.trec import TrecFormatError, start_join

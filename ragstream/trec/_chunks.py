@@ -94,7 +94,7 @@ def _by_class(g: Segment) -> list[_I64]:
     and of their judgments, in order in each group."""
     rel = np.searchsorted(_CLASSES, np.diff(g.rel_offsets))
     key = rel * _CLASSES.size + np.searchsorted(_CLASSES, np.diff(g.judged_offsets))
-    order = np.argsort(key, kind="stable")
+    order = np.argsort(key.astype(np.int16), kind="stable")  # small ints: a radix sort
     cuts = np.flatnonzero(np.diff(key[order])) + 1
     return [rows for rows in np.split(order, cuts) if rows.size]
 

@@ -58,6 +58,7 @@ class PendingJoin:
         self._workers = workers
         self._out: Out | str | None = None
         self._error: BaseException | None = None
+        self._done = threading.Event()
         self._thread: threading.Thread | None = None
         if background:
             # a daemon: a command that stops early (a bad metric name) does not wait for it
@@ -75,7 +76,7 @@ class PendingJoin:
         if self._thread is None:
             self._run()
         else:
-            self._thread.join()
+            self._done.wait()
         if self._error is not None:
             raise self._error
         assert self._out is not None
@@ -86,10 +87,15 @@ class PendingJoin:
         qrels, run = self._maps
         join, workers = _compiled_scan.join, self._workers  # the scanner clamps it to 1-64
         try:
-            with qrels, run:
-                self._out = join(qrels, run, self.keep_best, workers, self._cut)
+            self._out = join(qrels, run, self.keep_best, workers, self._cut)
         except BaseException as error:  # handed to the caller of result()
             self._error = error
+        finally:
+            # the output holds no pointer into the files: the caller goes on while a
+            # background join unmaps them (hundreds of MB of page tables take a while)
+            self._done.set()
+            qrels.close()
+            run.close()
 
 
 def start_join(

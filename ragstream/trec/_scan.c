@@ -731,6 +731,38 @@ static int compare_query(const void *x, const void *y) {
     return (a->len > b->len) - (a->len < b->len);
 }
 
+/* Sort keys in byte order of their ids: a radix sort of the prefixes (8 passes of a byte,
+ * least significant first, a pass skipped when all keys share that byte), then the runs of
+ * equal prefixes (ids longer than 8 bytes, or equal ids) by compare_query. A qsort of 100k
+ * ids reads each id's memory many times, at random places in the file; this touches only
+ * the keys. `tmp`: room for n keys. */
+static void sort_keys(QueryKey *keys, QueryKey *tmp, size_t n) {
+    size_t count[256];
+    QueryKey *from = keys, *to = tmp;
+    for (int shift = 0; shift < 64; shift += 8) {
+        memset(count, 0, sizeof count);
+        for (size_t i = 0; i < n; i++) count[(from[i].prefix >> shift) & 255]++;
+        if (n && count[(from[0].prefix >> shift) & 255] == n) continue; /* one value */
+        size_t at = 0;
+        for (int b = 0; b < 256; b++) {
+            size_t c = count[b];
+            count[b] = at;
+            at += c;
+        }
+        for (size_t i = 0; i < n; i++) to[count[(from[i].prefix >> shift) & 255]++] = from[i];
+        QueryKey *swap = from;
+        from = to;
+        to = swap;
+    }
+    if (from != keys) memcpy(keys, from, n * sizeof *keys);
+    for (size_t i = 0; i < n;) {
+        size_t j = i + 1;
+        while (j < n && keys[j].prefix == keys[i].prefix) j++;
+        if (j - i > 1) qsort(keys + i, j - i, sizeof *keys, compare_query);
+        i = j;
+    }
+}
+
 /* A repeated document: records a (first line) and b (the repeat). */
 typedef struct {
     size_t a, b;
@@ -938,7 +970,10 @@ static int join_queries(Join *j) {
         if (query->n_run > max_ranked) max_ranked = query->n_run;
         if (query->n_qrels) j->n_qrels_queries++;
     }
-    qsort(keys, reg->n, sizeof *keys, compare_query);
+    QueryKey *tmp = malloc(n * sizeof *tmp);
+    if (!tmp) goto done;
+    sort_keys(keys, tmp, reg->n);
+    free(tmp);
     j->rel_offsets[0] = j->judged_offsets[0] = 0;
     for (size_t k = 0; k < reg->n; k++) {
         const uint32_t q = keys[k].index;
@@ -1474,8 +1509,7 @@ typedef struct {
     QPart q[MAX_PARTS];
     RPart r[MAX_PARTS];
     QQuery *queries;
-    Index qrels, run;
-    Key *run_keys;
+    Index qrels;
     Evaluated *evaluated;
     QueryKey *keys;
 } Blocks;
@@ -1496,8 +1530,6 @@ static void blocks_free(Blocks *s) {
     }
     free(s->queries);
     free(s->qrels.slot);
-    free(s->run.slot);
-    free(s->run_keys);
     free(s->evaluated);
     free(s->keys);
 }
@@ -1522,35 +1554,51 @@ static int index_qrels(Blocks *s, int n, size_t *n_queries) {
     return duplicate ? NONCONTIGUOUS : OK;
 }
 
-/* The run parts, read: NONCONTIGUOUS when a query has two blocks; the evaluated blocks in
- * byte order of their query ids. */
+/* The run parts, read: NONCONTIGUOUS when a query has two blocks (two equal ids once all
+ * the blocks' ids are sorted); `evaluated`, the evaluated blocks in file order, and `keys`,
+ * their ids in byte order, each with its place in `evaluated`. */
 static int order_run(Blocks *s, int n, size_t *n_evaluated) {
     size_t total = 0, k = 0, e = 0;
     for (int t = 0; t < n; t++) total += s->r[t].n_blocks;
-    s->run_keys = malloc((total ? total : 1) * sizeof *s->run_keys);
-    s->evaluated = malloc((total ? total : 1) * sizeof *s->evaluated);
-    s->keys = malloc((total ? total : 1) * sizeof *s->keys);
-    if (!s->run_keys || !s->evaluated || !s->keys) return NOMEM;
+    const size_t room = total ? total : 1;
+    QueryKey *all = malloc(room * sizeof *all), *tmp = malloc(room * sizeof *tmp);
+    int64_t *place = malloc(room * sizeof *place); /* block -> its place in evaluated, or -1 */
+    s->evaluated = malloc(room * sizeof *s->evaluated);
+    s->keys = malloc(room * sizeof *s->keys);
+    int status = NOMEM;
+    if (!all || !tmp || !place || !s->evaluated || !s->keys) goto done;
     for (int t = 0; t < n; t++)
-        for (size_t i = 0; i < s->r[t].n_blocks; i++) {
+        for (size_t i = 0; i < s->r[t].n_blocks; i++, k++) {
             const RBlock *b = &s->r[t].blocks[i];
-            s->run_keys[k++] = b->key;
-            if (b->query < 0) continue;
-            s->evaluated[e] = (Evaluated){b};
-            s->keys[e] = (QueryKey){prefix_of(b->key.id, b->key.len), b->key.id, b->key.len,
-                                    (uint32_t)e};
-            e++;
+            all[k] = (QueryKey){prefix_of(b->key.id, b->key.len), b->key.id, b->key.len,
+                                (uint32_t)k};
+            place[k] = b->query < 0 ? -1 : (int64_t)e;
+            if (b->query >= 0) s->evaluated[e++] = (Evaluated){b};
         }
-    int duplicate;
-    if (index_build(&s->run, s->run_keys, sizeof *s->run_keys, total, &duplicate) != OK)
-        return NOMEM;
-    if (duplicate) return NONCONTIGUOUS;
-    qsort(s->keys, e, sizeof *s->keys, compare_query);
+    sort_keys(all, tmp, total);
+    status = OK;
+    e = 0;
+    for (size_t i = 0; i < total; i++) {
+        if (i && all[i].prefix == all[i - 1].prefix &&
+            same_id(all[i].id, all[i].len, all[i - 1].id, all[i - 1].len)) {
+            status = NONCONTIGUOUS;
+            goto done;
+        }
+        const int64_t at = place[all[i].index];
+        if (at < 0) continue;
+        s->keys[e] = all[i];
+        s->keys[e++].index = (uint32_t)at;
+    }
     *n_evaluated = e;
-    return OK;
+done:
+    free(all);
+    free(tmp);
+    free(place);
+    return status;
 }
 
-static PyObject *qid_list(size_t n, const char *const *ids, const uint32_t *lens);
+static PyObject *qid_list(size_t n, const char *const *ids, const uint32_t *lens,
+                          const int64_t *where);
 static PyObject *result_tuple(PyObject *qids, size_t n_common, size_t n_qrels_queries,
                               PyObject *segments, PyObject *order, PyObject *qrels_repeat,
                               PyObject *run_repeat);
@@ -1750,15 +1798,15 @@ static PyObject *join_blocks(const char *qbuf, size_t qsize, const char *rbuf, s
             Py_DECREF(segment);
         }
         for (size_t k = 0; k < n_evaluated; k++) {
-            const Evaluated *e = &s->evaluated[s->keys[k].index];
+            const RBlock *b = s->evaluated[k].block; /* in file order */
             where[k] = (int64_t)s->keys[k].index;
-            ids[k] = e->block->key.id;
-            lens[k] = e->block->key.len;
+            ids[k] = b->key.id;
+            lens[k] = b->key.len;
         }
+        qids = segments ? qid_list(n_evaluated, ids, lens, where) : NULL;
         void *w = where;
-        order = segments ? owned(&w, n_evaluated * sizeof *where) : NULL;
+        order = qids ? owned(&w, n_evaluated * sizeof *where) : NULL;
         where = w;
-        qids = order ? qid_list(n_evaluated, ids, lens) : NULL;
         PyObject *qrep = qids ? at_tuple(qbuf, qrels_repeat) : NULL;
         PyObject *rrep = qrep ? at_tuple(rbuf, run_repeat) : NULL;
         if (rrep) result = result_tuple(qids, n_common, n_queries, segments, order, qrep, rrep);
@@ -1808,17 +1856,46 @@ static PyObject *shrink(PyObject *array, size_t bytes) {
 }
 
 /* The query ids as str (invalid UTF-8 replaced). */
-static PyObject *qid_list(size_t n, const char *const *ids, const uint32_t *lens) {
+/* An ASCII id as a str, made directly (PyUnicode_DecodeUTF8 costs several times more on
+ * short ids); NULL, with no error set, when it is not ASCII or on no memory. */
+static PyObject *ascii_text(const char *id, uint32_t len) {
+    for (uint32_t i = 0; i < len; i++)
+        if ((unsigned char)id[i] >= 0x80) return NULL;
+    PyObject *text = PyUnicode_New((Py_ssize_t)len, 127);
+    if (!text) {
+        PyErr_Clear();
+        return NULL;
+    }
+    memcpy(PyUnicode_1BYTE_DATA(text), id, len);
+    return text;
+}
+
+/* The ids as a list of str, item k the id stored at where[k] (where NULL: at k). They are
+ * decoded in stored order, which reads the file front to back (in byte order of the ids,
+ * each one would be a cache miss at a random place in it), then put in place. */
+static PyObject *qid_list(size_t n, const char *const *ids, const uint32_t *lens,
+                          const int64_t *where) {
     PyObject *qids = PyList_New((Py_ssize_t)n);
-    if (!qids) return NULL;
+    PyObject **stored = where ? malloc((n ? n : 1) * sizeof *stored) : NULL;
+    if (!qids || (where && !stored)) {
+        Py_XDECREF(qids);
+        free(stored);
+        return where && qids ? PyErr_NoMemory() : NULL;
+    }
     for (size_t i = 0; i < n; i++) {
-        PyObject *id = PyUnicode_DecodeUTF8(ids[i], (Py_ssize_t)lens[i], "replace");
+        PyObject *id = ascii_text(ids[i], lens[i]);
+        if (!id) id = PyUnicode_DecodeUTF8(ids[i], (Py_ssize_t)lens[i], "replace");
         if (!id) {
+            for (size_t j = 0; where && j < i; j++) Py_DECREF(stored[j]);
             Py_DECREF(qids);
+            free(stored);
             return NULL;
         }
-        PyList_SET_ITEM(qids, (Py_ssize_t)i, id);
+        if (where) stored[i] = id;
+        else PyList_SET_ITEM(qids, (Py_ssize_t)i, id);
     }
+    for (size_t k = 0; where && k < n; k++) PyList_SET_ITEM(qids, (Py_ssize_t)k, stored[where[k]]);
+    free(stored);
     return qids;
 }
 
@@ -1885,7 +1962,7 @@ static PyObject *join_general(const char *qbuf, size_t qsize, const char *rbuf, 
         ids[i] = reg.q[evaluated[i]].id;
         lens[i] = reg.q[evaluated[i]].len;
     }
-    if (!(qids = qid_list(j.n_evaluated, ids, lens))) goto done;
+    if (!(qids = qid_list(j.n_evaluated, ids, lens, NULL))) goto done;
     size_t offsets = (j.n_evaluated + 1) * sizeof(int64_t);
     if (!(rel = shrink(rel, n_rel * sizeof(double)))) goto done;
     if (!(judged = shrink(judged, n_judged * sizeof(double)))) goto done;

@@ -158,6 +158,22 @@ def test_real_process(files: list[str]) -> None:
     assert bad.returncode == 1
     assert bad.stderr.startswith("Error: ")
     assert ":1: expected 6 fields" in bad.stderr
+    # the process ends at once once its output is out (ragstream.cli._exit): all of it
+    per_query = subprocess.run(
+        [sys.executable, "-m", "ragstream", "eval", *files, "-q", "--format", "json"],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=60,
+    )
+    assert (per_query.returncode, per_query.stdout) == _invoke([*files, "-q", "--format", "json"])
+
+
+def test_in_process_the_collector_is_on_again_after_the_command(files: list[str]) -> None:
+    then = "import gc\nprint(gc.isenabled(), file=sys.stderr)\n"
+    done = _after_the_command(files, then)
+    assert done.returncode == 0, done.stderr
+    assert done.stderr == "True\n"
 
 
 def _after_the_command(
