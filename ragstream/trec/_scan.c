@@ -314,7 +314,53 @@ static int64_t registry_index(Registry *r, const char *id, uint32_t len, const c
  * 2 when the spelling is valid but needs the slow, correctly rounded conversion. */
 enum { SLOW = 2 };
 
+static int parse_long_score(const char *s, size_t n, double *out);
+
+/* The common spelling first: at most 19 digits in all, so that they fit in a uint64 as
+ * they are read, with no per-digit bookkeeping; longer ones (leading zeros, many digits)
+ * are read by parse_long_score, digit by digit. Both give the same result for any
+ * spelling of at most 19 digits. */
 static inline int parse_score(const char *s, size_t n, double *out) {
+    const char *p = s, *end = s + n;
+    int negative = 0;
+    if (p < end && (*p == '+' || *p == '-')) negative = *p++ == '-';
+    uint64_t m = 0;
+    const char *digits = p;
+    while (p < end && (unsigned char)(*p - '0') < 10) m = m * 10 + (uint64_t)(*p++ - '0');
+    size_t n_digits = (size_t)(p - digits), n_fraction = 0;
+    if (p < end && *p == '.') {
+        const char *fraction = ++p;
+        while (p < end && (unsigned char)(*p - '0') < 10) m = m * 10 + (uint64_t)(*p++ - '0');
+        n_fraction = (size_t)(p - fraction);
+        n_digits += n_fraction;
+    }
+    if (n_digits > 19) return parse_long_score(s, n, out);
+    if (!n_digits) return DECLINE;
+    int64_t e10 = -(int64_t)n_fraction;
+    if (p < end && (*p == 'e' || *p == 'E')) {
+        p++;
+        int exp_negative = 0;
+        if (p < end && (*p == '+' || *p == '-')) exp_negative = *p++ == '-';
+        const char *first = p;
+        int64_t exponent = 0;
+        for (; p < end && (unsigned char)(*p - '0') < 10; p++)
+            if (exponent < 100000) exponent = exponent * 10 + (*p - '0');
+        if (p == first) return DECLINE;
+        e10 += exp_negative ? -exponent : exponent;
+    }
+    if (p != end) return DECLINE;
+    if (m == 0) {
+        *out = negative ? -0.0 : 0.0;
+        return OK;
+    }
+    if (!FAST_DOUBLES || m > (1ULL << 53) || e10 < -22 || e10 > 22) return SLOW;
+    double v = (double)m;
+    v = e10 < 0 ? v / POW10[-e10] : v * POW10[e10];
+    *out = negative ? -v : v;
+    return OK;
+}
+
+static int parse_long_score(const char *s, size_t n, double *out) {
     size_t i = 0;
     int negative = 0;
     if (i < n && (s[i] == '+' || s[i] == '-')) negative = s[i++] == '-';
@@ -455,14 +501,15 @@ static inline unsigned lowest_bit(uint64_t x) {
 
 /* The common line, 16 bytes at a time: when the line at p ends within the next 64 bytes
  * (all of them readable), has no NUL byte, is not a comment and has k fields (a run line:
- * k or more, the rest ignored), its fields are set and the next line is returned;
- * otherwise NULL, and read_line's byte loop decides. Blanks and newline are what CLS
- * says: bytes 9-13 and 32. */
+ * k or more, the rest ignored), the fields the callers read are set (0, 2, and 3 in qrels
+ * or 4 in a run: the others are never read) and the next line is returned; otherwise
+ * NULL, and read_line's byte loop decides. Blanks and newline are what CLS says: bytes
+ * 9-13 and 32. The bytes after the first 16 that hold a newline are not looked at. */
 static inline const char *fast_line(const char *p, int run, const char **tok, size_t *len) {
     const __m128i nine = _mm_set1_epi8(9), four = _mm_set1_epi8(4), space = _mm_set1_epi8(' '),
                   newline = _mm_set1_epi8('\n'), zero = _mm_setzero_si128();
     uint64_t blank = 0, eol = 0, nul = 0;
-    for (int i = 0; i < 4; i++) {
+    for (int i = 0; i < 4 && !eol; i++) {
         __m128i v = _mm_loadu_si128((const __m128i *)(const void *)(p + 16 * i));
         __m128i x = _mm_sub_epi8(v, nine);
         __m128i b = _mm_or_si128(_mm_cmpeq_epi8(_mm_min_epu8(x, four), x), _mm_cmpeq_epi8(v, space));
@@ -476,16 +523,35 @@ static inline const char *fast_line(const char *p, int run, const char **tok, si
     if ((nul & line) || (!run && p[0] == '#')) return NULL;
     const uint64_t field = ~blank & line;
     uint64_t starts = field & ~(field << 1), ends = field & ~(field >> 1);
-    const int k = run ? 6 : 4;
-    for (int i = 0; i < k; i++) {
+    /* field i from the lowest bits left; next: drop them (0 stays 0: check before taking) */
+#define TAKE(i)                                                             \
+    do {                                                                    \
+        const unsigned s_ = lowest_bit(starts), e_ = lowest_bit(ends);      \
+        tok[i] = p + s_;                                                    \
+        len[i] = e_ - s_ + 1;                                               \
+    } while (0)
+#define NEXT() (starts &= starts - 1, ends &= ends - 1)
+    if (!starts) return NULL;
+    TAKE(0);
+    NEXT();
+    NEXT();
+    if (!starts) return NULL;
+    TAKE(2);
+    NEXT();
+    if (!starts) return NULL;
+    if (!run) {
+        TAKE(3);
+        NEXT();
+        if (starts) return NULL; /* qrels lines have exactly four fields */
+    } else {
+        NEXT();
         if (!starts) return NULL;
-        const unsigned s = lowest_bit(starts), e = lowest_bit(ends);
-        starts &= starts - 1;
-        ends &= ends - 1;
-        tok[i] = p + s;
-        len[i] = e - s + 1;
+        TAKE(4);
+        NEXT();
+        if (!starts || *tok[0] == '#') return NULL; /* six fields at least; a comment */
     }
-    if ((run && *tok[0] == '#') || (!run && starts)) return NULL;
+#undef TAKE
+#undef NEXT
     return p + at + 1;
 }
 #endif
