@@ -80,7 +80,7 @@ def join_files(
     if depth is not None:
         pending.cut(depth.k, relevance_level if depth.to_relevant else math.inf)
     out = pending.result()
-    if isinstance(out, str):
+    if out is None or isinstance(out, str):
         return None
     qrels_path, run_path = os.fspath(qrels), os.fspath(run)
     qids, n_common, n_qrels, parts, order, q_repeat, r_repeat = out

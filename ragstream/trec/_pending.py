@@ -41,19 +41,19 @@ _SMALL = 1 << 20
 
 
 class PendingJoin:
-    """A join of two mapped files, running (`background`) or to run in `result`."""
+    """A join of two files, running (`background`) or to run in `result`."""
 
     def __init__(
         self,
-        qrels: mmap.mmap,
-        run: mmap.mmap,
+        qrels: str,
+        run: str,
         keep_best: bool,
-        workers: int,
+        workers: int | None,
         background: bool,
     ) -> None:
         assert _compiled_scan is not None  # start_join checks it
         self.keep_best = keep_best
-        self._maps = (qrels, run)
+        self._paths = (qrels, run)
         self._cut = _compiled_scan.Cut()
         self._workers = workers
         self._out: Out | str | None = None
@@ -70,32 +70,39 @@ class PendingJoin:
         their first grade >= `level` (depth 0: all of them)."""
         self._cut.set(depth, level)
 
-    def result(self) -> Out | str:
+    def result(self) -> Out | str | None:
         """The scanner's output (see `ragstream.trec._scan.join`), once the join is done;
-        its exception, if it raised one. The files are unmapped."""
+        None when a file could not be memory-mapped (empty, missing, a pipe); the join's
+        exception, if it raised one."""
         if self._thread is None:
             self._run()
         else:
             self._done.wait()
         if self._error is not None:
             raise self._error
-        assert self._out is not None
         return self._out
 
     def _run(self) -> None:
         assert _compiled_scan is not None
-        qrels, run = self._maps
-        join, workers = _compiled_scan.join, self._workers  # the scanner clamps it to 1-64
+        maps: list[mmap.mmap] = []
         try:
-            self._out = join(qrels, run, self.keep_best, workers, self._cut)
+            # mapped here, in the thread: faulting in hundreds of MB takes a while
+            for path in self._paths:
+                mapped = _map(path)
+                if mapped is None:
+                    return
+                maps.append(mapped)
+            qrels, run = maps
+            workers = default_workers(len(run)) if self._workers is None else self._workers
+            self._out = _compiled_scan.join(qrels, run, self.keep_best, workers, self._cut)
         except BaseException as error:  # handed to the caller of result()
             self._error = error
         finally:
             # the output holds no pointer into the files: the caller goes on while a
             # background join unmaps them (hundreds of MB of page tables take a while)
             self._done.set()
-            qrels.close()
-            run.close()
+            for mapped in maps:
+                mapped.close()
 
 
 def start_join(
@@ -107,20 +114,11 @@ def start_join(
     background: bool = False,
 ) -> PendingJoin | None:
     """A join of the files, begun in a thread with `background`; None when the scanner is
-    not built or a file cannot be memory-mapped (empty, missing, a pipe). Each file is
-    read in `workers` parts at the same time (default: `default_workers`)."""
+    not built. Each file is read in `workers` parts at the same time (default:
+    `default_workers`; the scanner clamps it to 1-64)."""
     if _compiled_scan is None:
         return None
-    qrels_map = _map(os.fspath(qrels))
-    if qrels_map is None:
-        return None
-    run_map = _map(os.fspath(run))
-    if run_map is None:
-        qrels_map.close()
-        return None
-    if workers is None:
-        workers = default_workers(len(run_map))
-    return PendingJoin(qrels_map, run_map, keep_best, workers, background)
+    return PendingJoin(os.fspath(qrels), os.fspath(run), keep_best, workers, background)
 
 
 def default_workers(run_bytes: int) -> int:

@@ -254,4 +254,7 @@ def test_a_started_join_must_match_the_call(write: WriteFile) -> None:
     assert started is not None
     with pytest.raises(ValueError, match="keep_best"):
         join_files(qrels, run, keep_best=False, complete=False, started=started)
-    assert start_join(qrels, write("empty", ""), keep_best=False) is None  # cannot be mapped
+    empty = start_join(qrels, write("empty", ""), keep_best=False, background=True)
+    assert empty is not None
+    assert empty.result() is None  # it cannot be mapped
+    assert join_files(qrels, write("empty", ""), keep_best=False, complete=False) is None
