@@ -1313,9 +1313,11 @@ static int scan_qrels_part(QPart *q) {
 }
 
 /* A block of the run: a query's lines in a part, joined when it ends. */
+enum { UNRESOLVED = -2, RESOLVE_AT = 8 };
+
 typedef struct {
     Key key;
-    int64_t query;         /* in the qrels, or -1 */
+    int64_t query;         /* in the qrels, or -1; UNRESOLVED until looked up */
     const char *from, *to; /* its lines, to read again when deferred */
     size_t out, judged;    /* its first grade and judged grade in the part's output */
     uint32_t n_kept;       /* grades written: ranked documents, repeats removed, cut */
@@ -1413,9 +1415,27 @@ static int join_block(RPart *p, RBlock *b) {
     return OK;
 }
 
+#if defined(__GNUC__) || defined(__clang__)
+#define PREFETCH(p) __builtin_prefetch(p)
+#else
+#define PREFETCH(p) ((void)(p))
+#endif
+
+/* The block's query in the qrels, looked up a few lines into the block: the index slot
+ * was prefetched when the block began, and the query's judgments are prefetched now for
+ * the join at the block's end (each is a cache miss at a random place otherwise). */
+static void resolve(RPart *p, RBlock *b) {
+    b->query = index_find(p->qrels, b->key.id, b->key.len, b->key.hash);
+    if (b->query < 0) return;
+    const QQuery *q = &p->queries[b->query];
+    const char *at = (const char *)q->recs, *stop = at + q->n * sizeof(Rec);
+    for (int lines = 0; at < stop && lines < 32; at += 64, lines++) PREFETCH(at);
+}
+
 static int close_rblock(RPart *p) {
     if (!p->n_blocks) return OK;
     RBlock *b = &p->blocks[p->n_blocks - 1];
+    if (b->query == UNRESOLVED) resolve(p, b);
     if (p->slow) {
         b->deferred = 1;
         return OK;
@@ -1453,13 +1473,13 @@ static int scan_run_part(RPart *p) {
                 return NOMEM;
             b = &p->blocks[p->n_blocks++];
             uint64_t hash = hash_id(tok[0], len[0], p->end);
-            *b = (RBlock){{tok[0], (uint32_t)len[0], hash},
-                          index_find(p->qrels, tok[0], (uint32_t)len[0], hash),
-                          line, line, 0, 0, 0, 0};
+            *b = (RBlock){{tok[0], (uint32_t)len[0], hash}, UNRESOLVED, line, line, 0, 0, 0, 0};
+            PREFETCH(&p->qrels->slot[hash & p->qrels->mask]);
             p->n_cur = 0;
             p->slow = 0;
         }
         b->to = at;
+        if (p->n_cur == RESOLVE_AT) resolve(p, b);
         int status = add_record(p, tok, len);
         if (status == NOMEM) return NOMEM;
         if (status == DECLINE) return part_decline(&p->why, &p->where, line, "value spelling");
