@@ -1332,8 +1332,10 @@ typedef struct {
     const CutObject *cut; /* read at each block */
     Rec *cur, *kept; /* the block's records; its documents without repeats */
     size_t n_cur, cap_cur, cap_kept;
-    uint32_t *rslot, *jslot;
+    uint64_t *rslot; /* the block's documents: see join_block */
+    uint32_t *jslot;
     size_t cap_rslot, cap_jslot;
+    uint32_t stamp;
     double *out; /* grades of the evaluated blocks, block after block */
     size_t n_out, cap_out;
     double *judged; /* and the judged grades of their queries */
@@ -1353,26 +1355,39 @@ typedef struct {
 static int join_block(RPart *p, RBlock *b) {
     const int evaluated = b->query >= 0;
     if (p->skip_join || (!evaluated && p->keep_best)) return OK;
-    const size_t n = p->n_cur, size = table_size(n), mask = size - 1;
-    if (grow((void **)&p->rslot, &p->cap_rslot, size, sizeof *p->rslot) != OK ||
-        grow((void **)&p->kept, &p->cap_kept, n, sizeof(Rec)) != OK)
-        return NOMEM;
-    uint32_t *rslot = p->rslot;
+    /* The block's documents, by hash: a slot holds (stamp << 32 | index in kept) and is
+     * taken in this block when its stamp is this block's, so the table is not cleared for
+     * each block, and can be sparse (4 slots a document or more): a probe then rarely
+     * meets a taken slot, a branch the core would mispredict at every third document. */
+    const size_t n = p->n_cur, size = table_size(4 * n), mask = size - 1;
+    if (size > p->cap_rslot) {
+        free(p->rslot);
+        p->rslot = calloc(size, sizeof *p->rslot);
+        p->cap_rslot = p->rslot ? size : 0;
+        p->stamp = 0;
+    }
+    if (!p->rslot || grow((void **)&p->kept, &p->cap_kept, n, sizeof(Rec)) != OK) return NOMEM;
+    if (++p->stamp == 0) { /* after 2^32 - 1 blocks */
+        memset(p->rslot, 0, p->cap_rslot * sizeof *p->rslot);
+        p->stamp = 1;
+    }
+    const uint32_t stamp = p->stamp;
+    uint64_t *rslot = p->rslot;
     Rec *kept = p->kept;
-    memset(rslot, 0, size * sizeof *rslot);
     size_t n_kept = 0;
     for (size_t i = 0; i < n; i++) {
         const Rec *r = &p->cur[i];
         size_t s = r->hash & mask;
-        while (rslot[s] && !same_doc_in(&kept[rslot[s] - 1], p->end, r, p->end))
+        while ((uint32_t)(rslot[s] >> 32) == stamp &&
+               !same_doc_in(&kept[(uint32_t)rslot[s]], p->end, r, p->end))
             s = (s + 1) & mask;
-        if (!rslot[s]) {
-            kept[n_kept] = *r;
-            rslot[s] = (uint32_t)++n_kept;
+        if ((uint32_t)(rslot[s] >> 32) != stamp) {
+            rslot[s] = (uint64_t)stamp << 32 | n_kept;
+            kept[n_kept++] = *r;
         } else if (!p->keep_best) {
-            note_at(&p->repeat, p->buf, &b->key, &kept[rslot[s] - 1], r);
-        } else if (r->value > kept[rslot[s] - 1].value) {
-            kept[rslot[s] - 1] = *r;
+            note_at(&p->repeat, p->buf, &b->key, &kept[(uint32_t)rslot[s]], r);
+        } else if (r->value > kept[(uint32_t)rslot[s]].value) {
+            kept[(uint32_t)rslot[s]] = *r;
         }
     }
     if (!evaluated || p->repeat.found) return OK;
