@@ -28,29 +28,21 @@ _CLASSES = 2 ** np.arange(63, dtype=np.int64)
 
 @dataclass(frozen=True)
 class Chunk:
-    """Queries for one kernel call: rows `rows` of `source` (gathered when the kernels'
-    thread reads `queries`); their values go to `at` among the queries of all segments
-    end to end."""
+    """Queries for one kernel call: rows of one or more segments (`pieces`: a segment and
+    its rows, a slice or indices), gathered when the kernels' thread reads `queries`;
+    their values go to `at` among the queries of all segments end to end."""
 
-    source: Segment
-    rows: slice | _I64
+    pieces: tuple[tuple[Segment, slice | _I64], ...]
     at: slice | _I64
 
     @property
     def queries(self) -> Segment:
-        """The chunk's queries as CSR arrays: views of the source, or gathered."""
-        g, rows = self.source, self.rows
-        if isinstance(rows, slice):
-            lo, hi = rows.start, rows.stop
-            r0, j0 = g.rel_offsets[lo], g.judged_offsets[lo]
-            return Segment(
-                g.rel[r0 : g.rel_offsets[hi]],
-                g.rel_offsets[lo : hi + 1] - r0,
-                g.judged[j0 : g.judged_offsets[hi]],
-                g.judged_offsets[lo : hi + 1] - j0,
-            )
-        rel, rel_offsets = _take(g.rel, g.rel_offsets, rows)
-        judged, judged_offsets = _take(g.judged, g.judged_offsets, rows)
+        """The chunk's queries as CSR arrays: views of one segment, or gathered."""
+        parts = [_rows(g, rows) for g, rows in self.pieces]
+        if len(parts) == 1:
+            return parts[0]
+        rel, rel_offsets = _concatenate([(p.rel, p.rel_offsets) for p in parts])
+        judged, judged_offsets = _concatenate([(p.judged, p.judged_offsets) for p in parts])
         return Segment(rel, rel_offsets, judged, judged_offsets)
 
 
@@ -61,26 +53,45 @@ def padded_cells(segments: tuple[Segment, ...] | list[Segment]) -> int:
 
 def chunks(segments: tuple[Segment, ...] | list[Segment], cells: int) -> list[Chunk]:
     """The queries of `segments` in chunks of at most `cells` padded cells (one query at
-    least), together covering every query once."""
+    least), together covering every query once. Segments of like lengths are cut in
+    consecutive queries; the others' queries are grouped by length class, a class's
+    queries of all such segments together (a scanner's part may hold only a few)."""
     out: list[Chunk] = []
+    classes: dict[int, list[tuple[Segment, _I64, int, int]]] = {}  # segment, rows, base, width
     base = 0
     for g in segments:
         widths = _widths(g)
         n = widths.size
         if n and int(widths.max()) * n > _WASTE * int(widths.sum()):
-            for rows in _by_class(g):
-                step = max(1, cells // max(1, int(widths[rows].max())))
-                out += [
-                    Chunk(g, part, part + base)
-                    for part in (rows[lo : lo + step] for lo in range(0, rows.size, step))
-                ]
+            for key, rows in _by_class(g):
+                classes.setdefault(key, []).append((g, rows, base, int(widths[rows].max())))
         elif n:
             step = max(1, cells // max(1, int(widths.max())))
             out += [
-                Chunk(g, slice(lo, min(n, lo + step)), slice(base + lo, base + min(n, lo + step)))
+                Chunk(
+                    ((g, slice(lo, min(n, lo + step))),), slice(base + lo, base + min(n, lo + step))
+                )
                 for lo in range(0, n, step)
             ]
         base += n
+    for pieces in classes.values():
+        step = max(1, cells // max(1, max(width for *_, width in pieces)))
+        taken: list[tuple[Segment, slice | _I64]] = []
+        at: list[_I64] = []
+        room = step
+        for g, rows, first, _ in pieces:
+            lo = 0
+            while lo < rows.size:
+                part = rows[lo : lo + room]
+                taken.append((g, part))
+                at.append(part + first)
+                lo += part.size
+                room -= part.size
+                if room == 0:
+                    out.append(Chunk(tuple(taken), np.concatenate(at)))
+                    taken, at, room = [], [], step
+        if taken:
+            out.append(Chunk(tuple(taken), np.concatenate(at)))
     return out
 
 
@@ -89,14 +100,42 @@ def _widths(g: Segment) -> _I64:
     return np.maximum(np.diff(g.rel_offsets), np.diff(g.judged_offsets))
 
 
-def _by_class(g: Segment) -> list[_I64]:
+def _by_class(g: Segment) -> list[tuple[int, _I64]]:
     """Query indices grouped by the length classes (up to 1, 2, 4, ...) of their ranking
-    and of their judgments, in order in each group."""
+    and of their judgments, in order in each group, with the group's key."""
     rel = np.searchsorted(_CLASSES, np.diff(g.rel_offsets))
     key = rel * _CLASSES.size + np.searchsorted(_CLASSES, np.diff(g.judged_offsets))
     order = np.argsort(key.astype(np.int16), kind="stable")  # small ints: a radix sort
     cuts = np.flatnonzero(np.diff(key[order])) + 1
-    return [rows for rows in np.split(order, cuts) if rows.size]
+    return [(int(key[rows[0]]), rows) for rows in np.split(order, cuts) if rows.size]
+
+
+def _rows(g: Segment, rows: slice | _I64) -> Segment:
+    """Rows of a segment: views for a slice, gathered for indices."""
+    if isinstance(rows, slice):
+        lo, hi = rows.start, rows.stop
+        r0, j0 = g.rel_offsets[lo], g.judged_offsets[lo]
+        return Segment(
+            g.rel[r0 : g.rel_offsets[hi]],
+            g.rel_offsets[lo : hi + 1] - r0,
+            g.judged[j0 : g.judged_offsets[hi]],
+            g.judged_offsets[lo : hi + 1] - j0,
+        )
+    rel, rel_offsets = _take(g.rel, g.rel_offsets, rows)
+    judged, judged_offsets = _take(g.judged, g.judged_offsets, rows)
+    return Segment(rel, rel_offsets, judged, judged_offsets)
+
+
+def _concatenate(
+    parts: list[tuple[NDArray[np.float64], _I64]],
+) -> tuple[NDArray[np.float64], _I64]:
+    """CSR arrays (offsets from 0) end to end."""
+    values = np.concatenate([v for v, _ in parts])
+    shifts = np.cumsum([0] + [int(o[-1]) for _, o in parts[:-1]])
+    offsets = np.concatenate(
+        [parts[0][1][:1]] + [o[1:] + shift for (_, o), shift in zip(parts, shifts, strict=True)]
+    )
+    return values, offsets
 
 
 def _take(

@@ -63,7 +63,7 @@ and errors: the compiled one hands unusual files to numpy."""
 
 _I64 = NDArray[np.int64]
 _F64 = NDArray[np.float64]
-_BATCH_CELLS = 1 << 24  # padded cells per kernel call: bounds memory on very long rankings
+_BATCH_CELLS = 1 << 20  # padded cells in the kernels at a time: temporaries reuse freed memory
 _THREAD_CELLS = 1 << 20  # below this many cells the kernels run in one thread
 
 

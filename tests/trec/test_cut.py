@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from ragstream.metrics import RankingBatch, RankingDepth, evaluate, parse_metric, ranking_depth
 from ragstream.trec import Engine, TrecFormatError, evaluate_files
-from ragstream.trec._chunks import chunks, padded_cells
+from ragstream.trec._chunks import _by_class, chunks, padded_cells
 from ragstream.trec._compiled import join_files
 from ragstream.trec._ranked import Ranked, Segment
 from ragstream.trec.evaluate import _kernels
@@ -175,6 +175,24 @@ def test_chunks_cover_every_query_once_with_its_own_arrays(cells: int) -> None:
     )
     if cells == 1 << 24:  # uneven lengths: grouped, not padded to the longest
         assert len(work) > 2
+
+
+def test_a_class_of_many_small_segments_is_evaluated_together() -> None:
+    # One segment a part of the scanner: the queries of a length class in several segments
+    # go in one chunk, and each query's values still land at its own place.
+    rng = np.random.default_rng(9)
+    segments = [_uneven(rng, 40) for _ in range(12)]
+    work = chunks(segments, 1 << 20)
+    assert any(len(chunk.pieces) > 1 for chunk in work)
+    assert len(work) < sum(len(_by_class(g)) for g in segments)  # not a chunk a class a part
+    specs = tuple(parse_metric(m) for m in ["rr", "precision@5", "ndcg@10"])
+    whole = Ranked((), tuple(segments), 0)
+    batch = RankingBatch.from_ragged(
+        whole.rel, whole.rel_offsets, whole.judged, whole.judged_offsets
+    )
+    one = evaluate(batch, specs)
+    values = _kernels(specs, segments, "linear", 1, threads=2)
+    assert {k: v.tobytes() for k, v in values.items()} == {k: v.tobytes() for k, v in one.items()}
 
 
 def test_the_kernels_over_chunks_give_one_batch_s_values() -> None:
