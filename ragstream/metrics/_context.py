@@ -216,14 +216,15 @@ def _top_by_levels(gains: _F64, top: int) -> _F64 | None:
     if highest > _MAX_LEVELS:
         return None
     positive = np.count_nonzero(gains > 0)
+    # best[:, p] = the number of levels L with p < (gains >= L in the row): the level of
+    # the p-th largest gain, one comparison and one addition a level
     best = np.zeros((rows, top), dtype=np.float64)
-    start = np.zeros(rows, dtype=np.int64)
+    at_least = np.zeros(rows, dtype=np.int64)
     position = np.arange(top)
     counted = 0
     for level in range(int(highest), 0, -1):
         count = np.count_nonzero(gains == level, axis=1)
         counted += int(count.sum())
-        end = start + count
-        best[(position >= start[:, None]) & (position < end[:, None])] = level
-        start = end
+        at_least += count
+        best += position < at_least[:, None]
     return best if counted == positive else None
