@@ -249,6 +249,40 @@ static inline int same_doc_in(const Rec *a, const char *a_end, const Rec *b, con
     return a->hash == b->hash && same_id_in(a->doc, a_end, a->len, b->doc, b_end, b->len);
 }
 
+/* The id of the block being read, compared with each line's first field: an id of at most
+ * 8 bytes (the usual) as one masked word, loaded once for the block. */
+typedef struct {
+    const char *id;
+    uint32_t len;
+    int short_id;
+    uint64_t word, mask;
+} BlockId;
+
+static inline BlockId block_id(const char *id, uint32_t len, const char *end) {
+    BlockId b = {id, len, 0, 0, 0};
+#if PY_LITTLE_ENDIAN
+    if (len && len <= 8 && end - id >= 8) {
+        b.short_id = 1;
+        b.mask = ~0ULL >> (8 * (8 - len));
+        memcpy(&b.word, id, 8);
+        b.word &= b.mask;
+    }
+#else
+    (void)end;
+#endif
+    return b;
+}
+
+static inline int in_block(const BlockId *b, const char *id, size_t len, const char *end) {
+    if (len != b->len) return 0;
+    if (b->short_id && end - id >= 8) {
+        uint64_t w;
+        memcpy(&w, id, 8);
+        return (w & b->mask) == b->word;
+    }
+    return same_id_in(b->id, end, b->len, id, end, (uint32_t)len);
+}
+
 static int registry_init(Registry *r) {
     memset(r, 0, sizeof *r);
     r->mask = 1023;
@@ -1283,6 +1317,7 @@ static int scan_qrels_part(QPart *q) {
     if (!q->recs.v) return NOMEM;
     q->recs.cap = bound;
     advise_huge(q->recs.v, bound * sizeof(Rec));
+    BlockId id = {0};
     while (p < q->stop) {
         const char *line = p, *why = NULL;
         int n;
@@ -1290,7 +1325,7 @@ static int scan_qrels_part(QPart *q) {
             return part_decline(&q->why, &q->where, line, why);
         if (n == 0) continue;
         QBlock *b = q->n_blocks ? &q->blocks[q->n_blocks - 1] : NULL;
-        if (!b || !same_id_in(b->key.id, q->end, b->key.len, tok[0], q->end, (uint32_t)len[0])) {
+        if (!b || !in_block(&id, tok[0], len[0], q->end)) {
             if (close_qblock(q) != OK) return NOMEM;
             if (grow((void **)&q->blocks, &q->cap_blocks, q->n_blocks + 1, sizeof(QBlock)) != OK)
                 return NOMEM;
@@ -1298,6 +1333,7 @@ static int scan_qrels_part(QPart *q) {
             *b = (QBlock){{tok[0], (uint32_t)len[0], hash_id(tok[0], len[0], q->end)},
                           q->recs.n,
                           0};
+            id = block_id(tok[0], (uint32_t)len[0], q->end);
         }
         if (grow((void **)&q->recs.v, &q->recs.cap, q->recs.n + 1, sizeof(Rec)) != OK)
             return NOMEM;
@@ -1373,9 +1409,24 @@ static int join_block(RPart *p, RBlock *b) {
     }
     const uint32_t stamp = p->stamp;
     uint64_t *rslot = p->rslot;
-    Rec *kept = p->kept;
-    size_t n_kept = 0;
-    for (size_t i = 0; i < n; i++) {
+    /* Without a repeat (the usual), the block's records are ranked where they are; from
+     * the first repeat on, the documents are copied to `kept` (the same places so far). */
+    Rec *kept = p->cur;
+    size_t n_kept = 0, i = 0;
+    for (; i < n; i++) {
+        const Rec *r = &p->cur[i];
+        size_t s = r->hash & mask;
+        while ((uint32_t)(rslot[s] >> 32) == stamp &&
+               !same_doc_in(&kept[(uint32_t)rslot[s]], p->end, r, p->end))
+            s = (s + 1) & mask;
+        if ((uint32_t)(rslot[s] >> 32) == stamp) break;
+        rslot[s] = (uint64_t)stamp << 32 | n_kept++;
+    }
+    if (i < n) {
+        kept = p->kept;
+        memcpy(kept, p->cur, n_kept * sizeof *kept);
+    }
+    for (; i < n; i++) {
         const Rec *r = &p->cur[i];
         size_t s = r->hash & mask;
         while ((uint32_t)(rslot[s] >> 32) == stamp &&
@@ -1475,6 +1526,7 @@ static int scan_run_part(RPart *p) {
     if (!p->out) return NOMEM;
     p->cap_out = bound;
     advise_huge(p->out, bound * sizeof(double));
+    BlockId id = {0};
     while (at < p->stop) {
         const char *line = at, *why = NULL;
         int n;
@@ -1482,13 +1534,14 @@ static int scan_run_part(RPart *p) {
             return part_decline(&p->why, &p->where, line, why);
         if (n == 0) continue;
         RBlock *b = p->n_blocks ? &p->blocks[p->n_blocks - 1] : NULL;
-        if (!b || !same_id_in(b->key.id, p->end, b->key.len, tok[0], p->end, (uint32_t)len[0])) {
+        if (!b || !in_block(&id, tok[0], len[0], p->end)) {
             if (close_rblock(p) != OK) return NOMEM;
             if (grow((void **)&p->blocks, &p->cap_blocks, p->n_blocks + 1, sizeof(RBlock)) != OK)
                 return NOMEM;
             b = &p->blocks[p->n_blocks++];
             uint64_t hash = hash_id(tok[0], len[0], p->end);
             *b = (RBlock){{tok[0], (uint32_t)len[0], hash}, UNRESOLVED, line, line, 0, 0, 0, 0};
+            id = block_id(tok[0], (uint32_t)len[0], p->end);
             PREFETCH(&p->qrels->slot[hash & p->qrels->mask]);
             p->n_cur = 0;
             p->slow = 0;
