@@ -276,3 +276,19 @@ def test_a_started_join_must_match_the_call(write: WriteFile) -> None:
     assert empty is not None
     assert empty.result() is None  # it cannot be mapped
     assert join_files(qrels, write("empty", ""), keep_best=False, complete=False) is None
+
+
+def test_query_ids_that_are_not_utf8_read_as_numpy_reads_them(write: WriteFile) -> None:
+    # The scanner hands the ids over as one newline-separated bytes object, decoded when
+    # read: an invalid sequence at the end of one id does not swallow the next one.
+    ids = [b"q\xc3", b"q\xff1", b"\xe9t\xe9", b"ok", b"\xf0\x9f\x98", b"z\xc3\xa9"]
+    qrels = b"".join(q + b" 0 d1 1\n" + q + b" 0 d2 0\n" for q in ids)
+    run = b"".join(q + b" Q0 d%d %d %d t\n" % (i, i, 10 - i) for q in ids for i in range(1, 4))
+    qrels_path, run_path = write("qrels", qrels), write("run", run)
+    compiled = evaluate_files(qrels_path, run_path, ["rr", "precision@2"], engine="compiled")
+    reference = evaluate_files(qrels_path, run_path, ["rr", "precision@2"], engine="numpy")
+    assert compiled.qids == reference.qids
+    assert len(compiled.qids) == len(ids)
+    assert {k: v.tobytes() for k, v in compiled.per_query.items()} == {
+        k: v.tobytes() for k, v in reference.per_query.items()
+    }
