@@ -1,13 +1,14 @@
 """The kernels' work on joined files, cut into chunks of a bounded number of padded cells.
 
 The kernels pad each chunk's rankings to its longest one. When the rankings of a segment
-are of like length (a run of 100 documents a query), chunks are consecutive queries, views
-of the segment. When they are not -- rankings cut where the metrics stop reading
-(`ranking_depth`): most at the cutoff, a few on to a deep first relevant document --
-padding every query to the longest would cost many times the work, so the queries are
-grouped by length class (lengths up to 1, 2, 4, 8, ... documents) and each group is
-gathered into chunks of its own. A query's values do not depend on its chunk: the kernels
-sum along a row sequentially, whatever the padding.
+are of like length (a run of 100 documents a query), chunks are consecutive queries of
+it. When they are not -- rankings cut where the metrics stop reading (`ranking_depth`):
+most at the cutoff, a few on to a deep first relevant document -- padding every query to
+the longest would cost many times the work, so the queries are grouped by length class
+(lengths up to 1, 2, 4, 8, ... documents, of all segments together) and each group is
+cut into chunks of its own. A chunk's padded arrays are read from the segments in one
+`take` per piece (`Chunk.batch`). A query's values do not depend on its chunk: the
+kernels sum along a row sequentially and never read the padding.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
+from ragstream.metrics import RankingBatch
 from ragstream.trec._ranked import Segment
 
 __all__ = ["Chunk", "chunks", "padded_cells"]
@@ -29,21 +31,22 @@ _CLASSES = 2 ** np.arange(63, dtype=np.int64)
 @dataclass(frozen=True)
 class Chunk:
     """Queries for one kernel call: rows of one or more segments (`pieces`: a segment and
-    its rows, a slice or indices), gathered when the kernels' thread reads `queries`;
+    its rows, a slice or indices), padded when the kernels' thread asks for the `batch`;
     their values go to `at` among the queries of all segments end to end."""
 
     pieces: tuple[tuple[Segment, slice | _I64], ...]
     at: slice | _I64
 
-    @property
-    def queries(self) -> Segment:
-        """The chunk's queries as CSR arrays: views of one segment, or gathered."""
-        parts = [_rows(g, rows) for g, rows in self.pieces]
-        if len(parts) == 1:
-            return parts[0]
-        rel, rel_offsets = _concatenate([(p.rel, p.rel_offsets) for p in parts])
-        judged, judged_offsets = _concatenate([(p.judged, p.judged_offsets) for p in parts])
-        return Segment(rel, rel_offsets, judged, judged_offsets)
+    def batch(self) -> RankingBatch:
+        """The chunk's queries padded for the kernels straight from the segments: row i is
+        the `width` values from its query's first one on, in one `take` per piece (what
+        lies past a row's length is padding, which the kernels never read), instead of
+        gathering the queries and then padding them."""
+        rel, rel_length = _padded([(g.rel, g.rel_offsets, rows) for g, rows in self.pieces])
+        judged, judged_length = _padded(
+            [(g.judged, g.judged_offsets, rows) for g, rows in self.pieces]
+        )
+        return RankingBatch(rel, rel_length, judged, judged_length)
 
 
 def padded_cells(segments: tuple[Segment, ...] | list[Segment]) -> int:
@@ -110,41 +113,24 @@ def _by_class(g: Segment) -> list[tuple[int, _I64]]:
     return [(int(key[rows[0]]), rows) for rows in np.split(order, cuts) if rows.size]
 
 
-def _rows(g: Segment, rows: slice | _I64) -> Segment:
-    """Rows of a segment: views for a slice, gathered for indices."""
-    if isinstance(rows, slice):
-        lo, hi = rows.start, rows.stop
-        r0, j0 = g.rel_offsets[lo], g.judged_offsets[lo]
-        return Segment(
-            g.rel[r0 : g.rel_offsets[hi]],
-            g.rel_offsets[lo : hi + 1] - r0,
-            g.judged[j0 : g.judged_offsets[hi]],
-            g.judged_offsets[lo : hi + 1] - j0,
-        )
-    rel, rel_offsets = _take(g.rel, g.rel_offsets, rows)
-    judged, judged_offsets = _take(g.judged, g.judged_offsets, rows)
-    return Segment(rel, rel_offsets, judged, judged_offsets)
-
-
-def _concatenate(
-    parts: list[tuple[NDArray[np.float64], _I64]],
+def _padded(
+    pieces: list[tuple[NDArray[np.float64], _I64, slice | _I64]],
 ) -> tuple[NDArray[np.float64], _I64]:
-    """CSR arrays (offsets from 0) end to end."""
-    values = np.concatenate([v for v, _ in parts])
-    shifts = np.cumsum([0] + [int(o[-1]) for _, o in parts[:-1]])
-    offsets = np.concatenate(
-        [parts[0][1][:1]] + [o[1:] + shift for (_, o), shift in zip(parts, shifts, strict=True)]
-    )
-    return values, offsets
-
-
-def _take(
-    values: NDArray[np.float64], offsets: _I64, rows: _I64
-) -> tuple[NDArray[np.float64], _I64]:
-    """The CSR rows `rows` of (values, offsets), end to end."""
-    starts = offsets[rows]
-    lengths = offsets[rows + 1] - starts
-    new = np.zeros(rows.size + 1, dtype=np.int64)
-    np.cumsum(lengths, out=new[1:])
-    index = np.repeat(starts - new[:-1], lengths) + np.arange(new[-1], dtype=np.int64)
-    return values[index], new
+    """Rows of CSR arrays (values, offsets, rows) as one matrix as wide as the longest, and
+    their lengths."""
+    spans: list[tuple[NDArray[np.float64], _I64, _I64]] = []
+    for values, offsets, rows in pieces:
+        starts: _I64 = offsets[:-1][rows]
+        spans.append((values, starts, offsets[1:][rows] - starts))
+    lengths = spans[0][2] if len(spans) == 1 else np.concatenate([s[2] for s in spans])
+    width = int(lengths.max(initial=0))
+    out = np.empty((lengths.size, width), dtype=np.float64)
+    at = 0
+    for values, starts, span in spans:
+        block = out[at : at + span.size]
+        if values.size:  # clip: a row's last query may read past the values' end
+            np.take(values, starts[:, None] + np.arange(width), out=block, mode="clip")
+        else:
+            block.fill(0.0)
+        at += span.size
+    return out, lengths

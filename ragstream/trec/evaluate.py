@@ -28,7 +28,6 @@ from numpy.typing import NDArray
 from ragstream.metrics import (
     Gain,
     MetricSpec,
-    RankingBatch,
     evaluate,
     parse_metric,
     ranking_depth,
@@ -211,9 +210,7 @@ def _kernels(
     work = chunks(list(segments), max(1, min(_BATCH_CELLS // threads, -(-total // threads))))
 
     def kernels(chunk: Chunk) -> dict[str, _F64]:
-        g = chunk.queries
-        batch = RankingBatch.from_ragged(g.rel, g.rel_offsets, g.judged, g.judged_offsets)
-        return evaluate(batch, specs, gain=gain, threshold=float(relevance_level))
+        return evaluate(chunk.batch(), specs, gain=gain, threshold=float(relevance_level))
 
     parts = _in_threads(kernels, work, threads)
     out = {s.name: np.empty(n, dtype=np.float64) for s in specs}

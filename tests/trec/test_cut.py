@@ -164,11 +164,17 @@ def test_chunks_cover_every_query_once_with_its_own_arrays(cells: int) -> None:
     for chunk in work:
         at = np.arange(1000)[chunk.at]
         seen[at] += 1
-        q = chunk.queries
-        assert _rows(q.rel, q.rel_offsets) == [rel_rows[i] for i in at]
-        assert _rows(q.judged, q.judged_offsets) == [judged_rows[i] for i in at]
-        widths = np.maximum(np.diff(q.rel_offsets), np.diff(q.judged_offsets))
-        assert len(q) == 1 or int(widths.max()) * len(q) <= max(cells, int(widths.max()))
+        b = chunk.batch()
+        assert b.length.tolist() == [len(rel_rows[i]) for i in at]
+        assert b.judged_length.tolist() == [len(judged_rows[i]) for i in at]
+        assert [row[:n].tolist() for row, n in zip(b.rel, b.length, strict=True)] == [
+            rel_rows[i] for i in at
+        ]
+        assert [row[:n].tolist() for row, n in zip(b.judged, b.judged_length, strict=True)] == [
+            judged_rows[i] for i in at
+        ]
+        rows, width = b.num_queries, max(b.rel.shape[1], b.judged.shape[1])
+        assert rows == 1 or width * rows <= max(cells, width)
     assert (seen == 1).all()
     assert padded_cells(segments) == sum(
         max(len(r), len(j)) for r, j in zip(rel_rows, judged_rows, strict=True)
