@@ -1376,6 +1376,7 @@ typedef struct {
     size_t n_out, cap_out;
     double *judged; /* and the judged grades of their queries */
     size_t n_judged, cap_judged;
+    size_t judged_bound; /* the qrels' records: the judged grades written at most */
     const char *qrels_end;
     RBlock *blocks;
     size_t n_blocks, cap_blocks;
@@ -1526,6 +1527,12 @@ static int scan_run_part(RPart *p) {
     if (!p->out) return NOMEM;
     p->cap_out = bound;
     advise_huge(p->out, bound * sizeof(double));
+    /* room for every judged grade at once (only touched pages cost memory): growing it
+     * by doubling copied it into fresh pages, faulted in one by one */
+    p->judged = malloc((p->judged_bound ? p->judged_bound : 1) * sizeof(double));
+    if (!p->judged) return NOMEM;
+    p->cap_judged = p->judged_bound ? p->judged_bound : 1;
+    advise_huge(p->judged, p->cap_judged * sizeof(double));
     BlockId id = {0};
     while (at < p->stop) {
         const char *line = at, *why = NULL;
@@ -1890,12 +1897,14 @@ static PyObject *join_blocks(const char *qbuf, size_t qsize, const char *rbuf, s
     if (status == OK) {
         const At *repeat = &s->q[0].repeat;
         for (int t = 1; t < n; t++) repeat = earliest(repeat, &s->q[t].repeat);
+        size_t n_judgments = 0;
+        for (int t = 0; t < n; t++) n_judgments += s->q[t].recs.n;
         split(rbuf, rsize, 1, n, rb);
         for (int t = 0; t < n; t++)
             s->r[t] = (RPart){.buf = rbuf, .start = rb[t], .stop = rb[t + 1],
                               .end = rbuf + rsize, .queries = s->queries, .qrels = &s->qrels,
                               .keep_best = keep_best, .cut = cut, .skip_join = repeat->found,
-                              .qrels_end = qbuf + qsize};
+                              .qrels_end = qbuf + qsize, .judged_bound = n_judgments};
         in_parallel(run_work, s->r, sizeof *s->r, n);
     }
     Py_END_ALLOW_THREADS
