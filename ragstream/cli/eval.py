@@ -6,7 +6,8 @@ import ctypes
 import gc
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, cast
 
@@ -182,75 +183,63 @@ def eval_command(
     (descending, byte order); the rank column is ignored. The mean is over the queries
     in both files, or over all qrels queries with -c.
     """
-    collecting = gc.isenabled()
-    gc.disable()  # one shot: no cycles worth the collector's passes over numpy's objects
-    try:
-        _evaluate(
-            qrels, run, metrics, per_query, complete, fmt, digits, gain, relevance_level,
-            reader, engine, keep_best,
-        )  # fmt: skip
-    finally:
-        if collecting:
-            gc.enable()
+    with _no_collector():
+        _one_blas_thread()
+        _keep_freed_memory()  # before the join allocates
+        from ragstream.trec import TrecFormatError, start_join
+        from ragstream.trec._pending import AVAILABLE
+
+        if engine == "compiled" and not AVAILABLE:
+            raise click.BadParameter(
+                "the compiled scanner is not built (a C compiler is needed when installing)",
+                param_hint="--engine",
+            )
+        # The compiled join starts reading the files now, in threads of its own, while numpy
+        # and the metrics are imported (a tenth of a second); it is told how much of each
+        # ranking to keep once the metrics are parsed.
+        compiled = engine == "compiled" or (engine == "auto" and reader == "numpy")
+        started = start_join(qrels, run, keep_best=keep_best, background=True) if compiled else None
+        from ragstream.metrics import trec_name
+        from ragstream.trec import evaluate_files
+        from ragstream.trec.report import render
+
+        specs = _metrics(metrics)
+        places = _digits(digits)
+        if fmt == "trec":
+            for spec in specs:
+                try:
+                    trec_name(spec)
+                except ValueError as error:
+                    raise click.BadParameter(
+                        f"{error}; use --format table or json", param_hint="--metrics"
+                    ) from None
+        try:
+            result = evaluate_files(
+                qrels,
+                run,
+                specs,
+                gain="exponential" if gain == "exponential" else "linear",
+                relevance_level=relevance_level,
+                complete=complete,
+                keep_best=keep_best,
+                reader="arrow" if reader == "arrow" else "numpy",
+                engine=cast("Engine", engine),  # click.Choice admits only these
+                started=started,
+            )
+        except TrecFormatError as error:
+            raise click.ClickException(str(error)) from None
+        click.echo(render(result, fmt, per_query=per_query, digits=places), nl=False)
     _exit.request()
 
 
-def _evaluate(
-    qrels: Path,
-    run: Path,
-    metrics: tuple[str, ...],
-    per_query: bool,
-    complete: bool,
-    fmt: Format,
-    digits: str,
-    gain: str,
-    relevance_level: int,
-    reader: str,
-    engine: str,
-    keep_best: bool,
-) -> None:
-    _one_blas_thread()
-    _keep_freed_memory()  # before the join allocates
-    from ragstream.trec import TrecFormatError, start_join
-    from ragstream.trec._pending import AVAILABLE
-
-    if engine == "compiled" and not AVAILABLE:
-        raise click.BadParameter(
-            "the compiled scanner is not built (a C compiler is needed when installing)",
-            param_hint="--engine",
-        )
-    # The compiled join starts reading the files now, in threads of its own, while numpy
-    # and the metrics are imported (a tenth of a second); it is told how much of each
-    # ranking to keep once the metrics are parsed.
-    compiled = engine == "compiled" or (engine == "auto" and reader == "numpy")
-    started = start_join(qrels, run, keep_best=keep_best, background=True) if compiled else None
-    from ragstream.metrics import trec_name
-    from ragstream.trec import evaluate_files
-    from ragstream.trec.report import render
-
-    specs = _metrics(metrics)
-    places = _digits(digits)
-    if fmt == "trec":
-        for spec in specs:
-            try:
-                trec_name(spec)
-            except ValueError as error:
-                raise click.BadParameter(
-                    f"{error}; use --format table or json", param_hint="--metrics"
-                ) from None
+@contextmanager
+def _no_collector() -> Iterator[None]:
+    """Python's garbage collector off for a one-shot command (no cycles worth its passes
+    over numpy's objects), and on again after it for an in-process caller."""
+    collecting = gc.isenabled()
+    gc.disable()
     try:
-        result = evaluate_files(
-            qrels,
-            run,
-            specs,
-            gain="exponential" if gain == "exponential" else "linear",
-            relevance_level=relevance_level,
-            complete=complete,
-            keep_best=keep_best,
-            reader="arrow" if reader == "arrow" else "numpy",
-            engine=cast("Engine", engine),  # click.Choice admits only these
-            started=started,
-        )
-    except TrecFormatError as error:
-        raise click.ClickException(str(error)) from None
-    click.echo(render(result, fmt, per_query=per_query, digits=places), nl=False)
+        yield
+    finally:
+        if collecting:
+            gc.enable()

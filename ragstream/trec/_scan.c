@@ -1387,6 +1387,17 @@ typedef struct {
     int status;
 } RPart;
 
+/* The slot of document r in a block's stamped table: the one holding it (this block's
+ * stamp, the same document in `kept`), or the free one it goes in. */
+static inline size_t doc_slot(const uint64_t *slots, size_t mask, uint32_t stamp,
+                              const Rec *kept, const Rec *r, const char *end) {
+    size_t s = r->hash & mask;
+    while ((uint32_t)(slots[s] >> 32) == stamp &&
+           !same_doc_in(&kept[(uint32_t)slots[s]], end, r, end))
+        s = (s + 1) & mask;
+    return s;
+}
+
 /* The work of join_query for one block: repeats (or the best-scored line of each
  * document), trec_eval's order, the grades. */
 static int join_block(RPart *p, RBlock *b) {
@@ -1415,11 +1426,7 @@ static int join_block(RPart *p, RBlock *b) {
     Rec *kept = p->cur;
     size_t n_kept = 0, i = 0;
     for (; i < n; i++) {
-        const Rec *r = &p->cur[i];
-        size_t s = r->hash & mask;
-        while ((uint32_t)(rslot[s] >> 32) == stamp &&
-               !same_doc_in(&kept[(uint32_t)rslot[s]], p->end, r, p->end))
-            s = (s + 1) & mask;
+        const size_t s = doc_slot(rslot, mask, stamp, kept, &p->cur[i], p->end);
         if ((uint32_t)(rslot[s] >> 32) == stamp) break;
         rslot[s] = (uint64_t)stamp << 32 | n_kept++;
     }
@@ -1429,10 +1436,7 @@ static int join_block(RPart *p, RBlock *b) {
     }
     for (; i < n; i++) {
         const Rec *r = &p->cur[i];
-        size_t s = r->hash & mask;
-        while ((uint32_t)(rslot[s] >> 32) == stamp &&
-               !same_doc_in(&kept[(uint32_t)rslot[s]], p->end, r, p->end))
-            s = (s + 1) & mask;
+        const size_t s = doc_slot(rslot, mask, stamp, kept, r, p->end);
         if ((uint32_t)(rslot[s] >> 32) != stamp) {
             rslot[s] = (uint64_t)stamp << 32 | n_kept;
             kept[n_kept++] = *r;
