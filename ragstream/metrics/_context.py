@@ -130,9 +130,9 @@ class _Context:
             mask = self.top_relevant()
             if decayed:
                 values = np.where(mask, self.weight()[:, : self.width], 0.0)
-                self._values[key] = np.cumsum(values, axis=1)
+                self._values[key] = _running_sum(values)
             else:
-                self._values[key] = np.cumsum(mask, axis=1, dtype=np.float64)
+                self._values[key] = _running_sum(mask.astype(np.float64))
         return self._values[key]
 
     def judged_mask(self) -> _Bool:
@@ -164,7 +164,7 @@ class _Context:
             gains = np.where(inside, _gain(b.rel[:, : self.width], self.gain), 0.0)
             if decayed:
                 gains = gains * self.weight()[:, : self.width]
-            self._values[key] = np.cumsum(gains / _discount(self.width), axis=1)
+            self._values[key] = _running_sum(gains / _discount(self.width))
         return self._values[key]
 
     def cumulative_ideal(self, decayed: bool) -> _F64:
@@ -181,8 +181,23 @@ class _Context:
             best = None if decayed else _top_by_levels(gains, top)
             if best is None:
                 best = _top_sorted(gains, top)
-            self._values[key] = np.cumsum(best / _discount(top), axis=1)
+            self._values[key] = _running_sum(best / _discount(top))
         return self._values[key]
+
+
+_NARROW = 32  # columns up to which a running sum column by column beats np.cumsum
+
+
+def _running_sum(values: _F64) -> _F64:
+    """Row-wise running sums, the bits of np.cumsum(values, axis=1) (each sum is the row's
+    previous one plus the value, in order). Narrow rows -- the cutoffs, rankings of a
+    retrieval -- are summed a column at a time, in place in `values` (a temporary of the
+    caller's): numpy's cumsum walks them row by row, 2-3 times slower on 10-20 columns."""
+    if values.shape[1] > _NARROW:
+        return np.cumsum(values, axis=1)
+    for i in range(1, values.shape[1]):
+        values[:, i] += values[:, i - 1]
+    return values
 
 
 def _top_sorted(gains: _F64, top: int) -> _F64:
