@@ -85,7 +85,7 @@ def join_files(
     qrels_path, run_path = os.fspath(qrels), os.fspath(run)
     qids, n_common, n_qrels, parts, order, q_repeat, r_repeat = out
     ranked = Ranked(
-        tuple(qids),
+        qids,
         tuple(
             Segment(_floats(rel), _ints(rel_offsets), _floats(judged), _ints(judged_offsets))
             for rel, rel_offsets, judged, judged_offsets in parts

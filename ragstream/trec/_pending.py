@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     _Repeat = tuple[int, int, bytes, bytes]  # first line, repeated line, query id, document id
     _Buffers = tuple[Buffer, Buffer, Buffer, Buffer]  # rel, rel_offsets, judged, judged_offsets
     Out = tuple[
-        list[str], int, int, list[_Buffers], Buffer | None, _Repeat | None, _Repeat | None
+        tuple[str, ...], int, int, list[_Buffers], Buffer | None, _Repeat | None, _Repeat | None
     ]  # fmt: skip
 
 __all__ = ["AVAILABLE", "PendingJoin", "default_workers", "start_join", "usable_cpus"]

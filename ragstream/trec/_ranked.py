@@ -80,15 +80,9 @@ class Ranked:
         whole = _end_to_end(self.segments)
         if self.order is None:
             return whole
-        rel_offsets, judged_offsets = whole.rel_offsets, whole.judged_offsets
-        rel_index, rel_offsets = segments(
-            rel_offsets[:-1][self.order], np.diff(rel_offsets)[self.order]
-        )
-        judged_index, judged_offsets = segments(
-            judged_offsets[:-1][self.order], np.diff(judged_offsets)[self.order]
-        )
         return Segment(
-            whole.rel[rel_index], rel_offsets, whole.judged[judged_index], judged_offsets
+            *_rows_in_order(whole.rel, whole.rel_offsets, self.order),
+            *_rows_in_order(whole.judged, whole.judged_offsets, self.order),
         )
 
     @property
@@ -118,6 +112,12 @@ def _end_to_end(parts: tuple[Segment, ...]) -> Segment:
         np.concatenate([np.zeros(0), *(p.judged for p in parts)]),
         _offsets_end_to_end([p.judged_offsets for p in parts]),
     )
+
+
+def _rows_in_order(values: _F64, offsets: _I64, order: _I64) -> tuple[_F64, _I64]:
+    """CSR rows `order[0]`, `order[1]`, ... of (values, offsets), end to end."""
+    index, reordered = segments(offsets[:-1][order], np.diff(offsets)[order])
+    return values[index], reordered
 
 
 def _offsets_end_to_end(offsets: list[_I64]) -> _I64:

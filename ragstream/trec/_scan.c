@@ -350,6 +350,34 @@ enum { SLOW = 2 };
 
 static int parse_long_score(const char *s, size_t n, double *out);
 
+/* The rest of a score after its digits, `p` at what follows them: an optional exponent,
+ * the end of the field, then the value m x 10^e10 -- the exact double when `exact` (m
+ * holds every significant digit) and Clinger's fast path applies, SLOW otherwise. */
+static inline int score_tail(const char *p, const char *end, int negative, uint64_t m,
+                             int64_t e10, int exact, double *out) {
+    if (p < end && (*p == 'e' || *p == 'E')) {
+        p++;
+        int exp_negative = 0;
+        if (p < end && (*p == '+' || *p == '-')) exp_negative = *p++ == '-';
+        const char *first = p;
+        int64_t exponent = 0;
+        for (; p < end && (unsigned char)(*p - '0') < 10; p++)
+            if (exponent < 100000) exponent = exponent * 10 + (*p - '0');
+        if (p == first) return DECLINE;
+        e10 += exp_negative ? -exponent : exponent;
+    }
+    if (p != end) return DECLINE;
+    if (m == 0) {
+        *out = negative ? -0.0 : 0.0;
+        return OK;
+    }
+    if (!FAST_DOUBLES || !exact || m > (1ULL << 53) || e10 < -22 || e10 > 22) return SLOW;
+    double v = (double)m;
+    v = e10 < 0 ? v / POW10[-e10] : v * POW10[e10];
+    *out = negative ? -v : v;
+    return OK;
+}
+
 /* The common spelling first: at most 19 digits in all, so that they fit in a uint64 as
  * they are read, with no per-digit bookkeeping; longer ones (leading zeros, many digits)
  * are read by parse_long_score, digit by digit. Both give the same result for any
@@ -370,28 +398,7 @@ static inline int parse_score(const char *s, size_t n, double *out) {
     }
     if (n_digits > 19) return parse_long_score(s, n, out);
     if (!n_digits) return DECLINE;
-    int64_t e10 = -(int64_t)n_fraction;
-    if (p < end && (*p == 'e' || *p == 'E')) {
-        p++;
-        int exp_negative = 0;
-        if (p < end && (*p == '+' || *p == '-')) exp_negative = *p++ == '-';
-        const char *first = p;
-        int64_t exponent = 0;
-        for (; p < end && (unsigned char)(*p - '0') < 10; p++)
-            if (exponent < 100000) exponent = exponent * 10 + (*p - '0');
-        if (p == first) return DECLINE;
-        e10 += exp_negative ? -exponent : exponent;
-    }
-    if (p != end) return DECLINE;
-    if (m == 0) {
-        *out = negative ? -0.0 : 0.0;
-        return OK;
-    }
-    if (!FAST_DOUBLES || m > (1ULL << 53) || e10 < -22 || e10 > 22) return SLOW;
-    double v = (double)m;
-    v = e10 < 0 ? v / POW10[-e10] : v * POW10[e10];
-    *out = negative ? -v : v;
-    return OK;
+    return score_tail(p, end, negative, m, -(int64_t)n_fraction, 1, out);
 }
 
 static int parse_long_score(const char *s, size_t n, double *out) {
@@ -421,30 +428,7 @@ static int parse_long_score(const char *s, size_t n, double *out) {
         }
     }
     if (!digits) return DECLINE;
-    if (i < n && (s[i] == 'e' || s[i] == 'E')) {
-        i++;
-        int exp_negative = 0;
-        if (i < n && (s[i] == '+' || s[i] == '-')) exp_negative = s[i++] == '-';
-        size_t first = i;
-        int64_t exponent = 0;
-        while (i < n && (unsigned char)(s[i] - '0') < 10) {
-            if (exponent < 100000) exponent = exponent * 10 + (s[i] - '0');
-            i++;
-        }
-        if (i == first) return DECLINE;
-        e10 += exp_negative ? -exponent : exponent;
-    }
-    if (i != n) return DECLINE;
-    if (m == 0) {
-        *out = negative ? -0.0 : 0.0;
-        return OK;
-    }
-    if (!FAST_DOUBLES || significant > 19 || m > (1ULL << 53) || e10 < -22 || e10 > 22)
-        return SLOW;
-    double v = (double)m;
-    v = e10 < 0 ? v / POW10[-e10] : v * POW10[e10];
-    *out = negative ? -v : v;
-    return OK;
+    return score_tail(s + i, s + n, negative, m, e10, significant <= 19, out);
 }
 
 /* Grades: [+-]digits with at most 18 significant digits (an exact int64), as a double
@@ -1762,8 +1746,8 @@ done:
     return status;
 }
 
-static PyObject *qid_list(size_t n, const char *const *ids, const uint32_t *lens,
-                          const int64_t *where);
+static PyObject *qid_tuple(size_t n, const char *const *ids, const uint32_t *lens,
+                           const int64_t *where);
 static PyObject *result_tuple(PyObject *qids, size_t n_common, size_t n_qrels_queries,
                               PyObject *segments, PyObject *order, PyObject *qrels_repeat,
                               PyObject *run_repeat);
@@ -1970,7 +1954,7 @@ static PyObject *join_blocks(const char *qbuf, size_t qsize, const char *rbuf, s
             ids[k] = b->key.id;
             lens[k] = b->key.len;
         }
-        qids = segments ? qid_list(n_evaluated, ids, lens, where) : NULL;
+        qids = segments ? qid_tuple(n_evaluated, ids, lens, where) : NULL;
         void *w = where;
         order = qids ? owned(&w, n_evaluated * sizeof *where) : NULL;
         where = w;
@@ -2037,31 +2021,31 @@ static PyObject *ascii_text(const char *id, uint32_t len) {
     return text;
 }
 
-/* The ids as a list of str, item k the id stored at where[k] (where NULL: at k). They are
+/* The ids as a tuple of str, item k the id stored at where[k] (where NULL: at k). They are
  * decoded in stored order, which reads the file front to back (in byte order of the ids,
  * each one would be a cache miss at a random place in it), then put in place. */
-static PyObject *qid_list(size_t n, const char *const *ids, const uint32_t *lens,
-                          const int64_t *where) {
-    PyObject *qids = PyList_New((Py_ssize_t)n);
+static PyObject *qid_tuple(size_t n, const char *const *ids, const uint32_t *lens,
+                           const int64_t *where) {
+    PyObject *qids = PyTuple_New((Py_ssize_t)n);
+    if (!qids) return NULL;
     PyObject **stored = where ? malloc((n ? n : 1) * sizeof *stored) : NULL;
-    if (!qids || (where && !stored)) {
-        Py_XDECREF(qids);
-        free(stored);
-        return where && qids ? PyErr_NoMemory() : NULL;
+    if (where && !stored) {
+        Py_DECREF(qids);
+        return PyErr_NoMemory();
     }
     for (size_t i = 0; i < n; i++) {
         PyObject *id = ascii_text(ids[i], lens[i]);
         if (!id) id = PyUnicode_DecodeUTF8(ids[i], (Py_ssize_t)lens[i], "replace");
         if (!id) {
             for (size_t j = 0; where && j < i; j++) Py_DECREF(stored[j]);
-            Py_DECREF(qids);
+            Py_DECREF(qids); /* items not set yet are NULL */
             free(stored);
             return NULL;
         }
         if (where) stored[i] = id;
-        else PyList_SET_ITEM(qids, (Py_ssize_t)i, id);
+        else PyTuple_SET_ITEM(qids, (Py_ssize_t)i, id);
     }
-    for (size_t k = 0; where && k < n; k++) PyList_SET_ITEM(qids, (Py_ssize_t)k, stored[where[k]]);
+    for (size_t k = 0; where && k < n; k++) PyTuple_SET_ITEM(qids, (Py_ssize_t)k, stored[where[k]]);
     free(stored);
     return qids;
 }
@@ -2129,7 +2113,7 @@ static PyObject *join_general(const char *qbuf, size_t qsize, const char *rbuf, 
         ids[i] = reg.q[evaluated[i]].id;
         lens[i] = reg.q[evaluated[i]].len;
     }
-    if (!(qids = qid_list(j.n_evaluated, ids, lens, NULL))) goto done;
+    if (!(qids = qid_tuple(j.n_evaluated, ids, lens, NULL))) goto done;
     size_t offsets = (j.n_evaluated + 1) * sizeof(int64_t);
     if (!(rel = shrink(rel, n_rel * sizeof(double)))) goto done;
     if (!(judged = shrink(judged, n_judged * sizeof(double)))) goto done;
@@ -2171,10 +2155,11 @@ PyDoc_STRVAR(join_doc,
              "each file in `workers` parts read at the same time (same result); of each\n"
              "ranking, what the Cut `cut` keeps when it is joined (None: all of it).\n\n"
              "Returns (qids, n_common, n_qrels_queries, segments, order, qrels_repeat,\n"
-             "run_repeat): qids (str) of the queries in both files in byte order, their\n"
-             "number, the number of qrels queries; segments, a list of (rel, rel_offsets,\n"
-             "judged, judged_offsets) float64 and int64 buffers (CSR; no segment when a\n"
-             "repeat was found), the queries stored end to end across them; order, an\n"
+             "run_repeat): qids, a tuple of the ids (str) of the queries in both files\n"
+             "in byte order, their number, the number of qrels queries; segments, a list\n"
+             "of (rel, rel_offsets, judged, judged_offsets) float64 and int64 buffers\n"
+             "(CSR; no segment when a repeat was found), the queries stored end to end\n"
+             "across them; order, an\n"
              "int64 buffer with the place there of each query of qids, or None when they\n"
              "are stored in qids' order; each repeat is None or (first line, repeated\n"
              "line, query id, document id).\n"

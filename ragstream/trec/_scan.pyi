@@ -23,7 +23,7 @@ def join(
     /,
 ) -> (
     tuple[
-        list[str],
+        tuple[str, ...],
         int,
         int,
         list[tuple[Buffer, Buffer, Buffer, Buffer]],

@@ -199,15 +199,16 @@ def _kernels(
     chunks of queries (`_chunks`), so that padding stays bounded, `threads` chunks at a
     time (numpy releases the GIL in its loops; by default one thread per CPU from 1 Mi
     cells on). A query's values do not depend on its chunk."""
+    segments = list(segments)
     n = sum(len(segment) for segment in segments)
     if n == 0:
         return {s.name: np.zeros(0, dtype=np.float64) for s in specs}
-    total = padded_cells(list(segments))
+    total = padded_cells(segments)
     if threads is None:
         threads = usable_cpus() if total >= _THREAD_CELLS else 1
     threads = max(1, min(threads, n))
     # as many cells at a time as one thread had: pieces of a thread's share
-    work = chunks(list(segments), max(1, min(_BATCH_CELLS // threads, -(-total // threads))))
+    work = chunks(segments, max(1, min(_BATCH_CELLS // threads, -(-total // threads))))
 
     def kernels(chunk: Chunk) -> dict[str, _F64]:
         return evaluate(chunk.batch(), specs, gain=gain, threshold=float(relevance_level))

@@ -10,13 +10,10 @@ from hypothesis import strategies as st
 from ragstream.join.expiry import ExpiryQueue
 
 # a step: push a time (mostly increasing, sometimes earlier), pop one, or pop all due at t
+_PUSH = st.tuples(st.just("push"), st.integers(-5, 20))
+_POP = st.tuples(st.just("pop"), st.just(0))
 _STEPS = st.lists(
-    st.one_of(
-        st.tuples(st.just("push"), st.integers(-5, 20)),
-        st.tuples(st.just("pop"), st.just(0)),
-        st.tuples(st.just("due"), st.integers(-5, 40)),
-    ),
-    max_size=80,
+    st.one_of(_PUSH, _POP, st.tuples(st.just("due"), st.integers(-5, 40))), max_size=80
 )
 
 
@@ -56,9 +53,9 @@ def test_ties_leave_in_push_order_across_both_parts() -> None:
 # a step as above, or a run of times pushed together (`push_many`), or a timed pop
 _MORE_STEPS = st.lists(
     st.one_of(
-        st.tuples(st.just("push"), st.integers(-5, 20)),
+        _PUSH,
         st.tuples(st.just("many"), st.lists(st.integers(-3, 6), max_size=12)),
-        st.tuples(st.just("pop"), st.just(0)),
+        _POP,
         st.tuples(st.just("due"), st.integers(-5, 60)),
     ),
     max_size=60,
