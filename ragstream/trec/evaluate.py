@@ -62,7 +62,7 @@ and errors: the compiled one hands unusual files to numpy."""
 
 _I64 = NDArray[np.int64]
 _F64 = NDArray[np.float64]
-_BATCH_CELLS = 1 << 20  # padded cells in the kernels at a time: temporaries reuse freed memory
+_BATCH_CELLS = 1 << 19  # padded cells in the kernels at a time: temporaries reuse freed memory
 _THREAD_CELLS = 1 << 20  # below this many cells the kernels run in one thread
 
 
