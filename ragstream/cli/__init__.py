@@ -71,6 +71,7 @@ def entry() -> None:
     """The console script and `python -m ragstream`: `main`; then, when the command asked
     for it (`ragstream.cli._exit`) and succeeded, the process ends at once, its output
     flushed, without the interpreter's teardown."""
+    _exit.console()
     try:
         main()
     except SystemExit as stop:

@@ -229,17 +229,18 @@ def eval_command(
         except TrecFormatError as error:
             raise click.ClickException(str(error)) from None
         click.echo(render(result, fmt, per_query=per_query, digits=places), nl=False)
-    _exit.request()
+        _exit.request()
 
 
 @contextmanager
 def _no_collector() -> Iterator[None]:
     """Python's garbage collector off for a one-shot command (no cycles worth its passes
-    over numpy's objects), and on again after it for an in-process caller."""
+    over numpy's objects), and on again after it for an in-process caller; left off when
+    the process ends at once (`ragstream.cli._exit.ending`)."""
     collecting = gc.isenabled()
     gc.disable()
     try:
         yield
     finally:
-        if collecting:
+        if collecting and not _exit.ending():
             gc.enable()

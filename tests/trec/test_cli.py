@@ -176,6 +176,27 @@ def test_in_process_the_collector_is_on_again_after_the_command(files: list[str]
     assert done.stderr == "True\n"
 
 
+def test_ended_by_the_console_script_the_collector_stays_off(files: list[str]) -> None:
+    # turned on again, it would go over every object of the command just before os._exit
+    script = (
+        "import gc, os, sys\n"
+        "real = os._exit\n"
+        "def end(code):\n"
+        "    print(gc.isenabled(), file=sys.stderr)\n"
+        "    sys.stderr.flush()\n"
+        "    real(code)\n"
+        "os._exit = end\n"
+        f"sys.argv = ['ragstream', 'eval', *{files!r}, '-m', 'rr', '--format', 'trec']\n"
+        "from ragstream.cli import entry\n"
+        "entry()\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, check=False, timeout=60
+    )
+    assert (done.returncode, done.stderr) == (0, "False\n")
+    assert done.stdout == "recip_rank            \tall\t0.4167\n"
+
+
 def _after_the_command(
     files: list[str], then: str, env: dict[str, str] | None = None
 ) -> subprocess.CompletedProcess[str]:
