@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+TYPE_CHECKING = False  # not typing's: `ragstream eval` begins before typing is imported
 
 __all__ = ["__version__"]
 

@@ -1,70 +1,31 @@
-"""The `ragstream` command line: one click group, one module per subcommand.
+"""The `ragstream` command line: `main`, the click group (`ragstream.cli.group`), one module
+per subcommand; and `entry`, the console script and `python -m ragstream`.
 
-Subcommands are imported only when they run (or for `--help`), so that `ragstream eval`
-does not pay for the Kafka and HTTP stacks, nor `ragstream run` for the TREC parser.
+This module does not import click: the console script begins reading `ragstream eval`'s
+files (`ragstream.cli._prefetch`) before click and the command are imported.
 """
 
 from __future__ import annotations
 
-import importlib
 import os
 import sys
 
-import click
+from ragstream.cli import _exit, _prefetch
 
-from ragstream.cli import _exit
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from ragstream.cli.group import main
 
 __all__ = ["entry", "main"]
 
-_COMMANDS = {
-    "check-config": "ragstream.cli.check_config:check_config",
-    "demo": "ragstream.cli.demo:demo",
-    "eval": "ragstream.cli.eval:eval_command",
-    "replay": "ragstream.cli.replay:replay",
-    "run": "ragstream.cli.run:run",
-    "schema": "ragstream.cli.schema:schema",
-}
 
+def __getattr__(name: str) -> object:
+    """`main`, imported with click when first asked for."""
+    if name != "main":
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    from ragstream.cli.group import main
 
-class _LazyGroup(click.Group):
-    """A group whose subcommands are imported on first use."""
-
-    def list_commands(self, ctx: click.Context) -> list[str]:
-        return sorted(_COMMANDS)
-
-    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
-        target = _COMMANDS.get(cmd_name)
-        if target is None:
-            return None
-        module, _, attribute = target.partition(":")
-        command = getattr(importlib.import_module(module), attribute)
-        if not isinstance(command, click.Command):
-            raise TypeError(f"{target} is not a click command")
-        return command
-
-
-def _print_version(ctx: click.Context, param: click.Parameter, value: bool) -> None:
-    """click's `version_option`, with the version read only when asked for (see
-    `ragstream.__version__`)."""
-    if not value or ctx.resilient_parsing:
-        return
-    from ragstream import __version__
-
-    click.echo(f"ragstream, version {__version__}")
-    ctx.exit()
-
-
-@click.group(cls=_LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
-@click.option(
-    "--version",
-    is_flag=True,
-    expose_value=False,
-    is_eager=True,
-    callback=_print_version,
-    help="Show the version and exit.",
-)
-def main() -> None:
-    """Streaming online evaluation of RAG services."""
+    return main
 
 
 def entry() -> None:
@@ -72,6 +33,9 @@ def entry() -> None:
     for it (`ragstream.cli._exit`) and succeeded, the process ends at once, its output
     flushed, without the interpreter's teardown."""
     _exit.console()
+    _prefetch.begin(sys.argv[1:])
+    from ragstream.cli.group import main
+
     try:
         main()
     except SystemExit as stop:

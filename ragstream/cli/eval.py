@@ -2,10 +2,7 @@
 
 from __future__ import annotations
 
-import ctypes
 import gc
-import os
-import sys
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -13,7 +10,7 @@ from typing import TYPE_CHECKING, cast
 
 import click
 
-from ragstream.cli import _exit
+from ragstream.cli import _exit, _prefetch, _process
 
 if TYPE_CHECKING:  # numpy and the evaluator are imported when the command runs, not for --help
     from ragstream.metrics import MetricSpec
@@ -54,36 +51,6 @@ def _digits(value: str) -> int | None:
     if value.isdigit() and int(value) <= 17:
         return int(value)
     raise click.BadParameter(f"{value!r}: give 0 to 17, or 'full'", param_hint="--digits")
-
-
-def _keep_freed_memory() -> None:
-    """Ask glibc to serve large arrays from its heap and keep freed memory there.
-
-    The evaluation makes many short-lived arrays of tens of megabytes; by default each is
-    a fresh `mmap` whose pages fault in one by one and are returned on free. Reusing the
-    heap avoids that (1.3-1.6x on numpy temporaries here). Process-wide, so only the
-    command does it, never the library; elsewhere than glibc it does nothing.
-    """
-    if not sys.platform.startswith("linux"):
-        return
-    try:
-        libc = ctypes.CDLL("libc.so.6")
-        libc.mallopt(-3, 1 << 30)  # M_MMAP_THRESHOLD
-        libc.mallopt(-1, (1 << 31) - 1)  # M_TRIM_THRESHOLD (an int)
-    except (OSError, AttributeError):
-        return
-
-
-def _one_blas_thread() -> None:
-    """Start numpy's BLAS (OpenBLAS) with one thread unless the environment says otherwise.
-
-    The evaluation does no matrix products, but OpenBLAS starts a thread per CPU when
-    numpy is imported, and those threads spin for a while: 0.1-0.3 s of CPU in a 1.2 s
-    command, taken from the scanner's threads. Only before numpy is imported does it
-    apply; the command does it, never the library.
-    """
-    if "numpy" not in sys.modules:
-        os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 
 @click.command("eval", short_help="Evaluate a TREC run against qrels as trec_eval does.")
@@ -184,8 +151,8 @@ def eval_command(
     in both files, or over all qrels queries with -c.
     """
     with _no_collector():
-        _one_blas_thread()
-        _keep_freed_memory()  # before the join allocates
+        _process.one_blas_thread()
+        _process.keep_freed_memory()  # before the join allocates
         from ragstream.trec import TrecFormatError, start_join
         from ragstream.trec._pending import AVAILABLE
 
@@ -198,7 +165,11 @@ def eval_command(
         # and the metrics are imported (a tenth of a second); it is told how much of each
         # ranking to keep once the metrics are parsed.
         compiled = engine == "compiled" or (engine == "auto" and reader == "numpy")
-        started = start_join(qrels, run, keep_best=keep_best, background=True) if compiled else None
+        started = None
+        if compiled:  # begun by the console script already when it guessed these files
+            started = _prefetch.take(qrels, run, keep_best) or start_join(
+                qrels, run, keep_best=keep_best, background=True
+            )
         from ragstream.metrics import trec_name
         from ragstream.trec import evaluate_files
         from ragstream.trec.report import render

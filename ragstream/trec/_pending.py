@@ -16,7 +16,8 @@ import math
 import mmap
 import os
 import threading
-from typing import TYPE_CHECKING
+
+TYPE_CHECKING = False  # not typing's: `ragstream eval` begins before typing is imported
 
 if TYPE_CHECKING:
     from typing_extensions import Buffer
