@@ -3,7 +3,8 @@
 Importing click and the command takes 20-30 ms, a tenth of the command on a collection of
 a hundred thousand queries, with one core idle. The console script (`ragstream.cli.entry`)
 therefore looks at its arguments before importing click: when they are `eval` with
-`--qrels` and `--run`, it begins the compiled join of those files (`start_join`) at once.
+`--qrels` and `--run`, it begins the compiled join of those files (`start_join`) at once,
+and turns the garbage collector off, as the command does, for the imports too.
 
 This is a guess, not the parse: click parses the arguments as always, and the command
 uses the join begun here only when it is of the files, and with the options, that click
@@ -15,6 +16,7 @@ command itself (a test holds `VALUED` to `eval_command`'s options).
 
 from __future__ import annotations
 
+import gc
 import os
 
 TYPE_CHECKING = False  # typing is not imported yet this early (a few ms)
@@ -55,6 +57,7 @@ def begin(argv: Sequence[str]) -> None:
     if guess is None:
         return
     qrels, run, keep_best = guess
+    gc.disable()  # as the command does (`ragstream.cli.eval`), from here on
     from ragstream.cli import _process
 
     _process.one_blas_thread()

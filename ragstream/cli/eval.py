@@ -200,7 +200,7 @@ def eval_command(
         except TrecFormatError as error:
             raise click.ClickException(str(error)) from None
         click.echo(render(result, fmt, per_query=per_query, digits=places), nl=False)
-        _exit.request()
+        _exit.request(keep=result)
 
 
 @contextmanager

@@ -3,9 +3,10 @@ its guess of the files from the arguments, and a wrong guess costing no result."
 
 from __future__ import annotations
 
+import gc
 import subprocess
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import click
@@ -22,6 +23,14 @@ RUN = "q1 Q0 a 1 1 t\nq1 Q0 b 2 2.0 t\nq1 Q0 c 3 2 t\nq2 Q0 w 1 -1 t\nq2 Q0 x 2 
 OTHER_RUN = "q1 Q0 c 1 9 t\nq2 Q0 x 1 9 t\n"  # rr 1 for both
 REPEATED = "q1 Q0 a 1 1 t\nq1 Q0 a 2 3 t\nq2 Q0 x 1 1 t\n"  # a twice: an error without keep-best;
 # with it, rr 1 for both
+
+
+@pytest.fixture(autouse=True)
+def _collector_back_on() -> Iterator[None]:
+    """`begin` turns the collector off for the rest of the process, as the console script
+    wants; here the process goes on."""
+    yield
+    gc.enable()
 
 
 def test_valued_are_the_commands_options_with_a_value() -> None:
@@ -68,6 +77,7 @@ def test_the_join_begun_is_used_when_it_is_of_the_commands_files(write: WriteFil
     files = ["--qrels", str(write("qrels", QRELS)), "--run", str(write("run", RUN))]
     _prefetch.begin(["eval", *files])
     assert len(_prefetch._BEGUN) == 1
+    assert not gc.isenabled()
     assert _rr(files) == "recip_rank            \tall\t0.7500\n"
     assert _prefetch._BEGUN == []  # taken
 
