@@ -10,11 +10,13 @@ and with every query labeled inline), each against its own baselines. For each i
 topic, produces N retrieval events keyed by query id (not measured, reported apart; two
 kinds with the same events share the topic), then runs each measured stage in a fresh
 process (`bench.pipeline_stages`): two plain-consumer baselines (`json.loads`,
-`orjson.loads`), the pipeline (`KafkaSource` + `Runner` + `Engine`, event clock), N such
-pipeline processes in one consumer group (`bench.pipeline_group`, on a topic whose
-partitions split evenly between them), and the engine alone on the same messages without
-Kafka; last, a cProfile of the engine. It prints per traffic one table with targets and
-pass/miss and one for the N processes, with the load average around every figure, and then
+`orjson.loads`, aiokafka's fetch defaults) and, for reference only, the `orjson.loads` one
+with the agent's fetch size (`fetch_partition_bytes`, 4 MiB a partition), the pipeline
+(`KafkaSource` + `Runner` + `Engine`, event clock), N such pipeline processes in one
+consumer group (`bench.pipeline_group`, on a topic whose partitions split evenly between
+them), and the engine alone on the same messages without Kafka; last, a cProfile of the
+engine. It prints per traffic one table with targets and pass/miss and one for the N
+processes, with the load average around every figure, and then
 one summary row per traffic. The broker is stopped on exit, on errors and on Ctrl-C/SIGTERM.
 """
 
@@ -45,12 +47,16 @@ from bench.pipeline_report import (
     render,
     render_summary,
 )
+from ragstream.sources.kafka import KafkaSourceConfig
 from tests.support import KafkaBroker, fetch_kafka_jars
 
 __all__ = ["main"]
 
 _TOPIC = "ragstream-bench"
 _BATCH_BYTES = 512 * 1024
+
+AGENT_FETCH_BYTES = KafkaSourceConfig("", ()).fetch_partition_bytes
+"""The agent's consumer's bytes per partition and fetch (the reference baseline's)."""
 
 
 def _parse(argv: list[str] | None) -> argparse.Namespace:
@@ -273,10 +279,15 @@ def _measure(
     stages = set(args.stages.split(","))
     name = traffic.name
     for r in range(args.repeat):
-        for parser in ("json", "orjson") if "baseline" in stages else ():
+        for parser in ("json", "orjson", "orjson-fetch") if "baseline" in stages else ():
             group = f"baseline-{name}-{parser}-{r}"
+            # orjson-fetch: for reference, the plain consumer with the agent's fetch size
+            fetch = {"fetch_bytes": AGENT_FETCH_BYTES} if parser == "orjson-fetch" else {}
             run.baselines[parser].append(
-                _stage("baseline", {**common, "parser": parser, "group": group})
+                _stage(
+                    "baseline",
+                    {**common, "parser": parser.partition("-")[0], "group": group, **fetch},
+                )
             )
         if "pipeline" in stages:
             run.pipelines.append(_stage("pipeline", {**common, "group": f"pipeline-{name}-{r}"}))

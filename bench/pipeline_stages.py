@@ -108,6 +108,7 @@ async def _baseline(args: Args) -> Args:
         enable_auto_commit=False,
         auto_offset_reset="earliest",
         max_poll_records=BATCH,
+        **({"max_partition_fetch_bytes": args["fetch_bytes"]} if "fetch_bytes" in args else {}),
     )
     await consumer.start()
     probe, n, count, first = _Probe(None), int(args["events"]), 0, 0.0

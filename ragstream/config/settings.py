@@ -106,6 +106,11 @@ class KafkaSettings(_Section):
     client_id: str = "ragstream"
     auto_offset_reset: Literal["earliest", "latest"] = "latest"
     max_batch: int = Field(5000, ge=1, description="max records per getmany batch")
+    fetch_partition_bytes: int = Field(
+        4 << 20,
+        ge=1024,
+        description="bytes a fetch brings at most per partition (max.partition.fetch.bytes)",
+    )
     poll_timeout: Duration = 0.5
     dead_letter_topic: str | None = None
     retry_backoff_max: Duration = 30.0

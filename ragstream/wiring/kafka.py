@@ -72,6 +72,7 @@ def kafka_source(
         client_id=k.client_id,
         auto_offset_reset=k.auto_offset_reset,
         max_batch=k.max_batch,
+        fetch_partition_bytes=k.fetch_partition_bytes,
         poll_timeout=k.poll_timeout,
         retry_backoff_max=k.retry_backoff_max,
         commit_interval=k.commit_interval,

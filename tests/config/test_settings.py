@@ -197,3 +197,16 @@ def test_an_unknown_setting_from_the_environment_names_its_variable(
         "kafka.group: unknown setting; did you mean kafka.group_id?"
         "  [set by the environment variable RAGSTREAM_KAFKA__GROUP]"
     ) in result.output
+
+
+def test_the_fetch_size_reaches_the_kafka_consumer(monkeypatch: pytest.MonkeyPatch) -> None:
+    from ragstream.pipeline.engine import Engine, EngineConfig
+    from ragstream.sources.kafka import KafkaSourceConfig
+    from ragstream.wiring.kafka import kafka_source
+
+    engine = Engine(EngineConfig())
+    default = kafka_source(load_settings(None, {}), engine).config.fetch_partition_bytes
+    assert default == KafkaSourceConfig("b", ("t",)).fetch_partition_bytes == 4 << 20
+    monkeypatch.setenv("RAGSTREAM_KAFKA__FETCH_PARTITION_BYTES", "1048576")
+    source = kafka_source(load_settings(None, {}), engine)
+    assert source.config.fetch_partition_bytes == 1 << 20
