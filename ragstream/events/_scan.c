@@ -1,9 +1,11 @@
 /* ragstream.events._scan: the compiled first pass over retrieval events.
  *
- * scan(values, bounds, top, want_labels) reads each message (UTF-8 JSON bytes) once and,
- * for a retrieval event of the common shape, returns a small `Scanned` record with what
- * the engine reads when it opens a query (see _scan.pyi); for anything else it returns
- * None and the caller decodes the message with msgspec as before.
+ * scan(values, bounds, top, keys) reads each message (UTF-8 JSON bytes) once and, for a
+ * retrieval event of the common shape, returns a small `Scanned` record with what the
+ * engine reads when it opens a query (see _scan.pyi); for anything else it returns None
+ * and the caller decodes the message with msgspec as before. The labels it returns are
+ * the values of `keys` only (the label keys the engine exports), as one tuple; events with
+ * the same values share one tuple and its strings within a call.
  *
  * It accepts a strict subset of what msgspec's `DecodedRetrieval` accepts, with the same
  * values, and declines the rest:
@@ -696,7 +698,67 @@ static PyObject *doubles(const Item *docs, Py_ssize_t n) {
     return out;
 }
 
-static PyObject *record(const Event *ev, const Scratch *s, Py_ssize_t top, int want_labels) {
+/* The label keys asked for (their UTF-8), and the value tuples made in this call. */
+enum { MAX_KEYS = 64, VALUE_CACHE = 64 };
+
+typedef struct {
+    Py_ssize_t n;
+    Span key[MAX_KEYS];
+    PyObject *cached[VALUE_CACHE]; /* value tuples, by a hash of their values */
+} Keys;
+
+static uint64_t hash_value(uint64_t h, Span span) {
+    for (Py_ssize_t i = 0; i < span.n; i++)
+        h = (h ^ (unsigned char)span.s[i]) * 0x100000001b3ULL;
+    return (h ^ 0xff) * 0x100000001b3ULL; /* the end of the value */
+}
+
+/* Whether the ASCII str `text` holds exactly `span`. */
+static int same_text(PyObject *text, Span span) {
+    return PyUnicode_GET_LENGTH(text) == span.n &&
+           memcmp(PyUnicode_DATA(text), span.s, (size_t)span.n) == 0;
+}
+
+/* The values of the event's labels for `keys`, in order ("" for a key it does not carry),
+ * as a tuple: the one made earlier in this call for the same values when there is one. */
+static PyObject *label_values(const Event *ev, Keys *keys) {
+    Span value[MAX_KEYS];
+    uint64_t h = 0xcbf29ce484222325ULL;
+    for (Py_ssize_t k = 0; k < keys->n; k++) {
+        value[k] = (Span){"", 0};
+        for (Py_ssize_t i = 0; i < ev->labels; i++) {
+            Span key = ev->label_keys[i];
+            if (key.n == keys->key[k].n && memcmp(key.s, keys->key[k].s, (size_t)key.n) == 0) {
+                value[k] = ev->label_values[i];
+                break;
+            }
+        }
+        h = hash_value(h, value[k]);
+    }
+    PyObject **slot = &keys->cached[h % VALUE_CACHE];
+    if (*slot != NULL) {
+        int same = 1;
+        for (Py_ssize_t k = 0; k < keys->n && same; k++)
+            same = same_text(PyTuple_GET_ITEM(*slot, k), value[k]);
+        if (same)
+            return Py_NewRef(*slot);
+    }
+    PyObject *out = PyTuple_New(keys->n);
+    if (out == NULL)
+        return NULL;
+    for (Py_ssize_t k = 0; k < keys->n; k++) {
+        PyObject *text = ascii(value[k]);
+        if (text == NULL) {
+            Py_DECREF(out);
+            return NULL;
+        }
+        PyTuple_SET_ITEM(out, k, text);
+    }
+    Py_XSETREF(*slot, Py_NewRef(out));
+    return out;
+}
+
+static PyObject *record(const Event *ev, const Scratch *s, Py_ssize_t top, Keys *keys) {
     PyObject *rec = PyStructSequence_New(&ScannedType);
     if (rec == NULL)
         return NULL;
@@ -708,18 +770,7 @@ static PyObject *record(const Event *ev, const Scratch *s, Py_ssize_t top, int w
     PyObject *items[8] = {NULL};
     items[0] = ascii(ev->query_id);
     items[1] = PyFloat_FromDouble(ev->ts);
-    if (want_labels) {
-        items[2] = PyDict_New();
-        for (Py_ssize_t i = 0; items[2] != NULL && i < ev->labels; i++) {
-            PyObject *k = ascii(ev->label_keys[i]), *v = ascii(ev->label_values[i]);
-            if (k == NULL || v == NULL || PyDict_SetItem(items[2], k, v) < 0)
-                Py_CLEAR(items[2]);
-            Py_XDECREF(k);
-            Py_XDECREF(v);
-        }
-    } else {
-        items[2] = Py_NewRef(Py_None);
-    }
+    items[2] = keys != NULL ? label_values(ev, keys) : Py_NewRef(Py_None);
     items[3] = doubles(s->docs, n < top ? n : top);
     if (labeled) {
         items[4] = PyTuple_New(n);
@@ -854,13 +905,40 @@ static PyObject *readable(PyObject *module, PyObject *value) {
 
 /* -- the module --------------------------------------------------------------------------- */
 
+/* `keys` (None, or a tuple of str) read into `out`; 0, or -1 with an exception. */
+static int read_keys(PyObject *keys, Keys *out) {
+    out->n = 0;
+    memset(out->cached, 0, sizeof out->cached);
+    if (!PyTuple_Check(keys) || PyTuple_GET_SIZE(keys) > MAX_KEYS) {
+        PyErr_SetString(PyExc_TypeError, "keys must be None or a tuple of at most 64 str");
+        return -1;
+    }
+    for (Py_ssize_t k = 0; k < PyTuple_GET_SIZE(keys); k++) {
+        PyObject *key = PyTuple_GET_ITEM(keys, k);
+        Py_ssize_t n;
+        const char *text = PyUnicode_Check(key) ? PyUnicode_AsUTF8AndSize(key, &n) : NULL;
+        if (text == NULL) {
+            if (!PyErr_Occurred())
+                PyErr_SetString(PyExc_TypeError, "keys must be None or a tuple of str");
+            return -1;
+        }
+        out->key[out->n++] = (Span){text, n};
+    }
+    return 0;
+}
+
+static void release_keys(Keys *keys) {
+    for (int i = 0; i < VALUE_CACHE; i++)
+        Py_CLEAR(keys->cached[i]);
+}
+
 static PyObject *scan(PyObject *module, PyObject *args) {
-    PyObject *values, *bounds_tuple;
+    PyObject *values, *bounds_tuple, *keys_arg;
     Py_ssize_t top;
-    int want_labels;
     Bounds b;
+    Keys keys_read, *keys = NULL;
     (void)module;
-    if (!PyArg_ParseTuple(args, "OOnp", &values, &bounds_tuple, &top, &want_labels))
+    if (!PyArg_ParseTuple(args, "OOnO", &values, &bounds_tuple, &top, &keys_arg))
         return NULL;
     if (!PyArg_ParseTuple(bounds_tuple, "nnnnnnndddd;bounds: 7 ints and 4 floats", &b.max_bytes,
                           &b.max_results, &b.max_qrels, &b.max_text, &b.max_id, &b.max_labels,
@@ -871,9 +949,17 @@ static PyObject *scan(PyObject *module, PyObject *args) {
         PyErr_SetString(PyExc_ValueError, "top must be >= 0");
         return NULL;
     }
+    if (keys_arg != Py_None) {
+        if (read_keys(keys_arg, &keys_read) < 0)
+            return NULL;
+        keys = &keys_read; /* keys_arg holds the key strings for the call */
+    }
     PyObject *seq = PySequence_Fast(values, "values must be a sequence");
-    if (seq == NULL)
+    if (seq == NULL) {
+        if (keys != NULL)
+            release_keys(keys);
         return NULL;
+    }
     Py_ssize_t count = PySequence_Fast_GET_SIZE(seq);
     PyObject *out = PyList_New(count);
     Scratch s = {0};
@@ -890,7 +976,7 @@ static PyObject *scan(PyObject *module, PyObject *args) {
             if (rc == OK) {
                 rc = has_repeats(s.docs, ev.docs, &s);
                 if (rc == 0) {
-                    item = record(&ev, &s, top, want_labels);
+                    item = record(&ev, &s, top, keys);
                     if (item == NULL)
                         goto fail;
                 }
@@ -906,6 +992,8 @@ static PyObject *scan(PyObject *module, PyObject *args) {
     PyMem_Free(s.qrels);
     PyMem_Free(s.table);
     Py_DECREF(seq);
+    if (keys != NULL)
+        release_keys(keys);
     return out;
 fail:
     PyMem_Free(s.docs);
@@ -913,13 +1001,15 @@ fail:
     PyMem_Free(s.table);
     Py_DECREF(seq);
     Py_XDECREF(out);
+    if (keys != NULL)
+        release_keys(keys);
     return NULL;
 }
 
 static PyStructSequence_Field scanned_fields[] = {
     {"query_id", "the event's query id"},
     {"ts", "the event's time (Unix seconds)"},
-    {"labels", "the event's labels, or None when not asked for"},
+    {"labels", "the values of the event's labels for the keys asked for, or None"},
     {"top", "raw t_doc of the leading documents as C doubles (NaN: none)"},
     {"ids", "every document id, when the event carries a label"},
     {"times", "with ids: every document's raw t_doc as C doubles"},
@@ -937,7 +1027,7 @@ static PyStructSequence_Desc scanned_desc = {
 
 static PyMethodDef methods[] = {
     {"scan", scan, METH_VARARGS,
-     "scan(values, bounds, top, want_labels) -> list of Scanned or None, one per value"},
+     "scan(values, bounds, top, keys) -> list of Scanned or None, one per value"},
     {"readable", readable, METH_O,
      "readable(data) -> bool: strict UTF-8, and no value nested deeper than 200"},
     {NULL, NULL, 0, NULL},

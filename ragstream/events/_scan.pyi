@@ -8,8 +8,10 @@ class Scanned(tuple[object, ...]):
     @property
     def ts(self) -> float: ...
     @property
-    def labels(self) -> dict[str, str] | None:
-        """The event's labels ({} when absent); None unless asked for (`want_labels`)."""
+    def labels(self) -> tuple[str, ...] | None:
+        """The values of the event's labels for the keys asked for, in their order ("" for
+        a key the event does not carry); None unless keys were given. Events of one call
+        with the same values share one tuple."""
     @property
     def top(self) -> bytes:
         """The raw `t_doc` of the first min(top, len(results)) documents as C doubles
@@ -32,7 +34,7 @@ def scan(
     values: Sequence[bytes | bytearray | None],
     bounds: tuple[int, int, int, int, int, int, int, float, float, float, float],
     top: int,
-    want_labels: bool,
+    keys: tuple[str, ...] | None,
 ) -> list[Scanned | None]:
     """One item per value: a `Scanned` for a retrieval event of the common shape that
     msgspec's `DecodedRetrieval` would accept with the same values, else None (declined:

@@ -48,15 +48,15 @@ class BatchReader:
         *,
         scan: bool = True,
         top: int = 10,
-        want_labels: bool = True,
+        label_keys: Sequence[str] | None = None,
     ) -> None:
         """`scan`: use the compiled scanner when it is built; `top`: how many leading
-        document times a scanned record keeps; `want_labels`: whether scanned records build
-        their labels dict (validated either way)."""
+        document times a scanned record keeps; `label_keys`: the label keys whose values
+        scanned records keep, as a tuple in this order (None: none; validated either way)."""
         self.limits = limits
         self.scan = scan
         self.top = top
-        self.want_labels = want_labels
+        self.label_keys = None if label_keys is None else tuple(label_keys)
         self._fast = limits is DEFAULT_LIMITS or limits.is_default
         """The schema's caps: msgspec (and the scanner) alone decide what is valid."""
         self._bounds = bounds_of(limits)
@@ -67,7 +67,7 @@ class BatchReader:
         decoded: list[Read | None]
         if self._fast and self.scan:
             decoded = scan_retrievals(  # type: ignore[assignment]
-                values, self._bounds, top=self.top, want_labels=self.want_labels
+                values, self._bounds, top=self.top, label_keys=self.label_keys
             )
             declined = [i for i, read in enumerate(decoded) if read is None]
             if declined:

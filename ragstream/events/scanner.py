@@ -3,9 +3,10 @@
 Most messages on a retrieval topic have one shape: a retrieval event with plain ids, a few
 labels and tens of ranked documents. For those, `scan_retrievals` validates the message as
 msgspec's `DecodedRetrieval` would and returns only what the engine reads at opening -- the
-query id, the time, the labels, the times of the top documents, and the ranking and labels
-when the event carries labels -- as one small `Scanned` record instead of a Struct per
-document. Everything else is declined (None), and the caller decodes it the usual way:
+query id, the time, the values of the exported label keys, the times of the top documents,
+and the ranking and labels when the event carries labels -- as one small `Scanned` record
+instead of a Struct per document. Everything else is declined (None), and the caller
+decodes it the usual way:
 
 - another event type, a field the schema does not know (tolerated, but not scanned), a key
   given twice, a repeated document id;
@@ -62,11 +63,12 @@ def scan_retrievals(
     bounds: Bounds,
     *,
     top: int = 10,
-    want_labels: bool = True,
+    label_keys: Sequence[str] | None = None,
 ) -> list[Scanned | None]:
     """A `Scanned` per retrieval event of the common shape, None for every other value
     (all None when the scanner is not built). `top`: how many leading document times to
-    keep; `want_labels`: whether to build the labels dict (validated either way)."""
+    keep; `label_keys`: the label keys whose values a record's `labels` holds, in order
+    ("" where the event has none; None: no `labels`, validated either way)."""
     if not AVAILABLE:
         return [None] * len(values)
-    return scan(values, bounds, top, want_labels)
+    return scan(values, bounds, top, None if label_keys is None else tuple(label_keys))

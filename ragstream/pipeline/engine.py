@@ -210,7 +210,7 @@ class Engine:
             config.limits,
             scan=config.scan,
             top=TOP_DOCS,
-            want_labels=bool(config.label_keys),
+            label_keys=tuple(config.label_keys) if config.label_keys else None,
         )
         self.traces: TraceReader | None = None
         """The OTLP topics' reader and open traces, when a topic carries traces."""
@@ -372,7 +372,7 @@ class Engine:
                 past = collapsed.get(partition)
                 if past is None:
                     past = collapsed[partition] = self._tally(partition).collapsed
-                run[1].append(mapper(event.labels, past))
+                run[1].append(mapper.of_values(event.labels, past))  # type: ignore[arg-type]
         for partition in list(runs):
             flush(partition)
         for (p, type_, result), n in counts.items():

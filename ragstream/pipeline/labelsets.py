@@ -65,10 +65,25 @@ class LabelSetMapper:
         known = self._known.get(given)
         if known is not None:
             return known
+        return self._admit(given, collapsed)
+
+    def of_values(
+        self, given: tuple[str, ...], collapsed: MutableMapping[str, int] | None = None
+    ) -> tuple[str, ...]:
+        """`__call__` of the values of the event's labels for `keys`, in their order (the
+        empty string for a key it does not carry), as the compiled scanner reads them."""
+        known = self._known.get(given)
+        if known is not None:
+            return known
+        return self._admit(given, collapsed)
+
+    def _admit(
+        self, given: tuple[str, ...], collapsed: MutableMapping[str, int] | None
+    ) -> tuple[str, ...]:
+        """The label set of values not all known yet: each counted against its key's cap."""
         values: list[str] = []
         admitted = True
-        for key in self.keys:
-            value = labels.get(key, _MISSING)
+        for key, value in zip(self.keys, given, strict=True):
             seen = self._seen[key]
             if value and value not in seen:
                 if len(seen) >= self.max_values:

@@ -41,8 +41,13 @@ _BOUNDS = bounds_of(DEFAULT_LIMITS)
 _SETTINGS = settings(max_examples=250, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
-def _scan(data: Any, limits: Limits = DEFAULT_LIMITS, top: int = 10, labels: bool = True) -> Any:
-    records = scan_retrievals([data], bounds_of(limits), top=top, want_labels=labels)
+_KEYS = ("app", "k")
+
+
+def _scan(
+    data: Any, limits: Limits = DEFAULT_LIMITS, top: int = 10, keys: tuple[str, ...] | None = _KEYS
+) -> Any:
+    records = scan_retrievals([data], bounds_of(limits), top=top, label_keys=keys)
     assert len(records) == 1
     return records[0]
 
@@ -96,7 +101,9 @@ def _view(record: Any) -> dict[str, Any]:
     }
 
 
-def _expected(event: DecodedRetrieval, top: int = 10, labels: bool = True) -> dict[str, Any]:
+def _expected(
+    event: DecodedRetrieval, top: int = 10, keys: tuple[str, ...] | None = _KEYS
+) -> dict[str, Any]:
     """What the scanner must return for msgspec's `event`."""
     docs = event.results
     labelled = bool(event.qrels) or any(doc.rel is not None for doc in docs)
@@ -105,7 +112,7 @@ def _expected(event: DecodedRetrieval, top: int = 10, labels: bool = True) -> di
     return {
         "query_id": _canon(event.query_id),
         "ts": _canon(event.ts),
-        "labels": _canon(dict(event.labels) if labels else None),
+        "labels": _canon(None if keys is None else tuple(event.labels.get(k, "") for k in keys)),
         "top": _times([doc.t_doc for doc in docs[:top]]),
         "ids": _canon(tuple(doc.doc_id for doc in docs) if labelled else None),
         "times": _times([doc.t_doc for doc in docs]) if labelled else None,
@@ -115,12 +122,15 @@ def _expected(event: DecodedRetrieval, top: int = 10, labels: bool = True) -> di
 
 
 def _check(data: Any, limits: Limits = DEFAULT_LIMITS, top: int = 10, labels: bool = True) -> Any:
-    """Scan `data`; when accepted, msgspec accepts it too, with the record's values."""
-    record = _scan(data, limits, top, labels)
+    """Scan `data`; when accepted, msgspec accepts it too, with the record's values. With
+    `labels`, the keys asked for are the event's own (as msgspec reads them) and one it
+    does not carry."""
+    event = _msgspec(data if type(data) is bytes else None, limits)
+    keys = None if not labels else (*(event.labels if event else ()), "absent")
+    record = _scan(data, limits, top, keys)
     if record is not None:
-        event = _msgspec(data if type(data) is bytes else None, limits)
         assert event is not None, f"the scanner accepted what msgspec rejects: {data[:300]!r}"
-        assert _view(record) == _expected(event, top, labels), data[:300]
+        assert _view(record) == _expected(event, top, keys), data[:300]
         if record.ids is not None:  # the ranking and inline labels of the events' own rule
             docs, repeats, inline = event.ranking()
             assert (record.ids, repeats) == (tuple(doc["doc_id"] for doc in docs), 0)
@@ -167,7 +177,7 @@ def test_a_record_by_hand() -> None:
     record = _accepted(_hand())
     assert record.query_id == "q1"
     assert repr(record.ts) == "1714564800.5"
-    assert record.labels == {"app": "s", "k": ""}
+    assert record.labels == ("s", "", "")  # app, k and a key it does not carry
     assert _doubles(record.top) == ["100.0", "nan", "-0.0"]
     assert record.ids == ("a", "b", "c")
     assert _doubles(record.times) == ["100.0", "nan", "-0.0"]
@@ -181,7 +191,7 @@ def test_an_unlabelled_record_by_hand() -> None:
     data = b'{"ts":-0.0,"results":[{"doc_id":"x","t_doc":-0},{"doc_id":"y","t_doc":-1e9}],'
     data += b'"qrels":[],"type":"retrieval","query_id":"7"}'
     record = _accepted(data)
-    assert (record.query_id, repr(record.ts), record.labels) == ("7", "-0.0", {})
+    assert (record.query_id, repr(record.ts), record.labels) == ("7", "-0.0", ("",))
     assert _doubles(record.top) == ["0.0", "-1000000000.0"]
     assert (record.ids, record.times, record.qrels, record.inline) == (None, None, None, None)
     assert _doubles(_scan(data, top=1).top) == ["0.0"]
@@ -206,7 +216,7 @@ def test_without_labels_and_with_any_top() -> None:
 def test_bad_labels_are_declined_even_when_not_wanted(labels: bytes) -> None:
     data = b'{"type":"retrieval","query_id":"q","ts":1,"results":[],"labels":' + labels + b"}"
     assert _msgspec(data, DEFAULT_LIMITS) is None
-    assert _scan(data, labels=False) is None
+    assert _scan(data, keys=None) is None
 
 
 @needs_scan
@@ -217,10 +227,38 @@ def test_a_batch_keeps_length_and_order() -> None:
         b'"contexts":[{"text":"t"}]}'
     )
     values: list[bytes | bytearray | None] = [None, b"", feedback, answer, b'{"type":', _hand()]
-    records = scan_retrievals(values, _BOUNDS)
+    records = scan_retrievals(values, _BOUNDS, label_keys=_KEYS)
     assert len(records) == len(values)
     assert records[:5] == [None] * 5
     assert _view(records[5]) == _expected(_event(_hand()))
+
+
+@needs_scan
+def test_label_values_of_the_keys_asked_for_shared_within_a_call() -> None:
+    def event(query_id: str, labels: str) -> bytes:
+        return (
+            f'{{"type":"retrieval","query_id":"{query_id}","ts":1,"labels":{labels},'
+            '"results":[{"doc_id":"a"}]}'
+        ).encode()
+
+    values: list[bytes | bytearray | None] = [
+        event("q1", '{"app":"a","index":"v1","other":"x"}'),
+        event("q2", '{"index":"v1","app":"a"}'),  # the same values: the same tuple
+        event("q3", '{"app":"a"}'),
+        event("q4", "{}"),
+        event("q5", '{"app":"ab","index":"v"}'),  # "a" + "bv" must not be "ab" + "v"
+        event("q6", '{"app":"a","index":"bv"}'),
+    ]
+    records = scan_retrievals(values, _BOUNDS, label_keys=["app", "index"])
+    labels = [r.labels for r in records if r is not None]
+    assert labels == [("a", "v1"), ("a", "v1"), ("a", ""), ("", ""), ("ab", "v"), ("a", "bv")]
+    assert labels[0] is labels[1]
+    assert [r.labels for r in scan_retrievals(values[:1], _BOUNDS, label_keys=["index"]) if r] == [
+        ("v1",)
+    ]
+    assert [r.labels for r in scan_retrievals(values[:1], _BOUNDS, label_keys=[]) if r] == [()]
+    with pytest.raises(TypeError, match="tuple of str"):
+        scan_retrievals(values, _BOUNDS, label_keys=[b"app"])  # type: ignore[list-item]
 
 
 def _event(data: bytes) -> DecodedRetrieval:
@@ -383,7 +421,7 @@ def test_every_benchmark_event_is_accepted() -> None:
     from bench.pipeline_data import DataConfig, blocks  # encodes with orjson (`test` extra)
 
     values = [value for block in blocks(DataConfig(), 3000) for _, value in block]
-    records = scan_retrievals(values, _BOUNDS, top=10)
+    records = scan_retrievals(values, _BOUNDS, top=10, label_keys=_KEYS)
     assert all(record is not None for record in records)
     for value, record in zip(values, records, strict=True):
         assert _view(record) == _expected(_event(value))
@@ -556,6 +594,6 @@ def test_mutated_messages(case: Case | None, edits: list[tuple[str, int, int]]) 
 @given(st.lists(cases(), max_size=6), st.integers(0, 4))
 def test_a_batch_equals_one_by_one(batch: list[Case], top: int) -> None:
     values: list[bytes | bytearray | None] = [case.data for case in batch]
-    records = scan_retrievals(values, _BOUNDS, top=top)
+    records = scan_retrievals(values, _BOUNDS, top=top, label_keys=_KEYS)
     alone = [_scan(case.data, top=top) for case in batch]
     assert [r and _view(r) for r in records] == [r and _view(r) for r in alone]

@@ -67,3 +67,27 @@ def test_known_sets_give_what_the_values_give(
         results.append((out, dict(mapper.collapsed), dict(restored.collapsed), partition))
     assert results[0] == results[1]
     assert sum(results[1][3].values()) > 0 or max_values == 50  # the cap was reached
+
+
+@pytest.mark.parametrize("max_values", [1, 3, 50])
+def test_the_values_as_the_scanner_reads_them_give_what_the_labels_give(max_values: int) -> None:
+    """`of_values` (the compiled scanner's tuple of the keys' values, "" where absent) maps
+    a stream as `__call__` maps its labels: the same sets, the same counts."""
+    import random
+
+    rng = random.Random(max_values)
+    pool = ["a", "b", "c", "d", "other", ""]
+    stream = [
+        {k: rng.choice(pool) for k in ("app", "index", "x") if rng.random() < 0.8}
+        for _ in range(2000)
+    ]
+    keys = ("app", "index")
+    by_labels, by_values = LabelSetMapper(keys, max_values), LabelSetMapper(keys, max_values)
+    counted: tuple[dict[str, int], dict[str, int]] = ({}, {})
+    out = [by_labels(labels, counted[0]) for labels in stream]
+    values = [tuple(labels.get(k, "") for k in keys) for labels in stream]
+    assert [by_values.of_values(v, counted[1]) for v in values] == out
+    assert by_values.collapsed == by_labels.collapsed
+    assert counted[0] == counted[1]
+    assert by_values.snapshot() == by_labels.snapshot()
+    assert sum(counted[0].values()) > 0 or max_values == 50  # the cap was reached
