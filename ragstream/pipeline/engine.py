@@ -372,6 +372,7 @@ class Engine:
                 past = collapsed.get(partition)
                 if past is None:
                     past = collapsed[partition] = self._tally(partition).collapsed
+                # a tuple, not None: the reader asks for the label keys the mapper maps
                 run[1].append(mapper.of_values(event.labels, past))  # type: ignore[arg-type]
         for partition in list(runs):
             flush(partition)
