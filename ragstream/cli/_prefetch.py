@@ -60,8 +60,7 @@ def begin(argv: Sequence[str]) -> None:
     gc.disable()  # as the command does (`ragstream.cli.eval`), from here on
     from ragstream.cli import _process
 
-    _process.one_blas_thread()
-    _process.keep_freed_memory()  # before the join allocates
+    _process.prepare()  # before numpy is imported and the join allocates
     from ragstream.trec import start_join
 
     started = start_join(qrels, run, keep_best=keep_best, background=True)

@@ -7,7 +7,19 @@ from __future__ import annotations
 import os
 import sys
 
-__all__ = ["keep_freed_memory", "one_blas_thread"]
+__all__ = ["keep_freed_memory", "one_blas_thread", "prepare"]
+
+_PREPARED = [False]
+
+
+def prepare() -> None:
+    """`one_blas_thread` and `keep_freed_memory`, once a process: the console script makes
+    them when it guesses the command (`ragstream.cli._prefetch`), the command otherwise."""
+    if _PREPARED[0]:
+        return
+    _PREPARED[0] = True
+    one_blas_thread()
+    keep_freed_memory()
 
 
 def keep_freed_memory() -> None:

@@ -151,8 +151,7 @@ def eval_command(
     in both files, or over all qrels queries with -c.
     """
     with _no_collector():
-        _process.one_blas_thread()
-        _process.keep_freed_memory()  # before the join allocates
+        _process.prepare()  # before numpy is imported and the join allocates
         from ragstream.trec import TrecFormatError, start_join
         from ragstream.trec._pending import AVAILABLE
 

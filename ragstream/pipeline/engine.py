@@ -210,7 +210,7 @@ class Engine:
             config.limits,
             scan=config.scan,
             top=TOP_DOCS,
-            label_keys=tuple(config.label_keys) if config.label_keys else None,
+            label_keys=config.label_keys or None,
         )
         self.traces: TraceReader | None = None
         """The OTLP topics' reader and open traces, when a topic carries traces."""

@@ -62,10 +62,7 @@ class LabelSetMapper:
                 given = (given,)
         except KeyError:
             given = tuple([labels.get(key, _MISSING) for key in self.keys])
-        known = self._known.get(given)
-        if known is not None:
-            return known
-        return self._admit(given, collapsed)
+        return self.of_values(given, collapsed)
 
     def of_values(
         self, given: tuple[str, ...], collapsed: MutableMapping[str, int] | None = None

@@ -2159,10 +2159,9 @@ PyDoc_STRVAR(join_doc,
              "in byte order, their number, the number of qrels queries; segments, a list\n"
              "of (rel, rel_offsets, judged, judged_offsets) float64 and int64 buffers\n"
              "(CSR; no segment when a repeat was found), the queries stored end to end\n"
-             "across them; order, an\n"
-             "int64 buffer with the place there of each query of qids, or None when they\n"
-             "are stored in qids' order; each repeat is None or (first line, repeated\n"
-             "line, query id, document id).\n"
+             "across them; order, an int64 buffer with the place there of each query of\n"
+             "qids, or None when they are stored in qids' order; each repeat is None or\n"
+             "(first line, repeated line, query id, document id).\n"
              "Returns a str (the reason) when declining.");
 
 static int cut_init(PyObject *self, PyObject *args, PyObject *kwargs) {
