@@ -227,6 +227,30 @@ static int text_string(const char **pp, const char *end, Py_ssize_t max_chars) {
 }
 
 /* A JSON number as a finite double (see the header for the conversions). */
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+/* Whether the 8 bytes at p are all ASCII digits and, when they are, their value (the first
+ * byte the most significant digit): three multiplications instead of eight steps. */
+static inline int eight_digits(const char *p, uint64_t *value) {
+    uint64_t x;
+    memcpy(&x, p, sizeof x);
+    /* each byte 0x30..0x39: high nibble 3, and adding 6 leaves the high nibble 3 */
+    if (((x & UINT64_C(0xF0F0F0F0F0F0F0F0)) |
+         (((x + UINT64_C(0x0606060606060606)) & UINT64_C(0xF0F0F0F0F0F0F0F0)) >> 4)) !=
+        UINT64_C(0x3333333333333333))
+        return 0;
+    x -= UINT64_C(0x3030303030303030);
+    x = x * 10 + (x >> 8); /* pairs: byte 2i holds digits 2i, 2i+1 as a number < 100 */
+    x = (((x & UINT64_C(0x000000FF000000FF)) * (100 + (UINT64_C(1000000) << 32))) +
+         (((x >> 16) & UINT64_C(0x000000FF000000FF)) * (1 + (UINT64_C(10000) << 32)))) >>
+        32;
+    *value = x & UINT64_C(0xFFFFFFFF);
+    return 1;
+}
+#define SWAR_DIGITS 1
+#else
+#define SWAR_DIGITS 0
+#endif
+
 static int number(const char **pp, const char *end, double *out) {
     const char *p = *pp, *start = p;
     int negative = 0, is_int = 1;
@@ -243,6 +267,12 @@ static int number(const char **pp, const char *end, double *out) {
     if (*p == '0') {
         p++;
     } else if (*p >= '1' && *p <= '9') {
+        uint64_t eight;
+        while (SWAR_DIGITS && digits <= 11 && end - p >= 8 && eight_digits(p, &eight)) {
+            mantissa = mantissa * 100000000 + eight; /* digits + 8 <= 19: no overflow */
+            digits += 8;
+            p += 8;
+        }
         while (p < end && *p >= '0' && *p <= '9') {
             if (digits < 19) {
                 mantissa = mantissa * 10 + (uint64_t)(*p - '0');
@@ -261,6 +291,15 @@ static int number(const char **pp, const char *end, double *out) {
         p++;
         if (p >= end || *p < '0' || *p > '9')
             return DECLINE;
+        uint64_t eight;
+        /* past the fraction's leading zeros every digit counts (as in the loop below) */
+        while (SWAR_DIGITS && mantissa != 0 && digits <= 11 && end - p >= 8 &&
+               eight_digits(p, &eight)) {
+            mantissa = mantissa * 100000000 + eight;
+            digits += 8;
+            exp10 -= 8;
+            p += 8;
+        }
         while (p < end && *p >= '0' && *p <= '9') {
             if (mantissa == 0 && *p == '0') {
                 exp10--; /* leading zeros of the fraction are not significant */
@@ -403,6 +442,41 @@ static int member_done(const char **pp, const char *end, unsigned *seen, unsigne
 
 enum { F_DOC_ID = 1, F_SCORE = 2, F_T_DOC = 4, F_REL = 8 };
 
+/* The key of a result's or qrel's member as the common shape writes it (`"doc_id":` and
+ * the like, no blank before the colon), and the blanks after it: its flag, past them; 0 for
+ * any other key or spelling, left where it was (the general path then reads it). */
+static inline unsigned item_key_fast(const char **pp, const char *end) {
+    const char *p = *pp;
+    Py_ssize_t left = end - p;
+    unsigned flag = 0;
+    Py_ssize_t n = 0;
+    if (left >= 9 && memcmp(p, "\"doc_id\":", 9) == 0) {
+        flag = F_DOC_ID, n = 9;
+    } else if (left >= 8 && memcmp(p, "\"t_doc\":", 8) == 0) {
+        flag = F_T_DOC, n = 8;
+    } else if (left >= 8 && memcmp(p, "\"score\":", 8) == 0) {
+        flag = F_SCORE, n = 8;
+    } else if (left >= 6 && memcmp(p, "\"rel\":", 6) == 0) {
+        flag = F_REL, n = 6;
+    }
+    if (flag)
+        *pp = skip_ws(p + n, end);
+    return flag;
+}
+
+/* The flag of a member key read by `member_key` (0: not one of an item's keys). */
+static unsigned item_key(Span key) {
+    if (KEY(key, "doc_id"))
+        return F_DOC_ID;
+    if (KEY(key, "t_doc"))
+        return F_T_DOC;
+    if (KEY(key, "rel"))
+        return F_REL;
+    if (KEY(key, "score"))
+        return F_SCORE;
+    return 0;
+}
+
 /* One result (`is_qrel` 0) or qrel (1) object. */
 static int item(const char **pp, const char *end, const Bounds *b, int is_qrel, Item *out) {
     const char *p = skip_ws(*pp, end);
@@ -417,31 +491,30 @@ static int item(const char **pp, const char *end, const Bounds *b, int is_qrel, 
     if (p < end && *p == '}')
         return DECLINE; /* doc_id is required */
     for (;;) {
-        Span key;
-        unsigned flag;
+        unsigned flag = item_key_fast(&p, end);
         int next;
-        if (member_key(&p, end, &key))
-            return DECLINE;
-        if (KEY(key, "doc_id")) {
-            flag = F_DOC_ID;
+        if (flag == 0) {
+            Span key;
+            if (member_key(&p, end, &key))
+                return DECLINE;
+            flag = item_key(key);
+        }
+        if (flag == F_DOC_ID) {
             if (plain_string(&p, end, &out->id) || out->id.n < 1 || out->id.n > b->max_id)
                 return DECLINE;
-        } else if (KEY(key, "t_doc")) {
-            flag = F_T_DOC;
+        } else if (flag == F_T_DOC) {
             if (optional_number(&p, end, b->min_doc_ts, b->max_ts, 1, &out->t_doc,
                                 &out->has_t_doc))
                 return DECLINE;
-        } else if (KEY(key, "rel")) {
-            flag = F_REL;
+        } else if (flag == F_REL) {
             if (optional_number(&p, end, -b->max_abs_rel, b->max_abs_rel, 0, &out->rel,
                                 &out->has_rel))
                 return DECLINE;
             if (is_qrel && !out->has_rel)
                 return DECLINE; /* a qrel's rel is required and not nullable */
-        } else if (!is_qrel && KEY(key, "score")) {
+        } else if (flag == F_SCORE && !is_qrel) {
             double score;
             int given;
-            flag = F_SCORE;
             if (optional_number(&p, end, -INFINITY, INFINITY, 0, &score, &given))
                 return DECLINE;
         } else {
