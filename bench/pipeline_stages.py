@@ -66,13 +66,15 @@ def rss_mib() -> float:
 
 
 def engine_config(args: Args) -> EngineConfig:
-    """The default engine configuration on the event clock (a replay: reproducible), final
-    queries reported as the agent has them (labeled ones only)."""
+    """The default engine configuration on the event clock (a replay: reproducible), as
+    the agent has it otherwise: no final query reported (the engine keeps their
+    histograms)."""
     return engine_config_of(
         labels=LabelSettings(keys=list(args["label_keys"])),
         join=JoinSettings(label_ttl=float(args["label_ttl"])),
         clock="event",
         final_unlabeled=False,
+        report_final=False,
     )
 
 

@@ -306,7 +306,9 @@ def _judge_summary(judging: JudgingService | None) -> dict[str, Any]:
 
 async def _run(config: SoakConfig) -> SoakResult:
     settings = soak_settings(config)
-    engine = Engine(engine_config(settings, final_unlabeled=False))  # as `ragstream run`
+    engine = Engine(  # as `ragstream run`
+        engine_config(settings, final_unlabeled=False, report_final=False)
+    )
     judging = engine_judging(settings, engine)
     source = SoakSource(config, soak_data(config))
     source.engine, source.judging = engine, judging

@@ -68,6 +68,10 @@ typedef struct {
     Py_ssize_t qrels_cap;
     uint32_t *table;
     Py_ssize_t table_cap;
+    uint32_t *jtable; /* judged documents by id (slot = index + 1), for `graded` */
+    Py_ssize_t jtable_cap;
+    Item *judged;
+    Py_ssize_t judged_cap;
 } Scratch;
 
 typedef struct {
@@ -86,6 +90,7 @@ static const double POW10[23] = {1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,
                                  1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
 
 static PyTypeObject ScannedType;
+enum { FIELDS = 10 }; /* of a Scanned record */
 
 /* -- tokens ------------------------------------------------------------------------------- */
 
@@ -771,6 +776,121 @@ static PyObject *doubles(const Item *docs, Py_ssize_t n) {
     return out;
 }
 
+/* The index of the document `id` in the ranking (-1: not there): through the table
+ * `has_repeats` filled (slot = index + 1) when the ranking has two documents or more. */
+static Py_ssize_t ranked_at(const Item *docs, Py_ssize_t n, const Scratch *s, Span id) {
+    if (n < 2) {
+        for (Py_ssize_t i = 0; i < n; i++)
+            if (docs[i].id.n == id.n && memcmp(docs[i].id.s, id.s, (size_t)id.n) == 0)
+                return i;
+        return -1;
+    }
+    Py_ssize_t cap = 16;
+    while (cap < 2 * n)
+        cap *= 2;
+    size_t slot = hash_span(id) & (size_t)(cap - 1);
+    while (s->table[slot]) {
+        const Item *other = &docs[s->table[slot] - 1];
+        if (other->id.n == id.n && memcmp(other->id.s, id.s, (size_t)id.n) == 0)
+            return (Py_ssize_t)s->table[slot] - 1;
+        slot = (slot + 1) & (size_t)(cap - 1);
+    }
+    return -1;
+}
+
+/* One label (qrels first, then the results' inline ones, in list order) into the judged
+ * documents, as `OpenQuery.set_label` keeps them: the last grade of a document wins; its
+ * time is the one sent with a label, else (at its first label) its raw time in the
+ * ranking, NaN when it has none or is not ranked (the query's ts then). Times stay raw:
+ * the engine makes them effective (NaN or later than ts -> ts) with the clock's ts. */
+static int judge(const Item *label, const Item *docs, Py_ssize_t n, Scratch *s, Py_ssize_t cap,
+                 Py_ssize_t *m) {
+    size_t slot = hash_span(label->id) & (size_t)(cap - 1);
+    Item *known = NULL;
+    while (s->jtable[slot]) {
+        Item *other = &s->judged[s->jtable[slot] - 1];
+        if (other->id.n == label->id.n &&
+            memcmp(other->id.s, label->id.s, (size_t)label->id.n) == 0) {
+            known = other;
+            break;
+        }
+        slot = (slot + 1) & (size_t)(cap - 1);
+    }
+    if (known == NULL) {
+        known = &s->judged[*m];
+        known->id = label->id;
+        known->t_doc = NAN;
+        if (!label->has_t_doc) {
+            Py_ssize_t at = ranked_at(docs, n, s, label->id);
+            if (at >= 0)
+                known->t_doc = docs[at].t_doc;
+        }
+        s->jtable[slot] = (uint32_t)(++*m);
+    }
+    known->rel = label->rel;
+    if (label->has_t_doc)
+        known->t_doc = label->t_doc;
+    return OK;
+}
+
+/* For an event with labels, what the kernels read, as C doubles: `ranked` holds each
+ * ranked document's grade (0 unjudged) and then each one's raw time (a judged one's
+ * label time); `judged` each judged document's grade and then its raw label time, in the
+ * order of their first labels. NULL (an exception set) when out of memory. */
+static int graded(const Event *ev, Scratch *s, PyObject **ranked, PyObject **judged) {
+    const Item *docs = s->docs;
+    Py_ssize_t n = ev->docs, labels = ev->qrels;
+    for (Py_ssize_t i = 0; i < n; i++)
+        labels += docs[i].has_rel;
+    Py_ssize_t cap = 16;
+    while (cap < 2 * labels)
+        cap *= 2;
+    if (cap > s->jtable_cap) {
+        uint32_t *bigger = PyMem_Realloc(s->jtable, (size_t)cap * sizeof(uint32_t));
+        if (bigger == NULL)
+            return NOMEM;
+        s->jtable = bigger;
+        s->jtable_cap = cap;
+    }
+    if (labels > s->judged_cap) {
+        Item *bigger = PyMem_Realloc(s->judged, (size_t)labels * sizeof(Item));
+        if (bigger == NULL)
+            return NOMEM;
+        s->judged = bigger;
+        s->judged_cap = labels;
+    }
+    memset(s->jtable, 0, (size_t)cap * sizeof(uint32_t));
+    Py_ssize_t m = 0;
+    for (Py_ssize_t i = 0; i < ev->qrels; i++)
+        judge(&s->qrels[i], docs, n, s, cap, &m);
+    for (Py_ssize_t i = 0; i < n; i++)
+        if (docs[i].has_rel)
+            judge(&docs[i], docs, n, s, cap, &m);
+    *ranked = PyBytes_FromStringAndSize(NULL, 2 * n * (Py_ssize_t)sizeof(double));
+    *judged = PyBytes_FromStringAndSize(NULL, 2 * m * (Py_ssize_t)sizeof(double));
+    if (*ranked == NULL || *judged == NULL) {
+        Py_CLEAR(*ranked);
+        Py_CLEAR(*judged);
+        return NOMEM;
+    }
+    double *r = (double *)PyBytes_AS_STRING(*ranked), *j = (double *)PyBytes_AS_STRING(*judged);
+    for (Py_ssize_t i = 0; i < n; i++) {
+        r[i] = 0.0;
+        r[n + i] = docs[i].t_doc;
+    }
+    for (Py_ssize_t k = 0; k < m; k++) {
+        const Item *it = &s->judged[k];
+        j[k] = it->rel;
+        j[m + k] = it->t_doc;
+        Py_ssize_t at = ranked_at(docs, n, s, it->id);
+        if (at >= 0) {
+            r[at] = it->rel;
+            r[n + at] = it->t_doc;
+        }
+    }
+    return OK;
+}
+
 /* The label keys asked for (their UTF-8), and the value tuples made in this call. */
 enum { MAX_KEYS = 64, VALUE_CACHE = 64 };
 
@@ -831,7 +951,7 @@ static PyObject *label_values(const Event *ev, Keys *keys) {
     return out;
 }
 
-static PyObject *record(const Event *ev, const Scratch *s, Py_ssize_t top, Keys *keys) {
+static PyObject *record(const Event *ev, Scratch *s, Py_ssize_t top, Keys *keys, int grade) {
     PyObject *rec = PyStructSequence_New(&ScannedType);
     if (rec == NULL)
         return NULL;
@@ -840,12 +960,21 @@ static PyObject *record(const Event *ev, const Scratch *s, Py_ssize_t top, Keys 
     for (Py_ssize_t i = 0; i < n && !any_rel; i++)
         any_rel = s->docs[i].has_rel;
     int labeled = any_rel || ev->qrels > 0;
-    PyObject *items[8] = {NULL};
+    PyObject *items[FIELDS] = {NULL};
     items[0] = ascii(ev->query_id);
     items[1] = PyFloat_FromDouble(ev->ts);
     items[2] = keys != NULL ? label_values(ev, keys) : Py_NewRef(Py_None);
     items[3] = doubles(s->docs, n < top ? n : top);
-    if (labeled) {
+    if (labeled && grade) {
+        for (int i = 4; i < 8; i++)
+            items[i] = Py_NewRef(Py_None);
+        if (graded(ev, s, &items[8], &items[9]) != OK) {
+            for (int j = 0; j < FIELDS; j++)
+                Py_XDECREF(items[j]);
+            Py_DECREF(rec);
+            return PyErr_NoMemory();
+        }
+    } else if (labeled) {
         items[4] = PyTuple_New(n);
         for (Py_ssize_t i = 0; items[4] != NULL && i < n; i++) {
             PyObject *id = ascii(s->docs[i].id);
@@ -859,17 +988,21 @@ static PyObject *record(const Event *ev, const Scratch *s, Py_ssize_t top, Keys 
         items[4] = Py_NewRef(Py_None);
         items[5] = Py_NewRef(Py_None);
     }
-    items[6] = label_tuple(s->qrels, ev->qrels, 0);
-    items[7] = label_tuple(s->docs, n, 1);
-    for (int i = 0; i < 8; i++) {
+    if (!(labeled && grade)) {
+        items[6] = label_tuple(s->qrels, ev->qrels, 0);
+        items[7] = label_tuple(s->docs, n, 1);
+        items[8] = Py_NewRef(Py_None);
+        items[9] = Py_NewRef(Py_None);
+    }
+    for (int i = 0; i < FIELDS; i++) {
         if (items[i] == NULL) {
-            for (int j = 0; j < 8; j++)
+            for (int j = 0; j < FIELDS; j++)
                 Py_XDECREF(items[j]);
             Py_DECREF(rec);
             return NULL;
         }
     }
-    for (int i = 0; i < 8; i++)
+    for (int i = 0; i < FIELDS; i++)
         PyStructSequence_SET_ITEM(rec, i, items[i]);
     return rec;
 }
@@ -1008,10 +1141,11 @@ static void release_keys(Keys *keys) {
 static PyObject *scan(PyObject *module, PyObject *args) {
     PyObject *values, *bounds_tuple, *keys_arg;
     Py_ssize_t top;
+    int grade = 0;
     Bounds b;
     Keys keys_read, *keys = NULL;
     (void)module;
-    if (!PyArg_ParseTuple(args, "OOnO", &values, &bounds_tuple, &top, &keys_arg))
+    if (!PyArg_ParseTuple(args, "OOnO|p", &values, &bounds_tuple, &top, &keys_arg, &grade))
         return NULL;
     if (!PyArg_ParseTuple(bounds_tuple, "nnnnnnndddd;bounds: 7 ints and 4 floats", &b.max_bytes,
                           &b.max_results, &b.max_qrels, &b.max_text, &b.max_id, &b.max_labels,
@@ -1049,7 +1183,7 @@ static PyObject *scan(PyObject *module, PyObject *args) {
             if (rc == OK) {
                 rc = has_repeats(s.docs, ev.docs, &s);
                 if (rc == 0) {
-                    item = record(&ev, &s, top, keys);
+                    item = record(&ev, &s, top, keys, grade);
                     if (item == NULL)
                         goto fail;
                 }
@@ -1064,6 +1198,8 @@ static PyObject *scan(PyObject *module, PyObject *args) {
     PyMem_Free(s.docs);
     PyMem_Free(s.qrels);
     PyMem_Free(s.table);
+    PyMem_Free(s.jtable);
+    PyMem_Free(s.judged);
     Py_DECREF(seq);
     if (keys != NULL)
         release_keys(keys);
@@ -1072,6 +1208,8 @@ fail:
     PyMem_Free(s.docs);
     PyMem_Free(s.qrels);
     PyMem_Free(s.table);
+    PyMem_Free(s.jtable);
+    PyMem_Free(s.judged);
     Py_DECREF(seq);
     Py_XDECREF(out);
     if (keys != NULL)
@@ -1088,6 +1226,8 @@ static PyStructSequence_Field scanned_fields[] = {
     {"times", "with ids: every document's raw t_doc as C doubles"},
     {"qrels", "(doc_id, rel, t_doc) per qrel, or None"},
     {"inline", "(doc_id, rel, t_doc) per result with a rel, or None"},
+    {"ranked", "graded: each ranked document's grade, then its raw time, as C doubles"},
+    {"judged", "graded: each judged document's grade, then its raw label time"},
     {NULL, NULL},
 };
 
@@ -1095,12 +1235,12 @@ static PyStructSequence_Desc scanned_desc = {
     "ragstream.events._scan.Scanned",
     "A retrieval event the compiled scanner accepted.",
     scanned_fields,
-    8,
+    FIELDS,
 };
 
 static PyMethodDef methods[] = {
     {"scan", scan, METH_VARARGS,
-     "scan(values, bounds, top, keys) -> list of Scanned or None, one per value"},
+     "scan(values, bounds, top, keys, graded=False) -> list of Scanned or None, one per value"},
     {"readable", readable, METH_O,
      "readable(data) -> bool: strict UTF-8, and no value nested deeper than 200"},
     {NULL, NULL, 0, NULL},

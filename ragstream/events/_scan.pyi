@@ -29,18 +29,30 @@ class Scanned(tuple[object, ...]):
     @property
     def inline(self) -> tuple[tuple[str, float, float | None], ...] | None:
         """(doc_id, rel, t_doc) per result whose rel is not null, in order; else None."""
+    @property
+    def ranked(self) -> bytes | None:
+        """`graded` and the event carries a label: per ranked document its grade (0 when
+        unjudged), then per ranked document its raw time (a judged one's label time), as C
+        doubles; else None."""
+    @property
+    def judged(self) -> bytes | None:
+        """With `ranked`: per judged document (in the order of its first label) its grade,
+        then its raw label time (the time sent with its last label that had one, else its
+        time in the ranking; NaN: none, the query's ts), as C doubles."""
 
 def scan(
     values: Sequence[bytes | bytearray | None],
     bounds: tuple[int, int, int, int, int, int, int, float, float, float, float],
     top: int,
     keys: tuple[str, ...] | None,
+    graded: bool = False,
 ) -> list[Scanned | None]:
     """One item per value: a `Scanned` for a retrieval event of the common shape that
     msgspec's `DecodedRetrieval` would accept with the same values, else None (declined:
     the caller decodes it the usual way). `bounds`: (max_message_bytes, max_results,
     max_qrels, max_text_chars, max_id_chars, max_labels, max_label_chars, min_event_ts,
-    min_doc_ts, max_ts, max_abs_rel)."""
+    min_doc_ts, max_ts, max_abs_rel). `graded`: a labeled event's `ranked` and `judged`
+    instead of its `ids`, `times`, `qrels` and `inline`."""
 
 def readable(data: object) -> bool:
     """True when `data` is bytes (or a bytearray) of strict UTF-8 in which no value is

@@ -49,14 +49,18 @@ class BatchReader:
         scan: bool = True,
         top: int = 10,
         label_keys: Sequence[str] | None = None,
+        graded: bool = False,
     ) -> None:
         """`scan`: use the compiled scanner when it is built; `top`: how many leading
         document times a scanned record keeps; `label_keys`: the label keys whose values
-        scanned records keep, as a tuple in this order (None: none; validated either way)."""
+        scanned records keep, as a tuple in this order (None: none; validated either way);
+        `graded`: scanned records of labeled events carry grades and times for the kernels
+        instead of their ids and labels (see `scan_retrievals`)."""
         self.limits = limits
         self.scan = scan
         self.top = top
         self.label_keys = None if label_keys is None else tuple(label_keys)
+        self.graded = graded
         self._fast = limits is DEFAULT_LIMITS or limits.is_default
         """The schema's caps: msgspec (and the scanner) alone decide what is valid."""
         self._bounds = bounds_of(limits)
@@ -67,7 +71,11 @@ class BatchReader:
         decoded: list[Read | None]
         if self._fast and self.scan:
             decoded = scan_retrievals(  # type: ignore[assignment]
-                values, self._bounds, top=self.top, label_keys=self.label_keys
+                values,
+                self._bounds,
+                top=self.top,
+                label_keys=self.label_keys,
+                graded=self.graded,
             )
             declined = [i for i, read in enumerate(decoded) if read is None]
             if declined:

@@ -4,7 +4,8 @@ Most messages on a retrieval topic have one shape: a retrieval event with plain 
 labels and tens of ranked documents. For those, `scan_retrievals` validates the message as
 msgspec's `DecodedRetrieval` would and returns only what the engine reads at opening -- the
 query id, the time, the values of the exported label keys, the times of the top documents,
-and the ranking and labels when the event carries labels -- as one small `Scanned` record
+and the ranking and labels when the event carries labels (or, `graded`, each document's
+grade and time as the kernels read them) -- as one small `Scanned` record
 instead of a Struct per document. Everything else is declined (None), and the caller
 decodes it the usual way:
 
@@ -64,11 +65,15 @@ def scan_retrievals(
     *,
     top: int = 10,
     label_keys: Sequence[str] | None = None,
+    graded: bool = False,
 ) -> list[Scanned | None]:
     """A `Scanned` per retrieval event of the common shape, None for every other value
     (all None when the scanner is not built). `top`: how many leading document times to
     keep; `label_keys`: the label keys whose values a record's `labels` holds, in order
-    ("" where the event has none; None: no `labels`, validated either way)."""
+    ("" where the event has none; None: no `labels`, validated either way); `graded`: an
+    event with labels gets what the kernels read (`ranked`, `judged`) instead of its ids
+    and labels as Python objects (`ids`, `times`, `qrels`, `inline` are then None)."""
     if not AVAILABLE:
         return [None] * len(values)
-    return scan(values, bounds, top, None if label_keys is None else tuple(label_keys))
+    keys = None if label_keys is None else tuple(label_keys)
+    return scan(values, bounds, top, keys, graded)

@@ -17,15 +17,28 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import NDArray
 
+from ragstream.events.scanner import Scanned
 from ragstream.join.query import OpenQuery
 
 __all__ = ["LazyBlock", "LazyEntry"]
 
 
 class LazyBlock:
-    """The unlabeled queries of one partition opened in one run, by position."""
+    """The queries of one partition opened in one run, by position: unlabeled ones, and
+    (when the scanner grades them) those that came with labels."""
 
-    __slots__ = ("labelsets", "partition", "query_ids", "raws", "rows", "tops", "ts", "ttl")
+    __slots__ = (
+        "judged",
+        "labelsets",
+        "partition",
+        "query_ids",
+        "ranked",
+        "raws",
+        "rows",
+        "tops",
+        "ts",
+        "ttl",
+    )
 
     def __init__(self, partition: int, ttl: float) -> None:
         self.partition = partition
@@ -39,6 +52,12 @@ class LazyBlock:
         doubles; fewer than the cutoff when the ranking is shorter)."""
         self.raws: list[bytes] = []
         """Each query's message, to decode its ranking again."""
+        self.ranked: list[bytes | None] | None = None
+        """Per query, its grades and times for the kernels as the scanner grades them
+        (`Scanned.ranked`), None for a query without labels; None: no query has any."""
+        self.judged: list[bytes | None] | None = None
+        """Per query, its judged documents' grades and times (`Scanned.judged`), as
+        `ranked`."""
         self.rows: NDArray[np.float64] | None = None
         """The row each query put in the windows (None until the block is scored)."""
 
@@ -51,6 +70,14 @@ class LazyBlock:
         its leading document times to be scored from."""
         ts = self.ts[at]
         rows = self.rows
+        if self.labeled(at):  # its labels from its message, as the scanner read them
+            query = OpenQuery.from_message(
+                self.raws[at], self.partition, self.labelsets[at], ts, self.ttl
+            )
+            if rows is not None:
+                query.contribution = rows[at].copy()
+                query.release()
+            return query
         query = OpenQuery(
             self.query_ids[at],
             self.partition,
@@ -64,6 +91,34 @@ class LazyBlock:
         if rows is None:
             query.keep_top(self.tops[at])
         return query
+
+    def append(
+        self,
+        query_id: str,
+        labelset: tuple[str, ...],
+        ts: float,
+        top: bytes,
+        raw: bytes,
+        scanned: Scanned,
+    ) -> None:
+        """Keep one more query (its scanned record gives its grades when it has any)."""
+        if scanned.ranked is not None and self.ranked is None:
+            self.ranked = [None] * len(self.query_ids)
+            self.judged = [None] * len(self.query_ids)
+        if self.ranked is not None:
+            assert self.judged is not None
+            self.ranked.append(scanned.ranked)
+            self.judged.append(scanned.judged)
+        self.query_ids.append(query_id)
+        self.labelsets.append(labelset)
+        self.ts.append(ts)
+        self.tops.append(top)
+        self.raws.append(raw)
+
+    def labeled(self, at: int) -> bool:
+        """Whether the query at position ``at`` came with labels."""
+        ranked = self.ranked
+        return ranked is not None and ranked[at] is not None
 
 
 LazyEntry = tuple[LazyBlock, int]

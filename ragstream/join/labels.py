@@ -27,6 +27,8 @@ __all__ = ["JoinCounters", "LabelJoin", "LabelOutcome", "PendingLabel"]
 _QUERY_ID = attrgetter("query_id")
 _IDS = attrgetter("ids")
 _TOP = attrgetter("top")
+_RANKED = attrgetter("ranked")
+_JUDGED = attrgetter("judged")
 
 
 class LabelOutcome(StrEnum):
@@ -195,7 +197,7 @@ class LabelJoin:
                 continue
             if (
                 lazy
-                and scanned.ids is None  # no label came with it
+                and scanned.ids is None  # no label came with it, or graded ones
                 and len(opened) + len(kept) < cap
                 and not (pending and query_id in pending)
             ):
@@ -203,11 +205,7 @@ class LabelJoin:
                     block = LazyBlock(partition, ttl)
                     self._fresh.append(block)
                 entry = (block, len(block.query_ids))
-                block.query_ids.append(query_id)
-                block.labelsets.append(labelset)
-                block.ts.append(ts)
-                block.tops.append(scanned.top)
-                block.raws.append(raw)
+                block.append(query_id, labelset, ts, scanned.top, raw, scanned)
                 kept[query_id] = dirty[query_id] = entry
                 push(ts + ttl, query_id)
                 direct += 1
@@ -242,7 +240,7 @@ class LabelJoin:
         unlabeled queries' block lists, ``kept`` and ``_dirty`` updated from them, the
         expiry times pushed together); only labeled queries become objects."""
         n, ttl = len(ids), self.label_ttl
-        if lazy:  # the queries that came with a label
+        if lazy:  # the queries that came with their labels as objects (not graded)
             eager = [i for i, got in enumerate(map(_IDS, events)) if got is not None]
         else:
             eager = list(range(n))
@@ -255,6 +253,11 @@ class LabelJoin:
                 block.query_ids, block.labelsets = ids, list(labelsets)
                 block.ts, block.raws = list(times), list(raws)
                 block.tops = list(map(_TOP, events))
+                block.ranked = list(map(_RANKED, events))
+                if block.ranked.count(None) == n:  # none came with a label
+                    block.ranked = None
+                else:
+                    block.judged = list(map(_JUDGED, events))
             else:
                 taken = set(eager)
                 lazy_at = [i for i in range(n) if i not in taken]
@@ -263,6 +266,10 @@ class LabelJoin:
                 block.ts = [times[i] for i in lazy_at]
                 block.raws = [raws[i] for i in lazy_at]
                 block.tops = [events[i].top for i in lazy_at]
+                ranked = [events[i].ranked for i in lazy_at]
+                if ranked.count(None) < len(ranked):
+                    block.ranked = ranked
+                    block.judged = [events[i].judged for i in lazy_at]
             entries = list(zip(repeat(block), range(len(lazy_at))))
             self._lazy.update(zip(block.query_ids, entries, strict=True))
             if not eager:
@@ -382,6 +389,29 @@ class LabelJoin:
         changed queries have been scored, so that each final query carries its last
         contribution.
         """
+        if not unlabeled:
+            return [
+                item[0].query(item[1]) if type(item) is tuple else item  # type: ignore[misc]
+                for item in self.advance_labeled(t_now)
+            ]
+        self._expire(t_now)
+        final, self._final_out = self._final_out, []
+        return [item[0].query(item[1]) if type(item) is tuple else item for item in final]  # type: ignore[misc]
+
+    def advance_labeled(self, t_now: float) -> list[OpenQuery | LazyEntry]:
+        """`advance(unlabeled=False)` without making objects of the labeled queries kept
+        in blocks: those come as (block, position), their rows in the block's `rows`."""
+        self._expire(t_now)
+        final, self._final_out = self._final_out, []
+        return [
+            item
+            for item in final
+            if (item[0].labeled(item[1]) if type(item) is tuple else item.labels)  # type: ignore[union-attr]
+        ]
+
+    def _expire(self, t_now: float) -> None:
+        """Finalize the queries due at `t_now` (out to `_final_out`) and expire waiting
+        labels."""
         closed, due = self._expiry.pop_due_timed(t_now)
         self._close(due, closed)
         self._final.forget_before(t_now - self.label_ttl)
@@ -392,10 +422,6 @@ class LabelJoin:
             del self._pending[query_id]
             self._pending_count -= len(waiting)
             self.counters.pending_expired += len(waiting)
-        final, self._final_out = self._final_out, []
-        if unlabeled:
-            return [item[0].query(item[1]) if type(item) is tuple else item for item in final]  # type: ignore[misc]
-        return [q for q in final if type(q) is OpenQuery and q.labels]
 
     def _close(self, query_ids: list[str], closed: list[float]) -> None:
         """Finalize these open queries, which expire at these times (in this order): out to

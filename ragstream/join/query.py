@@ -249,6 +249,8 @@ class OpenQuery:
         state `release` leaves; a labeled one also gets its ranking at once (its labels
         need it now, and the kernels next), then qrels and inline labels as in
         `from_retrieval`."""
+        if scanned.ranked is not None:  # graded: the labels are read from the message
+            return cls.from_message(raw, partition, labelset, ts, ttl)
         query = cls(scanned.query_id, partition, labelset, ts, ts + ttl, results=None, raw=raw)
         query._top = scanned.top  # bytes: cheaper to keep than to convert, read once
         ids = scanned.ids
@@ -272,6 +274,25 @@ class OpenQuery:
                         t = ts
                     label_times[doc_id] = ts if t != t or t > ts else t
         return query
+
+    @classmethod
+    def from_message(
+        cls, raw: bytes, partition: int, labelset: tuple[str, ...], ts: float, ttl: float
+    ) -> OpenQuery:
+        """Open a query from a retrieval event's message that was valid once (the compiled
+        scanner read it), decoded again: `from_retrieval` of the decoded event."""
+        event = decode_event(raw, Limits(max_message_bytes=len(raw)))
+        assert isinstance(event, DecodedRetrieval)
+        return cls.from_retrieval(
+            event.query_id,
+            partition=partition,
+            labelset=labelset,
+            ts=ts,
+            ttl=ttl,
+            results=event.results,
+            qrels=event.qrels or (),
+            raw=raw,
+        )
 
     def keep_top(self, top: bytes) -> None:
         """Hold the raw times of the leading documents (C doubles, as the scanner gives

@@ -103,7 +103,11 @@ class EngineConfig:
     """Drift detection (docs/drift.md, "In the agent"); None: off."""
     final_unlabeled: bool = True
     """Report every final query in `BatchReport.final`; False: only those with a label
-    (the agent, which reads no other: unlabeled queries then never become objects)."""
+    (unlabeled queries then never become objects)."""
+    report_final: bool = True
+    """False: `BatchReport.final` and `finish` give no query (the agent, which reads
+    none): the labeled queries kept in blocks are then finalized from their rows without
+    becoming objects."""
 
 
 @dataclass(slots=True)
@@ -211,6 +215,7 @@ class Engine:
             scan=config.scan,
             top=TOP_DOCS,
             label_keys=config.label_keys or None,
+            graded=self._blocks,  # labeled queries then stay in blocks too
         )
         self.traces: TraceReader | None = None
         """The OTLP topics' reader and open traces, when a topic carries traces."""
@@ -450,7 +455,21 @@ class Engine:
             times += block.ts
             tops += block.tops
         ts = np.array(times, dtype=np.float64)
-        rows = self._rows(self.scorer.unlabeled(ts, tops))
+        if all(block.ranked is None for block in blocks):
+            scored = self.scorer.unlabeled(ts, tops)
+        else:  # graded queries among them
+            ranked: list[bytes | None] = []
+            judged: list[bytes | None] = []
+            for block in blocks:
+                if block.ranked is None:
+                    ranked += [None] * len(block)
+                    judged += [None] * len(block)
+                else:
+                    assert block.judged is not None
+                    ranked += block.ranked
+                    judged += block.judged
+            scored = self.scorer.graded(ts, tops, ranked, judged)
+        rows = self._rows(scored)
         for block in blocks:
             start = base[id(block)]
             block.rows = rows[start : start + len(block)]
@@ -484,12 +503,27 @@ class Engine:
             self.next_prune = now + _PRUNE_EVERY
             if pruned and self.sequential is not None:
                 self.sequential.prune(set(self.store.series()))
-        unlabeled = self.config.final_unlabeled
-        final = [q for join in self.joins.values() for q in join.advance(now, unlabeled=unlabeled)]
+        final: list[OpenQuery] = []
+        items: Sequence[OpenQuery | LazyEntry]
+        if self.config.report_final:
+            unlabeled = self.config.final_unlabeled
+            items = final = [
+                q for join in self.joins.values() for q in join.advance(now, unlabeled=unlabeled)
+            ]
+        else:  # the labeled ones, those kept in blocks as (block, position)
+            items = [item for join in self.joins.values() for item in join.advance_labeled(now)]
         rows: dict[tuple[int, tuple[str, ...]], list[_F64]] = {}
-        for query in final:
-            if query.contribution is not None and query.labels:  # labeled
-                rows.setdefault((query.partition, query.labelset), []).append(query.contribution)
+        for item in items:
+            if type(item) is tuple:  # labeled, kept in its block
+                kept, at = item
+                if kept.rows is not None:
+                    key = (kept.partition, kept.labelsets[at])
+                    rows.setdefault(key, []).append(kept.rows[at])
+            else:
+                query: OpenQuery = item  # type: ignore[assignment]
+                if query.contribution is not None and query.labels:
+                    key = (query.partition, query.labelset)
+                    rows.setdefault(key, []).append(query.contribution)
         merged: dict[tuple[int, tuple[str, ...]], list[_F64]] = {}
         for (partition, labelset), contributions in rows.items():
             block = np.stack(contributions)[:, : self._final_columns]

@@ -103,9 +103,66 @@ class Scorer:
             self._ages(times, length, ts),
         )
 
+    def graded(
+        self,
+        ts: _F64,
+        tops: Sequence[bytes],
+        ranked: Sequence[bytes | None],
+        judged: Sequence[bytes | None],
+    ) -> ScoredQueries:
+        """Rows of queries kept in blocks: `unlabeled` for all of them, and the kernels for
+        those the scanner graded (``ranked[i]`` and ``judged[i]`` not None, see
+        `Scanned.ranked`): what `score` gives for the same queries opened one by one."""
+        scored = self.unlabeled(ts, tops)
+        chosen = [i for i, grades in enumerate(ranked) if grades is not None]
+        if chosen:
+            at = np.array(chosen, dtype=np.intp)
+            p, r, d = self._graded_kernels(
+                [ranked[i] for i in chosen],  # type: ignore[misc]
+                [judged[i] for i in chosen],  # type: ignore[misc]
+                ts[at],
+            )
+            scored.plain[at], scored.ratio[at], scored.decayed[at] = p, r, d
+            scored.labeled[at] = True
+        return scored
+
+    def _graded_kernels(
+        self, ranked: Sequence[bytes], judged: Sequence[bytes], ts: _F64
+    ) -> tuple[_F64, _F64, _F64]:
+        """`_kernels` of graded queries: their grades and raw times straight from the
+        scanner's C doubles (per query its n grades then its n times; the judged the same),
+        the times made effective here, for the whole batch at once."""
+        rel_length = np.array([len(b) >> 4 for b in ranked], dtype=np.int64)
+        judged_length = np.array([len(b) >> 4 for b in judged], dtype=np.int64)
+        rel_offsets, judged_offsets = _offsets(rel_length), _offsets(judged_length)  # type: ignore[arg-type]
+        rel_all = np.frombuffer(b"".join(ranked), dtype=np.float64)
+        judged_all = np.frombuffer(b"".join(judged), dtype=np.float64)
+        # query q's grades start at 2 * offset[q] (n grades, then n times): the flat
+        # document j of query q is at j + offset[q], its time n[q] further
+        at = np.arange(int(rel_offsets[-1])) + np.repeat(rel_offsets[:-1], rel_length)
+        judged_at = np.arange(int(judged_offsets[-1])) + np.repeat(
+            judged_offsets[:-1], judged_length
+        )
+        rel = rel_all[at]
+        flat_times = effective_doc_time(
+            rel_all[at + np.repeat(rel_length, rel_length)], np.repeat(ts, rel_length)
+        )
+        judged_times = effective_doc_time(
+            judged_all[judged_at + np.repeat(judged_length, judged_length)],
+            np.repeat(ts, judged_length),
+        )
+        return self._evaluate(
+            rel,
+            rel_offsets,
+            judged_all[judged_at],
+            judged_offsets,
+            flat_times,
+            judged_times,
+            ts,
+        )
+
     def _kernels(self, queries: Sequence[OpenQuery], ts: _F64) -> tuple[_F64, _F64, _F64]:
         """Plain, ratio and decayed rows of labeled queries: one kernel pass per half-life."""
-        n = len(queries)
         rel: list[float] = []
         rel_times: list[float | None] = []
         judged: list[float] = []
@@ -136,6 +193,23 @@ class Scorer:
         flat_times = effective_doc_time(
             np.array(rel_times, dtype=np.float64), np.repeat(ts, rel_length)
         )
+        return self._evaluate(
+            rel, rel_offsets, judged, judged_offsets, flat_times, judged_times, ts
+        )
+
+    def _evaluate(
+        self,
+        rel: Sequence[float] | _F64,
+        rel_offsets: NDArray[np.int64],
+        judged: Sequence[float] | _F64,
+        judged_offsets: NDArray[np.int64],
+        flat_times: _F64,
+        judged_times: Sequence[float] | _F64,
+        ts: _F64,
+    ) -> tuple[_F64, _F64, _F64]:
+        """The kernels on the queries' grades and effective times (CSR: per query its
+        ranked documents, and its judged documents)."""
+        n = ts.shape[0]
         batch = RankingBatch.from_ragged(rel, rel_offsets, judged, judged_offsets)
         times = RankingBatch.from_ragged(flat_times, rel_offsets, judged_times, judged_offsets)
         layout = self.layout

@@ -27,11 +27,13 @@ def engine_config(
     clock: str | None = None,
     drift: bool = True,
     final_unlabeled: bool = True,
+    report_final: bool = True,
 ) -> EngineConfig:
     """The engine's configuration; `clock` overrides the configured one (replay: event);
     `drift=False` leaves drift detection off whatever the settings (replay reports none);
-    `final_unlabeled=False`: the batch reports give labeled final queries only (the agent,
-    which reads no other; see `EngineConfig.final_unlabeled`)."""
+    `final_unlabeled=False`: the batch reports give labeled final queries only;
+    `report_final=False`: they give none (the agent, which reads none; see
+    `EngineConfig.report_final`)."""
     return engine_config_of(
         windows=settings.windows,
         metrics=settings.metrics,
@@ -42,6 +44,7 @@ def engine_config(
         formats=settings.kafka.formats,
         traces=settings.traces,
         final_unlabeled=final_unlabeled,
+        report_final=report_final,
     )
 
 
@@ -75,6 +78,7 @@ def engine_config_of(
     formats: Mapping[str, str] | None = None,
     traces: TraceSettings | None = None,
     final_unlabeled: bool = True,
+    report_final: bool = True,
 ) -> EngineConfig:
     """The engine's configuration from settings sections (absent: their defaults, drift
     detection on), without reading the environment (the demo and the benchmarks);
@@ -103,6 +107,7 @@ def engine_config_of(
         traces=trace_mapping(traces or TraceSettings()),
         drift=drift_config((drift or DriftSettings()).fitted(w.sizes)),
         final_unlabeled=final_unlabeled,
+        report_final=report_final,
     )
 
 

@@ -19,9 +19,9 @@ async def run_agent(settings: Settings) -> None:
     Raises `ragstream.sources.kafka.CoPartitionError` when the topics are not
     co-partitioned."""
     security = client_security(settings.kafka.security)
-    # the agent reads labeled final queries only (their histograms): unlabeled ones need not
-    # become objects to be finalized
-    engine = Engine(engine_config(settings, final_unlabeled=False))
+    # the agent reads no final query from the batch reports (the engine keeps their
+    # histograms): queries kept in blocks need not become objects to be finalized
+    engine = Engine(engine_config(settings, final_unlabeled=False, report_final=False))
     handover = state_handover(settings, engine, security)
     source = kafka_source(settings, engine, handover)
     letters = dead_letters(settings)

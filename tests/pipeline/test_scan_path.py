@@ -130,8 +130,19 @@ def _run_both(messages: list[Message], batch: int, **options: Any) -> int:
         {"max_open": 50, "label_ttl": 30.0},
         {"final_unlabeled": False, "label_keys": ("app", "index")},
         {"final_unlabeled": False, "max_open": 50, "label_ttl": 30.0},
+        {"report_final": False, "label_keys": ("app", "index")},
+        {"report_final": False, "max_open": 50, "label_ttl": 30.0},
     ],
-    ids=["plain", "label-keys", "wall-clock", "small-caps", "labeled-final", "labeled-final-caps"],
+    ids=[
+        "plain",
+        "label-keys",
+        "wall-clock",
+        "small-caps",
+        "labeled-final",
+        "labeled-final-caps",
+        "no-final-report",
+        "no-final-report-caps",
+    ],
 )
 def test_scanner_and_msgspec_engines_agree(options: dict[str, Any]) -> None:
     messages = _stream(1_500, seed=11)
