@@ -587,6 +587,7 @@ def test_mutated_messages(case: Case | None, edits: list[tuple[str, int, int]]) 
     msgspec accepts it, with the same values; never a crash."""
     data = _edit(_hand() if case is None else case.data, edits)
     _check(data, DEFAULT_LIMITS)
+    _check_graded(data)
 
 
 @needs_scan
@@ -597,3 +598,89 @@ def test_a_batch_equals_one_by_one(batch: list[Case], top: int) -> None:
     records = scan_retrievals(values, _BOUNDS, top=top, label_keys=_KEYS)
     alone = [_scan(case.data, top=top) for case in batch]
     assert [r and _view(r) for r in records] == [r and _view(r) for r in alone]
+
+
+# -- graded records ---------------------------------------------------------------------------
+
+
+def _graded_reference(data: bytes, ts: float) -> tuple[list[float], list[float], list[float]]:
+    """What the kernels read for a labeled event, from msgspec's decoding and the join's
+    labels (`OpenQuery.from_message`, independent of the scanner): per ranked document its
+    grade and effective time, per judged document its grade and effective time."""
+    from ragstream.join.query import OpenQuery  # the join sits above the events layer
+
+    query = OpenQuery.from_message(data, 0, (), ts, 60.0)
+    ids, times = query.raw_ranking()
+
+    def effective(t: float | None) -> float:
+        return ts if t is None or t != t or t > ts else t
+
+    ranked = [query.labels.get(d, 0.0) for d in ids]
+    ranked_times = [
+        query.label_times[d] if d in query.labels else effective(t)
+        for d, t in zip(ids, times, strict=True)
+    ]
+    judged = [*query.labels.values(), *(query.label_times[d] for d in query.labels)]
+    return ranked, ranked_times, judged
+
+
+def _check_graded(data: bytes) -> bool:
+    """The graded record of `data` against the reference; True when it had labels."""
+    plain = _scan(data)
+    (graded,) = scan_retrievals([data], _BOUNDS, top=10, label_keys=_KEYS, graded=True)
+    if plain is None:
+        assert graded is None
+        return False
+    assert graded is not None
+    same = ("query_id", "ts", "labels", "top")
+    assert [_view(graded)[k] for k in same] == [_view(plain)[k] for k in same]
+    if plain.ids is None:
+        assert (graded.ranked, graded.judged) == (None, None)
+        return False
+    assert (graded.ids, graded.times, graded.qrels, graded.inline) == (None,) * 4
+    assert graded.ranked is not None
+    assert graded.judged is not None
+    ts = plain.ts
+    ranked = array("d", graded.ranked)
+    judged = array("d", graded.judged)
+    n, m = len(ranked) // 2, len(judged) // 2
+    effective = [ts if t != t or t > ts else t for t in ranked[n:]]
+    judged_times = [ts if t != t or t > ts else t for t in judged[m:]]
+    want_ranked, want_times, want_judged = _graded_reference(data, ts)
+    assert [repr(v) for v in ranked[:n]] == [repr(v) for v in want_ranked]
+    assert [repr(v) for v in effective] == [repr(v) for v in want_times]
+    got_judged = [*judged[:m], *judged_times]
+    assert [repr(v) for v in got_judged] == [repr(v) for v in want_judged]
+    return True
+
+
+@needs_scan
+def test_graded_record_by_hand() -> None:
+    """qrels first, then inline labels in list order: the last grade of a document wins,
+    its time the one sent with a label, else its time in the ranking, else ts."""
+    data = _hand()
+    assert _check_graded(data)
+    (graded,) = scan_retrievals([data], _BOUNDS, top=10, label_keys=_KEYS, graded=True)
+    assert graded is not None
+    assert graded.judged is not None
+    assert list(array("d", graded.judged))[:3] == [3.0, -1.5, 1.0]  # z, a (qrels), b, c
+    assert len(graded.judged) // 16 == 4
+
+
+@needs_scan
+@_SETTINGS
+@given(cases())
+def test_graded_records_of_generated_messages(case: Case) -> None:
+    if len(case.data or b"") <= DEFAULT_LIMITS.max_message_bytes and isinstance(case.data, bytes):
+        _check_graded(case.data)
+
+
+@needs_scan
+def test_graded_records_of_synthetic_traffic() -> None:
+    traffic = SyntheticTraffic(SyntheticConfig(seed=3, rate=5.0, click_share=0.2))
+    labeled = sum(
+        _check_graded(event.value)
+        for event in traffic.take(2_000)
+        if event.value.startswith(b'{"type":"retrieval"')
+    )
+    assert labeled > 50
