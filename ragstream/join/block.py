@@ -1,4 +1,4 @@
-"""Unlabeled queries opened together, kept as columns instead of one object each.
+"""Queries opened together, kept as columns instead of one object each.
 
 Most retrieval events never get a label: for them the agent needs the query's id (to
 recognise a later label or a repeated event), its label set and time, the times of its
@@ -7,9 +7,15 @@ message (to decode the ranking again if a label comes after all) and, once score
 it put in the windows (to take it out again). A `LazyBlock` keeps those as lists and one
 array for the queries of one scanned run; the join holds only ``id -> (block, position)``.
 
-A query leaves its block when it gets a label, is looked up, or becomes final: it is then
-made an `OpenQuery` (`LazyBlock.query`) with the same state an eagerly opened query has
-after scoring, so everything downstream is unchanged.
+Events that come with their labels (qrels, inline grades) stay in the block too when the
+compiled scanner grades them (`Scanned.ranked`, `Scanned.judged`: per document its grade
+and time, as C doubles): the block is scored with the kernels from those, and such a
+query, when it becomes final, gives its row from the block.
+
+A query leaves its block when it gets a label, is looked up, or becomes final where the
+caller wants objects: it is then made an `OpenQuery` (`LazyBlock.query`; a graded one
+from its message, decoded again) with the same state an eagerly opened query has after
+scoring, so everything downstream is unchanged.
 """
 
 from __future__ import annotations
