@@ -8,6 +8,7 @@ its size. A missing value (NaN) in a column is skipped in that column only.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 import numpy as np
@@ -119,6 +120,19 @@ class Digest:
         """Number of rows."""
         return int(self.values.shape[0])
 
+    @cached_property
+    def kept(self) -> Kept | None:
+        """The present cells, when few enough for gathering them to pay (see
+        `_present_cells`): found once for every window the batch goes to."""
+        return _kept(self.present, self.values)
+
+    @cached_property
+    def hist_kept(self) -> Kept | None:
+        """`kept` of the histogrammed columns."""
+        assert self.bins is not None
+        assert self.hist_present is not None
+        return _kept(self.hist_present, self.bins)
+
     def take(self, rows: npt.NDArray[np.bool_] | I64) -> Digest:
         """The selected rows."""
         return Digest(
@@ -164,10 +178,30 @@ _SPARSE = 0.5
 """Gather the present cells when at most this share of them is present."""
 
 
-def _kept_cells(local: I64, width: int, kept: I64) -> I64:
-    """The slot-major cell index of each kept flat (row, column) index."""
-    rows, columns = np.divmod(kept, width)
-    cells: I64 = local[rows] * width + columns
+@dataclass(frozen=True)
+class Kept:
+    """The present cells of a digest's ``(n, width)`` array, in row-major order."""
+
+    rows: I64
+    """Each cell's row."""
+    columns: I64
+    """Each cell's column."""
+    values: npt.NDArray[Any]
+    """Each cell's value (of the array the cells were found in)."""
+
+
+def _kept(present: npt.NDArray[np.bool_], values: npt.NDArray[Any]) -> Kept | None:
+    """The present cells of ``values`` (see `_present_cells`), None when most are."""
+    kept = _present_cells(present)
+    if kept is None:
+        return None
+    rows, columns = np.divmod(kept, present.shape[1])
+    return Kept(rows, columns, values.ravel()[kept])
+
+
+def _kept_cells(local: I64, width: int, kept: Kept) -> I64:
+    """The slot-major cell index of each kept cell."""
+    cells: I64 = local[kept.rows] * width + kept.columns
     return cells
 
 
@@ -181,23 +215,23 @@ def plain_sums(local: I64, m: int, batch: Digest, bins: int) -> PlainSums:
     assert batch.hist_present is not None
     hwidth = batch.bins.shape[1]
     hsize = m * hwidth * bins
-    kept = _present_cells(batch.present)
+    kept = batch.kept
     if kept is None:
         cells = _cells(local, width)
         v = batch.values.ravel()
         count = _bincount(cells, batch.present.ravel(), size)
     else:
         cells = _kept_cells(local, width, kept)
-        v = batch.values.ravel()[kept]
+        v = kept.values
         count = np.bincount(cells, minlength=size)
     total: F64 = np.bincount(cells, weights=v, minlength=size).astype(np.float64, copy=False)
     total_sq: F64 = np.bincount(cells, weights=v * v, minlength=size).astype(np.float64, copy=False)
-    hkept = _present_cells(batch.hist_present)
+    hkept = batch.hist_kept
     if hkept is None:
         hcells = _cells(local, hwidth) * bins + batch.bins.ravel()
         hist = _bincount(hcells, batch.hist_present.ravel(), hsize)
     else:
-        hcells = _kept_cells(local, hwidth, hkept) * bins + batch.bins.ravel()[hkept]
+        hcells = _kept_cells(local, hwidth, hkept) * bins + hkept.values
         hist = np.bincount(hcells, minlength=hsize)
     return PlainSums(
         np.bincount(local, minlength=m),
