@@ -232,24 +232,32 @@ static int text_string(const char **pp, const char *end, Py_ssize_t max_chars) {
 }
 
 /* A JSON number as a finite double (see the header for the conversions). */
-#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-/* Whether the 8 bytes at p are all ASCII digits and, when they are, their value (the first
- * byte the most significant digit): three multiplications instead of eight steps. */
-static inline int eight_digits(const char *p, uint64_t *value) {
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__ && defined(__GNUC__)
+static const uint64_t POW10_INT[9] = {1, 10, 100, 1000, 10000, 100000, 1000000, 10000000,
+                                      100000000};
+
+/* The run of ASCII digits at p, up to 8 of them, read 8 bytes at a time (there must be 8):
+ * how many (0-8) and, in *value, their value (the first the most significant digit). The
+ * first byte that is not a digit is found exactly: a carry out of adding 6 to a later byte
+ * never reaches an earlier one (the bytes are little-endian). */
+static inline int digit_run(const char *p, uint64_t *value) {
     uint64_t x;
     memcpy(&x, p, sizeof x);
-    /* each byte 0x30..0x39: high nibble 3, and adding 6 leaves the high nibble 3 */
-    if (((x & UINT64_C(0xF0F0F0F0F0F0F0F0)) |
-         (((x + UINT64_C(0x0606060606060606)) & UINT64_C(0xF0F0F0F0F0F0F0F0)) >> 4)) !=
-        UINT64_C(0x3333333333333333))
+    const uint64_t high = UINT64_C(0xF0F0F0F0F0F0F0F0), threes = UINT64_C(0x3030303030303030);
+    /* a byte is nonzero where it is not 0x30..0x39 */
+    uint64_t other = ((x & high) ^ threes) | (((x + UINT64_C(0x0606060606060606)) & high) ^ threes);
+    int count = other ? __builtin_ctzll(other) >> 3 : 8;
+    if (count == 0)
         return 0;
-    x -= UINT64_C(0x3030303030303030);
+    x -= threes;
+    if (count < 8)
+        x <<= 8 * (8 - count); /* the digits at the top, zeros (leading zeros) below */
     x = x * 10 + (x >> 8); /* pairs: byte 2i holds digits 2i, 2i+1 as a number < 100 */
     x = (((x & UINT64_C(0x000000FF000000FF)) * (100 + (UINT64_C(1000000) << 32))) +
          (((x >> 16) & UINT64_C(0x000000FF000000FF)) * (1 + (UINT64_C(10000) << 32)))) >>
         32;
     *value = x & UINT64_C(0xFFFFFFFF);
-    return 1;
+    return count;
 }
 #define SWAR_DIGITS 1
 #else
@@ -272,11 +280,15 @@ static int number(const char **pp, const char *end, double *out) {
     if (*p == '0') {
         p++;
     } else if (*p >= '1' && *p <= '9') {
-        uint64_t eight;
-        while (SWAR_DIGITS && digits <= 11 && end - p >= 8 && eight_digits(p, &eight)) {
-            mantissa = mantissa * 100000000 + eight; /* digits + 8 <= 19: no overflow */
-            digits += 8;
-            p += 8;
+        /* runs of digits while they fit in the mantissa (then digit by digit, as below) */
+        uint64_t run;
+        int n;
+        while (SWAR_DIGITS && digits <= 11 && end - p >= 8 && (n = digit_run(p, &run)) > 0) {
+            mantissa = mantissa * POW10_INT[n] + run; /* digits + n <= 19: no overflow */
+            digits += n;
+            p += n;
+            if (n < 8)
+                break;
         }
         while (p < end && *p >= '0' && *p <= '9') {
             if (digits < 19) {
@@ -296,14 +308,17 @@ static int number(const char **pp, const char *end, double *out) {
         p++;
         if (p >= end || *p < '0' || *p > '9')
             return DECLINE;
-        uint64_t eight;
+        uint64_t run;
+        int n;
         /* past the fraction's leading zeros every digit counts (as in the loop below) */
         while (SWAR_DIGITS && mantissa != 0 && digits <= 11 && end - p >= 8 &&
-               eight_digits(p, &eight)) {
-            mantissa = mantissa * 100000000 + eight;
-            digits += 8;
-            exp10 -= 8;
-            p += 8;
+               (n = digit_run(p, &run)) > 0) {
+            mantissa = mantissa * POW10_INT[n] + run;
+            digits += n;
+            exp10 -= n;
+            p += n;
+            if (n < 8)
+                break;
         }
         while (p < end && *p >= '0' && *p <= '9') {
             if (mantissa == 0 && *p == '0') {
@@ -371,6 +386,42 @@ static int number(const char **pp, const char *end, double *out) {
     if (stop != buffer + n || !isfinite(v))
         return DECLINE;
     *out = v;
+    return OK;
+}
+
+/* A number whose value is not kept (a result's score): accepted and declined exactly as
+ * `number` would, without converting it when it is short and has no exponent (then it is
+ * finite, and read exactly or by Python's conversion: `number` declines only an integer
+ * of more than 18 digits); anything else goes through `number`. */
+static int skip_number(const char **pp, const char *end) {
+    const char *p = *pp, *start = p;
+    int int_digits = 0, is_int = 1;
+    double ignored;
+    if (p < end && *p == '-')
+        p++;
+    if (p >= end)
+        return DECLINE;
+    if (*p == '0') {
+        p++;
+    } else if (*p >= '1' && *p <= '9') {
+        for (; p < end && *p >= '0' && *p <= '9'; p++)
+            int_digits++;
+    } else {
+        return DECLINE;
+    }
+    if (p < end && *p == '.') {
+        is_int = 0;
+        p++;
+        if (p >= end || *p < '0' || *p > '9')
+            return DECLINE;
+        while (p < end && *p >= '0' && *p <= '9')
+            p++;
+    }
+    if ((p < end && (*p == 'e' || *p == 'E')) || p - start > 19)
+        return number(pp, end, &ignored);
+    if (is_int && int_digits > 18)
+        return DECLINE;
+    *pp = p;
     return OK;
 }
 
@@ -518,9 +569,7 @@ static int item(const char **pp, const char *end, const Bounds *b, int is_qrel, 
             if (is_qrel && !out->has_rel)
                 return DECLINE; /* a qrel's rel is required and not nullable */
         } else if (flag == F_SCORE && !is_qrel) {
-            double score;
-            int given;
-            if (optional_number(&p, end, -INFINITY, INFINITY, 0, &score, &given))
+            if (!literal_null(&p, end) && skip_number(&p, end)) /* any finite number */
                 return DECLINE;
         } else {
             return DECLINE;
