@@ -403,11 +403,15 @@ class LabelJoin:
         in blocks: those come as (block, position), their rows in the block's `rows`."""
         self._expire(t_now)
         final, self._final_out = self._final_out, []
-        return [
-            item
-            for item in final
-            if (item[0].labeled(item[1]) if type(item) is tuple else item.labels)  # type: ignore[union-attr]
-        ]
+        out: list[OpenQuery | LazyEntry] = []
+        for item in final:
+            if type(item) is tuple:
+                ranked = item[0].ranked  # `LazyBlock.labeled`, inlined: thousands a batch
+                if ranked is not None and ranked[item[1]] is not None:
+                    out.append(item)
+            elif item.labels:  # type: ignore[union-attr]
+                out.append(item)
+        return out
 
     def _expire(self, t_now: float) -> None:
         """Finalize the queries due at `t_now` (out to `_final_out`) and expire waiting

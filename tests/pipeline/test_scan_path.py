@@ -273,3 +273,29 @@ def test_a_label_on_a_repeat_scores_as_the_same_label_on_the_first_occurrence() 
         rows.append((query.doc_ids, query.label_times, _row(query.contribution)))
         assert dict(zip(engine.columns, _row(query.contribution) or [], strict=False))["rr"] == 1
     assert rows[0] == rows[1]
+
+
+def test_batches_grouped_by_partition_as_getmany_gives_them() -> None:
+    """A batch in which every message is a scanned retrieval event on time and each
+    partition's messages come together (Kafka's usual batch) opens its runs by slices
+    (`Engine._usual_runs`): the same state as msgspec's engine after every batch."""
+    traffic = SyntheticTraffic(SyntheticConfig(seed=9, rate=5.0, probe_share=0.3))
+    retrievals = [e for e in traffic.take(6_000) if e.value.startswith(b'{"type":"retrieval"')]
+    messages = [
+        Message(e.value, partition=int(e.key[-1]) % 3, offset=i) for i, e in enumerate(retrievals)
+    ]
+    for options in ({}, {"label_keys": ("app", "index"), "report_final": False}):
+        engines = [Engine(_config(scan, **options), wall=lambda: WALL) for scan in (True, False)]
+        usual = batches = 0
+        for start in range(0, len(messages), 250):
+            batches += 1
+            part = sorted(messages[start : start + 250], key=lambda m: m.partition)
+            read = engines[0].reader.read([m.value for m in part])
+            times = [float(e.ts) for e in read.events]
+            usual += engines[0]._usual_runs(read.events, part, times, [0] * len(part)) is not None
+            with_scan, without = (_report(e.apply(part), e) for e in engines)
+            assert with_scan == without
+        assert batches >= 5
+        assert usual >= batches - 1  # the batches took the sliced runs
+        finals = [_report(BatchReport(final=e.finish()), e) for e in engines]
+        assert finals[0] == finals[1]
