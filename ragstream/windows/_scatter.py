@@ -98,10 +98,12 @@ class Digest:
     """``(n, width)``: the value is not NaN."""
     values: F64
     """``(n, width)``: the values, 0 where missing."""
-    bins: I64 | None
-    """``(n, width_hist)``: histogram bin of each histogrammed value (plain columns only)."""
+    hist_values: F64 | None
+    """``(n, width_hist)``: the histogrammed columns of `values` (plain columns only)."""
     hist_present: npt.NDArray[np.bool_] | None
     """``(n, width_hist)``: the histogrammed value is not NaN."""
+    edges: F64 | None = None
+    """The histograms' bin edges (plain columns only)."""
 
     @classmethod
     def of(cls, values: F64, edges: F64 | None = None, hist: I64 | None = None) -> Digest:
@@ -112,13 +114,21 @@ class Digest:
         if edges is None:
             return cls(present, filled, None, None)
         if hist is None or hist.size == values.shape[1]:
-            return cls(present, filled, bin_index(filled, edges), present)
-        return cls(present, filled, bin_index(filled[:, hist], edges), present[:, hist])
+            return cls(present, filled, filled, present, edges)
+        return cls(present, filled, filled[:, hist], present[:, hist], edges)
 
     @property
     def size(self) -> int:
         """Number of rows."""
         return int(self.values.shape[0])
+
+    @cached_property
+    def bins(self) -> I64:
+        """``(n, width_hist)``: histogram bin of each histogrammed value (plain columns
+        only), found once for every window the batch goes to."""
+        assert self.hist_values is not None
+        assert self.edges is not None
+        return bin_index(self.hist_values, self.edges)
 
     @cached_property
     def kept(self) -> Kept | None:
@@ -128,18 +138,24 @@ class Digest:
 
     @cached_property
     def hist_kept(self) -> Kept | None:
-        """`kept` of the histogrammed columns."""
-        assert self.bins is not None
+        """`kept` of the histogrammed columns, with their bins as values (found for those
+        cells only)."""
+        assert self.hist_values is not None
         assert self.hist_present is not None
-        return _kept(self.hist_present, self.bins)
+        assert self.edges is not None
+        kept = _kept(self.hist_present, self.hist_values)
+        if kept is None:
+            return None
+        return Kept(kept.rows, kept.columns, bin_index(kept.values, self.edges))
 
     def take(self, rows: npt.NDArray[np.bool_] | I64) -> Digest:
         """The selected rows."""
         return Digest(
             self.present[rows],
             self.values[rows],
-            None if self.bins is None else self.bins[rows],
+            None if self.hist_values is None else self.hist_values[rows],
             None if self.hist_present is None else self.hist_present[rows],
+            self.edges,
         )
 
 
@@ -211,9 +227,8 @@ def plain_sums(local: I64, m: int, batch: Digest, bins: int) -> PlainSums:
     width = batch.values.shape[1]
     size = m * width
     shape = (m, width)
-    assert batch.bins is not None
     assert batch.hist_present is not None
-    hwidth = batch.bins.shape[1]
+    hwidth = batch.hist_present.shape[1]
     hsize = m * hwidth * bins
     kept = batch.kept
     if kept is None:
