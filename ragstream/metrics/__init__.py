@@ -28,6 +28,7 @@ from ragstream.metrics.recency import (
     decay_rate,
     effective_doc_time,
     mean_doc_age,
+    mean_doc_ages,
     recency_weight,
 )
 from ragstream.metrics.registry import (
@@ -53,6 +54,7 @@ __all__ = [
     "evaluate",
     "hit_rate",
     "mean_doc_age",
+    "mean_doc_ages",
     "ndcg",
     "parse_metric",
     "precision",

@@ -12,13 +12,20 @@ Times are Unix seconds (float64).
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from ragstream.durations import decay_rate
 
-__all__ = ["decay_rate", "effective_doc_time", "mean_doc_age", "recency_weight"]
+__all__ = [
+    "decay_rate",
+    "effective_doc_time",
+    "mean_doc_age",
+    "mean_doc_ages",
+    "recency_weight",
+]
 
 _F64 = NDArray[np.float64]
 
@@ -74,6 +81,37 @@ def mean_doc_age(t_doc_eff: ArrayLike, length: ArrayLike, k: int, t: ArrayLike) 
     total = np.cumsum(age, axis=1)[:, -1] if width else np.zeros(doc.shape[0])
     out = np.full(doc.shape[0], np.nan)
     np.divide(total, n, out=out, where=n > 0)
+    return out
+
+
+def mean_doc_ages(
+    t_doc_eff: ArrayLike, length: ArrayLike, cutoffs: Sequence[int], t: ArrayLike
+) -> _F64:
+    """`mean_doc_age` at every cutoff at once, (Q, len(cutoffs)): one running sum along
+    the rows serves every cutoff (the same additions in the same order, so the same
+    values as one call per cutoff)."""
+    for k in cutoffs:
+        if isinstance(k, bool) or not isinstance(k, int | np.integer) or k < 1:
+            raise ValueError(f"cutoff k must be an integer >= 1, got {k!r}")
+    doc = np.asarray(t_doc_eff, dtype=np.float64)
+    if doc.ndim != 2:
+        raise ValueError(f"t_doc_eff must be 2-D (queries x documents), got {doc.ndim}-D")
+    lengths = np.asarray(length, dtype=np.int64)
+    if lengths.shape != (doc.shape[0],) or (
+        lengths.size and (lengths.min() < 0 or lengths.max() > doc.shape[1])
+    ):
+        raise ValueError(f"length must have shape ({doc.shape[0]},) with values in [0, L]")
+    out = np.full((doc.shape[0], len(cutoffs)), np.nan)
+    width = min(max(cutoffs, default=0), doc.shape[1])
+    if not width:
+        return out
+    now = _per_row(np.asarray(t, dtype=np.float64), doc, "t")
+    age = np.maximum(0.0, now - doc[:, :width])
+    age = np.where(np.arange(width) < lengths[:, None], age, 0.0)
+    running = np.cumsum(age, axis=1)
+    for c, k in enumerate(cutoffs):
+        n = np.minimum(lengths, int(k))
+        np.divide(running[:, min(int(k), width) - 1], n, out=out[:, c], where=n > 0)
     return out
 
 

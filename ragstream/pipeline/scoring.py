@@ -23,7 +23,7 @@ from ragstream.metrics import (
     decay_rate,
     effective_doc_time,
     evaluate,
-    mean_doc_age,
+    mean_doc_ages,
 )
 from ragstream.pipeline.layout import RowLayout
 
@@ -256,12 +256,7 @@ class Scorer:
 
     def _ages(self, raw: _F64, length: NDArray[np.int64], ts: _F64) -> _F64:
         """Mean ages per cutoff of raw leading document times (`length` of each row)."""
-        times = effective_doc_time(raw, ts)
-        cutoffs = self.layout.cutoffs
-        out = np.empty((ts.shape[0], len(cutoffs)))
-        for c, k in enumerate(cutoffs):
-            out[:, c] = mean_doc_age(times, length, k, ts)
-        return out
+        return mean_doc_ages(effective_doc_time(raw, ts), length, self.layout.cutoffs, ts)
 
 
 def _ragged(flat: _F64, length: NDArray[np.int64], width: int) -> _F64:

@@ -15,6 +15,7 @@ from ragstream.metrics import (
     effective_doc_time,
     evaluate,
     mean_doc_age,
+    mean_doc_ages,
     recency_weight,
 )
 
@@ -184,3 +185,25 @@ def test_sum_metrics_halve_after_one_half_life_and_ratio_metrics_do_not_move() -
     for name in RATIO:
         assert b[name][0] == pytest.approx(a[name][0], rel=1e-12)
         assert 0 < a[name][0] < 1
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    st.integers(0, 12),
+    st.integers(0, 8),
+    st.lists(st.integers(1, 15), min_size=1, max_size=5),
+    st.integers(0, 2**32 - 1),
+)
+def test_mean_doc_ages_equal_one_call_per_cutoff(
+    rows: int, width: int, cutoffs: list[int], seed: int
+) -> None:
+    """Every cutoff at once gives, bit for bit, what `mean_doc_age` gives per cutoff."""
+    rng = np.random.default_rng(seed)
+    doc = rng.uniform(0.0, 1_000.0, size=(rows, width))
+    length = rng.integers(0, width + 1, size=rows)
+    t = rng.uniform(500.0, 1_500.0, size=rows)
+    together = mean_doc_ages(doc, length, cutoffs, t)
+    assert together.shape == (rows, len(cutoffs))
+    for c, k in enumerate(cutoffs):
+        alone = mean_doc_age(doc, length, k, t)
+        np.testing.assert_array_equal(together[:, c], alone)
