@@ -599,6 +599,34 @@ static int grow(Item **items, Py_ssize_t *cap, Py_ssize_t need) {
     return OK;
 }
 
+/* A result written as the common shape writes it, `{"doc_id":"…","score":…,"t_doc":…}`
+ * with no blank: 1, read into `*out`, past it; 0 for anything else, or a value `item`
+ * would not accept, nothing read (`item` then reads it, and decides). */
+static int common_result(const char **pp, const char *end, const Bounds *b, Item *out) {
+    const char *p = *pp;
+    if (end - p < 11 || memcmp(p, "{\"doc_id\":\"", 11) != 0)
+        return 0;
+    p += 10; /* at the id's opening quote */
+    if (plain_string(&p, end, &out->id) || out->id.n < 1 || out->id.n > b->max_id)
+        return 0;
+    if (end - p < 9 || memcmp(p, ",\"score\":", 9) != 0)
+        return 0;
+    p += 9;
+    if (!literal_null(&p, end) && skip_number(&p, end))
+        return 0;
+    if (end - p < 9 || memcmp(p, ",\"t_doc\":", 9) != 0)
+        return 0;
+    p += 9;
+    if (optional_number(&p, end, b->min_doc_ts, b->max_ts, 1, &out->t_doc, &out->has_t_doc))
+        return 0;
+    if (p >= end || *p != '}')
+        return 0;
+    out->rel = NAN;
+    out->has_rel = 0;
+    *pp = p + 1;
+    return 1;
+}
+
 /* A list of result or qrel objects into `*items` (grown as needed); `*count` items. */
 static int item_list(const char **pp, const char *end, const Bounds *b, int is_qrel,
                      Py_ssize_t max_items, Item **items, Py_ssize_t *cap, Py_ssize_t *count) {
@@ -618,7 +646,8 @@ static int item_list(const char **pp, const char *end, const Bounds *b, int is_q
             return DECLINE;
         if ((rc = grow(items, cap, n + 1)) != OK)
             return rc;
-        if (item(&p, end, b, is_qrel, &(*items)[n]))
+        if (!(!is_qrel && common_result(&p, end, b, &(*items)[n])) &&
+            item(&p, end, b, is_qrel, &(*items)[n]))
             return DECLINE;
         n++;
         if ((rc = after_value(&p, end, ']')) == CLOSED)
