@@ -248,7 +248,8 @@ class OpenQuery:
         It keeps its leading document times (the scanner's C doubles) and the message, the
         state `release` leaves; a labeled one also gets its ranking at once (its labels
         need it now, and the kernels next), then qrels and inline labels as in
-        `from_retrieval`."""
+        `from_retrieval`. A graded record (`Scanned.ranked`) carries no ids or labels:
+        that query is decoded from its message (`from_message`)."""
         if scanned.ranked is not None:  # graded: the labels are read from the message
             return cls.from_message(raw, partition, labelset, ts, ttl)
         query = cls(scanned.query_id, partition, labelset, ts, ts + ttl, results=None, raw=raw)

@@ -134,7 +134,7 @@ class Scorer:
         the times made effective here, for the whole batch at once."""
         rel_length = np.array([len(b) >> 4 for b in ranked], dtype=np.int64)
         judged_length = np.array([len(b) >> 4 for b in judged], dtype=np.int64)
-        rel_offsets, judged_offsets = _offsets(rel_length), _offsets(judged_length)  # type: ignore[arg-type]
+        rel_offsets, judged_offsets = _offsets(rel_length), _offsets(judged_length)
         rel_all = np.frombuffer(b"".join(ranked), dtype=np.float64)
         judged_all = np.frombuffer(b"".join(judged), dtype=np.float64)
         # query q's grades start at 2 * offset[q] (n grades, then n times): the flat
@@ -296,7 +296,7 @@ def _packed(rows: list[Sequence[float | None]]) -> bytes | None:
         return None
 
 
-def _offsets(lengths: list[int]) -> NDArray[np.int64]:
+def _offsets(lengths: Sequence[int] | NDArray[np.int64]) -> NDArray[np.int64]:
     offsets = np.zeros(len(lengths) + 1, dtype=np.int64)
     np.cumsum(lengths, out=offsets[1:])
     return offsets
