@@ -64,6 +64,7 @@ _PRUNE_EVERY = 60.0
 _LATE = int(Timing.LATE)
 _FUTURE = int(Timing.FUTURE)
 _EVENT_TS = attrgetter("ts")
+_LABELS = attrgetter("labels")
 _Positions = Sequence[int] | NDArray[np.intp]
 
 _Run = tuple[list[Scanned], list[tuple[str, ...]], list[float], list[bytes]]
@@ -418,10 +419,9 @@ class Engine:
             scanned: list[Scanned] = events[start:stop]  # type: ignore[assignment]
             labelsets: list[tuple[str, ...]] = []
             if mapper is not None:
-                past = self._tally(partition).collapsed
-                of_values = mapper.of_values
                 # tuples, not None: the reader asks for the label keys the mapper maps
-                labelsets = [of_values(e.labels, past) for e in scanned]  # type: ignore[arg-type]
+                given: list[tuple[str, ...]] = list(map(_LABELS, scanned))
+                labelsets = mapper.of_many(given, self._tally(partition).collapsed)
             raws = [m.value for m in messages[start:stop]]
             runs[partition] = (list(scanned), labelsets, list(times[start:stop]), raws)
         return runs
