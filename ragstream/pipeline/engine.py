@@ -520,7 +520,10 @@ class Engine:
     ) -> tuple[_F64, _F64]:
         """Times and rows of `n` changed queries with those of the queries kept in blocks
         filled in (at ``kept``, from the blocks' times and rows end to end at ``source``,
-        None: all of them, in order); the others are the caller's to fill."""
+        None: all of them, in order); the others are the caller's to fill. When every one
+        is kept in a block, in order (the usual batch), the blocks' arrays themselves."""
+        if source is None and n == all_rows.shape[0]:
+            return all_times, all_rows
         rows = np.empty((n, all_rows.shape[1]))
         times = np.empty(n)
         if source is None:
