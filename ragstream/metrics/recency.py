@@ -63,25 +63,8 @@ def mean_doc_age(t_doc_eff: ArrayLike, length: ArrayLike, k: int, t: ArrayLike) 
     A row without documents (n = 0) has no age: its value is NaN, and aggregates must leave
     it out (count it in neither the sum nor the number of queries).
     """
-    if isinstance(k, bool) or not isinstance(k, int | np.integer) or k < 1:
-        raise ValueError(f"cutoff k must be an integer >= 1, got {k!r}")
-    doc = np.asarray(t_doc_eff, dtype=np.float64)
-    if doc.ndim != 2:
-        raise ValueError(f"t_doc_eff must be 2-D (queries x documents), got {doc.ndim}-D")
-    lengths = np.asarray(length, dtype=np.int64)
-    if lengths.shape != (doc.shape[0],) or (
-        lengths.size and (lengths.min() < 0 or lengths.max() > doc.shape[1])
-    ):
-        raise ValueError(f"length must have shape ({doc.shape[0]},) with values in [0, L]")
-    n = np.minimum(lengths, int(k))
-    width = min(int(k), doc.shape[1])
-    now = _per_row(np.asarray(t, dtype=np.float64), doc, "t")
-    age = np.maximum(0.0, now - doc[:, :width])
-    age = np.where(np.arange(width) < n[:, None], age, 0.0)
-    total = np.cumsum(age, axis=1)[:, -1] if width else np.zeros(doc.shape[0])
-    out = np.full(doc.shape[0], np.nan)
-    np.divide(total, n, out=out, where=n > 0)
-    return out
+    ages: _F64 = mean_doc_ages(t_doc_eff, length, [k], t)[:, 0]
+    return ages
 
 
 def mean_doc_ages(

@@ -197,7 +197,8 @@ def test_sum_metrics_halve_after_one_half_life_and_ratio_metrics_do_not_move() -
 def test_mean_doc_ages_equal_one_call_per_cutoff(
     rows: int, width: int, cutoffs: list[int], seed: int
 ) -> None:
-    """Every cutoff at once gives, bit for bit, what `mean_doc_age` gives per cutoff."""
+    """Every cutoff at once gives, bit for bit, what one cutoff at a time gives, and what
+    the definition gives summed left to right in plain Python."""
     rng = np.random.default_rng(seed)
     doc = rng.uniform(0.0, 1_000.0, size=(rows, width))
     length = rng.integers(0, width + 1, size=rows)
@@ -205,5 +206,11 @@ def test_mean_doc_ages_equal_one_call_per_cutoff(
     together = mean_doc_ages(doc, length, cutoffs, t)
     assert together.shape == (rows, len(cutoffs))
     for c, k in enumerate(cutoffs):
-        alone = mean_doc_age(doc, length, k, t)
-        np.testing.assert_array_equal(together[:, c], alone)
+        np.testing.assert_array_equal(together[:, c], mean_doc_age(doc, length, k, t))
+        for q in range(rows):
+            n = min(k, int(length[q]))
+            total = 0.0
+            for j in range(n):
+                total += max(0.0, float(t[q]) - float(doc[q, j]))
+            want = total / n if n else math.nan
+            assert repr(float(together[q, c])) == repr(want)
