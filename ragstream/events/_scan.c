@@ -68,11 +68,21 @@ typedef struct {
     Py_ssize_t qrels_cap;
     uint32_t *table;
     Py_ssize_t table_cap;
+    size_t table_mask; /* of the ranking's ids in `table` (0: no table, under 2 documents) */
     uint32_t *jtable; /* judged documents by id (slot = index + 1), for `graded` */
     Py_ssize_t jtable_cap;
-    Item *judged;
+    struct Judged *judged;
     Py_ssize_t judged_cap;
 } Scratch;
+
+/* A judged document of a graded event: its last grade, its raw label time, and its place
+ * in the ranking (-1: not ranked). */
+typedef struct Judged {
+    Span id;
+    double rel;
+    double t;
+    Py_ssize_t at;
+} Judged;
 
 typedef struct {
     Span query_id;
@@ -259,9 +269,31 @@ static inline int digit_run(const char *p, uint64_t *value) {
     *value = x & UINT64_C(0xFFFFFFFF);
     return count;
 }
-#define SWAR_DIGITS 1
+
+/* The digits at *pp taken into the mantissa in runs of up to 8 while they fit in its 19
+ * digits (the caller takes the rest one by one): how many, *pp past them. */
+static inline int digit_runs(const char **pp, const char *end, uint64_t *mantissa,
+                             int *digits) {
+    const char *p = *pp;
+    uint64_t run;
+    int n, taken = 0;
+    while (*digits <= 11 && end - p >= 8 && (n = digit_run(p, &run)) > 0) {
+        *mantissa = *mantissa * POW10_INT[n] + run; /* digits + n <= 19: no overflow */
+        *digits += n;
+        p += n;
+        taken += n;
+        if (n < 8)
+            break;
+    }
+    *pp = p;
+    return taken;
+}
 #else
-#define SWAR_DIGITS 0
+static inline int digit_runs(const char **pp, const char *end, uint64_t *mantissa,
+                             int *digits) {
+    (void)pp, (void)end, (void)mantissa, (void)digits;
+    return 0; /* digit by digit */
+}
 #endif
 
 static int number(const char **pp, const char *end, double *out) {
@@ -280,16 +312,7 @@ static int number(const char **pp, const char *end, double *out) {
     if (*p == '0') {
         p++;
     } else if (*p >= '1' && *p <= '9') {
-        /* runs of digits while they fit in the mantissa (then digit by digit, as below) */
-        uint64_t run;
-        int n;
-        while (SWAR_DIGITS && digits <= 11 && end - p >= 8 && (n = digit_run(p, &run)) > 0) {
-            mantissa = mantissa * POW10_INT[n] + run; /* digits + n <= 19: no overflow */
-            digits += n;
-            p += n;
-            if (n < 8)
-                break;
-        }
+        digit_runs(&p, end, &mantissa, &digits);
         while (p < end && *p >= '0' && *p <= '9') {
             if (digits < 19) {
                 mantissa = mantissa * 10 + (uint64_t)(*p - '0');
@@ -308,18 +331,8 @@ static int number(const char **pp, const char *end, double *out) {
         p++;
         if (p >= end || *p < '0' || *p > '9')
             return DECLINE;
-        uint64_t run;
-        int n;
-        /* past the fraction's leading zeros every digit counts (as in the loop below) */
-        while (SWAR_DIGITS && mantissa != 0 && digits <= 11 && end - p >= 8 &&
-               (n = digit_run(p, &run)) > 0) {
-            mantissa = mantissa * POW10_INT[n] + run;
-            digits += n;
-            exp10 -= n;
-            p += n;
-            if (n < 8)
-                break;
-        }
+        if (mantissa != 0) /* past leading zeros every digit counts (as in the loop below) */
+            exp10 -= digit_runs(&p, end, &mantissa, &digits);
         while (p < end && *p >= '0' && *p <= '9') {
             if (mantissa == 0 && *p == '0') {
                 exp10--; /* leading zeros of the fraction are not significant */
@@ -778,6 +791,7 @@ static inline uint32_t hash_span(Span id) {
 
 /* 1 when a document id appears twice in the results, 0 if not, NOMEM. */
 static int has_repeats(const Item *docs, Py_ssize_t n, Scratch *s) {
+    s->table_mask = 0;
     if (n < 2)
         return 0;
     Py_ssize_t cap = 16;
@@ -791,17 +805,19 @@ static int has_repeats(const Item *docs, Py_ssize_t n, Scratch *s) {
         s->table_cap = cap;
     }
     memset(s->table, 0, (size_t)cap * sizeof(uint32_t)); /* slot = index + 1 */
+    const size_t mask = (size_t)(cap - 1);
     for (Py_ssize_t i = 0; i < n; i++) {
         Span id = docs[i].id;
-        size_t slot = hash_span(id) & (size_t)(cap - 1);
+        size_t slot = hash_span(id) & mask;
         while (s->table[slot]) {
             Span other = docs[s->table[slot] - 1].id;
             if (other.n == id.n && memcmp(other.s, id.s, (size_t)id.n) == 0)
                 return 1;
-            slot = (slot + 1) & (size_t)(cap - 1);
+            slot = (slot + 1) & mask;
         }
         s->table[slot] = (uint32_t)(i + 1);
     }
+    s->table_mask = mask; /* the ranking's ids, for `ranked_at` */
     return 0;
 }
 
@@ -854,24 +870,35 @@ static PyObject *doubles(const Item *docs, Py_ssize_t n) {
     return out;
 }
 
+/* Every document id of the ranking, as a tuple of str. */
+static PyObject *ids(const Item *docs, Py_ssize_t n) {
+    PyObject *out = PyTuple_New(n);
+    for (Py_ssize_t i = 0; out != NULL && i < n; i++) {
+        PyObject *id = ascii(docs[i].id);
+        if (id == NULL)
+            Py_CLEAR(out);
+        else
+            PyTuple_SET_ITEM(out, i, id);
+    }
+    return out;
+}
+
 /* The index of the document `id` in the ranking (-1: not there): through the table
- * `has_repeats` filled (slot = index + 1) when the ranking has two documents or more. */
+ * `has_repeats` filled, or one by one under two documents (it made none). */
 static Py_ssize_t ranked_at(const Item *docs, Py_ssize_t n, const Scratch *s, Span id) {
-    if (n < 2) {
+    const size_t mask = s->table_mask;
+    if (mask == 0) {
         for (Py_ssize_t i = 0; i < n; i++)
             if (docs[i].id.n == id.n && memcmp(docs[i].id.s, id.s, (size_t)id.n) == 0)
                 return i;
         return -1;
     }
-    Py_ssize_t cap = 16;
-    while (cap < 2 * n)
-        cap *= 2;
-    size_t slot = hash_span(id) & (size_t)(cap - 1);
+    size_t slot = hash_span(id) & mask;
     while (s->table[slot]) {
         const Item *other = &docs[s->table[slot] - 1];
         if (other->id.n == id.n && memcmp(other->id.s, id.s, (size_t)id.n) == 0)
             return (Py_ssize_t)s->table[slot] - 1;
-        slot = (slot + 1) & (size_t)(cap - 1);
+        slot = (slot + 1) & mask;
     }
     return -1;
 }
@@ -881,40 +908,35 @@ static Py_ssize_t ranked_at(const Item *docs, Py_ssize_t n, const Scratch *s, Sp
  * time is the one sent with a label, else (at its first label) its raw time in the
  * ranking, NaN when it has none or is not ranked (the query's ts then). Times stay raw:
  * the engine makes them effective (NaN or later than ts -> ts) with the clock's ts. */
-static int judge(const Item *label, const Item *docs, Py_ssize_t n, Scratch *s, Py_ssize_t cap,
-                 Py_ssize_t *m) {
-    size_t slot = hash_span(label->id) & (size_t)(cap - 1);
-    Item *known = NULL;
+static void judge(const Item *label, const Item *docs, Py_ssize_t n, Scratch *s, size_t mask,
+                  Py_ssize_t *m) {
+    size_t slot = hash_span(label->id) & mask;
+    Judged *known = NULL;
     while (s->jtable[slot]) {
-        Item *other = &s->judged[s->jtable[slot] - 1];
+        Judged *other = &s->judged[s->jtable[slot] - 1];
         if (other->id.n == label->id.n &&
             memcmp(other->id.s, label->id.s, (size_t)label->id.n) == 0) {
             known = other;
             break;
         }
-        slot = (slot + 1) & (size_t)(cap - 1);
+        slot = (slot + 1) & mask;
     }
     if (known == NULL) {
         known = &s->judged[*m];
         known->id = label->id;
-        known->t_doc = NAN;
-        if (!label->has_t_doc) {
-            Py_ssize_t at = ranked_at(docs, n, s, label->id);
-            if (at >= 0)
-                known->t_doc = docs[at].t_doc;
-        }
+        known->at = ranked_at(docs, n, s, label->id);
+        known->t = known->at >= 0 ? docs[known->at].t_doc : NAN;
         s->jtable[slot] = (uint32_t)(++*m);
     }
     known->rel = label->rel;
     if (label->has_t_doc)
-        known->t_doc = label->t_doc;
-    return OK;
+        known->t = label->t_doc;
 }
 
 /* For an event with labels, what the kernels read, as C doubles: `ranked` holds each
  * ranked document's grade (0 unjudged) and then each one's raw time (a judged one's
  * label time); `judged` each judged document's grade and then its raw label time, in the
- * order of their first labels. NULL (an exception set) when out of memory. */
+ * order of their first labels. OK, or NOMEM (no exception set, nothing to release). */
 static int graded(const Event *ev, Scratch *s, PyObject **ranked, PyObject **judged) {
     const Item *docs = s->docs;
     Py_ssize_t n = ev->docs, labels = ev->qrels;
@@ -931,24 +953,26 @@ static int graded(const Event *ev, Scratch *s, PyObject **ranked, PyObject **jud
         s->jtable_cap = cap;
     }
     if (labels > s->judged_cap) {
-        Item *bigger = PyMem_Realloc(s->judged, (size_t)labels * sizeof(Item));
+        Judged *bigger = PyMem_Realloc(s->judged, (size_t)labels * sizeof(Judged));
         if (bigger == NULL)
             return NOMEM;
         s->judged = bigger;
         s->judged_cap = labels;
     }
     memset(s->jtable, 0, (size_t)cap * sizeof(uint32_t));
+    const size_t mask = (size_t)(cap - 1);
     Py_ssize_t m = 0;
     for (Py_ssize_t i = 0; i < ev->qrels; i++)
-        judge(&s->qrels[i], docs, n, s, cap, &m);
+        judge(&s->qrels[i], docs, n, s, mask, &m);
     for (Py_ssize_t i = 0; i < n; i++)
         if (docs[i].has_rel)
-            judge(&docs[i], docs, n, s, cap, &m);
+            judge(&docs[i], docs, n, s, mask, &m);
     *ranked = PyBytes_FromStringAndSize(NULL, 2 * n * (Py_ssize_t)sizeof(double));
     *judged = PyBytes_FromStringAndSize(NULL, 2 * m * (Py_ssize_t)sizeof(double));
     if (*ranked == NULL || *judged == NULL) {
         Py_CLEAR(*ranked);
         Py_CLEAR(*judged);
+        PyErr_Clear();
         return NOMEM;
     }
     double *r = (double *)PyBytes_AS_STRING(*ranked), *j = (double *)PyBytes_AS_STRING(*judged);
@@ -957,13 +981,12 @@ static int graded(const Event *ev, Scratch *s, PyObject **ranked, PyObject **jud
         r[n + i] = docs[i].t_doc;
     }
     for (Py_ssize_t k = 0; k < m; k++) {
-        const Item *it = &s->judged[k];
+        const Judged *it = &s->judged[k];
         j[k] = it->rel;
-        j[m + k] = it->t_doc;
-        Py_ssize_t at = ranked_at(docs, n, s, it->id);
-        if (at >= 0) {
-            r[at] = it->rel;
-            r[n + at] = it->t_doc;
+        j[m + k] = it->t;
+        if (it->at >= 0) {
+            r[it->at] = it->rel;
+            r[n + it->at] = it->t;
         }
     }
     return OK;
@@ -1043,30 +1066,14 @@ static PyObject *record(const Event *ev, Scratch *s, Py_ssize_t top, Keys *keys,
     items[1] = PyFloat_FromDouble(ev->ts);
     items[2] = keys != NULL ? label_values(ev, keys) : Py_NewRef(Py_None);
     items[3] = doubles(s->docs, n < top ? n : top);
-    if (labeled && grade) {
+    if (labeled && grade) { /* what the kernels read instead of the ids and labels */
         for (int i = 4; i < 8; i++)
             items[i] = Py_NewRef(Py_None);
-        if (graded(ev, s, &items[8], &items[9]) != OK) {
-            for (int j = 0; j < FIELDS; j++)
-                Py_XDECREF(items[j]);
-            Py_DECREF(rec);
-            return PyErr_NoMemory();
-        }
-    } else if (labeled) {
-        items[4] = PyTuple_New(n);
-        for (Py_ssize_t i = 0; items[4] != NULL && i < n; i++) {
-            PyObject *id = ascii(s->docs[i].id);
-            if (id == NULL)
-                Py_CLEAR(items[4]);
-            else
-                PyTuple_SET_ITEM(items[4], i, id);
-        }
-        items[5] = doubles(s->docs, n);
+        if (graded(ev, s, &items[8], &items[9]) != OK)
+            PyErr_NoMemory(); /* items[8] is NULL: released below */
     } else {
-        items[4] = Py_NewRef(Py_None);
-        items[5] = Py_NewRef(Py_None);
-    }
-    if (!(labeled && grade)) {
+        items[4] = labeled ? ids(s->docs, n) : Py_NewRef(Py_None);
+        items[5] = labeled ? doubles(s->docs, n) : Py_NewRef(Py_None);
         items[6] = label_tuple(s->qrels, ev->qrels, 0);
         items[7] = label_tuple(s->docs, n, 1);
         items[8] = Py_NewRef(Py_None);

@@ -20,6 +20,9 @@ scoring, so everything downstream is unchanged.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from operator import attrgetter
+
 import numpy as np
 from numpy.typing import NDArray
 
@@ -27,6 +30,9 @@ from ragstream.events.scanner import Scanned
 from ragstream.join.query import OpenQuery
 
 __all__ = ["LazyBlock", "LazyEntry"]
+
+_RANKED = attrgetter("ranked")
+_JUDGED = attrgetter("judged")
 
 
 class LazyBlock:
@@ -98,16 +104,19 @@ class LazyBlock:
             query.keep_top(self.tops[at])
         return query
 
+    def grade(self, scanned: Sequence[Scanned]) -> None:
+        """Keep the grades of the block's queries from their scanned records, in the
+        block's order (`ranked` and `judged` stay None when none has any)."""
+        ranked = list(map(_RANKED, scanned))
+        if ranked.count(None) < len(ranked):
+            self.ranked = ranked
+            self.judged = list(map(_JUDGED, scanned))
+
     def append(
-        self,
-        query_id: str,
-        labelset: tuple[str, ...],
-        ts: float,
-        top: bytes,
-        raw: bytes,
-        scanned: Scanned,
+        self, query_id: str, labelset: tuple[str, ...], ts: float, raw: bytes, scanned: Scanned
     ) -> None:
-        """Keep one more query (its scanned record gives its grades when it has any)."""
+        """Keep one more query (its scanned record gives its leading document times, and
+        its grades when it has any)."""
         if scanned.ranked is not None and self.ranked is None:
             self.ranked = [None] * len(self.query_ids)
             self.judged = [None] * len(self.query_ids)
@@ -118,7 +127,7 @@ class LazyBlock:
         self.query_ids.append(query_id)
         self.labelsets.append(labelset)
         self.ts.append(ts)
-        self.tops.append(top)
+        self.tops.append(scanned.top)
         self.raws.append(raw)
 
     def labeled(self, at: int) -> bool:

@@ -27,8 +27,6 @@ __all__ = ["JoinCounters", "LabelJoin", "LabelOutcome", "PendingLabel"]
 _QUERY_ID = attrgetter("query_id")
 _IDS = attrgetter("ids")
 _TOP = attrgetter("top")
-_RANKED = attrgetter("ranked")
-_JUDGED = attrgetter("judged")
 
 
 class LabelOutcome(StrEnum):
@@ -205,7 +203,7 @@ class LabelJoin:
                     block = LazyBlock(partition, ttl)
                     self._fresh.append(block)
                 entry = (block, len(block.query_ids))
-                block.append(query_id, labelset, ts, scanned.top, raw, scanned)
+                block.append(query_id, labelset, ts, raw, scanned)
                 kept[query_id] = dirty[query_id] = entry
                 push(ts + ttl, query_id)
                 direct += 1
@@ -253,11 +251,7 @@ class LabelJoin:
                 block.query_ids, block.labelsets = ids, list(labelsets)
                 block.ts, block.raws = list(times), list(raws)
                 block.tops = list(map(_TOP, events))
-                block.ranked = list(map(_RANKED, events))
-                if block.ranked.count(None) == n:  # none came with a label
-                    block.ranked = None
-                else:
-                    block.judged = list(map(_JUDGED, events))
+                block.grade(events)
             else:
                 taken = set(eager)
                 lazy_at = [i for i in range(n) if i not in taken]
@@ -265,11 +259,9 @@ class LabelJoin:
                 block.labelsets = [labelsets[i] for i in lazy_at]
                 block.ts = [times[i] for i in lazy_at]
                 block.raws = [raws[i] for i in lazy_at]
-                block.tops = [events[i].top for i in lazy_at]
-                ranked = [events[i].ranked for i in lazy_at]
-                if ranked.count(None) < len(ranked):
-                    block.ranked = ranked
-                    block.judged = [events[i].judged for i in lazy_at]
+                kept_events = [events[i] for i in lazy_at]
+                block.tops = list(map(_TOP, kept_events))
+                block.grade(kept_events)
             entries = list(zip(repeat(block), range(len(lazy_at))))
             self._lazy.update(zip(block.query_ids, entries, strict=True))
             if not eager:

@@ -92,6 +92,14 @@ def _doubles(times: list[float | None]) -> array[float]:
         return array("d", [math.nan if t is None else t for t in times])
 
 
+def _decoded_again(raw: bytes) -> DecodedRetrieval:
+    """A retrieval event's message decoded again: it was valid once (for the scanner,
+    msgspec or the reference), whatever its size."""
+    event = decode_event(raw, Limits(max_message_bytes=len(raw)))
+    assert isinstance(event, DecodedRetrieval)
+    return event
+
+
 class OpenQuery:
     """A query whose labels may still change until `expires_at` (event time).
 
@@ -282,8 +290,7 @@ class OpenQuery:
     ) -> OpenQuery:
         """Open a query from a retrieval event's message that was valid once (the compiled
         scanner read it), decoded again: `from_retrieval` of the decoded event."""
-        event = decode_event(raw, Limits(max_message_bytes=len(raw)))
-        assert isinstance(event, DecodedRetrieval)
+        event = _decoded_again(raw)
         return cls.from_retrieval(
             event.query_id,
             partition=partition,
@@ -304,10 +311,7 @@ class OpenQuery:
         """The decoded results, decoded again from the message after `release`."""
         if self._results is None:
             assert self._raw is not None
-            # it was valid once (for msgspec or the reference), whatever its size
-            event = decode_event(self._raw, Limits(max_message_bytes=len(self._raw)))
-            assert isinstance(event, DecodedRetrieval)
-            self._results = event.results
+            self._results = _decoded_again(self._raw).results
         return self._results
 
     def release(self) -> None:

@@ -234,11 +234,11 @@ class Engine:
 
     def _apply_read(self, messages: Sequence[Message], report: BatchReport) -> BatchReport:
         """`apply` after the OTLP messages were expanded."""
-        events, kept = self._decode(messages, report)
+        events, kept, values = self._decode(messages, report)
         if events:
             stamped = self.clock.stamp([e.ts for e in events])
             report.answers = self._apply_events(
-                events, kept, stamped.times.tolist(), stamped.timing.tolist(), stamped.now
+                events, kept, values, stamped.times.tolist(), stamped.timing.tolist(), stamped.now
             )
         now = self.clock.now()
         self._rescore(now)
@@ -247,17 +247,19 @@ class Engine:
 
     def _decode(
         self, messages: Sequence[Message], report: BatchReport
-    ) -> tuple[list[Read], Sequence[Message]]:
-        """The batch's events and their messages, in order; invalid messages reported
-        (see `ragstream.events.BatchReader`)."""
-        read = self.reader.read([m.value for m in messages])
+    ) -> tuple[list[Read], Sequence[Message], list[bytes]]:
+        """The batch's events, their messages and the messages' values, in order; invalid
+        messages reported (see `ragstream.events.BatchReader`)."""
+        values = [m.value for m in messages]
+        read = self.reader.read(values)
         for item in read.errors:
             message = messages[item.index]
             report.invalid.append((message, item.error))
             self._count_invalid(message.partition, item.error.reason)
         if read.kept is None:
-            return read.events, messages
-        return read.events, [messages[i] for i in read.kept]
+            return read.events, messages, values
+        kept = read.kept
+        return read.events, [messages[i] for i in kept], [values[i] for i in kept]
 
     def _expand_traces(self, messages: Sequence[Message], report: BatchReport) -> Sequence[Message]:
         """The batch with its OTLP messages replaced by their events (see
@@ -287,11 +289,13 @@ class Engine:
         self,
         events: Sequence[Read],
         messages: Sequence[Message],
+        values: Sequence[bytes],
         times: Sequence[float],
         timings: Sequence[int],
         now: float,
     ) -> list[tuple[int, DecodedAnswer]]:
-        """Join every event in arrival order: one loop, counts kept in locals until the end.
+        """Join every event in arrival order: one loop, counts kept in locals until the end
+        (`values`: the messages' values, read once by `_decode`).
 
         Returns the answers that were not late, with their partitions, for the judge."""
         answers: list[tuple[int, DecodedAnswer]] = []
@@ -321,11 +325,11 @@ class Engine:
 
         collapsed: dict[int, Counter[str]] = {}
         """Per partition: its tally's count of values past the cap (looked up once)."""
-        usual = self._usual_runs(events, messages, times, timings)
+        usual = self._usual_runs(events, messages, values, times, timings)
         if usual is not None:  # the same runs the loop below makes, by slices
             runs.update(usual)
-        each = zip(events, messages, times, timings, strict=True)
-        for event, message, ts, timing in () if usual is not None else each:
+        each = zip(events, messages, values, times, timings, strict=True)
+        for event, message, value, ts, timing in () if usual is not None else each:
             partition = message.partition
             if timing or type(event) is not Scanned:
                 kind = "retrieval" if isinstance(event, Scanned) else event.type
@@ -358,7 +362,7 @@ class Engine:
                             ts=ts,
                             results=event.results,
                             qrels=event.qrels or (),
-                            raw=message.value,
+                            raw=value,
                         )
                         counted = "duplicate" if query is None else "processed"
                     else:
@@ -377,7 +381,7 @@ class Engine:
                     self._new_join(partition)
             run[0].append(event)
             run[2].append(ts)
-            run[3].append(message.value)
+            run[3].append(value)
             if mapper is not None:
                 past = collapsed.get(partition)
                 if past is None:
@@ -396,6 +400,7 @@ class Engine:
         self,
         events: Sequence[Read],
         messages: Sequence[Message],
+        values: Sequence[bytes],
         times: Sequence[float],
         timings: Sequence[int],
     ) -> dict[int, _Run] | None:
@@ -422,7 +427,7 @@ class Engine:
                 # tuples, not None: the reader asks for the label keys the mapper maps
                 given: list[tuple[str, ...]] = list(map(_LABELS, scanned))
                 labelsets = mapper.of_many(given, self._tally(partition).collapsed)
-            raws = [m.value for m in messages[start:stop]]
+            raws = list(values[start:stop])
             runs[partition] = (list(scanned), labelsets, list(times[start:stop]), raws)
         return runs
 

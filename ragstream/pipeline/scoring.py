@@ -132,33 +132,10 @@ class Scorer:
         """`_kernels` of graded queries: their grades and raw times straight from the
         scanner's C doubles (per query its n grades then its n times; the judged the same),
         the times made effective here, for the whole batch at once."""
-        rel_length = np.array([len(b) >> 4 for b in ranked], dtype=np.int64)
-        judged_length = np.array([len(b) >> 4 for b in judged], dtype=np.int64)
-        rel_offsets, judged_offsets = _offsets(rel_length), _offsets(judged_length)
-        rel_all = np.frombuffer(b"".join(ranked), dtype=np.float64)
-        judged_all = np.frombuffer(b"".join(judged), dtype=np.float64)
-        # query q's grades start at 2 * offset[q] (n grades, then n times): the flat
-        # document j of query q is at j + offset[q], its time n[q] further
-        at = np.arange(int(rel_offsets[-1])) + np.repeat(rel_offsets[:-1], rel_length)
-        judged_at = np.arange(int(judged_offsets[-1])) + np.repeat(
-            judged_offsets[:-1], judged_length
-        )
-        rel = rel_all[at]
-        flat_times = effective_doc_time(
-            rel_all[at + np.repeat(rel_length, rel_length)], np.repeat(ts, rel_length)
-        )
-        judged_times = effective_doc_time(
-            judged_all[judged_at + np.repeat(judged_length, judged_length)],
-            np.repeat(ts, judged_length),
-        )
+        rel, rel_times, rel_offsets = _halves(ranked, ts)
+        judged_rel, judged_times, judged_offsets = _halves(judged, ts)
         return self._evaluate(
-            rel,
-            rel_offsets,
-            judged_all[judged_at],
-            judged_offsets,
-            flat_times,
-            judged_times,
-            ts,
+            rel, rel_offsets, judged_rel, judged_offsets, rel_times, judged_times, ts
         )
 
     def _kernels(self, queries: Sequence[OpenQuery], ts: _F64) -> tuple[_F64, _F64, _F64]:
@@ -257,6 +234,18 @@ class Scorer:
     def _ages(self, raw: _F64, length: NDArray[np.int64], ts: _F64) -> _F64:
         """Mean ages per cutoff of raw leading document times (`length` of each row)."""
         return mean_doc_ages(effective_doc_time(raw, ts), length, self.layout.cutoffs, ts)
+
+
+def _halves(blobs: Sequence[bytes], ts: _F64) -> tuple[_F64, _F64, NDArray[np.int64]]:
+    """Grades, effective times and CSR offsets from the scanner's blobs, one a query of n
+    grades then n raw times (C doubles): query q's grades start at 2 * offset[q], so its
+    flat document j is at j + offset[q], and its time n[q] further."""
+    length = np.array([len(b) >> 4 for b in blobs], dtype=np.int64)
+    offsets = _offsets(length)
+    flat = np.frombuffer(b"".join(blobs), dtype=np.float64)
+    at = np.arange(int(offsets[-1])) + np.repeat(offsets[:-1], length)
+    times = effective_doc_time(flat[at + np.repeat(length, length)], np.repeat(ts, length))
+    return flat[at], times, offsets
 
 
 def _ragged(flat: _F64, length: NDArray[np.int64], width: int) -> _F64:

@@ -143,7 +143,8 @@ class Digest:
         assert self.hist_values is not None
         assert self.hist_present is not None
         assert self.edges is not None
-        kept = _kept(self.hist_present, self.hist_values)
+        every = self.hist_present is self.present  # every column histogrammed: `kept`
+        kept = self.kept if every else _kept(self.hist_present, self.hist_values)
         if kept is None:
             return None
         return Kept(kept.rows, kept.columns, bin_index(kept.values, self.edges))

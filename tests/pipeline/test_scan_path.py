@@ -290,9 +290,11 @@ def test_batches_grouped_by_partition_as_getmany_gives_them() -> None:
         for start in range(0, len(messages), 250):
             batches += 1
             part = sorted(messages[start : start + 250], key=lambda m: m.partition)
-            read = engines[0].reader.read([m.value for m in part])
+            values = [m.value for m in part]
+            read = engines[0].reader.read(values)
             times = [float(e.ts) for e in read.events]
-            usual += engines[0]._usual_runs(read.events, part, times, [0] * len(part)) is not None
+            on_time = [0] * len(part)
+            usual += engines[0]._usual_runs(read.events, part, values, times, on_time) is not None
             with_scan, without = (_report(e.apply(part), e) for e in engines)
             assert with_scan == without
         assert batches >= 5
