@@ -1108,16 +1108,18 @@ done:
 /* ---- The block path: files of one block per query, read in parts ------------------------
  *
  * A TREC file normally has all the lines of a query together (a block). Each file is cut
- * into parts at block boundaries (`split`), and the parts are read at the same time, one
- * thread each, without the GIL: first the qrels (records and repeats per block), then the
- * run, whose blocks are joined as soon as they end -- repeats, trec_eval's order and the
- * grades of ranked documents, in a small buffer that stays in cache -- so that the run's
- * records are never all in memory. Then the evaluated queries are put in byte order of
- * their ids. A query found in two blocks (in one part or in two) means the file is not
- * one block per query: the block path gives up and the general path reads the files.
- * Neither the number of parts nor where they are cut changes a byte of the result: each
- * part starts at a line start and is read with the same line rules, and the first error
- * in file order is the first error of the first part that has one.
+ * into pieces at block boundaries (`split`, `Pieces`), which the threads -- one a part, each
+ * with its own buffers -- take one after the other in file order and read without the GIL:
+ * first the qrels (records and repeats per block), then the run, whose blocks are joined
+ * as soon as they end -- repeats, trec_eval's order and the grades of ranked documents, in
+ * a small buffer that stays in cache -- so that the run's records are never all in memory.
+ * Then the evaluated queries are put in byte order of their ids. A query found in two
+ * blocks (in one piece or in two) means the file is not one block per query: the block
+ * path gives up and the general path reads the files. Neither the number of parts, nor
+ * where the pieces are cut, nor which thread reads which changes a byte of the result:
+ * each piece starts at a line start and is read with the same line rules, and the first
+ * error in file order is the first error of the earliest piece that has one (no piece
+ * after a failed one is handed out).
  */
 
 #if defined(_WIN32)
@@ -1129,6 +1131,46 @@ done:
 
 enum { NONCONTIGUOUS = 3 };
 #define MAX_PARTS 64
+#define MAX_PIECES 1024
+#define PIECES_A_PART 16            /* a file is cut into this many pieces a thread */
+#define MIN_PIECE ((size_t)1 << 20) /* bytes: smaller files are cut into fewer */
+
+/* A file cut into pieces at block boundaries, handed to the threads one at a time in file
+ * order: a thread that is slowed (it shares its core with the interpreter importing, or
+ * with another process) reads fewer of them, and the threads end at about the same time.
+ * Cut into as many pieces as threads, the slowest decided the wall time. */
+typedef struct {
+    const char *bound[MAX_PIECES + 1];
+    int n;
+    int next;    /* the next piece to hand out */
+    int stop_at; /* the first piece that failed (n while none has): none after it is read */
+#if THREADS
+    pthread_mutex_t lock;
+#endif
+} Pieces;
+
+/* The next piece for a thread to read, or -1 when none is left (or an earlier one failed). */
+static int claim(Pieces *p) {
+#if THREADS
+    pthread_mutex_lock(&p->lock);
+#endif
+    int k = p->next < p->stop_at ? p->next++ : -1;
+#if THREADS
+    pthread_mutex_unlock(&p->lock);
+#endif
+    return k;
+}
+
+/* Piece k failed: no piece after it is handed out. */
+static void stop_after(Pieces *p, int k) {
+#if THREADS
+    pthread_mutex_lock(&p->lock);
+#endif
+    if (k < p->stop_at) p->stop_at = k;
+#if THREADS
+    pthread_mutex_unlock(&p->lock);
+#endif
+}
 
 /* A query id and its hash. */
 typedef struct {
@@ -1240,6 +1282,19 @@ static void split(const char *buf, size_t size, int run, int n, const char **bou
     bounds[n] = buf + size;
 }
 
+/* The file cut into pieces for `threads` threads: PIECES_A_PART a thread where they are
+ * at least MIN_PIECE long, one a thread at least (one piece for one thread). */
+static void pieces_init(Pieces *p, const char *buf, size_t size, int run, int threads) {
+    size_t n = threads > 1 ? (size_t)threads * PIECES_A_PART : 1;
+    if (n > size / MIN_PIECE) n = size / MIN_PIECE;
+    if (n > MAX_PIECES) n = MAX_PIECES;
+    if (n < (size_t)threads) n = (size_t)threads;
+    split(buf, size, run, (int)n, p->bound);
+    p->n = (int)n;
+    p->next = 0;
+    p->stop_at = (int)n;
+}
+
 /* A block of the qrels: a query's records in a part. */
 typedef struct {
     Key key;
@@ -1254,9 +1309,11 @@ typedef struct {
     size_t n_blocks, cap_blocks;
     uint32_t *slot;
     size_t cap_slot;
+    Pieces *pieces;
     At repeat;
     const char *why, *where;
     int status;
+    int piece; /* the piece that failed */
 } QPart;
 
 /* A query of the qrels, once the parts are read. */
@@ -1292,25 +1349,22 @@ static int close_qblock(QPart *q) {
     return OK;
 }
 
-static int scan_qrels_part(QPart *q) {
+/* The lines of one piece (q->start to q->stop): its blocks, closed as they end. */
+static int scan_qrels_piece(QPart *q) {
     const char *p = q->start;
     const char *tok[6];
     size_t len[6];
-    size_t bound = (size_t)(q->stop - q->start) / 8 + 1; /* as in scan_file */
-    q->recs.v = malloc(bound * sizeof(Rec));
-    if (!q->recs.v) return NOMEM;
-    q->recs.cap = bound;
-    advise_huge(q->recs.v, bound * sizeof(Rec));
     BlockId id = {0};
+    int open = 0; /* a block of this piece is open */
     while (p < q->stop) {
         const char *line = p, *why = NULL;
         int n;
         if (read_line(&p, q->stop, q->end, 0, tok, len, &n, &why) != OK)
             return part_decline(&q->why, &q->where, line, why);
         if (n == 0) continue;
-        QBlock *b = q->n_blocks ? &q->blocks[q->n_blocks - 1] : NULL;
-        if (!b || !in_block(&id, tok[0], len[0], q->end)) {
-            if (close_qblock(q) != OK) return NOMEM;
+        QBlock *b = open ? &q->blocks[q->n_blocks - 1] : NULL;
+        if (!open || !in_block(&id, tok[0], len[0], q->end)) {
+            if (open && close_qblock(q) != OK) return NOMEM;
             if (grow((void **)&q->blocks, &q->cap_blocks, q->n_blocks + 1, sizeof(QBlock)) != OK)
                 return NOMEM;
             b = &q->blocks[q->n_blocks++];
@@ -1318,6 +1372,7 @@ static int scan_qrels_part(QPart *q) {
                           q->recs.n,
                           0};
             id = block_id(tok[0], (uint32_t)len[0], q->end);
+            open = 1;
         }
         if (grow((void **)&q->recs.v, &q->recs.cap, q->recs.n + 1, sizeof(Rec)) != OK)
             return NOMEM;
@@ -1329,7 +1384,27 @@ static int scan_qrels_part(QPart *q) {
         if (++q->recs.n >= UINT32_MAX)
             return part_decline(&q->why, &q->where, line, "too many lines");
     }
-    return close_qblock(q);
+    return open ? close_qblock(q) : OK;
+}
+
+/* The pieces of the qrels this thread is handed, one after the other. */
+static int scan_qrels_part(QPart *q) {
+    size_t bound = (size_t)(q->end - q->buf) / 8 + 1; /* as in scan_file */
+    q->recs.v = malloc(bound * sizeof(Rec));
+    if (!q->recs.v) return NOMEM;
+    q->recs.cap = bound;
+    advise_huge(q->recs.v, bound * sizeof(Rec));
+    for (int k; (k = claim(q->pieces)) >= 0;) {
+        q->start = q->pieces->bound[k];
+        q->stop = q->pieces->bound[k + 1];
+        int status = scan_qrels_piece(q);
+        if (status != OK) {
+            q->piece = k;
+            stop_after(q->pieces, k);
+            return status;
+        }
+    }
+    return OK;
 }
 
 /* A block of the run: a query's lines in a part, joined when it ends. */
@@ -1342,6 +1417,8 @@ typedef struct {
     size_t out, judged;    /* its first grade and judged grade in the part's output */
     uint32_t n_kept;       /* grades written: ranked documents, repeats removed, cut */
     int deferred;          /* a score needs Python's conversion: joined later, with the GIL */
+    uint64_t prefix;       /* of its query id, for sorting (prefix_of) */
+    size_t id_at;          /* its query id's copy in the part's `ids` */
 } RBlock;
 
 typedef struct {
@@ -1364,11 +1441,17 @@ typedef struct {
     const char *qrels_end;
     RBlock *blocks;
     size_t n_blocks, cap_blocks;
+    /* the blocks' query ids, copied while their lines are in cache: sorting them and
+     * making them str objects then reads this, not a page of the file for each */
+    char *ids;
+    size_t n_ids, cap_ids;
     size_t n_records;
     int slow;
+    Pieces *pieces;
     At repeat;
     const char *why, *where;
     int status;
+    int piece; /* the piece that failed */
 } RPart;
 
 /* The slot of document r in a block's stamped table: the one holding it (this block's
@@ -1506,40 +1589,36 @@ static inline int add_record(RPart *p, const char **tok, const size_t *len) {
     return parse_score(tok[4], len[4], &r->value);
 }
 
-static int scan_run_part(RPart *p) {
+/* The lines of one piece (p->start to p->stop): its blocks, joined as they end. */
+static int scan_run_piece(RPart *p) {
     const char *at = p->start;
     const char *tok[6];
     size_t len[6];
-    size_t bound = (size_t)(p->stop - p->start) / 12 + 1; /* grades: at most one a line */
-    p->out = malloc(bound * sizeof(double));
-    if (!p->out) return NOMEM;
-    p->cap_out = bound;
-    advise_huge(p->out, bound * sizeof(double));
-    /* room for every judged grade at once (only touched pages cost memory): growing it
-     * by doubling copied it into fresh pages, faulted in one by one */
-    p->judged = malloc((p->judged_bound ? p->judged_bound : 1) * sizeof(double));
-    if (!p->judged) return NOMEM;
-    p->cap_judged = p->judged_bound ? p->judged_bound : 1;
-    advise_huge(p->judged, p->cap_judged * sizeof(double));
     BlockId id = {0};
+    int open = 0; /* a block of this piece is open */
     while (at < p->stop) {
         const char *line = at, *why = NULL;
         int n;
         if (read_line(&at, p->stop, p->end, 1, tok, len, &n, &why) != OK)
             return part_decline(&p->why, &p->where, line, why);
         if (n == 0) continue;
-        RBlock *b = p->n_blocks ? &p->blocks[p->n_blocks - 1] : NULL;
-        if (!b || !in_block(&id, tok[0], len[0], p->end)) {
-            if (close_rblock(p) != OK) return NOMEM;
+        RBlock *b = open ? &p->blocks[p->n_blocks - 1] : NULL;
+        if (!open || !in_block(&id, tok[0], len[0], p->end)) {
+            if (open && close_rblock(p) != OK) return NOMEM;
             if (grow((void **)&p->blocks, &p->cap_blocks, p->n_blocks + 1, sizeof(RBlock)) != OK)
                 return NOMEM;
+            if (grow((void **)&p->ids, &p->cap_ids, p->n_ids + len[0], 1) != OK) return NOMEM;
             b = &p->blocks[p->n_blocks++];
             uint64_t hash = hash_id(tok[0], len[0], p->end);
-            *b = (RBlock){{tok[0], (uint32_t)len[0], hash}, UNRESOLVED, line, line, 0, 0, 0, 0};
+            *b = (RBlock){{tok[0], (uint32_t)len[0], hash}, UNRESOLVED, line, line, 0, 0, 0, 0,
+                          prefix_of(tok[0], (uint32_t)len[0]), p->n_ids};
+            memcpy(p->ids + p->n_ids, tok[0], len[0]);
+            p->n_ids += len[0];
             id = block_id(tok[0], (uint32_t)len[0], p->end);
             PREFETCH(&p->qrels->slot[hash & p->qrels->mask]);
             p->n_cur = 0;
             p->slow = 0;
+            open = 1;
         }
         b->to = at;
         if (p->n_cur == RESOLVE_AT) resolve(p, b);
@@ -1550,7 +1629,33 @@ static int scan_run_part(RPart *p) {
         if (++p->n_records >= UINT32_MAX)
             return part_decline(&p->why, &p->where, line, "too many lines");
     }
-    return close_rblock(p);
+    return open ? close_rblock(p) : OK;
+}
+
+/* The pieces of the run this thread is handed, one after the other. */
+static int scan_run_part(RPart *p) {
+    size_t bound = (size_t)(p->end - p->buf) / 12 + 1; /* grades: at most one a line */
+    p->out = malloc(bound * sizeof(double));
+    if (!p->out) return NOMEM;
+    p->cap_out = bound;
+    advise_huge(p->out, bound * sizeof(double));
+    /* room for every judged grade at once (only touched pages cost memory): growing it
+     * by doubling copied it into fresh pages, faulted in one by one */
+    p->judged = malloc((p->judged_bound ? p->judged_bound : 1) * sizeof(double));
+    if (!p->judged) return NOMEM;
+    p->cap_judged = p->judged_bound ? p->judged_bound : 1;
+    advise_huge(p->judged, p->cap_judged * sizeof(double));
+    for (int k; (k = claim(p->pieces)) >= 0;) {
+        p->start = p->pieces->bound[k];
+        p->stop = p->pieces->bound[k + 1];
+        int status = scan_run_piece(p);
+        if (status != OK) {
+            p->piece = k;
+            stop_after(p->pieces, k);
+            return status;
+        }
+    }
+    return OK;
 }
 
 /* With the GIL: the blocks with a score that needs Python's correctly rounded
@@ -1614,17 +1719,23 @@ static void in_parallel(void *(*work)(void *), void *parts, size_t stride, int n
     }
 }
 
-/* The first status other than OK, in part order (the first error in file order). */
-static int first_failure(const int *status, size_t stride, int n, int *which) {
+/* The status other than OK of the part that failed in the earliest piece (the first
+ * error in file order); `status` and `piece` are the first part's, parts `stride` apart. */
+static int first_failure(const int *status, const int *piece_of, size_t stride, int n,
+                         int *which) {
+    int found = OK, first = 0;
     for (int t = 0; t < n; t++) {
         int s = *(const int *)(const void *)((const char *)status + t * stride);
-        if (s != OK) {
+        int piece = *(const int *)(const void *)((const char *)piece_of + t * stride);
+        if (s != OK && (found == OK || piece < first)) {
+            found = s;
+            first = piece;
             *which = t;
-            return s;
         }
     }
-    return OK;
+    return found;
 }
+
 
 static size_t line_at(const char *buf, const char *at) {
     size_t line = 1;
@@ -1652,11 +1763,13 @@ static PyObject *decline_text(const char *kind, const char *buf, const char *whe
 /* An evaluated block, for sorting (its grades stay in its part's buffers). */
 typedef struct {
     const RBlock *block;
+    const char *id; /* its query id's copy */
 } Evaluated;
 
 typedef struct {
     QPart q[MAX_PARTS];
     RPart r[MAX_PARTS];
+    Pieces qpieces, rpieces;
     QQuery *queries;
     Index qrels;
     Evaluated *evaluated;
@@ -1676,11 +1789,16 @@ static void blocks_free(Blocks *s) {
         free(p->out);
         free(p->judged);
         free(p->blocks);
+        free(p->ids);
     }
     free(s->queries);
     free(s->qrels.slot);
     free(s->evaluated);
     free(s->keys);
+#if THREADS
+    pthread_mutex_destroy(&s->qpieces.lock);
+    pthread_mutex_destroy(&s->rpieces.lock);
+#endif
 }
 
 /* The qrels parts, read: their queries, indexed. NONCONTIGUOUS when a query has two
@@ -1719,10 +1837,10 @@ static int order_run(Blocks *s, int n, size_t *n_evaluated) {
     for (int t = 0; t < n; t++)
         for (size_t i = 0; i < s->r[t].n_blocks; i++, k++) {
             const RBlock *b = &s->r[t].blocks[i];
-            all[k] = (QueryKey){prefix_of(b->key.id, b->key.len), b->key.id, b->key.len,
-                                (uint32_t)k};
+            const char *id = s->r[t].ids + b->id_at;
+            all[k] = (QueryKey){b->prefix, id, b->key.len, (uint32_t)k};
             place[k] = b->query < 0 ? -1 : (int64_t)e;
-            if (b->query >= 0) s->evaluated[e++] = (Evaluated){b};
+            if (b->query >= 0) s->evaluated[e++] = (Evaluated){b, id};
         }
     sort_keys(all, tmp, total);
     status = OK;
@@ -1870,16 +1988,26 @@ static PyObject *join_blocks(const char *qbuf, size_t qsize, const char *rbuf, s
     *fallback = 0;
     Blocks *s = calloc(1, sizeof *s);
     if (!s) return PyErr_NoMemory();
-    const char *qb[MAX_PARTS + 1], *rb[MAX_PARTS + 1];
+#if THREADS
+    if (pthread_mutex_init(&s->qpieces.lock, NULL) != 0) {
+        free(s);
+        return PyErr_NoMemory();
+    }
+    if (pthread_mutex_init(&s->rpieces.lock, NULL) != 0) {
+        pthread_mutex_destroy(&s->qpieces.lock);
+        free(s);
+        return PyErr_NoMemory();
+    }
+#endif
     PyObject *result = NULL;
     int status, which = 0;
     size_t n_queries = 0, n_evaluated = 0;
     Py_BEGIN_ALLOW_THREADS
-    split(qbuf, qsize, 0, n, qb);
+    pieces_init(&s->qpieces, qbuf, qsize, 0, n);
     for (int t = 0; t < n; t++)
-        s->q[t] = (QPart){.buf = qbuf, .start = qb[t], .stop = qb[t + 1], .end = qbuf + qsize};
+        s->q[t] = (QPart){.buf = qbuf, .end = qbuf + qsize, .pieces = &s->qpieces};
     in_parallel(qrels_work, s->q, sizeof *s->q, n);
-    status = first_failure(&s->q[0].status, sizeof *s->q, n, &which);
+    status = first_failure(&s->q[0].status, &s->q[0].piece, sizeof *s->q, n, &which);
     if (status == OK) status = index_qrels(s, n, &n_queries);
     if (status == OK && n_queries == 0) status = DECLINE; /* no records */
     if (status == OK) {
@@ -1887,10 +2015,10 @@ static PyObject *join_blocks(const char *qbuf, size_t qsize, const char *rbuf, s
         for (int t = 1; t < n; t++) repeat = earliest(repeat, &s->q[t].repeat);
         size_t n_judgments = 0;
         for (int t = 0; t < n; t++) n_judgments += s->q[t].recs.n;
-        split(rbuf, rsize, 1, n, rb);
+        pieces_init(&s->rpieces, rbuf, rsize, 1, n);
         for (int t = 0; t < n; t++)
-            s->r[t] = (RPart){.buf = rbuf, .start = rb[t], .stop = rb[t + 1],
-                              .end = rbuf + rsize, .queries = s->queries, .qrels = &s->qrels,
+            s->r[t] = (RPart){.buf = rbuf, .end = rbuf + rsize, .pieces = &s->rpieces,
+                              .queries = s->queries, .qrels = &s->qrels,
                               .keep_best = keep_best, .cut = cut, .skip_join = repeat->found,
                               .qrels_end = qbuf + qsize, .judged_bound = n_judgments};
         in_parallel(run_work, s->r, sizeof *s->r, n);
@@ -1904,7 +2032,7 @@ static PyObject *join_blocks(const char *qbuf, size_t qsize, const char *rbuf, s
     }
     if (status == NONCONTIGUOUS) goto general;
     if (status != OK) goto nomem;
-    status = first_failure(&s->r[0].status, sizeof *s->r, n, &which);
+    status = first_failure(&s->r[0].status, &s->r[0].piece, sizeof *s->r, n, &which);
     for (int t = 0; t < n && status == OK; t++) {
         status = join_deferred(&s->r[t]);
         which = t;
@@ -1949,9 +2077,9 @@ static PyObject *join_blocks(const char *qbuf, size_t qsize, const char *rbuf, s
             Py_DECREF(segment);
         }
         for (size_t k = 0; k < n_evaluated; k++) {
-            const RBlock *b = s->evaluated[k].block; /* in file order */
+            const RBlock *b = s->evaluated[k].block; /* in part order */
             where[k] = (int64_t)s->keys[k].index;
-            ids[k] = b->key.id;
+            ids[k] = s->evaluated[k].id;
             lens[k] = b->key.len;
         }
         qids = segments ? qid_tuple(n_evaluated, ids, lens, where) : NULL;
@@ -2022,8 +2150,8 @@ static PyObject *ascii_text(const char *id, uint32_t len) {
 }
 
 /* The ids as a tuple of str, item k the id stored at where[k] (where NULL: at k). They are
- * decoded in stored order, which reads the file front to back (in byte order of the ids,
- * each one would be a cache miss at a random place in it), then put in place. */
+ * decoded in stored order, which reads their copies (or the file) front to back (in byte
+ * order of the ids, each one would be a cache miss at a random place), then put in place. */
 static PyObject *qid_tuple(size_t n, const char *const *ids, const uint32_t *lens,
                            const int64_t *where) {
     PyObject *qids = PyTuple_New((Py_ssize_t)n);

@@ -431,6 +431,50 @@ def test_a_large_collection_is_read_in_parts_with_numpy_s_values(write: WriteFil
     assert _outcome("compiled", qrels, run) == _outcome("numpy", qrels, run)
 
 
+@pytest.mark.parametrize("workers", [2, 3])
+def test_pieces_of_a_large_file_report_the_first_error_in_file_order(
+    write: WriteFile, workers: int
+) -> None:
+    # Over 1 MiB, each thread reads many pieces, handed out in file order: two malformed
+    # lines in pieces far apart, and then a repeated document in two, are reported as in
+    # one part, the earliest.
+    from ragstream.trec import start_join
+
+    qrels_text, run_text = _collection(np.random.default_rng(11), 2500, 80)
+    lines = run_text.splitlines(True)
+    assert len(run_text) > 4 << 20  # at least 4 pieces
+
+    def outcome(text: str, n: int) -> str | tuple[object, object]:
+        """The decline text, or the (qrels, run) repeats."""
+        pending = start_join(
+            write("qrels", qrels_text), write("run", text), keep_best=False, workers=n
+        )
+        assert pending is not None
+        out = pending.result()
+        assert out is not None
+        return out if isinstance(out, str) else (out[5], out[6])
+
+    bad = list(lines)
+    late, early = len(bad) * 4 // 5, len(bad) // 3
+    bad[late] = "q1 Q0 D1 1\n"  # too few fields
+    bad[early] = bad[early].rsplit(" ", 1)[0].replace(".", "..", 1) + "\n"  # a bad score
+    declined = outcome("".join(bad), 1)
+    assert isinstance(declined, str)
+    assert declined.startswith(f"run line {early + 1}:"), declined
+    assert outcome("".join(bad), workers) == declined
+
+    def repeat_at(at: int) -> None:  # the line before, again: within its block
+        assert lines[at].split()[0] == lines[at - 1].split()[0]
+        lines.insert(at + 1, lines[at - 1])
+
+    repeat_at(len(lines) * 3 // 4)
+    repeat_at(len(lines) // 4 + 1)
+    repeated = outcome("".join(lines), 1)
+    assert isinstance(repeated, tuple)
+    assert repeated[1] is not None
+    assert outcome("".join(lines), workers) == repeated
+
+
 def test_a_query_in_two_blocks_is_read_by_the_general_path(write: WriteFile) -> None:
     # q1's lines in two places (in different parts once cut in two): the same arrays as
     # numpy's, in one part or several.
