@@ -1,14 +1,18 @@
-"""Build of the two compiled scanners: `ragstream eval`'s (`ragstream.trec._scan`) and the
-streaming engine's (`ragstream.events._scan`).
+"""Build of the C extensions: the two compiled scanners, `ragstream eval`'s
+(`ragstream.trec._scan`) and the streaming engine's (`ragstream.events._scan`), and the drift
+detectors' loops (`ragstream.drift._kernels`).
 
 All metadata is in pyproject.toml; this file only declares the C extensions, which
 `pip install .` and `pip install -e .` compile (setuptools puts them next to the sources for
 an editable install). The first reads a TREC run in one pass instead of numpy's many passes
 over the whole file: 5x or more over pytrec_eval instead of 2-3x. The second reads retrieval
 events without a Python object per document (docs/events.md): one process of the pipeline
-went from about 16 000 to 22 000-25 000 events/s (docs/benchmarks.md). Both are optional:
-without a C compiler the install still succeeds, `ragstream eval` uses the numpy path and
-the engine msgspec (same results, slower); the tests check that they were built.
+went from about 16 000 to 22 000-25 000 events/s (docs/benchmarks.md). The third runs
+ADWIN's and Page-Hinkley's per-value loops, the same operations as their Python code (the
+same bits), a tenth of the engine's time otherwise (docs/drift.md). All are optional:
+without a C compiler the install still succeeds, `ragstream eval` uses the numpy path, the
+engine msgspec and the detectors their Python code (same results, slower); the tests check
+that they were built.
 """
 
 from setuptools import Extension, setup
@@ -23,6 +27,11 @@ setup(
         Extension(
             "ragstream.events._scan",
             sources=["ragstream/events/_scan.c"],
+            optional=True,
+        ),
+        Extension(
+            "ragstream.drift._kernels",
+            sources=["ragstream/drift/_kernels.c"],
             optional=True,
         ),
     ]

@@ -24,6 +24,10 @@ values.
 Reset policy: at a detection the window is emptied and the detector starts again (as
 river's ``ADWIN`` does on the next value); the alarm flag is held for ``hold`` values.
 See docs/drift.md.
+
+The loop runs compiled (``ragstream.drift._kernels.adwin_update``, the same operations in
+the same order: the same bits) when the extension is built, in Python otherwise
+(``_feed_python``, the reference).
 """
 
 from __future__ import annotations
@@ -37,7 +41,14 @@ import numpy.typing as npt
 from ragstream.drift._common import I64, Direction, as_values, check_version
 from ragstream.drift._hold import Hold
 
+try:
+    from ragstream.drift import _kernels
+except ImportError:  # not built (no C compiler at install time): the Python loop serves
+    _kernels = None  # type: ignore[assignment]
+
 __all__ = ["Adwin"]
+
+_DIRECTION_CODE = {Direction.DOWN: 0, Direction.UP: 1, Direction.BOTH: 2}
 
 
 class Adwin:
@@ -143,6 +154,42 @@ class Adwin:
         """Feed values in order (NaN skipped); offsets (into the finite values) of the
         values at which a change was detected."""
         x = as_values(values)
+        offsets = self._feed_python(x) if _kernels is None else self._feed_compiled(x)
+        self._hold.advance(int(x.size), offsets)
+        return np.asarray(offsets, dtype=np.int64)
+
+    def _feed_compiled(self, x: npt.NDArray[np.float64]) -> list[int]:
+        """The loop of `_feed_python`, compiled."""
+        assert _kernels is not None
+        (
+            self._rows,
+            self._width,
+            self._total,
+            self._variance,
+            self._tick,
+            self._score,
+            offsets,
+        ) = _kernels.adwin_update(
+            self._rows,
+            np.ascontiguousarray(x).data,
+            self._width,
+            self._total,
+            self._variance,
+            self._tick,
+            self._score,
+            self.clock,
+            self.grace_period,
+            self.max_buckets,
+            self.max_window,
+            self.min_window_length,
+            self.delta,
+            _DIRECTION_CODE[self.direction],
+        )
+        return offsets
+
+    def _feed_python(self, x: npt.NDArray[np.float64]) -> list[int]:
+        """Insert the values, checking the cuts every `clock` values; the offsets of the
+        values at which a change was detected (the window was emptied there)."""
         xs: list[float] = x.tolist()
         offsets: list[int] = []
         clock = self.clock
@@ -155,8 +202,7 @@ class Adwin:
             if self._tick % clock == 0 and self._width > self.grace_period and self._check():
                 offsets.append(i - 1)
                 self._reset()
-        self._hold.advance(n, offsets)
-        return np.asarray(offsets, dtype=np.int64)
+        return offsets
 
     def _insert(self, xs: list[float], start: int, stop: int) -> None:
         """Insert ``xs[start:stop]`` (no check in between): river's ``insert_element``
