@@ -1349,8 +1349,26 @@ static int close_qblock(QPart *q) {
     return OK;
 }
 
+/* Hand a thread's part the pieces one after the other: `scan(part)` reads *start to *stop.
+ * A failure ends it, noted in *failed, and no piece after it is handed out to any thread. */
+static int read_pieces(Pieces *pieces, const char **start, const char **stop, int *failed,
+                       int (*scan)(void *), void *part) {
+    for (int k; (k = claim(pieces)) >= 0;) {
+        *start = pieces->bound[k];
+        *stop = pieces->bound[k + 1];
+        int status = scan(part);
+        if (status != OK) {
+            *failed = k;
+            stop_after(pieces, k);
+            return status;
+        }
+    }
+    return OK;
+}
+
 /* The lines of one piece (q->start to q->stop): its blocks, closed as they end. */
-static int scan_qrels_piece(QPart *q) {
+static int scan_qrels_piece(void *part) {
+    QPart *q = part;
     const char *p = q->start;
     const char *tok[6];
     size_t len[6];
@@ -1394,17 +1412,7 @@ static int scan_qrels_part(QPart *q) {
     if (!q->recs.v) return NOMEM;
     q->recs.cap = bound;
     advise_huge(q->recs.v, bound * sizeof(Rec));
-    for (int k; (k = claim(q->pieces)) >= 0;) {
-        q->start = q->pieces->bound[k];
-        q->stop = q->pieces->bound[k + 1];
-        int status = scan_qrels_piece(q);
-        if (status != OK) {
-            q->piece = k;
-            stop_after(q->pieces, k);
-            return status;
-        }
-    }
-    return OK;
+    return read_pieces(q->pieces, &q->start, &q->stop, &q->piece, scan_qrels_piece, q);
 }
 
 /* A block of the run: a query's lines in a part, joined when it ends. */
@@ -1590,7 +1598,8 @@ static inline int add_record(RPart *p, const char **tok, const size_t *len) {
 }
 
 /* The lines of one piece (p->start to p->stop): its blocks, joined as they end. */
-static int scan_run_piece(RPart *p) {
+static int scan_run_piece(void *part) {
+    RPart *p = part;
     const char *at = p->start;
     const char *tok[6];
     size_t len[6];
@@ -1645,17 +1654,7 @@ static int scan_run_part(RPart *p) {
     if (!p->judged) return NOMEM;
     p->cap_judged = p->judged_bound ? p->judged_bound : 1;
     advise_huge(p->judged, p->cap_judged * sizeof(double));
-    for (int k; (k = claim(p->pieces)) >= 0;) {
-        p->start = p->pieces->bound[k];
-        p->stop = p->pieces->bound[k + 1];
-        int status = scan_run_piece(p);
-        if (status != OK) {
-            p->piece = k;
-            stop_after(p->pieces, k);
-            return status;
-        }
-    }
-    return OK;
+    return read_pieces(p->pieces, &p->start, &p->stop, &p->piece, scan_run_piece, p);
 }
 
 /* With the GIL: the blocks with a score that needs Python's correctly rounded
