@@ -47,8 +47,10 @@ typedef struct {
     long long limit, max_window;
 } Window;
 
-static inline double *tot_at(Window *w, int row) { return w->tot + (size_t)row * w->stride; }
-static inline double *m2_at(Window *w, int row) { return w->m2 + (size_t)row * w->stride; }
+static inline double *tot_at(const Window *w, int row) {
+    return w->tot + (size_t)row * w->stride;
+}
+static inline double *m2_at(const Window *w, int row) { return w->m2 + (size_t)row * w->stride; }
 
 static void window_reset(Window *w) {
     w->rows = 1;
@@ -148,7 +150,7 @@ static int check(const Window *w, double lmin, double delta, int direction, doub
         double size = (double)(1LL << idx);
         long long count = w->count[idx];
         if (idx == 0 && count > 0) count--; /* no cut after the newest value */
-        const double *totals = w->tot + (size_t)idx * w->stride;
+        const double *totals = tot_at(w, idx);
         for (long long k = 0; k < count; k++) {
             double t = totals[k];
             n0 += size;
@@ -191,7 +193,7 @@ static PyObject *rows_out(const Window *w) {
             return NULL;
         }
         PyList_SET_ITEM(rows, r, pair);
-        const double *tr = w->tot + (size_t)r * w->stride, *mr = w->m2 + (size_t)r * w->stride;
+        const double *tr = tot_at(w, r), *mr = m2_at(w, r);
         for (long long k = 0; k < w->count[r]; k++) {
             PyObject *a = PyFloat_FromDouble(tr[k]), *b = PyFloat_FromDouble(mr[k]);
             if (!a || !b) {

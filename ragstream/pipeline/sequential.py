@@ -75,9 +75,10 @@ class SequentialDrift:
         detectors = held.get(labelset)
         if detectors is None:
             detectors = held[labelset] = self._new()
-        values = rows[:, self.columns]
+        # a metric's values contiguous (the detectors' compiled loops read them as they are)
+        values = np.ascontiguousarray(rows[:, self.columns].T)
         for m, metric in enumerate(self.metrics):
-            column = values[:, m]
+            column = values[m]
             for (kind, _), detector in zip(self.kinds, detectors[m], strict=True):
                 hits = detector.update(column)
                 if hits.size:

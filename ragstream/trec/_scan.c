@@ -1141,9 +1141,8 @@ enum { NONCONTIGUOUS = 3 };
  * Cut into as many pieces as threads, the slowest decided the wall time. */
 typedef struct {
     const char *bound[MAX_PIECES + 1];
-    int n;
     int next;    /* the next piece to hand out */
-    int stop_at; /* the first piece that failed (n while none has): none after it is read */
+    int stop_at; /* the first piece that failed (the count while none has): none after it */
 #if THREADS
     pthread_mutex_t lock;
 #endif
@@ -1290,7 +1289,6 @@ static void pieces_init(Pieces *p, const char *buf, size_t size, int run, int th
     if (n > MAX_PIECES) n = MAX_PIECES;
     if (n < (size_t)threads) n = (size_t)threads;
     split(buf, size, run, (int)n, p->bound);
-    p->n = (int)n;
     p->next = 0;
     p->stop_at = (int)n;
 }
@@ -1734,7 +1732,6 @@ static int first_failure(const int *status, const int *piece_of, size_t stride, 
     }
     return found;
 }
-
 
 static size_t line_at(const char *buf, const char *at) {
     size_t line = 1;
