@@ -20,6 +20,7 @@ def join(
     keep_best: bool,
     workers: int = 1,
     cut: Cut | None = None,
+    mapped: bool = False,
     /,
 ) -> (
     tuple[

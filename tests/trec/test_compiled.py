@@ -14,7 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ragstream.trec import Engine, TrecFormatError, evaluate_files, read_qrels, read_run
-from ragstream.trec._compiled import AVAILABLE, join_files
+from ragstream.trec._compiled import AVAILABLE, _floats, _ints, join_files
 from ragstream.trec._join import join_tables
 from ragstream.trec._ranked import Ranked, Segment
 
@@ -394,6 +394,9 @@ def test_messy_files_in_parts_decline_as_one_part(
     _same_in_parts(write, files)
 
 
+_SLOW = "0.1000000000000000055511151231257827"  # a score that needs the slow conversion
+
+
 def _collection(rng: np.random.Generator, queries: int, docs: int) -> tuple[str, str]:
     """A run of one block per query (queries in random order), ties and exponent scores,
     a few scores that need the slow conversion, comments; qrels with unjudged queries."""
@@ -404,7 +407,7 @@ def _collection(rng: np.random.Generator, queries: int, docs: int) -> tuple[str,
         for rank, (d, score) in enumerate(zip(ids, scores, strict=True)):
             text = f"{score:.1f}" if rank % 17 else f"{score:e}"
             if rank == 5 and q % 50 == 0:
-                text = "0.1000000000000000055511151231257827"  # the slow conversion
+                text = _SLOW
             run_lines.append(f"q{q} Q0 D{d} {rank + 1} {text} tag\n")
         if q % 97 == 0:
             run_lines.append("# a comment between blocks\n")
@@ -429,6 +432,98 @@ def test_a_large_collection_is_read_in_parts_with_numpy_s_values(write: WriteFil
     for workers in (1, 2, 3, 5):
         _same_ranked(_join(qrels, run, workers=workers), reference)
     assert _outcome("compiled", qrels, run) == _outcome("numpy", qrels, run)
+
+
+def _mapped_rss(path: Path) -> int:
+    """Bytes of `path`'s mappings in this process that are mapped in (/proc/self/smaps)."""
+    rss, inside = 0, False
+    for line in Path("/proc/self/smaps").read_text().splitlines():
+        fields = line.split()
+        if re.match(r"^[0-9a-f]+-[0-9a-f]+ ", line):
+            inside = fields[-1] == str(path)
+        elif inside and fields[0] == "Rss:":
+            rss += int(fields[1]) * 1024
+    return rss
+
+
+@pytest.mark.skipif(not Path("/proc/self/smaps").exists(), reason="Linux's smaps")
+def test_a_mapped_run_s_pages_are_dropped_once_read_with_the_same_result(
+    write: WriteFile,
+) -> None:
+    # `mapped`: the threads map in the pieces they read and drop the run's once read (they
+    # stay in the page cache). The result is the same as from unmapped memory, deferred
+    # blocks (slow scores) and errors read again included; nearly none of the run is left
+    # mapped in, where without `mapped` all of it is.
+    import mmap
+
+    from ragstream.trec import _scan
+
+    qrels_text, run_text = _collection(np.random.default_rng(5), 2500, 80)
+    qrels, run = write("qrels", qrels_text), write("run", run_text)
+    assert run.stat().st_size > 4 << 20  # many pieces
+
+    def joined(mapped: bool, text: bytes | None = None) -> tuple[object, int]:
+        """The join's output (its queries in byte order, as one set of CSR arrays, which
+        do not depend on the pieces each thread read) and the run's bytes left mapped in."""
+        if text is not None:
+            run.write_bytes(text)
+        with qrels.open("rb") as q, run.open("rb") as r:
+            qmap = mmap.mmap(q.fileno(), 0, access=mmap.ACCESS_READ)
+            rmap = mmap.mmap(r.fileno(), 0, access=mmap.ACCESS_READ)
+            out = _scan.join(qmap, rmap, False, 3, _scan.Cut(), mapped)
+            left = _mapped_rss(run)
+            qmap.close()
+            rmap.close()
+        if isinstance(out, str):
+            return out, left
+        qids, n_common, n_qrels, parts, order, q_repeat, r_repeat = out
+        ranked = Ranked(
+            qids,
+            tuple(Segment(_floats(a), _ints(b), _floats(c), _ints(d)) for a, b, c, d in parts),
+            n_qrels,
+            None if order is None else _ints(order),
+        )
+        arrays = (ranked.rel, ranked.rel_offsets, ranked.judged, ranked.judged_offsets)
+        return (qids, n_common, n_qrels, q_repeat, r_repeat, *(a.tobytes() for a in arrays)), left
+
+    plain, _ = joined(False)
+    dropped, _ = joined(True)
+    assert not isinstance(plain, str)
+    assert dropped == plain
+    # without the slow scores, whose blocks are read again (and so mapped in again)
+    fast = run_text.replace(_SLOW, "0.1").encode()
+    assert len(fast) > 4 << 20
+    plain, left_plain = joined(False, fast)
+    dropped, left_dropped = joined(True, fast)
+    assert dropped == plain
+    assert left_plain > len(fast) // 2
+    assert left_dropped < len(fast) // 50, (left_dropped, len(fast))
+    # a line that declines, late in the file: its line number counts the lines of pieces
+    # already dropped, read again
+    lines = run_text.splitlines(True)
+    lines[len(lines) * 9 // 10] = "q1 Q0 D1 1\n"
+    bad = "".join(lines).encode()
+    declined_plain, _ = joined(False, bad)
+    declined, _ = joined(True, bad)
+    assert isinstance(declined, str)
+    assert declined.startswith("run line")
+    assert declined == declined_plain
+
+
+def test_a_query_in_two_blocks_of_a_large_run_is_read_again_by_the_general_path(
+    write: WriteFile,
+) -> None:
+    # The first query's lines again at the end of a run of many pieces: the block path
+    # gives up after reading (and dropping) every piece, and the general path reads the
+    # whole run again; numpy's arrays exactly.
+    qrels_text, run_text = _collection(np.random.default_rng(8), 2500, 80)
+    first = run_text.split(" ", 1)[0]
+    again = "".join(f"{first} Q0 X{i} {i + 1} {-i - 100} tag\n" for i in range(5))
+    qrels, run = write("qrels", qrels_text), write("run", run_text + again)
+    assert run.stat().st_size > 4 << 20
+    reference = _numpy_join(qrels, run, keep_best=False, complete=False)
+    assert isinstance(reference, Ranked)
+    _same_ranked(_join(qrels, run, workers=2), reference)
 
 
 @pytest.mark.parametrize("workers", [2, 3])
