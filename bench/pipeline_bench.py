@@ -14,10 +14,13 @@ process (`bench.pipeline_stages`): two plain-consumer baselines (`json.loads`,
 with the agent's fetch size (`fetch_partition_bytes`, 4 MiB a partition), the pipeline
 (`KafkaSource` + `Runner` + `Engine`, event clock), N such pipeline processes in one
 consumer group (`bench.pipeline_group`, on a topic whose partitions split evenly between
-them), and the engine alone on the same messages without Kafka; last, a cProfile of the
-engine. It prints per traffic one table with targets and pass/miss and one for the N
-processes, with the load average around every figure, and then
-one summary row per traffic. The broker is stopped on exit, on errors and on Ctrl-C/SIGTERM.
+them; stage `group`) right after N `orjson.loads` baseline consumers in one group on the
+same topic (stage `baseline-group`: the like-for-like reference for a member of the
+pipeline's group, since both groups share the cores with the broker), and the engine alone
+on the same messages without Kafka; last, a cProfile of the engine. It prints per traffic
+one table with targets and pass/miss and one for the N processes, with the load average
+around every figure, and then one summary row per traffic. The broker is stopped on exit,
+on errors and on Ctrl-C/SIGTERM.
 """
 
 from __future__ import annotations
@@ -101,7 +104,10 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--profile-events", type=int, default=200_000, help="0: no profile")
     p.add_argument("--heap", default="512m", help="the broker's JVM heap")
     p.add_argument(
-        "--stages", default="baseline,pipeline,group,engine,profile", help="which stages to run"
+        "--stages",
+        default="baseline,pipeline,baseline-group,group,engine,profile",
+        help="which stages to run (baseline-group: N orjson baseline consumers in one group, "
+        "the reference for each member of the pipeline's group)",
     )
     p.add_argument("--json", dest="json_out", help="also write the raw results here")
     args = p.parse_args(argv)
@@ -241,7 +247,8 @@ def _topics(args: argparse.Namespace, broker: KafkaBroker, traffic: Traffic, k: 
         _produce(bootstrap, topic, data, args.events, args.partitions)
     )
     stages = set(args.stages.split(","))
-    group = _group_topic(args, broker, topic, data, counts) if "group" in stages else None
+    grouped = stages & {"group", "baseline-group"}
+    group = _group_topic(args, broker, topic, data, counts) if grouped else None
     return _Topic(topic, (size, seconds, generating), (load, os.getloadavg()[0]), group)
 
 
@@ -293,7 +300,12 @@ def _measure(
             run.pipelines.append(_stage("pipeline", {**common, "group": f"pipeline-{name}-{r}"}))
         if topic.group is not None:
             group_topic, ends = topic.group
-            run.groups.append(_group(args, {**common, "topic": group_topic}, ends, f"{name}-{r}"))
+            on_group = {**common, "topic": group_topic}
+            if "baseline-group" in stages:  # right before the pipeline's group, alike
+                plain = {**on_group, "parser": "orjson"}
+                run.baseline_groups.append(_group(args, "baseline", plain, ends, f"{name}-{r}"))
+            if "group" in stages:
+                run.groups.append(_group(args, "pipeline", on_group, ends, f"{name}-{r}"))
     if "engine" in stages:
         run.engine = _stage("engine", common)
     if args.profile_events and "profile" in stages:
@@ -325,16 +337,23 @@ def _group_topic(
 
 
 def _group(
-    args: argparse.Namespace, stage_args: dict[str, Any], ends: dict[int, int], r: str
+    args: argparse.Namespace,
+    stage: str,
+    stage_args: dict[str, Any],
+    ends: dict[int, int],
+    r: str,
 ) -> dict[str, Any]:
-    """N pipeline processes in one new group; the load average before and after."""
+    """N processes of `stage` (pipeline or baseline) in one new group; the load average
+    before and after."""
     n, before = args.processes, os.getloadavg()[0]
     timeout = 120.0 + args.events / 1000
-    result = asyncio.run(run_group(n, {**stage_args, "group": f"group-{r}"}, ends, timeout))
+    group = f"group-{r}" if stage == "pipeline" else f"{stage}-group-{r}"
+    result = asyncio.run(run_group(stage, n, {**stage_args, "group": group}, ends, timeout))
     result["load"] = (before, os.getloadavg()[0])
     result["topic"] = stage_args["topic"]
+    what = "processes" if stage == "pipeline" else f"{stage} consumers"
     print(
-        f"  {n} processes {group_rate(result):>8,.0f} events/s together  (load {before:.1f} -> "
+        f"  {n} {what} {group_rate(result):>8,.0f} events/s together  (load {before:.1f} -> "
         f"{result['load'][1]:.1f})",
         flush=True,
     )

@@ -1,16 +1,20 @@
-"""N pipeline processes in one consumer group: the streaming benchmark's scale-out row.
+"""N processes of one stage in one consumer group: the streaming benchmark's scale-out rows.
 
 The supported way to scale the agent is several processes in one consumer group (its state
 is per partition; replicas' windows are summed by Prometheus). `run_group` starts N
-`bench.pipeline_stages pipeline` processes with one group id and drives them over their
-stdin and stdout, one line each way per step:
+`bench.pipeline_stages STAGE` processes with one group id and drives them over their stdin
+and stdout, one line each way per step. STAGE is `pipeline` (the agent) or `baseline` (a
+plain `getmany` + `orjson.loads` consumer: the like-for-like reference for a member of the
+pipeline's group, N plain consumers sharing the same cores and broker):
 
-1. Each process builds its engine and source, joins the group and prints its partitions
-   (`{"assigned": [...]}`) at every change, without consuming. When the assignments are
-   disjoint, non-empty and cover the topic, the parent writes `go` to all (time *go*).
-2. Each process runs the same pipeline stage as the single-process row and prints, after
-   every commit, the next offset of each partition in the batch (`{"progress": ...}`).
-   When every partition is committed up to its end, the parent writes `stop`.
+1. Each process joins the group (a pipeline builds its engine and source first) and prints
+   its partitions (`{"assigned": [...]}`) at every change, without consuming. When the
+   assignments are disjoint, non-empty and cover the topic, the parent writes `go` to all
+   (time *go*).
+2. Each process runs its stage as in the single-process row and prints, after every batch
+   applied (a pipeline: committed; a baseline: parsed), the next offset of each partition
+   in the batch (`{"progress": ...}`). When every partition is applied up to its end, the
+   parent writes `stop`.
 3. Each process prints its result: events, first and last batch applied (perf_counter, i.e.
    CLOCK_MONOTONIC on Linux, shared by the processes) and the runs of offsets it applied.
 
@@ -27,16 +31,27 @@ import json
 import os
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
-from ragstream.events import Message
-from ragstream.pipeline.runner import Runner
+__all__ = ["STAGES", "GroupMember", "Record", "offset_problems", "run_group"]
 
-__all__ = ["GroupMember", "offset_problems", "run_group"]
+STAGES = ("pipeline", "baseline")
+"""The stages that can run as members of a group."""
 
 Args = dict[str, Any]
+
+
+class Record(Protocol):
+    """What a member reports of an applied record: the agent's `Message` or aiokafka's
+    `ConsumerRecord` alike."""
+
+    @property
+    def partition(self) -> int: ...
+
+    @property
+    def offset(self) -> int: ...
 
 
 def _emit(obj: Args) -> None:
@@ -67,8 +82,9 @@ class GroupMember:
         self.assignments.append((time.perf_counter(), sorted(self.owned)))
         _emit({"assigned": sorted(self.owned)})
 
-    def applied(self, batch: Sequence[Message]) -> None:
-        """Called after a batch is committed: extend the runs, report the next offsets."""
+    def applied(self, batch: Iterable[Record]) -> None:
+        """Called after a batch is applied (a pipeline: committed; a baseline: parsed):
+        extend the runs, report the next offsets, so that the parent knows when to stop."""
         ends: dict[int, int] = {}
         for m in batch:
             runs = self.runs.setdefault(m.partition, [])
@@ -80,21 +96,22 @@ class GroupMember:
         if ends:
             _emit({"progress": ends})
 
-    async def run(self, runner: Runner) -> None:
-        """Wait for `go`, then run `runner` until `stop` (or the end of stdin)."""
+    async def run(self, work: Callable[[], Awaitable[None]], stop: Callable[[], None]) -> None:
+        """Wait for `go`, then await `work()` until it returns; `stop()` is called on the
+        `stop` line (or the end of stdin) and must make `work` return after its batch."""
         loop = asyncio.get_running_loop()
         stdin = asyncio.StreamReader()
         await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(stdin), sys.stdin)
         await stdin.readline()
         self.go = time.perf_counter()
 
-        async def stop() -> None:
+        async def watch() -> None:
             await stdin.readline()
-            runner.stop()
+            stop()
 
-        watcher = asyncio.create_task(stop())
+        watcher = asyncio.create_task(watch())
         try:
-            await runner.run()
+            await work()
         finally:
             watcher.cancel()
 
@@ -171,16 +188,19 @@ class _Progress:
         )
 
 
-async def run_group(n: int, args: Args, ends: dict[int, int], limit: float) -> Args:
-    """Run `n` pipeline processes in one group on a topic whose partition `p` ends at
-    `ends[p]`; their results, the go and stop times, and the exactly-once check. Past
-    `limit` seconds it fails with what it was waiting for (assignments, positions)."""
+async def run_group(stage: str, n: int, args: Args, ends: dict[int, int], limit: float) -> Args:
+    """Run `n` processes of `stage` (one of `STAGES`) in one group on a topic whose
+    partition `p` ends at `ends[p]`; their results, the go and stop times, and the
+    exactly-once check. Past `limit` seconds it fails with what it was waiting for
+    (assignments, positions)."""
+    if stage not in STAGES:
+        raise ValueError(f"stage {stage!r} cannot run in a group; one of {STAGES}")
     state = _Progress(n, ends)
     try:
         async with asyncio.timeout(limit):
-            return await _run(state, args)
+            return await _run(state, stage, args)
     except TimeoutError:
-        raise RuntimeError(f"the group did not finish in {limit:.0f} s: {state}") from None
+        raise RuntimeError(f"the {stage} group did not finish in {limit:.0f} s: {state}") from None
     finally:
         for proc in state.procs:
             if proc.returncode is None:
@@ -190,11 +210,11 @@ async def run_group(n: int, args: Args, ends: dict[int, int], limit: float) -> A
             task.cancel()
 
 
-async def _run(state: _Progress, args: Args) -> Args:
+async def _run(state: _Progress, stage: str, args: Args) -> Args:
     n, ends, queue, results, owned = state.n, state.ends, state.queue, state.results, state.owned
     procs, position = state.procs, state.position
     for i in range(n):  # one after the other: each joins once the one before has its share
-        cmd = ["-m", "bench.pipeline_stages", "pipeline", json.dumps({**args, "member": i})]
+        cmd = ["-m", "bench.pipeline_stages", stage, json.dumps({**args, "member": i})]
         proc = await asyncio.create_subprocess_exec(
             sys.executable, *cmd, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE
         )
@@ -226,6 +246,7 @@ async def _run(state: _Progress, args: Args) -> Args:
         await proc.wait()
     done = [r for r in results if r is not None]
     return {
+        "stage": stage,
         "processes": n,
         "go": go,
         "stop": stop,

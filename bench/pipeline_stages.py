@@ -6,7 +6,11 @@ memory a stage reports is its own, not what the producer or an earlier stage lef
 
 - `baseline`: a plain aiokafka consumer (its own new group, aiokafka defaults, `getmany` of
   up to 5000 records, no commits) that parses every value (`json.loads` or `orjson.loads`)
-  and does nothing else.
+  and does nothing else. With a `member` argument it is one of N such consumers in one
+  group (`bench.pipeline_group`, the range assignor as the agent has it): it reports each
+  `getmany` batch parsed as applied, starts on `go` and stops on `stop`, and returns the
+  fields a pipeline member returns (first and last batch, CPU seconds between them, runs
+  of offsets, assignments, memory).
 - `pipeline`: `KafkaSource` + `Runner` + `Engine` (a new group), as `ragstream run` wires
   them: decode, validate, join, score, windows, and commits (`kafka.commit_interval`). With a
   `member` argument it is one of N processes in one group (`bench.pipeline_group`): it
@@ -32,10 +36,12 @@ import pstats
 import sys
 import time
 from collections.abc import AsyncIterator, Callable, Sequence
+from itertools import chain
 from typing import Any
 
 import orjson
-from aiokafka import AIOKafkaConsumer
+from aiokafka import AIOKafkaConsumer, ConsumerRebalanceListener, TopicPartition
+from aiokafka.coordinator.assignors.range import RangePartitionAssignor
 
 from bench.pipeline_data import DataConfig, blocks, partition_of
 from bench.pipeline_group import GroupMember
@@ -101,17 +107,32 @@ class _Probe:
         self.points.append(point)
 
 
-async def _baseline(args: Args) -> Args:
-    loads: Callable[[bytes], Any] = orjson.loads if args["parser"] == "orjson" else json.loads
-    consumer = AIOKafkaConsumer(
-        args["topic"],
+def _loads(args: Args) -> Callable[[bytes], Any]:
+    """The baseline's parser: `orjson.loads` or the standard library's `json.loads`."""
+    return orjson.loads if args["parser"] == "orjson" else json.loads
+
+
+def _plain_consumer(args: Args, *topics: str, **options: Any) -> AIOKafkaConsumer:
+    """The baseline's consumer: aiokafka's defaults (or `fetch_bytes` a partition), no
+    commits, batches of up to `BATCH`."""
+    fetch = {"max_partition_fetch_bytes": args["fetch_bytes"]} if "fetch_bytes" in args else {}
+    return AIOKafkaConsumer(
+        *topics,
         bootstrap_servers=args["bootstrap"],
         group_id=args["group"],
         enable_auto_commit=False,
         auto_offset_reset="earliest",
         max_poll_records=BATCH,
-        **({"max_partition_fetch_bytes": args["fetch_bytes"]} if "fetch_bytes" in args else {}),
+        **fetch,
+        **options,
     )
+
+
+async def _baseline(args: Args) -> Args:
+    if args.get("member") is not None:
+        return await _baseline_member(args)
+    loads = _loads(args)
+    consumer = _plain_consumer(args, args["topic"])
     await consumer.start()
     probe, n, count, first = _Probe(None), int(args["events"]), 0, 0.0
     try:
@@ -129,6 +150,84 @@ async def _baseline(args: Args) -> Args:
         await consumer.stop()
     probe.seen(count, last=True)
     return {"events": count, "seconds": seconds, "memory": probe.points}
+
+
+class _MemberListener(ConsumerRebalanceListener):  # type: ignore[misc]
+    """Tells the group member of the partitions its consumer gets and loses."""
+
+    def __init__(self, member: GroupMember) -> None:
+        self._member = member
+
+    async def on_partitions_revoked(self, revoked: set[TopicPartition]) -> None:
+        self._member.revoked({tp.partition for tp in revoked})
+
+    async def on_partitions_assigned(self, assigned: set[TopicPartition]) -> None:
+        self._member.assigned({tp.partition for tp in assigned})
+
+
+class _PlainMember:
+    """The baseline's loop as one member of a group: `getmany` and parse until stopped,
+    each batch reported as applied once parsed (the baseline commits nothing), timed like
+    the pipeline member (first and last batch, CPU between them)."""
+
+    def __init__(self, consumer: AIOKafkaConsumer, args: Args, member: GroupMember) -> None:
+        self.consumer, self.loads, self.member = consumer, _loads(args), member
+        self.probe = _Probe(None)
+        self.stopping = False
+        self.count = self.batches = 0
+        self.first = self.last = 0.0
+        self.cpu_first = self.cpu_last = 0.0
+
+    async def work(self) -> None:
+        """Consume until `stop()`; the polls that time out after the end apply nothing."""
+        while not self.stopping:
+            data = await self.consumer.getmany(timeout_ms=500, max_records=BATCH)
+            if not any(data.values()):
+                continue
+            if not self.first:
+                self.first, self.cpu_first = time.perf_counter(), time.process_time()
+            for records in data.values():
+                for record in records:
+                    self.loads(record.value)
+                self.count += len(records)
+            self.last, self.cpu_last = time.perf_counter(), time.process_time()
+            self.batches += 1
+            self.probe.seen(self.count)
+            self.member.applied(chain.from_iterable(data.values()))
+
+    def stop(self) -> None:
+        """Return from `work` after the batch in hand."""
+        self.stopping = True
+
+    def result(self) -> Args:
+        """The fields a pipeline member returns, as far as a plain consumer has them."""
+        self.probe.seen(self.count, last=True)
+        return {
+            "first": self.first,
+            "last": self.last,
+            "cpu_seconds": self.cpu_last - self.cpu_first,
+            **self.member.result(),
+            "events": self.count,
+            "seconds": self.last - self.first,
+            "batches": self.batches,
+            "processed": self.count,
+            "memory": self.probe.points,
+        }
+
+
+async def _baseline_member(args: Args) -> Args:
+    """The baseline as one of N consumers in one group (`bench.pipeline_group`), with the
+    agent's partition assignor so that both groups split the partitions alike."""
+    member = GroupMember()
+    consumer = _plain_consumer(args, partition_assignment_strategy=(RangePartitionAssignor,))
+    await consumer.start()
+    plain = _PlainMember(consumer, args, member)
+    try:
+        consumer.subscribe([args["topic"]], listener=_MemberListener(member))
+        await member.run(plain.work, plain.stop)
+    finally:
+        await consumer.stop()
+    return plain.result()
 
 
 class _TimedSource:
@@ -207,7 +306,8 @@ async def _pipeline(args: Args) -> Args:
     await source.start()
     try:
         timed.runner = Runner(engine, timed)
-        await (timed.runner.run() if member is None else member.run(timed.runner))
+        runner = timed.runner
+        await (runner.run() if member is None else member.run(runner.run, runner.stop))
     finally:
         await source.stop()
     probe.seen(timed.count, last=True)
@@ -284,14 +384,14 @@ def main(argv: list[str]) -> None:
         result = asyncio.run(_baseline(args))
     elif stage == "pipeline":
         result = asyncio.run(_pipeline(args))
-        if args.get("member") is not None:  # lines before it are the group protocol's
-            result = {"result": result}
     elif stage == "engine":
         result = _engine(args)
     elif stage == "profile":
         result = _profile(args)
     else:
         raise SystemExit(f"unknown stage {stage!r}")
+    if args.get("member") is not None:  # the lines before it are the group protocol's
+        result = {"result": result}
     print(json.dumps(result))
 
 
