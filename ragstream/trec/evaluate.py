@@ -106,6 +106,8 @@ def evaluate_files(
     specs = _specs(metrics, relevance_level)  # before reading: a bad name costs no scan
     ranked = None
     if engine == "compiled" or (engine == "auto" and reader == "numpy"):
+        if started is not None:  # the join runs in its own threads, and this one waits for it:
+            import concurrent.futures  # noqa: F401  # what the kernels' threads take after it (5 ms)
         joined = join_files(
             qrels,
             run,
