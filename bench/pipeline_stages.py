@@ -203,16 +203,24 @@ class _PlainMember:
         """The fields a pipeline member returns, as far as a plain consumer has them."""
         self.probe.seen(self.count, last=True)
         return {
-            "first": self.first,
-            "last": self.last,
-            "cpu_seconds": self.cpu_last - self.cpu_first,
+            **_timed(self.first, self.last, self.cpu_first, self.cpu_last, self.count),
             **self.member.result(),
-            "events": self.count,
-            "seconds": self.last - self.first,
             "batches": self.batches,
             "processed": self.count,
             "memory": self.probe.points,
         }
+
+
+def _timed(first: float, last: float, cpu_first: float, cpu_last: float, events: int) -> Args:
+    """A stage's events and its span: first and last batch (perf_counter), the seconds and
+    CPU seconds between them."""
+    return {
+        "first": first,
+        "last": last,
+        "cpu_seconds": cpu_last - cpu_first,
+        "events": events,
+        "seconds": last - first,
+    }
 
 
 async def _baseline_member(args: Args) -> Args:
@@ -312,12 +320,8 @@ async def _pipeline(args: Args) -> Args:
         await source.stop()
     probe.seen(timed.count, last=True)
     return {
-        "first": timed.first,
-        "last": timed.last,
-        "cpu_seconds": timed.cpu_last - timed.cpu_first,
+        **_timed(timed.first, timed.last, timed.cpu_first, timed.cpu_last, timed.count),
         **({} if member is None else member.result()),
-        "events": timed.count,
-        "seconds": timed.last - timed.first,
         "fetch_seconds": timed.fetch,
         "apply_seconds": timed.apply,
         "commit_seconds": timed.commit_s,
