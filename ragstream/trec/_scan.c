@@ -2392,9 +2392,17 @@ static PyObject *join(PyObject *self, PyObject *args) {
     Py_ssize_t workers = 1;
     PyObject *cut = NULL;
     int mapped = 0;
-    if (!PyArg_ParseTuple(args, "y*y*p|nO!p:join", &qbuf, &rbuf, &keep_best, &workers, &CutType,
-                          &cut, &mapped))
+    if (!PyArg_ParseTuple(args, "y*y*p|nOp:join", &qbuf, &rbuf, &keep_best, &workers, &cut,
+                          &mapped))
         return NULL;
+    if (cut == Py_None) cut = NULL; /* all of each ranking */
+    if (cut && !PyObject_TypeCheck(cut, &CutType)) {
+        PyErr_Format(PyExc_TypeError, "join() argument 5 must be a Cut or None, not %.50s",
+                     Py_TYPE(cut)->tp_name);
+        PyBuffer_Release(&qbuf);
+        PyBuffer_Release(&rbuf);
+        return NULL;
+    }
     Py_XINCREF(cut); /* kept while the threads read it */
     const int n = workers < 1 ? 1 : workers > MAX_PARTS ? MAX_PARTS : (int)workers;
     const char *q = qbuf.buf, *r = rbuf.buf;

@@ -233,6 +233,30 @@ def test_the_cut_object_holds_a_depth_and_its_level() -> None:
         Cut(-1)
 
 
+def test_a_join_without_a_cut_keeps_whole_rankings_and_refuses_anything_else() -> None:
+    # `cut` is a Cut or None (all of each ranking), as its signature says; None and no
+    # argument join alike, and another object is a TypeError, not a crash.
+    from ragstream.trec._scan import Cut, join
+
+    qrels = b"q1 0 d1 1\nq1 0 d3 2\n"
+    run = b"".join(b"q1 Q0 d%d %d %d t\n" % (i, i, 20 - i) for i in range(1, 13))
+
+    def plain(out: object) -> tuple[object, ...]:
+        """The join's output with its buffers as bytes (they compare by identity)."""
+        assert isinstance(out, tuple)
+        segments = [tuple(bytes(memoryview(b)) for b in part) for part in out[3]]
+        order = None if out[4] is None else bytes(memoryview(out[4]))
+        return (*out[:3], segments, order, *out[5:])
+
+    whole = plain(join(qrels, run, False, 1))
+    assert whole[3] != []  # the one query, joined
+    assert plain(join(qrels, run, False, 1, None)) == whole
+    assert plain(join(qrels, run, False, 1, Cut())) == whole
+    assert plain(join(qrels, run, False, 1, Cut(2))) != whole  # a cut shows
+    with pytest.raises(TypeError, match="Cut or None"):
+        join(qrels, run, False, 1, 3)  # type: ignore[arg-type]
+
+
 def test_a_join_cut_while_it_runs_keeps_each_ranking_whole_or_cut(write: WriteFile) -> None:
     from ragstream.trec import start_join
 
