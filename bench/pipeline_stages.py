@@ -46,7 +46,7 @@ from aiokafka.coordinator.assignors.range import RangePartitionAssignor
 from bench.pipeline_data import DataConfig, blocks, partition_of
 from bench.pipeline_group import GroupMember
 from ragstream.config import JoinSettings, LabelSettings
-from ragstream.events import Message
+from ragstream.events import Message, Record
 from ragstream.pipeline.engine import Engine, EngineConfig
 from ragstream.pipeline.gc import tune_gc
 from ragstream.pipeline.runner import Runner
@@ -247,7 +247,7 @@ class _TimedSource:
         source: KafkaSource,
         n: int | None,
         probe: _Probe,
-        on_commit: Callable[[Sequence[Message]], None] | None = None,
+        on_commit: Callable[[Sequence[Record]], None] | None = None,
     ) -> None:
         self.source, self.n, self.probe, self.on_commit = source, n, probe, on_commit
         self.runner: Runner | None = None
@@ -257,7 +257,7 @@ class _TimedSource:
         self.cpu_first = self.cpu_last = 0.0
         self.fetch = self.apply = self.commit_s = 0.0
 
-    async def batches(self) -> AsyncIterator[Sequence[Message]]:
+    async def batches(self) -> AsyncIterator[Sequence[Record]]:
         mark = time.perf_counter()
         async for batch in self.source.batches():
             now = time.perf_counter()
@@ -270,7 +270,7 @@ class _TimedSource:
             yield batch
             mark = time.perf_counter()
 
-    async def commit(self, batch: Sequence[Message]) -> None:
+    async def commit(self, batch: Sequence[Record]) -> None:
         start = time.perf_counter()
         if self.first:
             self.apply += start - self._yielded

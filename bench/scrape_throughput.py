@@ -26,7 +26,7 @@ from typing import Any
 
 from bench.scrape_data import T_END, DataConfig, base_events, engine_config, message_batches
 from ragstream.agent import Agent
-from ragstream.events import Message
+from ragstream.events import Message, Record
 from ragstream.pipeline.engine import Engine
 from tests.support.kafka_files import free_port
 
@@ -59,7 +59,7 @@ class MemorySource:
             yield batch
         self.finished, self.cpu_finished = time.perf_counter(), time.process_time()
 
-    async def commit(self, batch: Sequence[Message]) -> None:
+    async def commit(self, batch: Sequence[Record]) -> None:
         self.committed += len(batch)
 
     async def stop(self) -> None:

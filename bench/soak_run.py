@@ -34,7 +34,7 @@ from bench.pipeline_data import DataConfig, blocks
 from bench.scrape_timing import rss_bytes
 from ragstream.agent import Agent
 from ragstream.config import JoinSettings, LabelSettings, Settings, WindowSettings
-from ragstream.events import Message
+from ragstream.events import Message, Record
 from ragstream.exporter.http import MetricsServer
 from ragstream.judging.service import JudgingService
 from ragstream.pipeline.engine import Engine
@@ -205,7 +205,7 @@ class SoakSource:
         if pending and not self._stopped:
             yield pending
 
-    async def commit(self, batch: Sequence[Message]) -> None:
+    async def commit(self, batch: Sequence[Record]) -> None:
         self.committed += len(batch)
         if self.committed % self.config.every == 0 or self.committed == self.config.events:
             start = time.perf_counter()

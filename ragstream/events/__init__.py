@@ -20,7 +20,7 @@ from ragstream.events.builders import (
 from ragstream.events.decode import decode_batch, decode_event, decode_reference, decode_rejected
 from ragstream.events.json_schema import event_json_schema
 from ragstream.events.limits import DEFAULT_LIMITS, Limits
-from ragstream.events.message import Message
+from ragstream.events.message import Message, Record
 from ragstream.events.models import (
     EVENT_ADAPTER,
     MAX_ABS_REL,
@@ -79,6 +79,7 @@ __all__ = [
     "Qrel",
     "Ranking",
     "Read",
+    "Record",
     "RetrievalEvent",
     "RetrievedDoc",
     "TimeLike",

@@ -29,8 +29,8 @@ from ragstream.events import (
     DecodedRetrieval,
     DecodeError,
     Limits,
-    Message,
     Read,
+    Record,
 )
 from ragstream.events.scanner import Scanned
 from ragstream.join import LabelJoin, LabelOutcome, LazyBlock, LazyEntry, OpenQuery
@@ -115,7 +115,7 @@ class EngineConfig:
 class BatchReport:
     """What one `apply` did, for the caller's sinks (dead letters, per-query output)."""
 
-    invalid: list[tuple[Message, DecodeError]] = field(default_factory=list)
+    invalid: list[tuple[Record, DecodeError]] = field(default_factory=list)
     answers: list[tuple[int, DecodedAnswer]] = field(default_factory=list)
     """The answers that were not late, each with its partition (the judge keeps its state
     per partition)."""
@@ -225,14 +225,14 @@ class Engine:
 
     # -- the batch ---------------------------------------------------------------------------
 
-    def apply(self, messages: Sequence[Message]) -> BatchReport:
+    def apply(self, messages: Sequence[Record]) -> BatchReport:
         """Apply one batch; never raises on bad input (it is counted and reported)."""
         report = BatchReport()
         if self.traces is not None:  # OTLP messages become the events of their spans
             messages = self._expand_traces(messages, report)
         return self._apply_read(messages, report)
 
-    def _apply_read(self, messages: Sequence[Message], report: BatchReport) -> BatchReport:
+    def _apply_read(self, messages: Sequence[Record], report: BatchReport) -> BatchReport:
         """`apply` after the OTLP messages were expanded."""
         events, kept, values = self._decode(messages, report)
         if events:
@@ -246,11 +246,11 @@ class Engine:
         return report
 
     def _decode(
-        self, messages: Sequence[Message], report: BatchReport
-    ) -> tuple[list[Read], Sequence[Message], list[bytes]]:
+        self, messages: Sequence[Record], report: BatchReport
+    ) -> tuple[list[Read], Sequence[Record], list[bytes]]:
         """The batch's events, their messages and the messages' values, in order; invalid
         messages reported (see `ragstream.events.BatchReader`)."""
-        values = [m.value for m in messages]
+        values = [m.value or b"" for m in messages]  # a tombstone (None) reads as empty
         read = self.reader.read(values)
         for item in read.errors:
             message = messages[item.index]
@@ -261,7 +261,7 @@ class Engine:
         kept = read.kept
         return read.events, [messages[i] for i in kept], [values[i] for i in kept]
 
-    def _expand_traces(self, messages: Sequence[Message], report: BatchReport) -> Sequence[Message]:
+    def _expand_traces(self, messages: Sequence[Record], report: BatchReport) -> Sequence[Record]:
         """The batch with its OTLP messages replaced by their events (see
         `ragstream.traces.TraceReader`); invalid OTLP messages reported."""
         assert self.traces is not None
@@ -288,7 +288,7 @@ class Engine:
     def _apply_events(
         self,
         events: Sequence[Read],
-        messages: Sequence[Message],
+        messages: Sequence[Record],
         values: Sequence[bytes],
         times: Sequence[float],
         timings: Sequence[int],
@@ -399,7 +399,7 @@ class Engine:
     def _usual_runs(
         self,
         events: Sequence[Read],
-        messages: Sequence[Message],
+        messages: Sequence[Record],
         values: Sequence[bytes],
         times: Sequence[float],
         timings: Sequence[int],

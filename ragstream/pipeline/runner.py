@@ -14,7 +14,7 @@ from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from ragstream.events import DecodedAnswer, DecodeError, Message
+from ragstream.events import DecodedAnswer, DecodeError, Record
 from ragstream.join import OpenQuery
 from ragstream.pipeline.engine import BatchReport, Engine
 
@@ -31,11 +31,11 @@ class Source(Protocol):
     """A stream of message batches (Kafka, a file, synthetic traffic). Offsets are
     committed only after a batch is applied."""
 
-    def batches(self) -> AsyncIterator[Sequence[Message]]:
+    def batches(self) -> AsyncIterator[Sequence[Record]]:
         """Yield batches until the source ends or `stop()` is called."""
         ...
 
-    async def commit(self, batch: Sequence[Message]) -> None:
+    async def commit(self, batch: Sequence[Record]) -> None:
         """Record that every message of `batch` (and all before it) has been applied."""
         ...
 
@@ -47,7 +47,7 @@ class Source(Protocol):
 class DeadLetterSink(Protocol):
     """Where invalid messages go, with their reason (e.g. a Kafka topic)."""
 
-    async def send(self, invalid: Sequence[tuple[Message, DecodeError]]) -> None: ...
+    async def send(self, invalid: Sequence[tuple[Record, DecodeError]]) -> None: ...
 
 
 @dataclass(slots=True)
@@ -117,7 +117,7 @@ class Runner:
                 break
             await asyncio.sleep(_YIELD)  # let the HTTP server answer between batches
 
-    async def _handle(self, batch: Sequence[Message], report: BatchReport) -> None:
+    async def _handle(self, batch: Sequence[Record], report: BatchReport) -> None:
         for message, error in report.invalid:
             if self.invalid_log.allow():
                 _log.warning(

@@ -7,12 +7,12 @@ from typing import Any
 
 from aiokafka import AIOKafkaProducer
 
-from ragstream.events import DecodeError, Message
+from ragstream.events import DecodeError, Record
 
 __all__ = ["KafkaDeadLetters", "dead_letter_headers"]
 
 
-def dead_letter_headers(message: Message, error: DecodeError) -> list[tuple[str, bytes]]:
+def dead_letter_headers(message: Record, error: DecodeError) -> list[tuple[str, bytes]]:
     """Headers that say why and where from: reason, detail, topic, partition, offset."""
     return [
         ("ragstream.reason", error.reason.encode()),
@@ -37,12 +37,12 @@ class KafkaDeadLetters:
     async def stop(self) -> None:
         await self._producer.stop()
 
-    async def send(self, invalid: Sequence[tuple[Message, DecodeError]]) -> None:
+    async def send(self, invalid: Sequence[tuple[Record, DecodeError]]) -> None:
         """Send and wait for the broker's acknowledgements (before the batch is committed)."""
         futures = [
             await self._producer.send(
                 self.topic,
-                value=message.value,
+                value=message.value or b"",
                 key=message.key,
                 headers=dead_letter_headers(message, error),
             )

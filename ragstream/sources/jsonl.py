@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
-from ragstream.events import Message
+from ragstream.events import Message, Record
 
 __all__ = ["JsonlSource", "LineCounts", "read_jsonl"]
 
@@ -79,13 +79,13 @@ class JsonlSource:
         """Lines read and blank lines skipped."""
         self._stopped = False
 
-    async def batches(self) -> AsyncIterator[Sequence[Message]]:
+    async def batches(self) -> AsyncIterator[Sequence[Record]]:
         for batch in read_jsonl(self.path, self.batch_size, self.counts):
             if self._stopped:
                 return
             yield batch
 
-    async def commit(self, batch: Sequence[Message]) -> None:
+    async def commit(self, batch: Sequence[Record]) -> None:
         if batch:
             self.committed_line = batch[-1].offset
 

@@ -45,7 +45,7 @@ from aiokafka.errors import (
 )
 from tenacity import AsyncRetrying, retry_if_exception_type, stop_never, wait_random_exponential
 
-from ragstream.events import Message
+from ragstream.events import Record
 from ragstream.pipeline.runner import RateLimitedLog
 
 __all__ = [
@@ -104,7 +104,7 @@ class KafkaSourceConfig:
     `ssl_context`, `sasl_mechanism`, ...)."""
 
 
-class KafkaBatch(list[Message]):
+class KafkaBatch(list[Record]):
     """One `getmany` batch, with the offset after its last message per topic-partition, so
     that committing it costs one entry per partition rather than one per message."""
 
@@ -115,7 +115,7 @@ class KafkaBatch(list[Message]):
         self.next_offsets: dict[TopicPartition, int] = {}
 
 
-def next_offsets(batch: Sequence[Message]) -> dict[TopicPartition, int]:
+def next_offsets(batch: Sequence[Record]) -> dict[TopicPartition, int]:
     """The offset to commit per topic-partition: max(offset) + 1 over its messages of `batch`.
 
     A `KafkaBatch` knows it already; any other sequence is scanned (in any order)."""
@@ -378,7 +378,7 @@ class KafkaSource:
 
     # -- consumption ---------------------------------------------------------------------------
 
-    async def batches(self) -> AsyncIterator[Sequence[Message]]:
+    async def batches(self) -> AsyncIterator[Sequence[Record]]:
         """Batches from `getmany`, partition after partition, until `stop()`.
 
         A poll that times out yields an empty batch, so that the caller's clock-driven work
@@ -397,9 +397,7 @@ class KafkaSource:
                 # aiokafka hands out one list per partition, in increasing offset order
                 end = records[-1].offset + 1
                 self._positions[tp] = batch.next_offsets[tp] = end
-                batch.extend(
-                    Message(r.value or b"", r.partition, r.offset, r.topic, r.key) for r in records
-                )
+                batch.extend(records)  # as they come: they are `Record`s
             yield batch
 
     async def checkpoint(self) -> int:
@@ -408,7 +406,7 @@ class KafkaSource:
             return 0
         return await self._save(self._consumer, set(self._owned))
 
-    async def commit(self, batch: Sequence[Message]) -> None:
+    async def commit(self, batch: Sequence[Record]) -> None:
         """Record `batch` as applied; commit what is applied once `commit_interval` seconds
         have passed since the last commit (an empty batch from a quiet poll flushes too)."""
         applied = self._applied

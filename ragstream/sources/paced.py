@@ -7,7 +7,7 @@ import dataclasses
 import time
 from collections.abc import AsyncIterator, Callable, Sequence
 
-from ragstream.events import Message
+from ragstream.events import Message, Record
 from ragstream.sources.synthetic import SyntheticConfig, SyntheticTraffic, TimedEvent
 
 __all__ = ["PacedSyntheticSource"]
@@ -38,7 +38,7 @@ class PacedSyntheticSource:
         self._offset = 0
         self._stopped = False
 
-    async def batches(self) -> AsyncIterator[Sequence[Message]]:
+    async def batches(self) -> AsyncIterator[Sequence[Record]]:
         while not self._stopped:
             yield self._due(self._wall())
             await asyncio.sleep(self.interval)
@@ -56,7 +56,7 @@ class PacedSyntheticSource:
             batch.append(Message(event.value, partition, self._offset, "synthetic", key))
             self._offset += 1
 
-    async def commit(self, batch: Sequence[Message]) -> None:
+    async def commit(self, batch: Sequence[Record]) -> None:
         """Nothing to commit: the traffic is generated."""
 
     async def stop(self) -> None:

@@ -19,7 +19,7 @@ from typing import Any
 
 import msgspec
 
-from ragstream.events import DecodeError, Message
+from ragstream.events import DecodeError, Message, Record
 from ragstream.traces.assembly import TRACE_OUTCOMES, Position, TraceAssembler
 from ragstream.traces.conventions import OTLP_FORMATS, TraceMapping
 from ragstream.traces.otlp_json import read_json
@@ -58,15 +58,15 @@ class TraceReader:
     # -- the batch --------------------------------------------------------------------------
 
     def expand(
-        self, messages: Sequence[Message], now: float
-    ) -> tuple[Sequence[Message], list[tuple[Message, DecodeError]]]:
+        self, messages: Sequence[Record], now: float
+    ) -> tuple[Sequence[Record], list[tuple[Record, DecodeError]]]:
         """The batch with every OTLP message replaced by its events, and the OTLP messages
         (or spans) that are not valid, with their reason."""
         readers = self._readers
         if not self.assemblers and not any(m.topic in readers for m in messages):
             return messages, []
-        out: list[Message] = []
-        invalid: list[tuple[Message, DecodeError]] = []
+        out: list[Record] = []
+        invalid: list[tuple[Record, DecodeError]] = []
         mapping = self.mapping
         for message in messages:
             read = readers.get(message.topic)
@@ -74,7 +74,7 @@ class TraceReader:
                 out.append(message)
                 continue
             try:
-                batch = read(message.value, mapping)
+                batch = read(message.value or b"", mapping)
             except DecodeError as error:
                 invalid.append((message, error))
                 continue

@@ -10,7 +10,7 @@ from collections.abc import AsyncIterator, Sequence
 import numpy as np
 import pytest
 
-from ragstream.events import Message
+from ragstream.events import Message, Record
 from ragstream.pipeline.engine import Engine, EngineConfig
 from ragstream.pipeline.runner import Runner
 from ragstream.sinks.dead_letters import KafkaDeadLetters
@@ -76,13 +76,13 @@ class _StopAt:
     def __init__(self, source: KafkaSource, engine: Engine, until: int) -> None:
         self.source, self.engine, self.until = source, engine, until
 
-    async def batches(self) -> AsyncIterator[Sequence[Message]]:
+    async def batches(self) -> AsyncIterator[Sequence[Record]]:
         async for batch in self.source.batches():
             if _total(self.engine) >= self.until:
                 return
             yield batch
 
-    async def commit(self, batch: Sequence[Message]) -> None:
+    async def commit(self, batch: Sequence[Record]) -> None:
         await self.source.commit(batch)
 
     async def stop(self) -> None:
@@ -244,12 +244,15 @@ async def test_hostile_messages_are_dead_lettered_and_the_agent_goes_on(
     kafka_broker: KafkaBroker, kafka_topic_factory: TopicFactory
 ) -> None:
     """Messages that used to stop the agent (at every restart: a poison pill) among valid
-    ones: each is counted as bad_json and dead-lettered, every valid event is applied."""
+    ones: each is counted as bad_json and dead-lettered, every valid event is applied. A
+    tombstone (a null value: the source hands Kafka's records over as they come) is an
+    empty message, dead-lettered empty."""
     topic, dead = await kafka_topic_factory(2), await kafka_topic_factory(1)
     messages = _events(600)
-    mixed = list(messages)
+    mixed: list[tuple[bytes | None, bytes | None]] = list(messages)
     for i, value in enumerate(POISON):
         mixed.insert(100 * (i + 1), (b"poison-%d" % i, value))
+    mixed.insert(50, (b"tombstone", None))
     await produce_records(kafka_broker.bootstrap_servers, topic, mixed)
     source = _source(kafka_broker.bootstrap_servers, topic, "g-poison", max_batch=64)
     await source.start()
@@ -261,16 +264,18 @@ async def test_hostile_messages_are_dead_lettered_and_the_agent_goes_on(
     finally:
         await source.stop()
         await letters.stop()
-    assert engine.invalid == {"bad_json": len(POISON)}
+    assert engine.invalid == {"bad_json": len(POISON), "empty": 1}
     reference = _direct(messages)
-    assert engine.events - reference.events == {("unknown", "invalid"): len(POISON)}
+    assert engine.events - reference.events == {("unknown", "invalid"): len(POISON) + 1}
     assert reference.events - engine.events == {}
     _assert_same_windows(reference, engine)
-    records = await read_records(kafka_broker.bootstrap_servers, dead, len(POISON), within=15)
+    records = await read_records(kafka_broker.bootstrap_servers, dead, len(POISON) + 1, within=15)
     assert sorted((r.key, r.value) for r in records) == sorted(
-        (b"poison-%d" % i, value) for i, value in enumerate(POISON)
+        [(b"poison-%d" % i, value) for i, value in enumerate(POISON)] + [(b"tombstone", b"")]
     )
-    assert {dict(r.headers)["ragstream.reason"] for r in records} == {b"bad_json"}
+    reasons = {r.key: dict(r.headers)["ragstream.reason"] for r in records}
+    assert reasons.pop(b"tombstone") == b"empty"
+    assert set(reasons.values()) == {b"bad_json"}
 
 
 async def test_topics_that_are_not_co_partitioned_are_refused(

@@ -10,9 +10,10 @@ __all__ = ["produce_records"]
 
 
 async def produce_records(
-    bootstrap: str, topic: str, records: Iterable[tuple[bytes | None, bytes]]
+    bootstrap: str, topic: str, records: Iterable[tuple[bytes | None, bytes | None]]
 ) -> None:
-    """Send `(key, value)` pairs in order (keyed ones land on Kafka's partition), then flush."""
+    """Send `(key, value)` pairs in order (keyed ones land on Kafka's partition; a value of
+    None is a tombstone), then flush."""
     producer = AIOKafkaProducer(bootstrap_servers=bootstrap, linger_ms=5)
     await producer.start()
     try:
