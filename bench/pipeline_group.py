@@ -33,25 +33,16 @@ import sys
 import time
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any
 
-__all__ = ["STAGES", "GroupMember", "Record", "offset_problems", "run_group"]
+from ragstream.events import Record
+
+__all__ = ["STAGES", "GroupMember", "offset_problems", "run_group"]
 
 STAGES = ("pipeline", "baseline")
 """The stages that can run as members of a group."""
 
 Args = dict[str, Any]
-
-
-class Record(Protocol):
-    """What a member reports of an applied record: the agent's `Message` or aiokafka's
-    `ConsumerRecord` alike."""
-
-    @property
-    def partition(self) -> int: ...
-
-    @property
-    def offset(self) -> int: ...
 
 
 def _emit(obj: Args) -> None:

@@ -305,7 +305,7 @@ def _pipeline_group_rows(run: Run, base: dict[str, list[float]]) -> list[Row]:
     rates = [group_rate(g) for g in groups]
     rows += _target_rows(f"{name}: aggregate", name, rates, base, _loads(groups))
     if run.baseline_groups:
-        rows.append(_member_ratio_row(n, rates, [group_rate(g) for g in run.baseline_groups]))
+        rows.append(_member_ratio_row(run))
     if run.pipelines:
         one = [_rate(r) for r in run.pipelines]
         ratios = [g / p for g, p in zip(rates, one, strict=False)]
@@ -316,10 +316,16 @@ def _pipeline_group_rows(run: Run, base: dict[str, list[float]]) -> list[Row]:
     return rows
 
 
-def _member_ratio_row(n: int, rates: list[float], plain: list[float]) -> Row:
+def _member_ratios(run: Run) -> list[float]:
     """The pipeline group's aggregate / the baseline group's, run i against run i: with the
     same N it is each member's rate against each baseline member's."""
-    ratios = [g / b for g, b in zip(rates, plain, strict=False)]
+    plain = [group_rate(g) for g in run.baseline_groups]
+    return [group_rate(g) / b for g, b in zip(run.groups, plain, strict=False)]
+
+
+def _member_ratio_row(run: Run) -> Row:
+    """Each member against a baseline group member, held to the target."""
+    n, ratios = run.processes, _member_ratios(run)
     target = MIN_RATIO["orjson"]
     return (
         f"{n} processes / {n} baseline consumers (each / baseline group member)",
@@ -542,7 +548,7 @@ def _summary_group(run: Run, base: list[float]) -> list[str]:
     rates = [group_rate(g) for g in run.groups]
     plain = [group_rate(g) for g in run.baseline_groups]
     each = [g / run.processes / b for g, b in zip(rates, base, strict=False)]
-    like = [g / b for g, b in zip(rates, plain, strict=False)]
+    like = _member_ratios(run)
     return [
         _span(rates) if rates else "-",
         _span(each, "{:.3f}") if each else "-",

@@ -20,7 +20,7 @@ from ragstream.events.builders import (
 from ragstream.events.decode import decode_batch, decode_event, decode_reference, decode_rejected
 from ragstream.events.json_schema import event_json_schema
 from ragstream.events.limits import DEFAULT_LIMITS, Limits
-from ragstream.events.message import Message, Record
+from ragstream.events.message import Message, Record, value_of
 from ragstream.events.models import (
     EVENT_ADAPTER,
     MAX_ABS_REL,
@@ -99,4 +99,5 @@ __all__ = [
     "parse_rfc3339",
     "retrieval_event",
     "to_decoded",
+    "value_of",
 ]

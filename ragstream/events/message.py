@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Protocol
 
-__all__ = ["Message", "Record"]
+__all__ = ["Message", "Record", "value_of"]
 
 
 class Record(Protocol):
@@ -14,7 +14,8 @@ class Record(Protocol):
     read-only. aiokafka's `ConsumerRecord` has them under the same names, so the Kafka
     source hands its records over as they come instead of copying each into a `Message`
     (a third of a microsecond a record, 3% of an event end to end). A value of None (a
-    Kafka tombstone) reads as empty."""
+    Kafka tombstone) reads as empty: `BatchReader` counts it `empty`, and `value_of`
+    gives the bytes elsewhere."""
 
     @property
     def value(self) -> bytes | None: ...
@@ -44,3 +45,8 @@ class Message:
     """The Kafka topic, or the file name."""
     key: bytes | None = None
     """The message key; should be the query id."""
+
+
+def value_of(record: Record) -> bytes:
+    """A record's value as bytes: a tombstone's (None) is empty, as `BatchReader` reads it."""
+    return record.value or b""

@@ -16,7 +16,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import chain, repeat
 from operator import attrgetter
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 from numpy.typing import NDArray
@@ -250,16 +250,17 @@ class Engine:
     ) -> tuple[list[Read], Sequence[Record], list[bytes]]:
         """The batch's events, their messages and the messages' values, in order; invalid
         messages reported (see `ragstream.events.BatchReader`)."""
-        values = [m.value or b"" for m in messages]  # a tombstone (None) reads as empty
-        read = self.reader.read(values)
+        values = [m.value for m in messages]
+        read = self.reader.read(values)  # a tombstone's None is counted `empty` there
         for item in read.errors:
             message = messages[item.index]
             report.invalid.append((message, item.error))
             self._count_invalid(message.partition, item.error.reason)
+        raw = cast("list[bytes]", values)  # the values read as events: no None among them
         if read.kept is None:
-            return read.events, messages, values
+            return read.events, messages, raw
         kept = read.kept
-        return read.events, [messages[i] for i in kept], [values[i] for i in kept]
+        return read.events, [messages[i] for i in kept], [raw[i] for i in kept]
 
     def _expand_traces(self, messages: Sequence[Record], report: BatchReport) -> Sequence[Record]:
         """The batch with its OTLP messages replaced by their events (see

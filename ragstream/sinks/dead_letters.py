@@ -7,7 +7,7 @@ from typing import Any
 
 from aiokafka import AIOKafkaProducer
 
-from ragstream.events import DecodeError, Record
+from ragstream.events import DecodeError, Record, value_of
 
 __all__ = ["KafkaDeadLetters", "dead_letter_headers"]
 
@@ -42,7 +42,7 @@ class KafkaDeadLetters:
         futures = [
             await self._producer.send(
                 self.topic,
-                value=message.value or b"",
+                value=value_of(message),
                 key=message.key,
                 headers=dead_letter_headers(message, error),
             )

@@ -19,7 +19,7 @@ from typing import Any
 
 import msgspec
 
-from ragstream.events import DecodeError, Message, Record
+from ragstream.events import DecodeError, Message, Record, value_of
 from ragstream.traces.assembly import TRACE_OUTCOMES, Position, TraceAssembler
 from ragstream.traces.conventions import OTLP_FORMATS, TraceMapping
 from ragstream.traces.otlp_json import read_json
@@ -74,7 +74,7 @@ class TraceReader:
                 out.append(message)
                 continue
             try:
-                batch = read(message.value or b"", mapping)
+                batch = read(value_of(message), mapping)
             except DecodeError as error:
                 invalid.append((message, error))
                 continue

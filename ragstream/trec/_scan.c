@@ -130,14 +130,23 @@ typedef struct {
     const char *where; /* start of the line declined */
 } File;
 
+/* madvise(advice) on the pages of a to b: the whole pages inside the range when `inward`
+ * (nothing outside it is touched), every page it touches otherwise. A hint: its failure
+ * (an advice the kernel does not know) changes nothing but speed. */
+#if defined(__linux__)
+static void advise_pages(const void *a, const void *b, int inward, int advice) {
+    const uintptr_t page = 4095, lo = (uintptr_t)a, hi = (uintptr_t)b;
+    const uintptr_t start = (inward ? lo + page : lo) & ~page;
+    const uintptr_t stop = (inward ? hi : hi + page) & ~page;
+    if (stop > start) (void)madvise((void *)start, stop - start, advice);
+}
+#endif
+
 /* Ask for transparent huge pages on a large block: one page fault per 2 MiB instead of
  * per 4 KiB (the records of a large run are hundreds of megabytes). A hint only. */
 static void advise_huge(void *p, size_t bytes) {
 #if defined(__linux__) && defined(MADV_HUGEPAGE)
-    if (!p || bytes < ((size_t)8 << 20)) return;
-    uintptr_t start = ((uintptr_t)p + 4095) & ~(uintptr_t)4095;
-    uintptr_t stop = ((uintptr_t)p + bytes) & ~(uintptr_t)4095;
-    if (stop > start) madvise((void *)start, stop - start, MADV_HUGEPAGE);
+    if (p && bytes >= ((size_t)8 << 20)) advise_pages(p, (char *)p + bytes, 1, MADV_HUGEPAGE);
 #else
     (void)p;
     (void)bytes;
@@ -1358,9 +1367,7 @@ static int close_qblock(QPart *q) {
  * read (mmap's MAP_POPULATE). */
 static void map_in(const char *a, const char *b) {
 #if defined(__linux__) && defined(MADV_POPULATE_READ)
-    uintptr_t start = (uintptr_t)a & ~(uintptr_t)4095;
-    uintptr_t stop = ((uintptr_t)b + 4095) & ~(uintptr_t)4095;
-    if (stop > start) (void)madvise((void *)start, stop - start, MADV_POPULATE_READ);
+    advise_pages(a, b, 0, MADV_POPULATE_READ);
 #else
     (void)a;
     (void)b;
@@ -1374,9 +1381,7 @@ static void map_in(const char *a, const char *b) {
  * thread waited to allocate. */
 static void drop_pages(const char *a, const char *b) {
 #if defined(__linux__) && defined(MADV_DONTNEED)
-    uintptr_t start = ((uintptr_t)a + 4095) & ~(uintptr_t)4095;
-    uintptr_t stop = (uintptr_t)b & ~(uintptr_t)4095;
-    if (stop > start) (void)madvise((void *)start, stop - start, MADV_DONTNEED);
+    advise_pages(a, b, 1, MADV_DONTNEED);
 #else
     (void)a;
     (void)b;
