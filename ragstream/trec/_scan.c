@@ -142,17 +142,6 @@ static void advise_pages(const void *a, const void *b, int inward, int advice) {
 }
 #endif
 
-/* Ask for transparent huge pages on a large block: one page fault per 2 MiB instead of
- * per 4 KiB (the records of a large run are hundreds of megabytes). A hint only. */
-static void advise_huge(void *p, size_t bytes) {
-#if defined(__linux__) && defined(MADV_HUGEPAGE)
-    if (p && bytes >= ((size_t)8 << 20)) advise_pages(p, (char *)p + bytes, 1, MADV_HUGEPAGE);
-#else
-    (void)p;
-    (void)bytes;
-#endif
-}
-
 static int grow(void **v, size_t *cap, size_t need, size_t item) {
     if (need <= *cap) return OK;
     size_t cap2 = *cap ? *cap : 1024;
@@ -678,7 +667,6 @@ static int scan_file(File *f, Registry *reg) {
     f->recs.v = malloc(bound * sizeof(Rec));
     if (f->recs.v) {
         f->recs.cap = bound;
-        advise_huge(f->recs.v, bound * sizeof(Rec));
     } else if (grow((void **)&f->recs.v, &f->recs.cap, 1024, sizeof(Rec)) != OK) {
         return NOMEM;
     }
@@ -1452,7 +1440,6 @@ static int scan_qrels_part(QPart *q) {
     q->recs.v = malloc(bound * sizeof(Rec));
     if (!q->recs.v) return NOMEM;
     q->recs.cap = bound;
-    advise_huge(q->recs.v, bound * sizeof(Rec));
     return read_pieces(q->pieces, &q->start, &q->stop, &q->piece, scan_qrels_piece, q);
 }
 
@@ -1688,13 +1675,11 @@ static int scan_run_part(RPart *p) {
     p->out = malloc(bound * sizeof(double));
     if (!p->out) return NOMEM;
     p->cap_out = bound;
-    advise_huge(p->out, bound * sizeof(double));
     /* room for every judged grade at once (only touched pages cost memory): growing it
      * by doubling copied it into fresh pages, faulted in one by one */
     p->judged = malloc((p->judged_bound ? p->judged_bound : 1) * sizeof(double));
     if (!p->judged) return NOMEM;
     p->cap_judged = p->judged_bound ? p->judged_bound : 1;
-    advise_huge(p->judged, p->cap_judged * sizeof(double));
     return read_pieces(p->pieces, &p->start, &p->stop, &p->piece, scan_run_piece, p);
 }
 
@@ -2262,7 +2247,6 @@ static PyObject *join_general(const char *qbuf, size_t qsize, const char *rbuf, 
     lens = malloc(n_queries * sizeof *lens);
     if (!rel || !judged || !rel_offsets || !judged_offsets) goto done;
     if (!evaluated || !ids || !lens) goto nomem;
-    advise_huge(PyByteArray_AS_STRING(rel), run.recs.n * sizeof(double));
     j.rel = (double *)PyByteArray_AS_STRING(rel);
     j.judged = (double *)PyByteArray_AS_STRING(judged);
     j.rel_offsets = (int64_t *)PyByteArray_AS_STRING(rel_offsets);
