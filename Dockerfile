@@ -3,7 +3,7 @@
 FROM python:3.11-slim AS build
 # A C compiler for the C extensions (ragstream/trec/_scan.c for `ragstream eval`,
 # ragstream/events/_scan.c for the engine, ragstream/drift/_kernels.c for its drift
-# detectors; built by setup.py); only this stage has it, the image below gets the built
+# detectors, ragstream/metrics/_ragged.c for `ragstream eval`'s metrics; built by setup.py); only this stage has it, the image below gets the built
 # modules. The build fails if one did not compile (setup.py marks them optional, which
 # would otherwise leave the slower pure-Python paths).
 RUN apt-get update \
@@ -15,7 +15,7 @@ COPY ragstream ./ragstream
 # with the otlp extra: topics of OpenTelemetry traces in otlp_proto (docs/opentelemetry.md)
 RUN pip install --no-cache-dir --prefix=/install ".[otlp]" \
     && PYTHONPATH=/install/lib/python3.11/site-packages \
-       python -c "import ragstream.trec._scan, ragstream.events._scan, ragstream.drift._kernels"
+       python -c "import ragstream.trec._scan, ragstream.events._scan, ragstream.drift._kernels, ragstream.metrics._ragged"
 
 FROM python:3.11-slim
 COPY --from=build /install /usr/local

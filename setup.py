@@ -1,6 +1,7 @@
 """Build of the C extensions: the two compiled scanners, `ragstream eval`'s
-(`ragstream.trec._scan`) and the streaming engine's (`ragstream.events._scan`), and the drift
-detectors' loops (`ragstream.drift._kernels`).
+(`ragstream.trec._scan`) and the streaming engine's (`ragstream.events._scan`), the drift
+detectors' loops (`ragstream.drift._kernels`), and the metric kernels over CSR rankings
+(`ragstream.metrics._ragged`).
 
 All metadata is in pyproject.toml; this file only declares the C extensions, which
 `pip install .` and `pip install -e .` compile (setuptools puts them next to the sources for
@@ -9,10 +10,12 @@ over the whole file: 5x or more over pytrec_eval instead of 2-3x. The second rea
 events without a Python object per document (docs/events.md): one process of the pipeline
 went from about 16 000 to 22 000-25 000 events/s (docs/benchmarks.md). The third runs
 ADWIN's and Page-Hinkley's per-value loops, the same operations as their Python code (the
-same bits), a tenth of the engine's time otherwise (docs/drift.md). All are optional:
-without a C compiler the install still succeeds, `ragstream eval` uses the numpy path, the
-engine msgspec and the detectors their Python code (same results, slower); the tests check
-that they were built.
+same bits), a tenth of the engine's time otherwise (docs/drift.md). The fourth computes
+`ragstream eval`'s metrics where each query lies in the joined CSR arrays, the same
+operations as the numpy kernels (the same bits), instead of padding them into matrices
+first (docs/eval.md). All are optional: without a C compiler the install still succeeds,
+`ragstream eval` uses the numpy path and kernels, the engine msgspec and the detectors
+their Python code (same results, slower); the tests check that they were built.
 """
 
 from setuptools import Extension, setup
@@ -32,6 +35,11 @@ setup(
         Extension(
             "ragstream.drift._kernels",
             sources=["ragstream/drift/_kernels.c"],
+            optional=True,
+        ),
+        Extension(
+            "ragstream.metrics._ragged",
+            sources=["ragstream/metrics/_ragged.c"],
             optional=True,
         ),
     ]

@@ -22,7 +22,7 @@ if [ ! -x .venv/bin/python ]; then
 fi
 spec="."
 [ -n "$extras" ] && spec=".[$extras]"
-say "installing ragstream${extras:+[$extras]} into .venv (editable, with its dependencies; compiles three C extensions and byte-compiles the package)"
+say "installing ragstream${extras:+[$extras]} into .venv (editable, with its dependencies; compiles four C extensions and byte-compiles the package)"
 # setuptools reports every editable install with a multi-line "Editable installation ...
 # be careful with folders in your working directory" notice, which recent pip releases
 # (26 here) print as a warning. Here the folder ragstream/ is the installed package

@@ -98,6 +98,9 @@ class MetricFamily:
     """The gauge's name after `ragstream_`; default: `retrieval_<name>`."""
     reads: Reads | None = None
     """How much of a ranking the kernel reads; default: `top_k` with a cutoff, else `all`."""
+    compiled: bool = False
+    """`kernel` has a compiled twin over CSR rankings (`ragstream.metrics.ragged`: the same
+    operations, the same bits), which `ragstream eval` runs instead when it is built."""
 
     def __post_init__(self) -> None:
         name = self.name
@@ -184,6 +187,7 @@ REGISTRY = MetricRegistry(
         MetricFamily(
             "rr",
             _reciprocal_rank,
+            compiled=True,
             help="Mean reciprocal rank of the first relevant document over the window.",
             cutoff=False,
             decay="sum",
@@ -199,6 +203,7 @@ REGISTRY = MetricRegistry(
         MetricFamily(
             "ap",
             _average_precision,
+            compiled=True,
             help="Mean average precision over the window.",
             cutoff=False,
             streamed=False,
@@ -210,6 +215,7 @@ REGISTRY = MetricRegistry(
         MetricFamily(
             "precision",
             _precision,
+            compiled=True,
             help="Mean precision@k (relevant in the top k / k) over the window.",
             decay="sum",
             decayed_help="Mean recency-weighted precision@k, decayed live.",
@@ -222,6 +228,7 @@ REGISTRY = MetricRegistry(
         MetricFamily(
             "recall",
             _recall,
+            compiled=True,
             help="Mean recall@k (relevant in the top k / all judged relevant).",
             decay="ratio",
             decayed_help="Mean recency-weighted recall@k (a ratio: constant in time).",
@@ -234,6 +241,7 @@ REGISTRY = MetricRegistry(
         MetricFamily(
             "hit_rate",
             _hit_rate,
+            compiled=True,
             help="Share of queries with a relevant document in the top k.",
             trec="success",
             trec_position=5,
@@ -243,6 +251,7 @@ REGISTRY = MetricRegistry(
         MetricFamily(
             "dcg",
             _dcg,
+            compiled=True,
             help="Mean DCG@k (linear or exponential gain, log2 discount).",
             decay="sum",
             decayed_help="Mean recency-weighted DCG@k, decayed live.",
@@ -251,6 +260,7 @@ REGISTRY = MetricRegistry(
         MetricFamily(
             "ndcg",
             _ndcg,
+            compiled=True,
             help="Mean NDCG@k (ideal ranking over all judged documents).",
             decay="ratio",
             decayed_help="Mean recency-weighted NDCG@k (a ratio: constant in time).",

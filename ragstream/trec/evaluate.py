@@ -20,6 +20,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from itertools import pairwise
 from typing import TYPE_CHECKING, Literal, TypeVar
 
 import numpy as np
@@ -32,6 +33,7 @@ from ragstream.metrics import (
     parse_metric,
     ranking_depth,
 )
+from ragstream.metrics.ragged import RaggedPlan, ragged_plan
 from ragstream.trec._chunks import Chunk, chunks, padded_cells
 from ragstream.trec._compiled import AVAILABLE, join_files, usable_cpus
 from ragstream.trec._ranked import Ranked, Segment
@@ -196,15 +198,23 @@ def _kernels(
     gain: Gain,
     relevance_level: int,
     threads: int | None = None,
+    compiled: bool = True,
 ) -> dict[str, _F64]:
-    """Per-query values of the queries of `segments`, end to end. The kernels run over
-    chunks of queries (`_chunks`), so that padding stays bounded, `threads` chunks at a
-    time (numpy releases the GIL in its loops; by default one thread per CPU from 1 Mi
-    cells on). A query's values do not depend on its chunk."""
+    """Per-query values of the queries of `segments`, end to end: by the compiled kernels
+    (`ragstream.metrics.ragged`, the same bits) when `compiled` and they can compute these
+    metrics;
+    otherwise by numpy's, over chunks of queries (`_chunks`), so that padding stays
+    bounded, `threads` chunks at a time (numpy releases the GIL in its loops; by default
+    one thread per CPU from 1 Mi cells on). A query's values do not depend on its chunk."""
     segments = list(segments)
     n = sum(len(segment) for segment in segments)
     if n == 0:
         return {s.name: np.zeros(0, dtype=np.float64) for s in specs}
+    plan = ragged_plan(specs, gain=gain, threshold=float(relevance_level)) if compiled else None
+    if plan is not None:
+        compiled_values = _compiled_kernels(plan, segments, n, threads)
+        if compiled_values is not None:
+            return compiled_values
     total = padded_cells(segments)
     if threads is None:
         threads = usable_cpus() if total >= _THREAD_CELLS else 1
@@ -223,12 +233,43 @@ def _kernels(
     return out
 
 
+def _compiled_kernels(
+    plan: RaggedPlan, segments: list[Segment], n: int, threads: int | None
+) -> dict[str, _F64] | None:
+    """The kernels' values by the compiled kernels, each query evaluated where it lies in
+    its segment (no padding), `threads` ranges of queries of like work at a time; None
+    when they declined (a grade that is not finite), for numpy's kernels to decide."""
+    cells = sum(int(g.rel.size + g.judged.size) for g in segments)
+    if threads is None:
+        threads = usable_cpus() if cells >= _THREAD_CELLS else 1
+    threads = max(1, min(threads, n))
+    work: list[tuple[Segment, int, int, int]] = []  # segment, its queries start..stop, at
+    at = 0
+    for g in segments:
+        done = g.rel_offsets + g.judged_offsets  # cells before each query
+        cuts = np.searchsorted(done, np.linspace(0, done[-1], threads + 1)[1:-1])
+        bounds = [0, *sorted({int(c) for c in cuts} - {0, len(g)}), len(g)]
+        work += [(g, a, b, at + a) for a, b in pairwise(bounds) if b > a]
+        at += len(g)
+
+    def values(item: tuple[Segment, int, int, int]) -> _F64 | None:
+        g, start, stop, _ = item
+        return plan.values(g.rel, g.rel_offsets, g.judged, g.judged_offsets, start, stop)
+
+    parts = _in_threads(values, work, threads)
+    if any(part is None for part in parts):
+        return None
+    out = np.empty((len(plan.names), n), dtype=np.float64)
+    for (_, start, stop, first), part in zip(work, parts, strict=True):
+        out[:, first : first + stop - start] = part
+    return {name: out[row] for row, name in enumerate(plan.names)}
+
+
 _T = TypeVar("_T")
+_R = TypeVar("_R")
 
 
-def _in_threads(
-    work: Callable[[_T], dict[str, _F64]], items: list[_T], threads: int
-) -> list[dict[str, _F64]]:
+def _in_threads(work: Callable[[_T], _R], items: list[_T], threads: int) -> list[_R]:
     """[work(item) for item in items], `threads` items at a time; the exception of the first
     item that fails is raised once all threads have stopped (items not begun are dropped)."""
     if threads <= 1 or len(items) <= 1:

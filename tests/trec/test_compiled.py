@@ -641,11 +641,13 @@ def test_the_earliest_repeat_is_reported_whatever_the_parts(write: WriteFile, wo
     assert outcome[2] == 13
 
 
+@pytest.mark.parametrize("compiled", [True, False])
 def test_the_kernels_in_threads_give_one_thread_s_values_and_trec_eval_s(
-    write: WriteFile, trec_eval: Reference
+    write: WriteFile, trec_eval: Reference, compiled: bool
 ) -> None:
     # Slices of queries computed in threads at the same time, then put together: the
-    # same bits as in one thread, and trec_eval's values.
+    # same bits as in one thread, and trec_eval's values; by the compiled kernels over
+    # ranges of the segments, or by numpy's over padded chunks.
     from ragstream.metrics import parse_metric
     from ragstream.trec.evaluate import _kernels
 
@@ -656,16 +658,16 @@ def test_the_kernels_in_threads_give_one_thread_s_values_and_trec_eval_s(
     names = ["rr", "ap", "precision@5", "recall@10", "ndcg@10", "ndcg@3"]
     specs = tuple(parse_metric(name) for name in names)
     whole = (Segment(ranked.rel, ranked.rel_offsets, ranked.judged, ranked.judged_offsets),)
-    one = _kernels(specs, whole, "linear", 1, threads=1)
+    one = _kernels(specs, whole, "linear", 1, threads=1, compiled=compiled)
     for threads in (2, 3, 8):
-        several = _kernels(specs, whole, "linear", 1, threads=threads)
+        several = _kernels(specs, whole, "linear", 1, threads=threads, compiled=compiled)
         assert {k: v.tobytes() for k, v in several.items()} == {
             k: v.tobytes() for k, v in one.items()
         }, threads
         # the segments as the scanner left them (one a part), put in byte order after
         assert len(ranked.segments) == 2
         assert ranked.order is not None
-        stored = _kernels(specs, ranked.segments, "linear", 1, threads=threads)
+        stored = _kernels(specs, ranked.segments, "linear", 1, threads=threads, compiled=compiled)
         assert {k: v[ranked.order].tobytes() for k, v in stored.items()} == {
             k: v.tobytes() for k, v in one.items()
         }, threads

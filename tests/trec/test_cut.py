@@ -183,7 +183,8 @@ def test_chunks_cover_every_query_once_with_its_own_arrays(cells: int) -> None:
         assert len(work) > 2
 
 
-def test_a_class_of_many_small_segments_is_evaluated_together() -> None:
+@pytest.mark.parametrize("compiled", [True, False])
+def test_a_class_of_many_small_segments_is_evaluated_together(compiled: bool) -> None:
     # One segment a part of the scanner: the queries of a length class in several segments
     # go in one chunk, and each query's values still land at its own place.
     rng = np.random.default_rng(9)
@@ -197,11 +198,13 @@ def test_a_class_of_many_small_segments_is_evaluated_together() -> None:
         whole.rel, whole.rel_offsets, whole.judged, whole.judged_offsets
     )
     one = evaluate(batch, specs)
-    values = _kernels(specs, segments, "linear", 1, threads=2)
+    values = _kernels(specs, segments, "linear", 1, threads=2, compiled=compiled)
     assert {k: v.tobytes() for k, v in values.items()} == {k: v.tobytes() for k, v in one.items()}
 
 
-def test_the_kernels_over_chunks_give_one_batch_s_values() -> None:
+@pytest.mark.parametrize("compiled", [True, False])
+def test_the_kernels_over_chunks_give_one_batch_s_values(compiled: bool) -> None:
+    # numpy's kernels over chunks, or the compiled ones over the segments' ranges
     rng = np.random.default_rng(8)
     segments = (_uneven(rng, 900), _uneven(rng, 500))
     specs = tuple(parse_metric(m) for m in ["rr", "ap", "precision@5", "ndcg@10", "recall@3"])
@@ -211,7 +214,7 @@ def test_the_kernels_over_chunks_give_one_batch_s_values() -> None:
     )
     one = evaluate(batch, specs)
     for threads in (1, 2):
-        values = _kernels(specs, segments, "linear", 1, threads=threads)
+        values = _kernels(specs, segments, "linear", 1, threads=threads, compiled=compiled)
         assert {k: v.tobytes() for k, v in values.items()} == {
             k: v.tobytes() for k, v in one.items()
         }
