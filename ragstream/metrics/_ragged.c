@@ -74,9 +74,29 @@ static inline double dcg(const double *g, int64_t n, const double *discount, int
     return acc;
 }
 
+#define LEVELS 16 /* integer gains up to this are counted, not sorted */
+
 /* The largest `k` positive gains of judged grades j[0..m), in descending order, in best:
- * their number. Gains of 0 (and negative grades) add nothing to the ideal. */
+ * their number. Gains of 0 (and negative grades) add nothing to the ideal. Graded
+ * judgments take a few integer levels (trec_eval's grades are integers): those are
+ * counted level by level, without a branch on each grade; any other gain is sorted in. */
 static int64_t top_gains(const double *j, int64_t m, int64_t k, double *best) {
+    int64_t counts[LEVELS + 1] = {0};
+    int other = 0;
+    for (int64_t i = 0; i < m; i++) {
+        const double g = gain(j[i]);
+        const int small = g <= LEVELS;
+        const int level = small ? (int)g : 0;
+        const int exact = small && (double)level == g;
+        counts[exact ? level : 0]++;
+        other |= !exact;
+    }
+    if (!other) {
+        int64_t n = 0;
+        for (int level = LEVELS; level > 0 && n < k; level--)
+            for (int64_t c = counts[level]; c > 0 && n < k; c--) best[n++] = (double)level;
+        return n;
+    }
     int64_t n = 0;
     for (int64_t i = 0; i < m; i++) {
         const double g = gain(j[i]);
