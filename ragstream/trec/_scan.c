@@ -1827,26 +1827,6 @@ static void blocks_free(Blocks *s) {
 
 /* The qrels parts, read: their queries, indexed. NONCONTIGUOUS when a query has two
  * blocks. */
-static void *free_blocks(void *s) {
-    blocks_free(s);
-    free(s);
-    return NULL;
-}
-
-/* The work space freed: in a thread of its own when one can be started, so that the
- * caller has the result at once. Freeing unmaps the large buffers (the qrels' records:
- * 56 MB on the benchmark collection), 3-4 ms of the command's last, one-threaded part. */
-static void release_blocks(Blocks *s) {
-#if THREADS
-    pthread_t tid;
-    if (pthread_create(&tid, NULL, free_blocks, s) == 0) {
-        pthread_detach(tid);
-        return;
-    }
-#endif
-    free_blocks(s);
-}
-
 static int index_qrels(Blocks *s, int n, size_t *n_queries) {
     size_t total = 0;
     for (int t = 0; t < n; t++) total += s->q[t].n_blocks;
@@ -2152,7 +2132,8 @@ general:
 nomem:
     PyErr_NoMemory();
 done:
-    release_blocks(s);
+    blocks_free(s);
+    free(s);
     return result;
 }
 
