@@ -202,10 +202,10 @@ def _kernels(
 ) -> dict[str, _F64]:
     """Per-query values of the queries of `segments`, end to end: by the compiled kernels
     (`ragstream.metrics.ragged`, the same bits) when `compiled` and they can compute these
-    metrics;
-    otherwise by numpy's, over chunks of queries (`_chunks`), so that padding stays
-    bounded, `threads` chunks at a time (numpy releases the GIL in its loops; by default
-    one thread per CPU from 1 Mi cells on). A query's values do not depend on its chunk."""
+    metrics; otherwise by numpy's, over chunks of queries (`_chunks`), so that padding
+    stays bounded, `threads` chunks at a time (numpy releases the GIL in its loops; by
+    default one thread per CPU from 1 Mi cells on). A query's values do not depend on its
+    chunk."""
     segments = list(segments)
     n = sum(len(segment) for segment in segments)
     if n == 0:
@@ -246,8 +246,8 @@ def _compiled_kernels(
     work: list[tuple[Segment, int, int, int]] = []  # segment, its queries start..stop, at
     at = 0
     for g in segments:
-        done = g.rel_offsets + g.judged_offsets  # cells before each query
-        cuts = np.searchsorted(done, np.linspace(0, done[-1], threads + 1)[1:-1])
+        before = g.rel_offsets + g.judged_offsets  # the cells before each query
+        cuts = np.searchsorted(before, np.linspace(0, before[-1], threads + 1)[1:-1])
         bounds = [0, *sorted({int(c) for c in cuts} - {0, len(g)}), len(g)]
         work += [(g, a, b, at + a) for a, b in pairwise(bounds) if b > a]
         at += len(g)
