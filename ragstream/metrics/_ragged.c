@@ -17,8 +17,10 @@
  *   idcg is 0), idcg@k the same running sum over the query's positive judged gains sorted
  *   in descending order.
  *
- * Each sum adds its terms in the order numpy's running sums and bincount do, so the values
- * are the same bits (tests/metrics compares them with the numpy kernels on random
+ * As in numpy's _Context, each query's running counts and sums (relevant documents, DCG,
+ * ideal DCG) are made once, as long as the largest cutoff that reads them, and every
+ * metric reads its cutoff's column. Each sum adds its terms in the order numpy's running
+ * sums and bincount do, so the values are the same bits (tests/metrics compares them with the numpy kernels on random
  * rankings). Only the linear gain and plain (not recency-weighted) forms are here; the
  * caller uses numpy for the others. A grade that is not finite makes the call decline
  * (False): numpy's kernels then give their own result.
@@ -49,29 +51,58 @@ typedef struct {
     Py_ssize_t n_metrics;
     double threshold;
     const double *discount; /* discount[i] = log2(i + 2), numpy's */
-    int64_t ideal_k;        /* the largest k of ndcg: the judged gains kept sorted */
-    double *out;            /* out[m * (stop - start) + row - start] */
+    /* the largest cutoff reading each running value (0: none does) */
+    int64_t hits_k, dcg_k, ideal_k;
+    int judged_relevant; /* a metric divides by the judged relevant documents */
+    double *out;         /* out[m * (stop - start) + row - start] */
     int64_t start, stop;
 } Plan;
+
+/* A thread's room for one query's running values, each as long as its largest cutoff. */
+typedef struct {
+    int64_t *hits;
+    double *dcg, *ideal;
+} Running;
 
 /* max(v, 0.0), as numpy's maximum of a finite grade and 0 */
 static inline double gain(double v) { return v >= 0.0 ? v : 0.0; }
 
-/* The relevant documents in the first k ranks (all of them for k = 0). */
-static inline int64_t hits(const double *r, int64_t n, int64_t k, double threshold) {
-    int64_t stop = k && k < n ? k : n, c = 0;
-    for (int64_t i = 0; i < stop; i++) c += r[i] >= threshold;
+/* The grades >= threshold among v[0..n). */
+static inline int64_t relevant(const double *v, int64_t n, double threshold) {
+    int64_t c = 0;
+    for (int64_t i = 0; i < n; i++) c += v[i] >= threshold;
     return c;
 }
 
-/* The running sum of terms t_0, t_1, ...: the first term as it is, then acc + t_i. */
-static inline double dcg(const double *g, int64_t n, const double *discount, int is_gain) {
+/* out[i] = the relevant documents in the first i + 1 ranks, i < n. */
+static inline void running_hits(const double *r, int64_t n, double threshold, int64_t *out) {
+    int64_t c = 0;
+    for (int64_t i = 0; i < n; i++) {
+        c += r[i] >= threshold;
+        out[i] = c;
+    }
+}
+
+/* out[i] = the DCG of the first i + 1 grades, i < n: the first term as it is, then the
+ * sum so far plus the next term (out may be g: each grade is read before it is written). */
+static inline void running_dcg(const double *g, int64_t n, const double *discount,
+                               double *out) {
     double acc = 0.0;
     for (int64_t i = 0; i < n; i++) {
-        const double t = (is_gain ? g[i] : gain(g[i])) / discount[i];
-        acc = i ? acc + t : t;
+        const double t = gain(g[i]) / discount[i];
+        out[i] = acc = i ? acc + t : t;
     }
-    return acc;
+}
+
+/* A running value at cutoff k of one n long: at min(k, n), 0 when that is 0. */
+static inline int64_t hits_at(const int64_t *running, int64_t n, int64_t k) {
+    const int64_t c = k < n ? k : n;
+    return c ? running[c - 1] : 0;
+}
+
+static inline double sum_at(const double *running, int64_t n, int64_t k) {
+    const int64_t c = k < n ? k : n;
+    return c ? running[c - 1] : 0.0;
 }
 
 #define LEVELS 16 /* integer gains up to this are counted, not sorted */
@@ -117,26 +148,31 @@ static int finite_all(const double *v, int64_t n) {
     return 1;
 }
 
+static inline double ratio(double a, double b) { return b > 0.0 ? a / b : 0.0; }
+
 /* Every metric of every row from start to stop; 0 when a grade is not finite. */
-static int evaluate(const Plan *p, double *best) {
+static int evaluate(const Plan *p, const Running *x) {
     const int64_t rows = p->stop - p->start;
+    const double t = p->threshold;
     for (int64_t q = p->start; q < p->stop; q++) {
         const double *r = p->rel + p->rel_offsets[q], *j = p->judged + p->judged_offsets[q];
         const int64_t n = p->rel_offsets[q + 1] - p->rel_offsets[q];
         const int64_t m = p->judged_offsets[q + 1] - p->judged_offsets[q];
         if (!finite_all(r, n) || !finite_all(j, m)) return 0;
-        double judged_relevant = -1.0; /* computed when first needed */
-        int64_t positive = -1;
+        const int64_t n_hits = p->hits_k < n ? p->hits_k : n;
+        const int64_t n_dcg = p->dcg_k < n ? p->dcg_k : n;
+        running_hits(r, n_hits, t, x->hits);
+        running_dcg(r, n_dcg, p->discount, x->dcg);
+        const int64_t n_ideal = p->ideal_k ? top_gains(j, m, p->ideal_k, x->ideal) : 0;
+        running_dcg(x->ideal, n_ideal, p->discount, x->ideal);
+        const double judged_relevant = p->judged_relevant ? (double)relevant(j, m, t) : 0.0;
         for (Py_ssize_t k = 0; k < p->n_metrics; k++) {
             const int64_t cutoff = p->ks[k];
             double v = 0.0;
-            const int code = p->codes[k];
-            if ((code == AP || code == RECALL) && judged_relevant < 0.0)
-                judged_relevant = (double)hits(j, m, 0, p->threshold);
-            switch (code) {
+            switch (p->codes[k]) {
             case RR:
                 for (int64_t i = 0; i < n; i++)
-                    if (r[i] >= p->threshold) {
+                    if (r[i] >= t) {
                         v = 1.0 / ((double)i + 1.0);
                         break;
                     }
@@ -144,33 +180,28 @@ static int evaluate(const Plan *p, double *best) {
             case AP: {
                 double acc = 0.0, seen = 0.0;
                 for (int64_t i = 0; i < n; i++)
-                    if (r[i] >= p->threshold) {
+                    if (r[i] >= t) {
                         seen += 1.0;
                         acc += seen / ((double)i + 1.0);
                     }
-                v = judged_relevant > 0.0 ? acc / judged_relevant : 0.0;
+                v = ratio(acc, judged_relevant);
                 break;
             }
             case PRECISION:
-                v = (double)hits(r, n, cutoff, p->threshold) / (double)cutoff;
+                v = (double)hits_at(x->hits, n_hits, cutoff) / (double)cutoff;
                 break;
-            case RECALL: {
-                const double h = (double)hits(r, n, cutoff, p->threshold);
-                v = judged_relevant > 0.0 ? h / judged_relevant : 0.0;
+            case RECALL:
+                v = ratio((double)hits_at(x->hits, n_hits, cutoff), judged_relevant);
                 break;
-            }
             case HIT_RATE:
-                v = hits(r, n, cutoff, p->threshold) > 0 ? 1.0 : 0.0;
+                v = hits_at(x->hits, n_hits, cutoff) > 0 ? 1.0 : 0.0;
                 break;
             case DCG:
-                v = dcg(r, cutoff < n ? cutoff : n, p->discount, 0);
+                v = sum_at(x->dcg, n_dcg, cutoff);
                 break;
-            case NDCG: {
-                if (positive < 0) positive = top_gains(j, m, p->ideal_k, best);
-                const double ideal = dcg(best, cutoff < positive ? cutoff : positive, p->discount, 1);
-                v = ideal > 0.0 ? dcg(r, cutoff < n ? cutoff : n, p->discount, 0) / ideal : 0.0;
+            case NDCG:
+                v = ratio(sum_at(x->dcg, n_dcg, cutoff), sum_at(x->ideal, n_ideal, cutoff));
                 break;
-            }
             }
             p->out[k * rows + (q - p->start)] = v;
         }
@@ -206,11 +237,20 @@ static PyObject *ragged(PyObject *self, PyObject *args) {
                           &stop))
         return NULL;
     PyObject *result = NULL;
-    double *best = NULL;
+    Running x = {NULL, NULL, NULL};
     Plan p = {
-        rel.buf,    judged.buf, rel_offsets.buf, judged_offsets.buf, codes.buf, ks.buf,
-        codes.len,  threshold,  discount.buf,    0,                  out.buf,   start,
-        stop,
+        .rel = rel.buf,
+        .judged = judged.buf,
+        .rel_offsets = rel_offsets.buf,
+        .judged_offsets = judged_offsets.buf,
+        .codes = codes.buf,
+        .ks = ks.buf,
+        .n_metrics = codes.len,
+        .threshold = threshold,
+        .discount = discount.buf,
+        .out = out.buf,
+        .start = start,
+        .stop = stop,
     };
     const Py_ssize_t n_rel = rel.len / 8, n_judged = judged.len / 8;
     const Py_ssize_t n_discount = discount.len / 8;
@@ -243,19 +283,27 @@ static PyObject *ragged(PyObject *self, PyObject *args) {
             PyErr_SetString(PyExc_ValueError, "fewer discounts than the cutoff");
             goto done;
         }
+        int64_t *longest = code == DCG || code == NDCG ? &p.dcg_k : cut ? &p.hits_k : NULL;
+        if (longest && p.ks[k] > *longest) *longest = p.ks[k];
         if (code == NDCG && p.ks[k] > p.ideal_k) p.ideal_k = p.ks[k];
+        p.judged_relevant |= code == AP || code == RECALL;
     }
-    if (p.ideal_k && !(best = malloc((size_t)p.ideal_k * sizeof *best))) {
+    x.hits = malloc((size_t)(p.hits_k ? p.hits_k : 1) * sizeof *x.hits);
+    x.dcg = malloc((size_t)(p.dcg_k ? p.dcg_k : 1) * sizeof *x.dcg);
+    x.ideal = malloc((size_t)(p.ideal_k ? p.ideal_k : 1) * sizeof *x.ideal);
+    if (!x.hits || !x.dcg || !x.ideal) {
         PyErr_NoMemory();
         goto done;
     }
     int finished;
     Py_BEGIN_ALLOW_THREADS
-    finished = evaluate(&p, best);
+    finished = evaluate(&p, &x);
     Py_END_ALLOW_THREADS
     result = PyBool_FromLong(finished);
 done:
-    free(best);
+    free(x.hits);
+    free(x.dcg);
+    free(x.ideal);
     PyBuffer_Release(&rel);
     PyBuffer_Release(&rel_offsets);
     PyBuffer_Release(&judged);
