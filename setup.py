@@ -13,9 +13,11 @@ ADWIN's and Page-Hinkley's per-value loops, the same operations as their Python 
 same bits), a tenth of the engine's time otherwise (docs/drift.md). The fourth computes
 `ragstream eval`'s metrics where each query lies in the joined CSR arrays, the same
 operations as the numpy kernels (the same bits), instead of padding them into matrices
-first (docs/eval.md). All are optional: without a C compiler the install still succeeds,
-`ragstream eval` uses the numpy path and kernels, the engine msgspec and the detectors
-their Python code (same results, slower); the tests check that they were built.
+first (docs/eval.md); the first calls it through `ragstream/metrics/_ragged.h` to evaluate
+each query as soon as it has joined it. All are optional: without a C compiler the install
+still succeeds, `ragstream eval` uses the numpy path and kernels, the engine msgspec and
+the detectors their Python code (same results, slower); the tests check that they were
+built.
 """
 
 from setuptools import Extension, setup
@@ -25,6 +27,7 @@ setup(
         Extension(
             "ragstream.trec._scan",
             sources=["ragstream/trec/_scan.c"],
+            depends=["ragstream/metrics/_ragged.h"],  # it calls the metric kernels
             optional=True,
         ),
         Extension(
@@ -40,6 +43,7 @@ setup(
         Extension(
             "ragstream.metrics._ragged",
             sources=["ragstream/metrics/_ragged.c"],
+            depends=["ragstream/metrics/_ragged.h"],
             optional=True,
         ),
     ]

@@ -20,10 +20,13 @@
  * As in numpy's _Context, each query's running counts and sums (relevant documents, DCG,
  * ideal DCG) are made once, as long as the largest cutoff that reads them, and every
  * metric reads its cutoff's column. Each sum adds its terms in the order numpy's running
- * sums and bincount do, so the values are the same bits (tests/metrics compares them with the numpy kernels on random
- * rankings). Only the linear gain and plain (not recency-weighted) forms are here; the
- * caller uses numpy for the others. A grade that is not finite makes the call decline
- * (False): numpy's kernels then give their own result.
+ * sums and bincount do, so the values are the same bits (tests/metrics compares them with
+ * the numpy kernels on random rankings). Only the linear gain and plain (not
+ * recency-weighted) forms are here; the caller uses numpy for the others. A grade that is
+ * not finite makes the call decline (False): numpy's kernels then give their own result.
+ *
+ * `kernel` hands the same evaluation, one query at a time, to other extensions (_ragged.h):
+ * ragstream.trec._scan evaluates each query with it as soon as it has joined it.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -31,6 +34,8 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "_ragged.h"
 
 /* each division and sum rounded on its own, as numpy computes it, never fused */
 #if defined(__clang__)
@@ -43,9 +48,8 @@ enum { RR, AP, PRECISION, RECALL, HIT_RATE, DCG, NDCG, N_FAMILIES };
 static const char *const FAMILIES[N_FAMILIES] = {"rr",       "ap",  "precision", "recall",
                                                  "hit_rate", "dcg", "ndcg"};
 
+/* The metrics to compute, read by every query's evaluation. */
 typedef struct {
-    const double *rel, *judged;
-    const int64_t *rel_offsets, *judged_offsets;
     const unsigned char *codes;
     const int64_t *ks;
     Py_ssize_t n_metrics;
@@ -54,8 +58,6 @@ typedef struct {
     /* the largest cutoff reading each running value (0: none does) */
     int64_t hits_k, dcg_k, ideal_k;
     int judged_relevant; /* a metric divides by the judged relevant documents */
-    double *out;         /* out[m * (stop - start) + row - start] */
-    int64_t start, stop;
 } Plan;
 
 /* A thread's room for one query's running values, each as long as its largest cutoff. */
@@ -150,63 +152,108 @@ static int finite_all(const double *v, int64_t n) {
 
 static inline double ratio(double a, double b) { return b > 0.0 ? a / b : 0.0; }
 
-/* Every metric of every row from start to stop; 0 when a grade is not finite. */
-static int evaluate(const Plan *p, const Running *x) {
-    const int64_t rows = p->stop - p->start;
+/* The values of one query that ranks r[0..n) and judged j[0..m): metric k's at
+ * out[k * stride]; 0 when a grade is not finite. */
+static int query_values(const Plan *p, const Running *x, const double *r, int64_t n,
+                        const double *j, int64_t m, double *out, int64_t stride) {
     const double t = p->threshold;
-    for (int64_t q = p->start; q < p->stop; q++) {
-        const double *r = p->rel + p->rel_offsets[q], *j = p->judged + p->judged_offsets[q];
-        const int64_t n = p->rel_offsets[q + 1] - p->rel_offsets[q];
-        const int64_t m = p->judged_offsets[q + 1] - p->judged_offsets[q];
-        if (!finite_all(r, n) || !finite_all(j, m)) return 0;
-        const int64_t n_hits = p->hits_k < n ? p->hits_k : n;
-        const int64_t n_dcg = p->dcg_k < n ? p->dcg_k : n;
-        running_hits(r, n_hits, t, x->hits);
-        running_dcg(r, n_dcg, p->discount, x->dcg);
-        const int64_t n_ideal = p->ideal_k ? top_gains(j, m, p->ideal_k, x->ideal) : 0;
-        running_dcg(x->ideal, n_ideal, p->discount, x->ideal);
-        const double judged_relevant = p->judged_relevant ? (double)relevant(j, m, t) : 0.0;
-        for (Py_ssize_t k = 0; k < p->n_metrics; k++) {
-            const int64_t cutoff = p->ks[k];
-            double v = 0.0;
-            switch (p->codes[k]) {
-            case RR:
-                for (int64_t i = 0; i < n; i++)
-                    if (r[i] >= t) {
-                        v = 1.0 / ((double)i + 1.0);
-                        break;
-                    }
-                break;
-            case AP: {
-                double acc = 0.0, seen = 0.0;
-                for (int64_t i = 0; i < n; i++)
-                    if (r[i] >= t) {
-                        seen += 1.0;
-                        acc += seen / ((double)i + 1.0);
-                    }
-                v = ratio(acc, judged_relevant);
-                break;
-            }
-            case PRECISION:
-                v = (double)hits_at(x->hits, n_hits, cutoff) / (double)cutoff;
-                break;
-            case RECALL:
-                v = ratio((double)hits_at(x->hits, n_hits, cutoff), judged_relevant);
-                break;
-            case HIT_RATE:
-                v = hits_at(x->hits, n_hits, cutoff) > 0 ? 1.0 : 0.0;
-                break;
-            case DCG:
-                v = sum_at(x->dcg, n_dcg, cutoff);
-                break;
-            case NDCG:
-                v = ratio(sum_at(x->dcg, n_dcg, cutoff), sum_at(x->ideal, n_ideal, cutoff));
-                break;
-            }
-            p->out[k * rows + (q - p->start)] = v;
+    if (!finite_all(r, n) || !finite_all(j, m)) return 0;
+    const int64_t n_hits = p->hits_k < n ? p->hits_k : n;
+    const int64_t n_dcg = p->dcg_k < n ? p->dcg_k : n;
+    running_hits(r, n_hits, t, x->hits);
+    running_dcg(r, n_dcg, p->discount, x->dcg);
+    const int64_t n_ideal = p->ideal_k ? top_gains(j, m, p->ideal_k, x->ideal) : 0;
+    running_dcg(x->ideal, n_ideal, p->discount, x->ideal);
+    const double judged_relevant = p->judged_relevant ? (double)relevant(j, m, t) : 0.0;
+    for (Py_ssize_t k = 0; k < p->n_metrics; k++) {
+        const int64_t cutoff = p->ks[k];
+        double v = 0.0;
+        switch (p->codes[k]) {
+        case RR:
+            for (int64_t i = 0; i < n; i++)
+                if (r[i] >= t) {
+                    v = 1.0 / ((double)i + 1.0);
+                    break;
+                }
+            break;
+        case AP: {
+            double acc = 0.0, seen = 0.0;
+            for (int64_t i = 0; i < n; i++)
+                if (r[i] >= t) {
+                    seen += 1.0;
+                    acc += seen / ((double)i + 1.0);
+                }
+            v = ratio(acc, judged_relevant);
+            break;
         }
+        case PRECISION:
+            v = (double)hits_at(x->hits, n_hits, cutoff) / (double)cutoff;
+            break;
+        case RECALL:
+            v = ratio((double)hits_at(x->hits, n_hits, cutoff), judged_relevant);
+            break;
+        case HIT_RATE:
+            v = hits_at(x->hits, n_hits, cutoff) > 0 ? 1.0 : 0.0;
+            break;
+        case DCG:
+            v = sum_at(x->dcg, n_dcg, cutoff);
+            break;
+        case NDCG:
+            v = ratio(sum_at(x->dcg, n_dcg, cutoff), sum_at(x->ideal, n_ideal, cutoff));
+            break;
+        }
+        out[k * stride] = v;
     }
     return 1;
+}
+
+/* The plan of these buffers (codes one byte a metric, ks int64, discount float64), its
+ * running lengths found; -1 with an exception when they do not make one. */
+static int plan_init(Plan *p, const Py_buffer *codes, const Py_buffer *ks, double threshold,
+                     const Py_buffer *discount) {
+    *p = (Plan){.codes = codes->buf,
+                .ks = ks->buf,
+                .n_metrics = codes->len,
+                .threshold = threshold,
+                .discount = discount->buf};
+    if (ks->len != 8 * codes->len) {
+        PyErr_SetString(PyExc_ValueError, "one cutoff a metric");
+        return -1;
+    }
+    const Py_ssize_t n_discount = discount->len / 8;
+    for (Py_ssize_t k = 0; k < codes->len; k++) {
+        const int code = p->codes[k];
+        if (code >= N_FAMILIES) {
+            PyErr_Format(PyExc_ValueError, "unknown metric code %d", code);
+            return -1;
+        }
+        const int cut = code != RR && code != AP;
+        if (cut != (p->ks[k] > 0)) {
+            PyErr_Format(PyExc_ValueError, "%s takes %s", FAMILIES[code],
+                         cut ? "a cutoff >= 1" : "no cutoff");
+            return -1;
+        }
+        if ((code == DCG || code == NDCG) && p->ks[k] > n_discount) {
+            PyErr_SetString(PyExc_ValueError, "fewer discounts than the cutoff");
+            return -1;
+        }
+        int64_t *longest = code == DCG || code == NDCG ? &p->dcg_k : cut ? &p->hits_k : NULL;
+        if (longest && p->ks[k] > *longest) *longest = p->ks[k];
+        if (code == NDCG && p->ks[k] > p->ideal_k) p->ideal_k = p->ks[k];
+        p->judged_relevant |= code == AP || code == RECALL;
+    }
+    return 0;
+}
+
+/* The room for a query's running values, in one block: hits, then DCG, then ideal DCG. */
+static size_t scratch_bytes(const Plan *p) {
+    return (size_t)(p->hits_k + p->dcg_k + p->ideal_k + 3) * 8;
+}
+
+static Running running_in(const Plan *p, void *scratch) {
+    int64_t *hits = scratch;
+    double *dcg = (double *)(hits + p->hits_k + 1);
+    return (Running){hits, dcg, dcg + p->dcg_k + 1};
 }
 
 /* The offsets of rows start..stop within their values: increasing and inside. */
@@ -237,29 +284,13 @@ static PyObject *ragged(PyObject *self, PyObject *args) {
                           &stop))
         return NULL;
     PyObject *result = NULL;
-    Running x = {NULL, NULL, NULL};
-    Plan p = {
-        .rel = rel.buf,
-        .judged = judged.buf,
-        .rel_offsets = rel_offsets.buf,
-        .judged_offsets = judged_offsets.buf,
-        .codes = codes.buf,
-        .ks = ks.buf,
-        .n_metrics = codes.len,
-        .threshold = threshold,
-        .discount = discount.buf,
-        .out = out.buf,
-        .start = start,
-        .stop = stop,
-    };
-    const Py_ssize_t n_rel = rel.len / 8, n_judged = judged.len / 8;
-    const Py_ssize_t n_discount = discount.len / 8;
-    if (ks.len != 8 * codes.len) {
-        PyErr_SetString(PyExc_ValueError, "one cutoff a metric");
-        goto done;
-    }
-    if (!offsets_ok(p.rel_offsets, rel_offsets.len / 8, start, stop, n_rel) ||
-        !offsets_ok(p.judged_offsets, judged_offsets.len / 8, start, stop, n_judged)) {
+    void *scratch = NULL;
+    Plan p;
+    const double *r = rel.buf, *j = judged.buf;
+    const int64_t *ro = rel_offsets.buf, *jo = judged_offsets.buf;
+    if (plan_init(&p, &codes, &ks, threshold, &discount) < 0) goto done;
+    if (!offsets_ok(ro, rel_offsets.len / 8, start, stop, rel.len / 8) ||
+        !offsets_ok(jo, judged_offsets.len / 8, start, stop, judged.len / 8)) {
         PyErr_SetString(PyExc_ValueError, "offsets outside their values or out of order");
         goto done;
     }
@@ -267,43 +298,22 @@ static PyObject *ragged(PyObject *self, PyObject *args) {
         PyErr_SetString(PyExc_ValueError, "out is too small");
         goto done;
     }
-    for (Py_ssize_t k = 0; k < codes.len; k++) {
-        const int code = p.codes[k];
-        if (code >= N_FAMILIES) {
-            PyErr_Format(PyExc_ValueError, "unknown metric code %d", code);
-            goto done;
-        }
-        const int cut = code != RR && code != AP;
-        if (cut != (p.ks[k] > 0)) {
-            PyErr_Format(PyExc_ValueError, "%s takes %s", FAMILIES[code],
-                         cut ? "a cutoff >= 1" : "no cutoff");
-            goto done;
-        }
-        if ((code == DCG || code == NDCG) && p.ks[k] > n_discount) {
-            PyErr_SetString(PyExc_ValueError, "fewer discounts than the cutoff");
-            goto done;
-        }
-        int64_t *longest = code == DCG || code == NDCG ? &p.dcg_k : cut ? &p.hits_k : NULL;
-        if (longest && p.ks[k] > *longest) *longest = p.ks[k];
-        if (code == NDCG && p.ks[k] > p.ideal_k) p.ideal_k = p.ks[k];
-        p.judged_relevant |= code == AP || code == RECALL;
-    }
-    x.hits = malloc((size_t)(p.hits_k ? p.hits_k : 1) * sizeof *x.hits);
-    x.dcg = malloc((size_t)(p.dcg_k ? p.dcg_k : 1) * sizeof *x.dcg);
-    x.ideal = malloc((size_t)(p.ideal_k ? p.ideal_k : 1) * sizeof *x.ideal);
-    if (!x.hits || !x.dcg || !x.ideal) {
+    if (!(scratch = malloc(scratch_bytes(&p)))) {
         PyErr_NoMemory();
         goto done;
     }
-    int finished;
+    const Running x = running_in(&p, scratch);
+    const int64_t rows = stop - start;
+    double *values = out.buf;
+    int finished = 1;
     Py_BEGIN_ALLOW_THREADS
-    finished = evaluate(&p, &x);
+    for (int64_t q = start; q < stop && finished; q++)
+        finished = query_values(&p, &x, r + ro[q], ro[q + 1] - ro[q], j + jo[q], jo[q + 1] - jo[q],
+                                values + (q - start), rows);
     Py_END_ALLOW_THREADS
     result = PyBool_FromLong(finished);
 done:
-    free(x.hits);
-    free(x.dcg);
-    free(x.ideal);
+    free(scratch);
     PyBuffer_Release(&rel);
     PyBuffer_Release(&rel_offsets);
     PyBuffer_Release(&judged);
@@ -315,8 +325,72 @@ done:
     return result;
 }
 
+/* A plan as another extension calls it (_ragged.h): the kernel first, then the plan over
+ * copies of its buffers, in the same allocation. */
+typedef struct {
+    RaggedKernel kernel;
+    Plan plan;
+} Kernel;
+
+static int kernel_values(const RaggedKernel *kernel, void *scratch, const double *rel,
+                         int64_t n, const double *judged, int64_t m, double *out,
+                         int64_t stride) {
+    const Plan *p = &((const Kernel *)kernel)->plan;
+    const Running x = running_in(p, scratch);
+    return query_values(p, &x, rel, n, judged, m, out, stride);
+}
+
+static void kernel_free(PyObject *capsule) {
+    free(PyCapsule_GetPointer(capsule, RAGGED_KERNEL_CAPSULE));
+}
+
+PyDoc_STRVAR(kernel_doc,
+             "kernel(codes, ks, threshold, discount) -> capsule\n\n"
+             "The metrics `codes` with cutoffs `ks` (as in ragged) for other extensions to "
+             "evaluate one query at a time: a capsule named \"" RAGGED_KERNEL_CAPSULE "\" "
+             "holding a RaggedKernel (ragstream/metrics/_ragged.h), over copies of the "
+             "buffers.");
+
+static PyObject *kernel(PyObject *self, PyObject *args) {
+    (void)self;
+    Py_buffer codes, ks, discount;
+    double threshold;
+    if (!PyArg_ParseTuple(args, "y*y*dy*:kernel", &codes, &ks, &threshold, &discount))
+        return NULL;
+    PyObject *result = NULL;
+    Plan p;
+    if (plan_init(&p, &codes, &ks, threshold, &discount) < 0) goto done;
+    /* the kernel, then the codes, cutoffs and discounts it reads (8-byte items first) */
+    const size_t n_ks = (size_t)codes.len, n_discount = (size_t)discount.len / 8;
+    const size_t bytes = sizeof(Kernel) + 8 * (n_ks + n_discount) + n_ks;
+    Kernel *k = malloc(bytes);
+    if (!k) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    int64_t *ks_copy = (int64_t *)(k + 1);
+    double *discount_copy = (double *)(ks_copy + n_ks);
+    unsigned char *codes_copy = (unsigned char *)(discount_copy + n_discount);
+    memcpy(ks_copy, ks.buf, 8 * n_ks);
+    memcpy(discount_copy, discount.buf, 8 * n_discount);
+    memcpy(codes_copy, codes.buf, n_ks);
+    p.ks = ks_copy;
+    p.discount = discount_copy;
+    p.codes = codes_copy;
+    k->plan = p;
+    k->kernel = (RaggedKernel){(int64_t)n_ks, scratch_bytes(&p), kernel_values};
+    result = PyCapsule_New(k, RAGGED_KERNEL_CAPSULE, kernel_free);
+    if (!result) free(k);
+done:
+    PyBuffer_Release(&codes);
+    PyBuffer_Release(&ks);
+    PyBuffer_Release(&discount);
+    return result;
+}
+
 static PyMethodDef methods[] = {
     {"ragged", ragged, METH_VARARGS, ragged_doc},
+    {"kernel", kernel, METH_VARARGS, kernel_doc},
     {NULL, NULL, 0, NULL},
 };
 

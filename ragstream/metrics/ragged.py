@@ -11,6 +11,9 @@ operations in the same order as the numpy kernels: the same values, bit for bit
 `ragged_plan` returns None when the compiled kernels cannot serve the request -- the
 extension is not built, a metric is recency-weighted, the gain is exponential (numpy's
 exp2), or a family has no compiled twin -- and the caller uses the numpy kernels.
+
+A plan also carries its kernel for other extensions (`_ragged.h`): the compiled scanner of
+`ragstream eval` evaluates each query with it as soon as it has joined it.
 """
 
 from __future__ import annotations
@@ -48,6 +51,9 @@ class RaggedPlan:
     ks: _I64
     threshold: float
     discount: _F64
+    kernel: object
+    """The same plan for other extensions, one query at a time (`_ragged.kernel`: a
+    capsule; `ragstream.trec`'s scanner evaluates each query with it as it joins it)."""
 
     def values(
         self,
@@ -99,6 +105,6 @@ def ragged_plan(
     codes = bytes(families.index(s.family) for s in specs)
     ks = np.array([s.k or 0 for s in specs], dtype=np.int64)
     discount = _discount(max(1, int(ks.max())))  # numpy's, as the numpy kernels divide by
-    return RaggedPlan(
-        tuple(s.name for s in specs), codes, ks, _check_threshold(threshold), discount
-    )
+    threshold = _check_threshold(threshold)
+    kernel = _ragged.kernel(codes, ks.data, threshold, discount.data)
+    return RaggedPlan(tuple(s.name for s in specs), codes, ks, threshold, discount, kernel)

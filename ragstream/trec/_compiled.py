@@ -21,6 +21,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ragstream.metrics import RankingDepth
+from ragstream.metrics.ragged import RaggedPlan
 from ragstream.trec._pending import (
     AVAILABLE,
     PendingJoin,
@@ -49,6 +50,10 @@ class Compiled:
 
     ranked: Ranked
     error: TrecFormatError | None
+    values: dict[str, NDArray[np.float64]] | None = None
+    """With a plan: its metrics' values (canonical name -> values aligned with
+    `ranked.qids`), computed as each query was joined; `ranked` then holds no rankings
+    (no segment)."""
 
 
 def join_files(
@@ -61,6 +66,7 @@ def join_files(
     depth: RankingDepth | None = None,
     relevance_level: float = 1.0,
     started: PendingJoin | None = None,
+    plan: RaggedPlan | None = None,
 ) -> Compiled | None:
     """Join the files in one compiled pass; None when the scanner is not built, a file
     cannot be memory-mapped (empty, missing, a pipe), or the scanner declines a line.
@@ -71,28 +77,37 @@ def join_files(
     its first grade >= `relevance_level` when `depth.to_relevant`; their values are
     those of the whole rankings, and the grades not kept are never written. `started`:
     the join of these files begun by `start_join` (with the same `keep_best`), which
-    this one finishes."""
+    this one finishes. With `plan` (of the same relevance level), each query is evaluated
+    as soon as it is joined, and the result holds the values instead of the rankings:
+    the same bits as `plan.values` over them."""
     if started is not None and started.keep_best != keep_best:
         raise ValueError("the started join has another keep_best")
     pending = started or start_join(qrels, run, keep_best=keep_best, workers=workers)
     if pending is None:
         return None
-    if depth is not None:
-        pending.cut(depth.k, relevance_level if depth.to_relevant else math.inf)
+    if depth is not None or plan is not None:
+        k, level = (0, math.inf) if depth is None else (depth.k, relevance_level)
+        kernel = None if plan is None else plan.kernel
+        pending.cut(k, level if depth is None or depth.to_relevant else math.inf, kernel)
     out = pending.result()
     if out is None or isinstance(out, str):
         return None
     qrels_path, run_path = os.fspath(qrels), os.fspath(run)
-    qids, n_common, n_qrels, parts, order, q_repeat, r_repeat = out
+    qids, n_common, n_qrels, parts, order, q_repeat, r_repeat, values = out
     ranked = Ranked(
         qids,
         tuple(
             Segment(_floats(rel), _ints(rel_offsets), _floats(judged), _ints(judged_offsets))
-            for rel, rel_offsets, judged, judged_offsets in parts
+            for rel, rel_offsets, judged, judged_offsets in parts or ()
         ),
         n_qrels,
         None if order is None else _ints(order),
     )
+    per_query = None
+    if values is not None:
+        assert plan is not None  # values come only with a plan's kernel
+        rows = _floats(values).reshape(len(plan.names), len(qids))
+        per_query = {name: rows[i] for i, name in enumerate(plan.names)}
     error = None
     if n_common == 0 and not complete:
         error = no_common_query(run_path, qrels_path)
@@ -102,7 +117,7 @@ def join_files(
     elif r_repeat is not None:
         first, second, qid, doc = r_repeat
         error = repeated_document(run_path, (first, second), _text(qid), _text(doc))
-    return Compiled(ranked, error)
+    return Compiled(ranked, error, per_query)
 
 
 def _floats(buffer: Buffer) -> NDArray[np.float64]:

@@ -4,8 +4,10 @@
 it knows the metrics, and so how much of each ranking to keep (`ranking_depth`). It starts
 the join first, in a thread (`start_join(..., background=True)`): the scanner's own
 threads read the files without the GIL while the command imports, and `cut` tells them the
-depth as soon as it is known. Rankings joined before keep all their grades, which give
-the same values. Without `background`, the join runs in `result`, after `cut`.
+depth as soon as it is known, with the metrics' compiled kernel: from then on each query
+is evaluated as soon as it is joined (`ragstream.trec._scan`). Rankings joined before keep
+all their grades, which give the same values, and are evaluated when their thread ends.
+Without `background`, the join runs in `result`, after `cut`.
 
 The files are memory-mapped here, and the mappings stay open until the join is done. The
 scanner's threads map in the pages of the pieces they read, and drop the run's once read
@@ -29,7 +31,14 @@ if TYPE_CHECKING:
     _Repeat = tuple[int, int, bytes, bytes]  # first line, repeated line, query id, document id
     _Buffers = tuple[Buffer, Buffer, Buffer, Buffer]  # rel, rel_offsets, judged, judged_offsets
     Out = tuple[
-        tuple[str, ...], int, int, list[_Buffers], Buffer | None, _Repeat | None, _Repeat | None
+        tuple[str, ...],
+        int,
+        int,
+        list[_Buffers] | None,
+        Buffer | None,
+        _Repeat | None,
+        _Repeat | None,
+        Buffer | None,
     ]  # fmt: skip
 
 __all__ = ["AVAILABLE", "PendingJoin", "default_workers", "start_join", "usable_cpus"]
@@ -70,10 +79,12 @@ class PendingJoin:
             self._thread = threading.Thread(target=self._run, name="ragstream-join", daemon=True)
             self._thread.start()
 
-    def cut(self, depth: int, level: float = math.inf) -> None:
+    def cut(self, depth: int, level: float = math.inf, kernel: object = None) -> None:
         """Keep of the rankings joined from now on their first `depth` grades and on to
-        their first grade >= `level` (depth 0: all of them)."""
-        self._cut.set(depth, level)
+        their first grade >= `level` (depth 0: all of them); with `kernel` (a plan's,
+        `ragstream.metrics.ragged`; set once), evaluate every ranking instead of keeping
+        its grades: those joined from now on at once, the others at the end."""
+        self._cut.set(depth, level, kernel)
 
     def result(self) -> Out | str | None:
         """The scanner's output (see `ragstream.trec._scan.join`), once the join is done;

@@ -40,6 +40,11 @@
  * The cut can be set while the join runs (in another thread: the caller starts reading
  * the files before it knows the metrics); rankings joined before keep all their grades,
  * which give the same values.
+ *
+ * A cut can also carry a kernel of ragstream.metrics._ragged (_ragged.h): the values of
+ * the metrics it was made for. Each ranking joined from then on is evaluated at once,
+ * while its grades are in cache, and its grades are not kept; those joined before are
+ * evaluated at the end of their part. The join then returns the values, not the grades.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -50,6 +55,8 @@
 #if defined(__linux__)
 #include <sys/mman.h>
 #endif
+
+#include "../metrics/_ragged.h"
 
 /* Clinger's fast path needs plain double arithmetic (no x87 extended precision). */
 #if defined(FLT_EVAL_METHOD) && FLT_EVAL_METHOD != 0
@@ -906,10 +913,13 @@ typedef struct {
 
 /* The Python object a cut is set on, read by the join's threads: `level` is written before
  * `depth` (release), and read after it (acquire), so a depth is never seen without its
- * level. */
+ * level. `kernel`, set once, and published the same way, is the capsule's (which the
+ * object holds) or NULL. */
 typedef struct {
     PyObject_HEAD size_t depth;
     double level;
+    PyObject *capsule;
+    const RaggedKernel *kernel;
 } CutObject;
 
 #if defined(__GNUC__) || defined(__clang__)
@@ -919,6 +929,11 @@ typedef struct {
 #define LOAD_ACQUIRE(p) (*(volatile const size_t *)(p))
 #define STORE_RELEASE(p, v) (*(volatile size_t *)(p) = (v))
 #endif
+
+/* The kernel of the cut, or NULL (none yet, or no cut). */
+static const RaggedKernel *kernel_of(const CutObject *c) {
+    return c ? (const RaggedKernel *)(uintptr_t)LOAD_ACQUIRE(&c->kernel) : NULL;
+}
 
 static Cut cut_of(const CutObject *c) {
     Cut cut = {0, Py_HUGE_VAL};
@@ -1455,7 +1470,10 @@ typedef struct {
     int deferred;          /* a score needs Python's conversion: joined later, with the GIL */
     uint64_t prefix;       /* of its query id, for sorting (prefix_of) */
     size_t id_at;          /* its query id's copy in the part's `ids` */
+    int64_t value_at;      /* its values in the part's `values`; UNJOINED, or UNVALUED */
 } RBlock;
+
+enum { UNJOINED = -2, UNVALUED = -1 };
 
 typedef struct {
     const char *buf, *start, *stop, *end;
@@ -1473,6 +1491,10 @@ typedef struct {
     size_t n_out, cap_out;
     double *judged; /* and the judged grades of their queries */
     size_t n_judged, cap_judged;
+    double *values; /* with a kernel: each evaluated block's values, one after the other */
+    size_t n_values, cap_values;
+    void *scratch; /* the kernel's room for one query */
+    int not_finite; /* the kernel refused a grade */
     size_t judged_bound; /* the qrels' records: the judged grades written at most */
     const char *qrels_end;
     RBlock *blocks;
@@ -1501,8 +1523,31 @@ static inline size_t doc_slot(const uint64_t *slots, size_t mask, uint32_t stamp
     return s;
 }
 
+/* The values of a joined block, from its grades in the part's output, by the kernel. */
+static int value_block(RPart *p, RBlock *b, const RaggedKernel *k) {
+    const size_t m = (size_t)k->n_metrics;
+    if (!p->scratch && !(p->scratch = malloc(k->scratch_bytes ? k->scratch_bytes : 1)))
+        return NOMEM;
+    if (grow((void **)&p->values, &p->cap_values, (p->n_values + 1) * m, sizeof(double)) != OK)
+        return NOMEM;
+    b->value_at = (int64_t)p->n_values++;
+    if (!k->values(k, p->scratch, p->out + b->out, b->n_kept, p->judged + b->judged,
+                   p->queries[b->query].n, p->values + (size_t)b->value_at * m, 1))
+        p->not_finite = 1;
+    return OK;
+}
+
+/* The blocks joined before the kernel was known, evaluated. */
+static int value_rest(RPart *p, const RaggedKernel *k) {
+    for (size_t i = 0; i < p->n_blocks; i++)
+        if (p->blocks[i].value_at == UNVALUED && value_block(p, &p->blocks[i], k) != OK)
+            return NOMEM;
+    return OK;
+}
+
 /* The work of join_query for one block: repeats (or the best-scored line of each
- * document), trec_eval's order, the grades. */
+ * document), trec_eval's order, the grades; and its values, when the cut has a kernel
+ * (its grades are then written over by the next block's). */
 static int join_block(RPart *p, RBlock *b) {
     const int evaluated = b->query >= 0;
     if (p->skip_join || (!evaluated && p->keep_best)) return OK;
@@ -1586,6 +1631,12 @@ static int join_block(RPart *p, RBlock *b) {
         return NOMEM;
     b->judged = p->n_judged;
     for (uint32_t i = 0; i < q->n; i++) p->judged[p->n_judged++] = q->recs[i].value;
+    b->value_at = UNVALUED;
+    const RaggedKernel *k = kernel_of(p->cut);
+    if (!k) return OK;
+    if (value_block(p, b, k) != OK) return NOMEM;
+    p->n_out = b->out;
+    p->n_judged = b->judged;
     return OK;
 }
 
@@ -1648,7 +1699,7 @@ static int scan_run_piece(void *part) {
             b = &p->blocks[p->n_blocks++];
             uint64_t hash = hash_id(tok[0], len[0], p->end);
             *b = (RBlock){{tok[0], (uint32_t)len[0], hash}, UNRESOLVED, line, line, 0, 0, 0, 0,
-                          prefix_of(tok[0], (uint32_t)len[0]), p->n_ids};
+                          prefix_of(tok[0], (uint32_t)len[0]), p->n_ids, UNJOINED};
             memcpy(p->ids + p->n_ids, tok[0], len[0]);
             p->n_ids += len[0];
             id = block_id(tok[0], (uint32_t)len[0], p->end);
@@ -1680,7 +1731,9 @@ static int scan_run_part(RPart *p) {
     p->judged = malloc((p->judged_bound ? p->judged_bound : 1) * sizeof(double));
     if (!p->judged) return NOMEM;
     p->cap_judged = p->judged_bound ? p->judged_bound : 1;
-    return read_pieces(p->pieces, &p->start, &p->stop, &p->piece, scan_run_piece, p);
+    const int status = read_pieces(p->pieces, &p->start, &p->stop, &p->piece, scan_run_piece, p);
+    const RaggedKernel *k = kernel_of(p->cut);
+    return status == OK && k ? value_rest(p, k) : status;
 }
 
 /* With the GIL: the blocks with a score that needs Python's correctly rounded
@@ -1788,6 +1841,7 @@ static PyObject *decline_text(const char *kind, const char *buf, const char *whe
 typedef struct {
     const RBlock *block;
     const char *id; /* its query id's copy */
+    int part;       /* the run part that read it */
 } Evaluated;
 
 typedef struct {
@@ -1812,6 +1866,8 @@ static void blocks_free(Blocks *s) {
         free(p->jslot);
         free(p->out);
         free(p->judged);
+        free(p->values);
+        free(p->scratch);
         free(p->blocks);
         free(p->ids);
     }
@@ -1864,7 +1920,7 @@ static int order_run(Blocks *s, int n, size_t *n_evaluated) {
             const char *id = s->r[t].ids + b->id_at;
             all[k] = (QueryKey){b->prefix, id, b->key.len, (uint32_t)k};
             place[k] = b->query < 0 ? -1 : (int64_t)e;
-            if (b->query >= 0) s->evaluated[e++] = (Evaluated){b, id};
+            if (b->query >= 0) s->evaluated[e++] = (Evaluated){b, id, t};
         }
     sort_keys(all, tmp, total);
     status = OK;
@@ -1892,7 +1948,7 @@ static PyObject *qid_tuple(size_t n, const char *const *ids, const uint32_t *len
                            const int64_t *where);
 static PyObject *result_tuple(PyObject *qids, size_t n_common, size_t n_qrels_queries,
                               PyObject *segments, PyObject *order, PyObject *qrels_repeat,
-                              PyObject *run_repeat);
+                              PyObject *run_repeat, PyObject *values);
 
 /* Memory the scanner filled, handed to Python as it is: a writable buffer that frees it.
  * The run's grades are most of the output (8 bytes a line); copying them into fresh
@@ -2006,6 +2062,23 @@ static PyObject *part_segment(RPart *p, const QQuery *queries) {
     return Py_BuildValue("(NNNN)", items[0], items[1], items[2], items[3]);
 }
 
+/* The evaluated queries' values in byte order of their ids, metric after metric (an
+ * Owned of n_metrics x n_evaluated float64), from the parts' `values`. */
+static PyObject *values_matrix(const Blocks *s, size_t n_evaluated, size_t m) {
+    const size_t cells = n_evaluated * m;
+    void *v = malloc(cells ? cells * sizeof(double) : 1);
+    if (!v) return PyErr_NoMemory();
+    double *out = v;
+    for (size_t i = 0; i < n_evaluated; i++) {
+        const Evaluated *e = &s->evaluated[s->keys[i].index];
+        const double *values = s->r[e->part].values + (size_t)e->block->value_at * m;
+        for (size_t k = 0; k < m; k++) out[k * n_evaluated + i] = values[k];
+    }
+    PyObject *o = owned(&v, cells * sizeof(double));
+    free(v);
+    return o;
+}
+
 /* The block path; NULL with *fallback set when the general path must read the files. */
 static PyObject *join_blocks(const char *qbuf, size_t qsize, const char *rbuf, size_t rsize,
                              int keep_best, const CutObject *cut, int n, int mapped,
@@ -2067,6 +2140,20 @@ static PyObject *join_blocks(const char *qbuf, size_t qsize, const char *rbuf, s
         goto done;
     }
     if (status != OK) goto nomem;
+    /* the kernel as the join ends: the blocks of parts that ended before it came, evaluated */
+    const RaggedKernel *kernel = kernel_of(cut);
+    int not_finite = 0;
+    Py_BEGIN_ALLOW_THREADS
+    for (int t = 0; t < n && kernel && status == OK; t++) {
+        status = value_rest(&s->r[t], kernel);
+        not_finite |= s->r[t].not_finite;
+    }
+    Py_END_ALLOW_THREADS
+    if (status != OK) goto nomem;
+    if (not_finite) { /* not from grades this scanner reads: it reads integers */
+        result = PyUnicode_FromString("a grade that is not finite");
+        goto done;
+    }
     size_t n_records = 0;
     for (int t = 0; t < n; t++) n_records += s->r[t].n_records;
     if (n_records == 0) {
@@ -2086,13 +2173,14 @@ static PyObject *join_blocks(const char *qbuf, size_t qsize, const char *rbuf, s
     const size_t n_common = n_evaluated;
     if (qrels_repeat->found || run_repeat->found) n_evaluated = 0; /* an error follows */
     /* The parts' grades stay where the threads wrote them (one segment a part, blocks in
-     * file order); `order` gives each query's place there, in byte order of the ids. */
-    PyObject *segments = PyList_New(0), *order = NULL, *qids = NULL;
+     * file order); `order` gives each query's place there, in byte order of the ids. With a
+     * kernel, the values instead, in byte order of the ids. */
+    PyObject *segments = PyList_New(0), *order = NULL, *qids = NULL, *values = NULL;
     int64_t *where = malloc((n_evaluated ? n_evaluated : 1) * sizeof *where);
     const char **ids = malloc((n_evaluated ? n_evaluated : 1) * sizeof *ids);
     uint32_t *lens = malloc((n_evaluated ? n_evaluated : 1) * sizeof *lens);
     if (segments && where && ids && lens) {
-        for (int t = 0; t < n && n_evaluated; t++) {
+        for (int t = 0; t < n && n_evaluated && !kernel; t++) {
             PyObject *segment = part_segment(&s->r[t], s->queries);
             if (!segment || PyList_Append(segments, segment) < 0) {
                 Py_XDECREF(segment);
@@ -2108,12 +2196,20 @@ static PyObject *join_blocks(const char *qbuf, size_t qsize, const char *rbuf, s
             lens[k] = b->key.len;
         }
         qids = segments ? qid_tuple(n_evaluated, ids, lens, where) : NULL;
-        void *w = where;
-        order = qids ? owned(&w, n_evaluated * sizeof *where) : NULL;
-        where = w;
-        PyObject *qrep = qids ? at_tuple(qbuf, qrels_repeat) : NULL;
+        if (kernel) {
+            values = qids ? values_matrix(s, n_evaluated, (size_t)kernel->n_metrics) : NULL;
+            order = values ? Py_NewRef(Py_None) : NULL;
+        } else {
+            void *w = where;
+            order = qids ? owned(&w, n_evaluated * sizeof *where) : NULL;
+            where = w;
+            values = order ? Py_NewRef(Py_None) : NULL;
+        }
+        PyObject *qrep = order ? at_tuple(qbuf, qrels_repeat) : NULL;
         PyObject *rrep = qrep ? at_tuple(rbuf, run_repeat) : NULL;
-        if (rrep) result = result_tuple(qids, n_common, n_queries, segments, order, qrep, rrep);
+        if (rrep)
+            result = result_tuple(qids, n_common, n_queries, kernel ? Py_None : segments, order,
+                                  qrep, rrep, values);
         Py_XDECREF(qrep);
         Py_XDECREF(rrep);
     } else if (!PyErr_Occurred()) {
@@ -2125,6 +2221,7 @@ static PyObject *join_blocks(const char *qbuf, size_t qsize, const char *rbuf, s
     Py_XDECREF(segments);
     Py_XDECREF(order);
     Py_XDECREF(qids);
+    Py_XDECREF(values);
     goto done;
 general:
     *fallback = 1;
@@ -2205,9 +2302,9 @@ static PyObject *qid_tuple(size_t n, const char *const *ids, const uint32_t *len
 
 static PyObject *result_tuple(PyObject *qids, size_t n_common, size_t n_qrels_queries,
                               PyObject *segments, PyObject *order, PyObject *qrels_repeat,
-                              PyObject *run_repeat) {
-    return Py_BuildValue("(OnnOOOO)", qids, (Py_ssize_t)n_common, (Py_ssize_t)n_qrels_queries,
-                         segments, order, qrels_repeat, run_repeat);
+                              PyObject *run_repeat, PyObject *values) {
+    return Py_BuildValue("(OnnOOOOO)", qids, (Py_ssize_t)n_common, (Py_ssize_t)n_qrels_queries,
+                         segments, order, qrels_repeat, run_repeat, values);
 }
 
 /* The general path: any order of lines, one thread. */
@@ -2277,7 +2374,7 @@ static PyObject *join_general(const char *qbuf, size_t qsize, const char *rbuf, 
         run_repeat ? Py_BuildValue("[(OOOO)]", rel, rel_offsets, judged, judged_offsets) : NULL;
     if (segments)
         result = result_tuple(qids, n_common, j.n_qrels_queries, segments, Py_None, qrels_repeat,
-                              run_repeat);
+                              run_repeat, Py_None);
     Py_XDECREF(segments);
     Py_XDECREF(qrels_repeat);
     Py_XDECREF(run_repeat);
@@ -2317,22 +2414,45 @@ PyDoc_STRVAR(join_doc,
              "(CSR; no segment when a repeat was found), the queries stored end to end\n"
              "across them; order, an int64 buffer with the place there of each query of\n"
              "qids, or None when they are stored in qids' order; each repeat is None or\n"
-             "(first line, repeated line, query id, document id).\n"
+             "(first line, repeated line, query id, document id); values, None, or when\n"
+             "the cut has a kernel, a float64 buffer of its metrics' values (metric after\n"
+             "metric, the queries of qids in that order), and then no segment and order\n"
+             "None.\n"
              "Returns a str (the reason) when declining.");
 
 static int cut_init(PyObject *self, PyObject *args, PyObject *kwargs) {
-    static char *names[] = {"depth", "level", NULL};
+    static char *names[] = {"depth", "level", "kernel", NULL};
     Py_ssize_t depth = 0;
     double level = Py_HUGE_VAL;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|nd:Cut", names, &depth, &level)) return -1;
+    PyObject *capsule = Py_None;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|ndO:Cut", names, &depth, &level, &capsule))
+        return -1;
     if (depth < 0) {
         PyErr_SetString(PyExc_ValueError, "depth must be >= 0");
         return -1;
     }
     CutObject *c = (CutObject *)self;
+    const RaggedKernel *kernel = NULL;
+    if (capsule != Py_None) {
+        kernel = PyCapsule_GetPointer(capsule, RAGGED_KERNEL_CAPSULE);
+        if (!kernel) return -1; /* not a kernel of ragstream.metrics._ragged */
+        if (c->capsule && c->capsule != capsule) {
+            PyErr_SetString(PyExc_ValueError, "a cut's kernel is set once");
+            return -1;
+        }
+    }
     c->level = level;
     STORE_RELEASE(&c->depth, (size_t)depth);
+    if (kernel && !c->capsule) {
+        c->capsule = Py_NewRef(capsule); /* held while the cut is: the threads call it */
+        STORE_RELEASE(&c->kernel, kernel);
+    }
     return 0;
+}
+
+static void cut_dealloc(PyObject *self) {
+    Py_XDECREF(((CutObject *)self)->capsule);
+    Py_TYPE(self)->tp_free(self);
 }
 
 static PyObject *cut_set(PyObject *self, PyObject *args) {
@@ -2350,15 +2470,25 @@ static PyObject *cut_level(PyObject *self, void *closure) {
     return PyFloat_FromDouble(cut_of((CutObject *)self).level);
 }
 
+static PyObject *cut_kernel(PyObject *self, void *closure) {
+    (void)closure;
+    PyObject *capsule = ((CutObject *)self)->capsule;
+    return Py_NewRef(capsule ? capsule : Py_None);
+}
+
 static PyMethodDef cut_methods[] = {
     {"set", cut_set, METH_VARARGS,
-     "set(depth, level=inf)\n--\n\nCut the rankings joined from now on (depth 0: none)."},
+     "set(depth, level=inf, kernel=None)\n--\n\nCut the rankings joined from now on (depth 0: "
+     "none); with `kernel` (a capsule of ragstream.metrics._ragged.kernel, set once; None "
+     "leaves it), evaluate them."},
     {NULL, NULL, 0, NULL},
 };
 
 static PyGetSetDef cut_getset[] = {
     {"depth", cut_depth, NULL, "Grades kept at least (0: all).", NULL},
     {"level", cut_level, NULL, "And on to the first grade at least this (inf: none).", NULL},
+    {"kernel", cut_kernel, NULL, "The metrics' kernel the rankings are evaluated with, or None.",
+     NULL},
     {NULL, NULL, NULL, NULL, NULL},
 };
 
@@ -2366,9 +2496,10 @@ static PyTypeObject CutType = {
     PyVarObject_HEAD_INIT(NULL, 0).tp_name = "ragstream.trec._scan.Cut",
     .tp_basicsize = sizeof(CutObject),
     .tp_flags = Py_TPFLAGS_DEFAULT,
-    .tp_doc = "Cut(depth=0, level=inf): how much of each ranking a join keeps; set() changes "
-              "it while a join runs.",
+    .tp_doc = "Cut(depth=0, level=inf, kernel=None): how much of each ranking a join keeps, "
+              "and the kernel that evaluates it; set() changes them while a join runs.",
     .tp_new = PyType_GenericNew,
+    .tp_dealloc = cut_dealloc,
     .tp_init = cut_init,
     .tp_methods = cut_methods,
     .tp_getset = cut_getset,

@@ -5,14 +5,18 @@ from typing_extensions import Buffer
 _Repeat = tuple[int, int, bytes, bytes]
 
 class Cut:
-    """How much of each ranking a join keeps; `set` changes it while a join runs."""
+    """How much of each ranking a join keeps, and the kernel (a capsule of
+    `ragstream.metrics._ragged.kernel`) that evaluates it; `set` changes them while a join
+    runs (the kernel is set once; None leaves it)."""
 
-    def __init__(self, depth: int = 0, level: float = ...) -> None: ...
-    def set(self, depth: int, level: float = ..., /) -> None: ...
+    def __init__(self, depth: int = 0, level: float = ..., kernel: object = None) -> None: ...
+    def set(self, depth: int, level: float = ..., kernel: object = None, /) -> None: ...
     @property
     def depth(self) -> int: ...
     @property
     def level(self) -> float: ...
+    @property
+    def kernel(self) -> object: ...
 
 def join(
     qrels: Buffer,
@@ -31,6 +35,7 @@ def join(
         Buffer | None,
         _Repeat | None,
         _Repeat | None,
+        Buffer | None,
     ]
     | str
 ):

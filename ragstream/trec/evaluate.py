@@ -108,7 +108,10 @@ def evaluate_files(
     specs = _specs(metrics, relevance_level)  # before reading: a bad name costs no scan
     ranked = None
     if engine == "compiled" or (engine == "auto" and reader == "numpy"):
-        if started is not None:  # the join runs in its own threads, and this one waits for it:
+        # the metrics computed by the join's threads as they join each query, when the
+        # compiled kernels can compute them; the rankings kept for numpy's otherwise
+        plan = ragged_plan(specs, gain=gain, threshold=float(relevance_level))
+        if started is not None and plan is None:  # the join runs, and this thread waits:
             import concurrent.futures  # noqa: F401  # what the kernels' threads take after it (5 ms)
         joined = join_files(
             qrels,
@@ -118,10 +121,13 @@ def evaluate_files(
             depth=ranking_depth(specs),  # only what the metrics read is written
             relevance_level=relevance_level,
             started=started,
+            plan=plan,
         )
         if joined is not None:
             if joined.error is not None:
                 raise joined.error
+            if joined.values is not None:
+                return _evaluation(specs, joined.ranked, joined.values, complete)
             ranked = joined.ranked
     if ranked is None:
         ranked = _read_and_join(qrels, run, reader, keep_best, complete)
@@ -184,6 +190,13 @@ def _evaluate(
     per_query = _kernels(specs, ranked.segments, gain, relevance_level)
     if ranked.order is not None:  # stored in another order than the ids'
         per_query = {name: values[ranked.order] for name, values in per_query.items()}
+    return _evaluation(specs, ranked, per_query, complete)
+
+
+def _evaluation(
+    specs: tuple[MetricSpec, ...], ranked: Ranked, per_query: dict[str, _F64], complete: bool
+) -> TrecEvaluation:
+    """The evaluation of per-query values aligned with `ranked.qids`: their means."""
     denominator = ranked.num_qrels_queries if complete else len(ranked.qids)
     mean = {
         name: (float(values.sum()) / denominator if denominator else 0.0)

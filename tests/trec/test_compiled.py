@@ -505,7 +505,9 @@ def test_a_mapped_run_s_pages_are_dropped_once_read_with_the_same_result(
             rmap.close()
         if isinstance(out, str):
             return out, left
-        qids, n_common, n_qrels, parts, order, q_repeat, r_repeat = out
+        qids, n_common, n_qrels, parts, order, q_repeat, r_repeat, values = out
+        assert parts is not None  # without a kernel: the rankings
+        assert values is None
         ranked = Ranked(
             qids,
             tuple(Segment(_floats(a), _ints(b), _floats(c), _ints(d)) for a, b, c, d in parts),
