@@ -22,7 +22,6 @@ import os
 TYPE_CHECKING = False  # typing is not imported yet this early (a few ms)
 if TYPE_CHECKING:
     from collections.abc import Sequence
-    from pathlib import Path
 
     from ragstream.trec import PendingJoin
 
@@ -68,7 +67,7 @@ def begin(argv: Sequence[str]) -> None:
         _BEGUN.append((os.path.abspath(qrels), os.path.abspath(run), keep_best, started))
 
 
-def take(qrels: Path, run: Path, keep_best: bool) -> PendingJoin | None:
+def take(qrels: str, run: str, keep_best: bool) -> PendingJoin | None:
     """The join begun by `begin`, when it is of these files with this option (once)."""
     if not _BEGUN:
         return None

@@ -34,11 +34,11 @@ from ragstream.metrics import (
     ranking_depth,
 )
 from ragstream.metrics.ragged import RaggedPlan, ragged_plan
-from ragstream.trec._chunks import Chunk, chunks, padded_cells
 from ragstream.trec._compiled import AVAILABLE, join_files, usable_cpus
 from ragstream.trec._ranked import Ranked, Segment
 
-if TYPE_CHECKING:  # the numpy readers are imported when used (see `_read_and_join`)
+if TYPE_CHECKING:  # the numpy readers and kernels' chunks are imported when used
+    from ragstream.trec._chunks import Chunk
     from ragstream.trec._pending import PendingJoin
     from ragstream.trec.records import TrecTable
     from ragstream.trec.table import Reader
@@ -228,6 +228,8 @@ def _kernels(
         compiled_values = _compiled_kernels(plan, segments, n, threads)
         if compiled_values is not None:
             return compiled_values
+    from ragstream.trec._chunks import chunks, padded_cells  # the numpy kernels' only
+
     total = padded_cells(segments)
     if threads is None:
         threads = usable_cpus() if total >= _THREAD_CELLS else 1
