@@ -86,9 +86,9 @@ def join_files(
     if pending is None:
         return None
     if depth is not None or plan is not None:
-        k, level = (0, math.inf) if depth is None else (depth.k, relevance_level)
-        kernel = None if plan is None else plan.kernel
-        pending.cut(k, level if depth is None or depth.to_relevant else math.inf, kernel)
+        k = 0 if depth is None else depth.k
+        level = relevance_level if depth is not None and depth.to_relevant else math.inf
+        pending.cut(k, level, None if plan is None else plan.kernel)
     out = pending.result()
     if out is None or isinstance(out, str):
         return None

@@ -2197,8 +2197,9 @@ static PyObject *join_blocks(const char *qbuf, size_t qsize, const char *rbuf, s
     if (qrels_repeat->found || run_repeat->found) n_evaluated = 0; /* an error follows */
     /* The parts' grades stay where the threads wrote them (one segment a part, blocks in
      * file order); `order` gives each query's place there, in byte order of the ids. With a
-     * kernel, the values instead, in byte order of the ids. */
-    PyObject *segments = PyList_New(0), *order = NULL, *qids = NULL, *values = NULL;
+     * kernel, the values instead, in byte order of the ids (and segments None). */
+    PyObject *segments = kernel ? Py_NewRef(Py_None) : PyList_New(0);
+    PyObject *order = NULL, *qids = NULL, *values = NULL;
     int64_t *where = malloc((n_evaluated ? n_evaluated : 1) * sizeof *where);
     const char **ids = malloc((n_evaluated ? n_evaluated : 1) * sizeof *ids);
     uint32_t *lens = malloc((n_evaluated ? n_evaluated : 1) * sizeof *lens);
@@ -2231,8 +2232,7 @@ static PyObject *join_blocks(const char *qbuf, size_t qsize, const char *rbuf, s
         PyObject *qrep = order ? at_tuple(qbuf, qrels_repeat) : NULL;
         PyObject *rrep = qrep ? at_tuple(rbuf, run_repeat) : NULL;
         if (rrep)
-            result = result_tuple(qids, n_common, n_queries, kernel ? Py_None : segments, order,
-                                  qrep, rrep, values);
+            result = result_tuple(qids, n_common, n_queries, segments, order, qrep, rrep, values);
         Py_XDECREF(qrep);
         Py_XDECREF(rrep);
     } else if (!PyErr_Occurred()) {
