@@ -156,10 +156,14 @@ class Judgment:
     context_relevance: float | None
     """Mean of `context_scores`."""
     hallucination: bool
-    """At least one unsupported claim."""
+    """At least one unsupported claim (always False for a refusal, which claims nothing)."""
     context_scores: tuple[float, ...]
     """Relevance of each context to the question, in context order."""
     claims: tuple[Claim, ...] = ()
+    refusal: bool = False
+    """The answer declines to answer from the contexts ("Unable to answer based on the
+    given passages"): its own outcome, counted as a refusal, never as a hallucination;
+    ``faithfulness`` is None for it."""
     judge: str = ""
     """Which judge produced it: ``lexical`` or ``openai``."""
     prompt_version: str = ""
@@ -176,6 +180,7 @@ class Judgment:
             "answer_relevance": self.answer_relevance,
             "context_relevance": self.context_relevance,
             "hallucination": self.hallucination,
+            "refusal": self.refusal,
             "context_scores": list(self.context_scores),
             "claims": [{"text": c.text, "supported": c.supported} for c in self.claims],
             "judge": self.judge,
