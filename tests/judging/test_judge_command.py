@@ -16,7 +16,7 @@ from ragstream.cli import main
 from ragstream.judging.agreement import Confusion, corrected_rate
 from tests.support.openai_server import OpenAIServer
 
-from .test_offline import _responder
+from ._helpers import refusing_responder
 
 _QUESTION = "Who wrote Hamlet?"
 _CONTEXT = "Hamlet is a tragedy written by William Shakespeare around 1600."
@@ -126,7 +126,7 @@ def _server_in_a_thread() -> Iterator[OpenAIServer]:
     loop = asyncio.new_event_loop()
     thread = threading.Thread(target=loop.run_forever, daemon=True)
     thread.start()
-    server = OpenAIServer(_responder, api_key="sk-test")
+    server = OpenAIServer(refusing_responder, api_key="sk-test")
     asyncio.run_coroutine_threadsafe(server.start(), loop).result(10)
     try:
         yield server

@@ -5,7 +5,6 @@ from-scratch counts."""
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Iterable
 from typing import Any
 
@@ -26,8 +25,7 @@ from ragstream.judging.offline import (
 from ragstream.judging.openai_judge import OpenAIJudge, TokenAccount
 from tests.support.openai_server import OpenAIServer, Reply
 
-_CONTEXTS = re.compile(r"CONTEXTS \((\d+)\):")
-_ANSWER = re.compile(r"ANSWER:\n(.*)\Z", re.S)
+from ._helpers import refusing_responder
 
 
 def _event(query_id: object, answer: str, **extra: Any) -> dict[str, Any]:
@@ -128,26 +126,6 @@ async def test_lexical_judgments_come_in_input_order_and_equal_the_judge_s_own()
         assert row.gold == line.gold
 
 
-def _responder(request: dict[str, Any]) -> Reply:
-    """A judge model: refuses 'Unable...', finds 'Marlowe' unsupported; slower for lower
-    query numbers so that answers finish out of order."""
-    user = next(m["content"] for m in request["messages"] if m["role"] == "user")
-    match = _CONTEXTS.search(user)
-    n = int(match.group(1)) if match else 0
-    answer_match = _ANSWER.search(user)
-    answer = answer_match.group(1) if answer_match else ""
-    refusal = answer.startswith("Unable")
-    verdict = "unsupported" if "Marlowe" in answer else "supported"
-    content = {
-        "refusal": refusal,
-        "claims": [] if refusal else [{"claim": answer, "verdict": verdict}],
-        "answer_relevance": 1 if refusal else 5,
-        "contexts": [{"index": i, "relevant": True} for i in range(n)],
-    }
-    delay = 0.05 if "1720" in answer else 0.0
-    return Reply(json.dumps(content), delay=delay, prompt_tokens=1000, completion_tokens=0)
-
-
 def _openai(server: OpenAIServer, price: float = 0.0) -> OpenAIJudge:
     client = ChatClient(server.base_url, "judge-model", api_key="sk-test", timeout=5.0)
     return OpenAIJudge(
@@ -159,7 +137,7 @@ async def test_the_openai_judge_runs_concurrently_with_its_cache_in_input_order(
     answers = [a if a is None else f"{a} ({i})" for i, a in enumerate(_ANSWERS * 4)]
     answers += [_ANSWERS[1]] * 5  # the same answer five times: one call, four cached
     lines = _lines(answers)
-    async with OpenAIServer(_responder, api_key="sk-test") as server:
+    async with OpenAIServer(refusing_responder, api_key="sk-test") as server:
         rows = await _collect(lines, _openai(server), concurrency=4, window=6)
         assert server.calls == len([a for a in answers if a is not None]) - 4
     assert [r.line for r in rows] == list(range(1, len(answers) + 1))
@@ -181,7 +159,7 @@ async def test_an_answer_the_budget_cannot_afford_fails_and_the_rest_go_on() -> 
     lines = _lines(answers)
     now = 1_800_000_000.0  # the middle of an hour
     budget = CostBudget(per_hour=0.0035, estimated_cost=0.001)
-    async with OpenAIServer(_responder, api_key="sk-test") as server:
+    async with OpenAIServer(refusing_responder, api_key="sk-test") as server:
         # 1000 prompt tokens at 1 USD per 1M: each call costs the estimate, 0.001
         rows = await _collect(
             lines, _openai(server, price=1.0), concurrency=2, budget=budget, clock=lambda: now
@@ -194,7 +172,7 @@ async def test_an_answer_the_budget_cannot_afford_fails_and_the_rest_go_on() -> 
 
 async def test_a_failed_judgment_is_failed_with_its_reason() -> None:
     lines = _lines([_ANSWERS[0], _ANSWERS[1]])
-    async with OpenAIServer(_responder, api_key="sk-test") as server:
+    async with OpenAIServer(refusing_responder, api_key="sk-test") as server:
         server.push(Reply("not json"), Reply("still not json"))
         rows = await _collect(lines, _openai(server), concurrency=1)
     assert rows[0].outcome == "failed"
