@@ -196,8 +196,9 @@ def auroc(scores: Sequence[float], gold: Sequence[bool], z: float = Z95) -> Esti
     ``S10/m + S01/n`` (the sample variances of each answer's share of pairs won). With no
     pair ordered wrong (A = 1) that variance is 0; the lower bound is then Newcombe's
     score-type bound (`_separated_bound`), which narrows as answers are added (mirrored for
-    A = 0). Undefined (NaN, [0, 1]) without a positive and a negative; [0, 1] around the
-    value when either side has a single answer.
+    A = 0). When every answer wins the same share of pairs (all scores tied: A = 1/2) it is
+    0 too, and Newcombe's variance at A stands in. Undefined (NaN, [0, 1]) without a
+    positive and a negative; [0, 1] around the value when either side has a single answer.
     """
     s = np.asarray(scores, dtype=np.float64)
     g = np.asarray(gold, dtype=bool)
@@ -215,32 +216,26 @@ def auroc(scores: Sequence[float], gold: Sequence[bool], z: float = Z95) -> Esti
     area = float(v10.mean())
     if m < 2 or n < 2:
         return Estimate(area, 0.0, 1.0, m + n)
-    var = float(v10.var(ddof=1)) / m + float(v01.var(ddof=1)) / n
-    if var <= 0.0 or not 0.0 < area < 1.0:  # complete separation (or its reverse)
+    if area in (0.0, 1.0):  # complete separation (or its reverse)
         bound = _separated_bound(m, n, z)
         return (
             Estimate(area, bound, 1.0, m + n)
-            if area >= 0.5
+            if area == 1.0
             else Estimate(area, 0.0, 1.0 - bound, m + n)
         )
+    var = float(v10.var(ddof=1)) / m + float(v01.var(ddof=1)) / n
+    if var <= 0.0:  # every answer wins the same share of pairs (all scores tied, say)
+        var = _newcombe_variance(area, m, n)
     half = z * math.sqrt(var) / (area * (1 - area))
     return Estimate(area, _expit(_logit(area) - half), _expit(_logit(area) + half), m + n)
 
 
 def _separated_bound(m: int, n: int, z: float) -> float:
     """Lower bound of an AUROC of 1 (Newcombe 2006, method 5): the θ below 1 where
-    ``(1 - θ)² = z²·V(θ)``, V the Hanley-McNeil variance at θ as Newcombe modifies it,
-    ``θ(1 - θ)[1 + (N - 1)((1 - θ)/(2 - θ) + θ/(1 + θ))] / mn`` with ``N = (m + n)/2``."""
-    big_n = (m + n) / 2
+    ``(1 - θ)² = z²·V(θ)``, V = `_newcombe_variance` at θ."""
 
     def excess(theta: float) -> float:
-        var = (
-            theta
-            * (1 - theta)
-            * (1 + (big_n - 1) * ((1 - theta) / (2 - theta) + theta / (1 + theta)))
-            / (m * n)
-        )
-        return (1 - theta) ** 2 - z * z * var
+        return (1 - theta) ** 2 - z * z * _newcombe_variance(theta, m, n)
 
     low, high = 0.0, 1.0  # excess(0) = 1 > 0; just below 1 it is negative
     for _ in range(60):
@@ -250,6 +245,15 @@ def _separated_bound(m: int, n: int, z: float) -> float:
         else:
             high = mid
     return low
+
+
+def _newcombe_variance(theta: float, m: int, n: int) -> float:
+    """Variance of the Mann-Whitney AUROC at ``theta`` (Hanley-McNeil, as Newcombe 2006
+    modifies it): ``θ(1 - θ)[1 + (N - 1)((1 - θ)/(2 - θ) + θ/(1 + θ))] / mn``,
+    ``N = (m + n)/2``."""
+    big_n = (m + n) / 2
+    shape = 1 + (big_n - 1) * ((1 - theta) / (2 - theta) + theta / (1 + theta))
+    return theta * (1 - theta) * shape / (m * n)
 
 
 @dataclass(frozen=True, slots=True)

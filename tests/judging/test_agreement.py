@@ -138,6 +138,12 @@ def test_auroc_of_a_perfect_score_keeps_a_width() -> None:
         auroc([0.1], [True, False])
 
 
+def test_auroc_of_a_constant_score_is_a_half_with_a_width() -> None:
+    est = auroc([0.0] * 40, [True] * 10 + [False] * 30)
+    assert est.value == 0.5
+    assert 0.25 < est.lower < 0.5 < est.upper < 0.75
+
+
 def test_corrected_rate_of_a_hand_computed_case() -> None:
     # p = 0.3, Se = 0.8, Sp = 0.9: (0.3 + 0.9 - 1) / (0.8 + 0.9 - 1) = 2/7
     r = corrected_rate(300, 1000, (80, 100), (180, 200))
