@@ -40,6 +40,7 @@ from ragstream.config.judging import JudgeSettings
 from ragstream.events import DecodedAnswer, decode_event
 from ragstream.exporter.family import render_text
 from ragstream.exporter.windowed import build
+from ragstream.judging.collector import GENERATION_GAUGES
 from ragstream.judging.model import JudgeInput
 from ragstream.pipeline.engine import Engine
 from ragstream.producer import EventProducer, Partitioner, partition_for
@@ -290,6 +291,14 @@ async def test_the_collectors_topic_gives_the_apps_events_metrics_and_judgments(
         record = got[query_id]
         assert {k: record[k] for k in scores} == scores
         assert record["labels"] == SERVICE
+    # and the generation gauges are the means of those judgments
+    means = 0
+    for column, gauge in GENERATION_GAUGES.items():
+        values = [float(j[column]) for j in by_query.values() if j[column] is not None]
+        exposed = _total(families, gauge, window="24h", **SERVICE)
+        assert exposed == pytest.approx(sum(values) / len(values) if values else 0.0, rel=1e-9)
+        means += bool(values)
+    assert means >= 2
 
 
 def _signal(record: ConsumerRecord[bytes, bytes]) -> str | None:
