@@ -294,7 +294,7 @@ async def test_the_collectors_topic_gives_the_apps_events_metrics_and_judgments(
     # and the generation gauges are the means of those judgments
     means = 0
     for column, gauge in GENERATION_GAUGES.items():
-        values = [float(j[column]) for j in by_query.values() if j[column] is not None]
+        values = [float(j[column]) for j in got.values() if j[column] is not None]
         exposed = _total(families, gauge, window="24h", **SERVICE)
         assert exposed == pytest.approx(sum(values) / len(values) if values else 0.0, rel=1e-9)
         means += bool(values)
