@@ -7,7 +7,7 @@ never the JSON text."""
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from typing import Any, TypedDict
+from typing import Annotated, Any, TypedDict
 
 import pytest
 from haystack import Document as HaystackDocument
@@ -26,7 +26,6 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.graph.message import add_messages
 from openinference.instrumentation.haystack import HaystackInstrumentor
 from openinference.instrumentation.langchain import LangChainInstrumentor
-from typing_extensions import Annotated
 
 from ragstream.pipeline.engine import Engine
 from tests.traces._rag import CORPUS, Request

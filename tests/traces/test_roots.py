@@ -15,7 +15,6 @@ from opentelemetry.trace import SpanKind
 from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 
 from ragstream.events import Message
-from ragstream.traces.spans import HAS_IS_REMOTE, IS_REMOTE, local_root
 from tests.traces._rag import RagApp
 from tests.traces._traced import TOPIC, answers, engine
 
@@ -25,7 +24,7 @@ CALLER = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
 """The caller's trace and span: W3C Trace Context, as its HTTP client sent it."""
 
 
-def _serve(app: RagApp, question: str, kind: SpanKind = SpanKind.SERVER, remote: bool = True) -> str:
+def _serve(app: RagApp, question: str, *, remote: bool = True) -> str:
     """Handle one request as an instrumented web framework does; returns the answer."""
     tracer = app.provider.get_tracer("web")
     if remote:
@@ -33,7 +32,7 @@ def _serve(app: RagApp, question: str, kind: SpanKind = SpanKind.SERVER, remote:
     else:  # a parent in this process: a span of the same app around the handler
         outer = tracer.start_span("worker")
         parent = trace.set_span_in_context(outer)
-    with tracer.start_as_current_span("POST /ask", context=parent, kind=kind):
+    with tracer.start_as_current_span("POST /ask", context=parent, kind=SpanKind.SERVER):
         answer = app.chain.invoke(question)
     if not remote:
         outer.end()
@@ -68,8 +67,10 @@ def test_a_server_span_with_a_remote_parent_closes_its_trace(
     said = _serve(rag_app, "how do I reset my password")
     spans = list(rag_app.exporter.spans)
     [server] = [s for s in spans if s.name == "POST /ask"]
-    assert server.parent is not None and server.parent.is_remote
-    assert f"{server.context.trace_id:032x}" == CALLER[3:35]  # type: ignore[union-attr]
+    assert server.parent is not None
+    assert server.parent.is_remote
+    assert server.context is not None
+    assert f"{server.context.trace_id:032x}" == CALLER[3:35]
     ours = engine(encoding)
     [answer] = answers(ours, [_messages(rag_app, encoding)])  # with the batch, no waiting
     assert answer.answer == said
@@ -116,6 +117,8 @@ def test_an_internal_span_with_a_remote_parent_is_a_root(rag_app: RagApp) -> Non
 
 
 def test_the_rule() -> None:
+    from ragstream.traces.spans import HAS_IS_REMOTE, IS_REMOTE, local_root
+
     parent = "b7ad6b7169203331"
     internal, server = 1, 2
     assert local_root("", 0, internal)
