@@ -79,7 +79,7 @@ class GraphApp:
 
     def ask(self, question: str) -> Request:
         before = len(self.traced.exporter.spans)
-        state = self.graph.invoke({"messages": [HumanMessage(question)]})
+        state = self.graph.invoke(State(messages=[HumanMessage(question)], context=[]))
         [root] = [s for s in self.traced.exporter.spans[before:] if s.parent is None]
         assert root.context is not None
         answer = str(state["messages"][-1].content)
