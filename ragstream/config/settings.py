@@ -158,6 +158,10 @@ class TraceSettings(_Section):
         "retrieval.documents",
         description="prefix of documents: <prefix>.N.document.id/score/content/metadata",
     )
+    reranked_documents: str = Field(
+        "reranker.output_documents",
+        description="prefix of a reranker's output documents, as documents",
+    )
     input_messages: str = "llm.input_messages"
     output_messages: str = "llm.output_messages"
     model_name: str = "llm.model_name"
