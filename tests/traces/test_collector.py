@@ -25,7 +25,6 @@ from typing import Any
 import pytest
 import yaml
 from aiokafka import ConsumerRecord
-from aiokafka.codec import has_zstd
 from opentelemetry.exporter.otlp.proto.http.metric_exporter import OTLPMetricExporter
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 from opentelemetry.sdk.metrics import MeterProvider
@@ -158,21 +157,7 @@ def _export_metrics(endpoint: str) -> None:
     provider.shutdown()
 
 
-def _wait_for_branch(name: str) -> Any:
-    return pytest.mark.xfail(reason=f"needs the fix of branch {name}", strict=True)
-
-
-@pytest.mark.parametrize(
-    "name",
-    [
-        "proto_gzip_sarama",
-        pytest.param(
-            "json_zstd_default",
-            marks=[] if has_zstd() else [_wait_for_branch("kafka-client (zstd)")],
-        ),
-        "json_shared_murmur2",
-    ],
-)
+@pytest.mark.parametrize("name", list(ROUTES))
 async def test_the_collectors_topic_gives_the_apps_events_metrics_and_judgments(
     kafka_broker: KafkaBroker, exported: Exported, name: str, tmp_path: Path
 ) -> None:
