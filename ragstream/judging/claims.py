@@ -60,6 +60,16 @@ _SOURCE_REMARK = re.compile(
 )
 
 
+_SOURCE_WORD = re.compile(
+    r"passage|context|article|document|source|text|information|data|news|excerpt|result",
+    re.IGNORECASE,
+)
+
+
+def _is_source_remark(sentence: str) -> bool:
+    return _SOURCE_WORD.search(sentence) is not None and _SOURCE_REMARK.search(sentence) is not None
+
+
 @dataclass(frozen=True, slots=True)
 class Claims:
     """The claims of one answer, and whether it refuses."""
@@ -88,7 +98,7 @@ def extract_claims(answer: str, min_tokens: int) -> Claims:
             refused = True
             continue
         text = strip_preamble(sentence)
-        if not text or text.endswith(":") or _SOURCE_REMARK.search(text):
+        if not text or text.endswith(":") or _is_source_remark(text):
             continue
         if len(set(tokens(text))) >= min_tokens:
             claims.append(text)

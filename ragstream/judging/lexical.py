@@ -14,10 +14,10 @@ source-pointing words, numbers and times of day in one canonical form):
 2. **Evidence units**: the contexts' sentences; a structured context (JSON or a Python
    literal, `structured.parse_record`) gives one unit for all its short fields (a fact
    sheet) and one per sentence of its free text.
-3. **Support** of a claim ``s`` with ``W = T(s) - T(question)`` (restating the question
-   is not a claim about the world): the share of ``W`` covered by the union of at most
-   ``window`` evidence units, chosen greedily (each time the unit that covers most of
-   what is left) — a sentence that merges a few context sentences is covered::
+3. **Support** of a claim ``s`` with ``W = T(s)``: the share of ``W`` covered by the
+   union of at most ``window`` evidence units, chosen greedily (each time the unit that
+   covers most of what is left) — a sentence that merges a few context sentences is
+   covered::
 
        support(s) = |W & (U1 | ... | Uk)| / |W|      (1 when W is empty)
 
@@ -153,11 +153,7 @@ class LexicalJudge:
         claims: list[Claim] = []
         supports: list[float] = []
         for text in found.claims:
-            score = (
-                0.0
-                if self._fails(text, evidence)
-                else self._support(text, evidence, question_words)
-            )
+            score = 0.0 if self._fails(text, evidence) else self._support(text, evidence)
             supports.append(score)
             claims.append(Claim(text, score >= threshold and score > 0.0))
         faithfulness = sum(supports) / len(supports) if supports else None
@@ -179,8 +175,8 @@ class LexicalJudge:
             prompt_version=LEXICAL_VERSION,
         )
 
-    def _support(self, text: str, evidence: Evidence, question_words: set[str]) -> float:
-        return cover(set(tokens(text)) - question_words, evidence, self.window)
+    def _support(self, text: str, evidence: Evidence) -> float:
+        return cover(set(tokens(text)), evidence, self.window)
 
     def _fails(self, text: str, evidence: Evidence) -> bool:
         """A hard failure: a value the contexts never state, or a yes/no conflict."""

@@ -157,7 +157,7 @@ def _scoped_tokens(clause: str) -> list[tuple[str, bool]]:
     out: list[tuple[str, bool]] = []
     negated = False
     for word in clause.split():
-        if NEGATION.search(word):
+        if not negated and NEGATION.search(word):
             negated = True
         out.extend((t, negated) for t in tokens(word))
     return out

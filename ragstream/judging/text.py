@@ -91,6 +91,7 @@ NEGATION = re.compile(
     r"\b(?:not|no|never|none|nor|neither|without|lacks?|lacking|unavailable|cannot)\b|n['\u2019]t\b",
     re.IGNORECASE,
 )
+_NUMERIC_START = frozenset("0123456789@")
 _SUFFIXES = ("ingly", "edly", "ing", "ies", "ied", "ed", "es", "ly", "s")
 
 
@@ -116,7 +117,7 @@ def is_negated(text: str) -> bool:
 
 def is_number(token: str) -> bool:
     """Whether a token is a canonical number or time (``42``, ``2.5``, ``@17:00``)."""
-    return token[:1].isdigit() or token[:1] == "@"
+    return token[:1] in _NUMERIC_START
 
 
 @lru_cache(maxsize=1 << 16)

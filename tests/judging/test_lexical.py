@@ -231,7 +231,7 @@ def test_scores_and_version() -> None:
         CONTEXTS,
     )
     assert [c.supported for c in j.claims] == [True, False]
-    # support: claim 1 = 1 ("shard", "rebalanc" are the question's; "every", "night" covered),
+    # support: claim 1 = 1 (shard, rebalanc, every, night all in context 0),
     # claim 2 = 0 (moon, made, green, cheese nowhere)
     assert j.faithfulness == 0.5
     assert j.hallucination is True
@@ -242,14 +242,15 @@ def test_scores_and_version() -> None:
 
 
 def test_thresholds_are_honoured() -> None:
-    # claim words without the question's: {weekly, tuesday}; "weekly" is in context 1 -> 0.5
+    # claim words {shard, rebalanc, weekly, tuesday}: 3 of 4 covered by the two contexts
     answer = "Shards are rebalanced weekly on tuesday."
-    loose = LexicalJudge(support_threshold=0.5, answer_threshold=0.0)
-    strict = LexicalJudge(support_threshold=0.6, answer_threshold=0.0)
-    assert loose.evaluate("When are shards rebalanced?", answer, CONTEXTS).hallucination is False
-    assert strict.evaluate("When are shards rebalanced?", answer, CONTEXTS).hallucination is True
-    # against question "q": {shard, rebalanc, weekly, tuesday}, 3 of 4 covered -> 0.75
-    assert LexicalJudge(answer_threshold=0.7).evaluate("q", answer, CONTEXTS).faithfulness == 0.75
+    question = "When are shards rebalanced?"
+    assert LexicalJudge().evaluate(question, answer, CONTEXTS).faithfulness == 0.75
+    assert LexicalJudge(window=1).evaluate(question, answer, CONTEXTS).faithfulness == 0.5
+    loose = LexicalJudge(support_threshold=0.7, answer_threshold=0.0)
+    strict = LexicalJudge(support_threshold=0.8, answer_threshold=0.0)
+    assert loose.evaluate(question, answer, CONTEXTS).hallucination is False
+    assert strict.evaluate(question, answer, CONTEXTS).hallucination is True
     assert not LexicalJudge(0.0, answer_threshold=0.7).evaluate("q", answer, CONTEXTS).hallucination
     assert LexicalJudge(0.0, answer_threshold=0.8).evaluate("q", answer, CONTEXTS).hallucination
 
@@ -311,9 +312,9 @@ def test_scores_are_in_range_and_consistent(
 
 _ROOT = Path(__file__).resolve().parents[2]
 _DEV = _ROOT.parent / "shared" / "data" / "ragtruth" / "ragtruth_dev.jsonl"
-# Measured on the whole file: QA 0.783, Summary 0.655, Data2txt 0.682; the floors keep a
+# Measured on the whole file: QA 0.799, Summary 0.652, Data2txt 0.663; the floors keep a
 # small margin and are at least the held-out targets (0.70, 0.60, 0.58).
-_FLOORS = {"QA": 0.76, "Summary": 0.63, "Data2txt": 0.66}
+_FLOORS = {"QA": 0.78, "Summary": 0.63, "Data2txt": 0.64}
 
 
 def _dev_file() -> Path:
