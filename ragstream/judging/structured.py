@@ -10,14 +10,18 @@ A context that starts with ``{`` or ``[`` and parses (``json.loads``, else
 - **flags**, yes/no attributes: the key's own words (its *cue*, words shared with other
   flag keys such as ``Restaurants`` dropped) and a polarity — True for ``True``, ``"yes"``,
   ``"free"``; False for ``False``, ``"no"``, ``"none"``; unknown for ``None``. A mapping of
-  yes/no leaves (``BusinessParking``) is itself a flag, True when any leaf is.
+  yes/no leaves (``BusinessParking``) is itself a flag when all its leaves agree.
 
-A claim clause that names a flag's cue must agree with it (`flag_conflicts`): a False flag
-stated without a negation before it ("offers outdoor seating" against
+A claim clause (`text.clauses`) that names a flag must agree with it (`flag_conflicts`): a
+False flag stated without a negation over it ("offers outdoor seating" against
 ``OutdoorSeating: False``), a True flag stated under a negation ("does not take
 reservations" against ``True``), or an unknown one stated either way ("has WiFi" or "has
-no WiFi" against ``WiFi: None``) is unsupported. A cue that also occurs in the record's
-free text is not checked when unknown (the text may say it).
+no WiFi" against ``WiFi: None``) is unsupported. A negation is over a word when it comes
+before it in the clause, right after it through a copula ("Wi-Fi is not available": at
+most four words on, no comma or conjunction between), or ends the clause ("valet and garage parking are
+not"); ``rather than`` and ``instead of`` negate what follows. A flag is named by all its
+cue words or by its alias. An unknown flag whose cue occurs in the record's free text is
+not checked (the text may say it).
 """
 
 from __future__ import annotations
@@ -37,6 +41,10 @@ _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|_")
 _TRUE = frozenset({"true", "yes", "free", "paid", "full_bar", "beer_and_wine"})
 _FALSE = frozenset({"false", "no", "none"})
 _FREE_TEXT_WORDS = 8
+_AFTER = 4
+_RATHER = re.compile(r"\b(?:rather\s+than|instead\s+of)\b", re.IGNORECASE)
+_COPULA = re.compile(r"(?:is|are|was|were)(?:n't|n\u2019t)?$", re.IGNORECASE)
+_BREAK = re.compile(r",$|^(?:and|or|but|that|which|who|while|so)$", re.IGNORECASE)
 _TRAILING_NEGATION = re.compile(
     r"\b(?:not|n't|unavailable|none)(?:\s+(?:available|offered|provided|an\s+option))?\W*$",
     re.IGNORECASE,
@@ -110,8 +118,8 @@ def parse_record(text: str) -> Record | None:
     def walk(value: object, path: tuple[str, ...]) -> bool | str | None:
         if isinstance(value, dict):
             polarities = [walk(v, (*path, str(k))) for k, v in value.items()]
-            if value and all(p is not None and p != "other" for p in polarities) and path:
-                raw_flags.append((path[-1], any(p is True for p in polarities)))
+            if value and path and len(set(polarities)) == 1 and isinstance(polarities[0], bool):
+                raw_flags.append((path[-1], polarities[0]))
             return "other"
         if isinstance(value, list):
             for v in value:
@@ -138,28 +146,41 @@ def parse_record(text: str) -> Record | None:
 
 
 def _flags(raw: list[tuple[str, bool | None]]) -> tuple[Flag, ...]:
-    parts = [(key, _CAMEL.sub(" ", key).split(), p) for key, p in raw]
-    cues = [(key, words, frozenset(tokens(" ".join(words))), p) for key, words, p in parts]
-    shared = Counter(t for _, _, cue, _ in cues for t in cue)
+    """Flags with their cues: the key's words not shared with other flag keys; a key
+    whose own words keep only one token after stop words ("Take Out") is named by its
+    alias only ("takeout")."""
+    keyed = [(key, _CAMEL.sub(" ", key).split(), p) for key, p in raw]
+    shared = Counter(t for _, parts, _ in keyed for t in set(tokens(" ".join(parts))))
     flags = []
-    for key, words, cue, polarity in cues:
+    for key, parts, polarity in keyed:
+        cue = frozenset(tokens(" ".join(parts)))
         own = frozenset(t for t in cue if shared[t] == 1) or cue
-        if len(cue) < len(words):  # a part was a stop word ("Take Out"): only the alias
+        own_parts = [w for w in parts if not tokens(w) or set(tokens(w)) <= own]
+        alias = "".join(tokens("".join(own_parts).lower()))
+        if len(own) == 1 and len(own_parts) > 1:
             own = frozenset()
-        alias = "".join(tokens(key.lower().replace("_", "")))
         if own or alias:
             flags.append(Flag(key, own, alias, polarity))
     return tuple(flags)
 
 
 def _scoped_tokens(clause: str) -> list[tuple[str, bool]]:
-    """The clause's tokens, each with whether a negation cue came before it."""
+    """The clause's tokens, each with whether a negation scopes over it: a negation cue
+    before it in the clause, or one right after it through a copula ("Wi-Fi is not
+    available", "valet parking isn't offered"), at most ``_AFTER`` words on and with no
+    comma or conjunction in between."""
+    words = _RATHER.sub(" not ", clause).split()
+    negations = [i for i, word in enumerate(words) if NEGATION.search(word)]
     out: list[tuple[str, bool]] = []
-    negated = False
-    for word in clause.split():
-        if not negated and NEGATION.search(word):
-            negated = True
-        out.extend((t, negated) for t in tokens(word))
+    for i, word in enumerate(words):
+        before = bool(negations) and negations[0] < i
+        after = any(
+            i < j <= i + _AFTER
+            and not any(_BREAK.search(w) for w in words[i:j])
+            and any(_COPULA.match(w) for w in words[i + 1 : j + 1])
+            for j in negations
+        )
+        out.extend((t, before or after) for t in tokens(word))
     return out
 
 

@@ -77,16 +77,20 @@ _CANONICAL = {
 _SENTENCE_END = re.compile(r"(?<=[.!?])[\"\u201d')\]]*\s+(?=[\"\u201c'(\[]?[A-Z0-9*\u2022-])|\n+")
 _BULLET = re.compile(r"^\s*(?:[*\u2022-]|\d+[.)])\s+")
 _CLAUSE = re.compile(
-    r";\s+|,?\s+(?:but|however|while|whereas|although|though|yet|except)\s+"
-    r"|,\s+(?:and|which|who|where)\s+",
+    r";\s+|,?\s+(?:but|however|while|whereas|although|though|yet|except)\s+",
     re.IGNORECASE,
+)
+_SUBORDINATE = re.compile(
+    r"(?:while|although|though|whereas|despite|if|when|since|because)\b", re.IGNORECASE
 )
 _ISO_DATE = re.compile(r"\b(\d{4})-(\d{1,2})-(\d{1,2})\b")
 _TIME = re.compile(
     r"\b(\d{1,2})(?::(\d{1,2}))?\s*([ap])\.?\s?m\b\.?|\b(\d{1,2}):(\d{1,2})\b|\b(noon|midnight)\b",
     re.IGNORECASE,
 )
-_TOKEN = re.compile(r"@\d+:\d\d|\d+(?:,\d{3})*(?:\.\d+)?|[^\W\d_]+(?:['\u2019-][^\W\d_]+)*")
+_TOKEN = re.compile(
+    r"@\d+:\d\d|[^\W\d_]+-\d+\b|\d+(?:,\d{3})*(?:\.\d+)?|[^\W\d_]+(?:['\u2019-][^\W\d_]+)*"
+)
 NEGATION = re.compile(
     r"\b(?:not|no|never|none|nor|neither|without|lacks?|lacking|unavailable|cannot)\b|n['\u2019]t\b",
     re.IGNORECASE,
@@ -105,8 +109,16 @@ def sentences(text: str) -> list[str]:
 
 def clauses(sentence: str) -> list[str]:
     """Split a sentence at clause boundaries: ``;``, contrastive conjunctions (``but``,
-    ``while``, ``although``) and a comma before ``and``, ``which``, ``who``, ``where``."""
-    return [c.strip() for c in _CLAUSE.split(sentence) if c and c.strip()]
+    ``while``, ``although``), and the comma that ends a leading subordinate clause
+    ("While it has no WiFi, it offers ...")."""
+    found = []
+    for clause in _CLAUSE.split(sentence):
+        clause = clause.strip()
+        if _SUBORDINATE.match(clause) and ", " in clause:
+            found.extend(clause.split(", ", 1))
+        elif clause:
+            found.append(clause)
+    return found
 
 
 def is_negated(text: str) -> bool:
@@ -195,6 +207,8 @@ def _word_forms(raw: str) -> list[str]:
     if "-" not in raw:
         return [raw]
     parts = [p for p in raw.split("-") if p]
+    if parts[-1].isdigit():  # a name with a number (COVID-19, GPT-4): not a quantity
+        return ["".join(parts)]
     return [*parts, "".join(parts)]
 
 

@@ -33,6 +33,7 @@ CONTEXTS = ("Shards are rebalanced every night.", "Backups run weekly.")
         ("Mon and Sept", ("monday", "september")),
         ("2022-01-16", ("2022", "january", "16")),
         ("free Wi-Fi", ("free", "wi", "fi", "wifi")),
+        ("the COVID-19 rules", ("covid19", "rul")),
         ("According to the provided passages", ()),
         ("organisations organizations", ("organization", "organization")),
     ],
@@ -49,6 +50,10 @@ def test_sentences_clauses_stem_negation() -> None:
         "Lot parking is available",
         "valet is not",
         "it has WiFi.",
+    ]
+    assert clauses("While it has no WiFi, it offers seats, tables, and music.") == [
+        "While it has no WiFi",
+        "it offers seats, tables, and music.",
     ]
     assert [stem(w) for w in ("indexes", "policies", "rotated", "cats", "42")] == [
         "index",
@@ -125,7 +130,7 @@ RECORD = (
     "{'name': 'Cafe X', 'hours': {'Tuesday': '11:0-17:0', 'Wednesday': '11:0-17:0'}, "
     "'attributes': {'OutdoorSeating': False, 'WiFi': 'free', 'Music': None, "
     "'RestaurantsReservations': True, 'RestaurantsTakeOut': True, "
-    "'BusinessParking': {'valet': False, 'lot': True}}, "
+    "'BusinessParking': {'valet': False, 'garage': False, 'lot': True}}, "
     "'review_info': [{'review_text': "
     "'Great coffee and a lovely garden, we will come back again.'}]}"
 )
@@ -145,13 +150,21 @@ RECORD = (
         ("It takes reservations", []),
         ("There is no valet", []),
         ("Valet parking is offered", ["valet"]),
+        ("Wi-Fi is not available at the cafe", ["WiFi"]),
+        ("Lot parking is available, but valet and garage parking are not", []),
+        ("It offers takeout and has no valet", []),
+        ("It offers take-out but no reservations", ["RestaurantsReservations"]),
+        ("It takes reservations and has no outdoor seating", []),
+        ("It has a lovely lot and does not have outdoor seating", []),
+        ("It has valet parking rather than lot parking", ["valet", "lot"]),
+        ("Valet parking isn't offered", []),
         ("A lovely garden", []),
     ],
 )
 def test_structured_flags(clause: str, conflicts: list[str]) -> None:
     record = parse_record(RECORD)
     assert record is not None
-    assert flag_conflicts(clause, record) == conflicts
+    assert [c for part in clauses(clause) for c in flag_conflicts(part, record)] == conflicts
 
 
 def test_parse_record() -> None:
