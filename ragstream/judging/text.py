@@ -111,7 +111,7 @@ def clauses(sentence: str) -> list[str]:
     """Split a sentence at clause boundaries: ``;``, contrastive conjunctions (``but``,
     ``while``, ``although``), and the comma that ends a leading subordinate clause
     ("While it has no WiFi, it offers ...")."""
-    found = []
+    found: list[str] = []
     for clause in _CLAUSE.split(sentence):
         clause = clause.strip()
         if _SUBORDINATE.match(clause) and ", " in clause:
