@@ -20,8 +20,8 @@ no WiFi" against ``WiFi: None``) is unsupported. A negation is over a word when 
 before it in the clause, right after it through a copula ("Wi-Fi is not available": at
 most four words on, no comma or conjunction between), or ends the clause ("valet and
 garage parking are not"); ``rather than`` and ``instead of`` negate what follows. A flag
-is named by all its cue words or by its alias. An unknown flag whose cue occurs in the record's free text is
-not checked (the text may say it).
+is named by all its cue words or by its alias. An unknown flag whose cue occurs in the
+record's free text is not checked (the text may say it).
 """
 
 from __future__ import annotations
