@@ -7,11 +7,14 @@ An answer is split into sentences (`text.sentences`). Then, in order:
 2. a sentence that **refuses** ("Unable to answer based on the given passages", "I cannot
    answer the question", "The passages do not provide enough information to answer") is
    a refusal, not a claim; an answer with a refusal and no other claim is a refusal;
-3. a **remark about the sources** ("This is mentioned in passage 2", "The passages do not
+3. a **citation** of a source inside a sentence is cut (``(passage 1)``, ``in passages 2
+   and 3``): its number is not a claim;
+4. a **remark about the sources** ("This is mentioned in passage 2", "The passages do not
    mention the price") states what the contexts say or lack, not a fact about the world:
    not a claim;
-4. a sentence that is a heading for what follows (it ends with ``:``) is not a claim;
-5. what is left is a claim when it has at least ``min_tokens`` content tokens.
+5. a sentence that is a heading for what follows (it ends with ``:``) or a courtesy ("Good
+   luck!", "I hope this helps") is not a claim;
+6. what is left is a claim when it has at least ``min_tokens`` content tokens.
 """
 
 from __future__ import annotations
@@ -60,6 +63,17 @@ _SOURCE_REMARK = re.compile(
 )
 
 
+_CITATION = re.compile(
+    r"\s*[(\[]?\b(?:according\s+to\s+|as\s+(?:stated|mentioned)\s+in\s+|in\s+|from\s+)?"
+    r"(?:passages?|contexts?|documents?|sources?)\s+\d+(?:\s*(?:,|and|&|or)\s*\d+)*"
+    r"[)\]]?(?=\W|$)",
+    re.IGNORECASE,
+)
+_COURTESY = re.compile(
+    r"(?:good\s+luck|i\s+hope\s+(?:this|that|it)|hope\s+(?:this|that|it)\s+helps|"
+    r"let\s+me\s+know|feel\s+free|happy\s+to\s+help|thank\s+you|thanks|enjoy)\b",
+    re.IGNORECASE,
+)
 _SOURCE_WORD = re.compile(
     r"passage|context|article|document|source|text|information|data|news|excerpt|result",
     re.IGNORECASE,
@@ -97,8 +111,8 @@ def extract_claims(answer: str, min_tokens: int) -> Claims:
         if is_refusal_sentence(sentence):
             refused = True
             continue
-        text = strip_preamble(sentence)
-        if not text or text.endswith(":") or _is_source_remark(text):
+        text = _CITATION.sub("", strip_preamble(sentence)).strip(" ,;")
+        if not text or text.endswith(":") or _is_source_remark(text) or _COURTESY.match(text):
             continue
         if len(set(tokens(text))) >= min_tokens:
             claims.append(text)

@@ -80,6 +80,7 @@ def test_sentences_clauses_stem_negation() -> None:
         ("There is not enough information to answer the question.", 0, True),
         ("Shards move every night. I cannot determine the backup day.", 1, False),
         ("Sure. Yes!", 0, False),
+        ("I hope this helps! Good luck with the garden.", 0, False),
     ],
 )
 def test_claims(answer: str, claims: int, refusal: bool) -> None:
@@ -91,6 +92,12 @@ def test_claims(answer: str, claims: int, refusal: bool) -> None:
 def test_preamble_is_cut_and_refusal_sentences() -> None:
     assert strip_preamble("Sure! Based on the passages, shards move.") == "Shards move."
     assert strip_preamble("In summary, shards move.") == "Shards move."
+    assert extract_claims("In Greek it means reap (passage 1).", 2).claims == (
+        "In Greek it means reap.",
+    )
+    # the cited passage's number is no claim: 1 is in no context, yet nothing is flagged
+    cited = "Shards are rebalanced every night (passages 1 and 2)."
+    assert LexicalJudge().evaluate("q", cited, CONTEXTS).hallucination is False
     assert is_refusal_sentence("Unable to answer based on given passages.")
     assert not is_refusal_sentence("The service is unable to start without a key.")
 
