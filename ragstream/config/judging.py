@@ -73,7 +73,7 @@ class LexicalSettings(_Section):
     )
     window: int = Field(3, ge=1, le=10, description="context units one claim may draw on")
     record_threshold: float = Field(
-        0.2, ge=0.0, le=1.0, description="least support of a claim against a structured record"
+        0.1, ge=0.0, le=1.0, description="least support of a claim against a structured record"
     )
     answer_threshold: float = Field(
         0.5, ge=0.0, le=1.0, description="an answer below this faithfulness is a hallucination"

@@ -138,7 +138,7 @@ class LexicalJudge:
     min_claim_tokens: int = 2
     check_numbers: bool = True
     window: int = 3
-    record_threshold: float = 0.2
+    record_threshold: float = 0.1
     answer_threshold: float = 0.5
     name: str = "lexical"
 
