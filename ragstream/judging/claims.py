@@ -80,10 +80,6 @@ _SOURCE_WORD = re.compile(
 )
 
 
-def _is_source_remark(sentence: str) -> bool:
-    return _SOURCE_WORD.search(sentence) is not None and _SOURCE_REMARK.search(sentence) is not None
-
-
 @dataclass(frozen=True, slots=True)
 class Claims:
     """The claims of one answer, and whether it refuses."""
@@ -111,8 +107,13 @@ def extract_claims(answer: str, min_tokens: int) -> Claims:
         if is_refusal_sentence(sentence):
             refused = True
             continue
-        text = _CITATION.sub("", strip_preamble(sentence)).strip(" ,;")
-        if not text or text.endswith(":") or _is_source_remark(text) or _COURTESY.match(text):
+        text = strip_preamble(sentence)
+        cites = _SOURCE_WORD.search(text) is not None
+        if cites:
+            text = _CITATION.sub("", text).strip(" ,;")
+        if not text or text.endswith(":") or _COURTESY.match(text):
+            continue
+        if cites and _SOURCE_REMARK.search(text):
             continue
         if len(set(tokens(text))) >= min_tokens:
             claims.append(text)

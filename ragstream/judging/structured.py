@@ -186,18 +186,20 @@ def _scoped_tokens(clause: str) -> list[tuple[str, bool]]:
 
 def flag_conflicts(clause: str, record: Record) -> list[str]:
     """The flags this clause contradicts or states without evidence (see the module)."""
-    scoped = _scoped_tokens(clause)
-    present = {t for t, _ in scoped}
-    whole = _TRAILING_NEGATION.search(clause) is not None
-    conflicts = []
+    present = set(tokens(clause))
+    named: list[tuple[Flag, frozenset[str]]] = []
     for flag in record.flags:
         if flag.cue and flag.cue <= present:
-            named = flag.cue
+            named.append((flag, flag.cue))
         elif flag.alias in present:
-            named = frozenset({flag.alias})
-        else:
-            continue
-        negated = whole or any(neg for t, neg in scoped if t in named)
+            named.append((flag, frozenset({flag.alias})))
+    if not named:
+        return []
+    scoped = _scoped_tokens(clause)
+    whole = _TRAILING_NEGATION.search(clause) is not None
+    conflicts = []
+    for flag, words in named:
+        negated = whole or any(neg for t, neg in scoped if t in words)
         if flag.polarity is None:
             if not flag.cue <= record.free_text_tokens:
                 conflicts.append(flag.key)
