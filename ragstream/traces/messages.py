@@ -132,7 +132,7 @@ def _last_of(messages: list[Any], roles: frozenset[str]) -> str | None:
             role, content = _role_content(item)
         else:
             continue
-        if role not in roles:
+        if not isinstance(role, str) or role not in roles:
             continue
         text = _content_text(content)
         if text:
