@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ragstream.traces.messages import AI_ROLES, USER_ROLES, json_text, last_message
+from ragstream.traces.messages import AI_ROLES, USER_ROLES, json_text, last_message, messages_of
 
 KEYS = ("question", "query", "input")
 
@@ -87,8 +87,9 @@ def test_messages_in_parts_keep_their_text_parts() -> None:
         f"{p}.2.message.contents.0.message_content.type": "reasoning",
         f"{p}.2.message.contents.0.message_content.text": "thinking",
     }
-    assert last_message(attributes, p, None) == "second"
-    assert last_message(attributes, p, USER_ROLES) is None
+    messages = messages_of(attributes, p)
+    assert last_message(messages, None) == "second"
+    assert last_message(messages, USER_ROLES) is None
 
 
 json_values = st.recursive(
