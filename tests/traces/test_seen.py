@@ -172,3 +172,25 @@ def test_a_documents_rank_is_its_index_not_its_place_among_the_attributes() -> N
     query = ours.find_query(answer.query_id)
     assert query is not None
     assert list(query.doc_ids) == ranked
+
+
+def test_what_the_model_saw_moves_with_the_partition(ranked_app: HaystackApp) -> None:
+    """The reranker's documents and the LLM's prompt wait in the open trace: a replica
+    that adopts the partition before the root arrives gives the same answers."""
+    for question in ASKED:
+        ranked_app.ask(question)
+    names = [export[0].name for export in ranked_app.traced.exporter.exports]  # one span each
+    messages = ranked_app.traced.messages()
+    assert len(names) == len(messages)
+    pairs = list(zip(names, messages, strict=True))
+    first = [m for name, m in pairs if name != "Pipeline.run"]
+    last = [m for name, m in pairs if name == "Pipeline.run"]
+    whole = Engine(engine_config(TOPIC))
+    expected = answers(whole, [messages])
+    assert len(expected) == len(ASKED)
+    before = Engine(engine_config(TOPIC))
+    assert answers(before, [first]) == []
+    state = json.loads(json.dumps(before.export_partitions({0})[0]))
+    after = Engine(engine_config(TOPIC))
+    after.adopt_partition(state)
+    assert answers(after, [last]) == expected
