@@ -34,8 +34,8 @@ def seen_contexts(
     pool = list(retrieved if reranked is None else reranked)
     if not prompt or not pool:
         return pool
-    text = _squeeze(prompt)
-    found = [c for c in pool if _quoted(c[1], text)]
+    squeezed: list[str] = []  # the prompt squeezed, once, when a document needs it
+    found = [c for c in pool if _quoted(c[1], prompt, squeezed)]
     return found or pool
 
 
@@ -43,15 +43,17 @@ def _squeeze(text: str) -> str:
     return " ".join(text.split())
 
 
-def _quoted(document: str, prompt: str) -> bool:
-    start = _squeeze(document)[:PREFIX_CHARS]
-    if not start:
-        return False
-    if start in prompt:
-        return True
-    head = document[: 2 * PREFIX_CHARS]  # escaping at most doubles a character
-    literals = (json.dumps(head, ensure_ascii=False), json.dumps(head), repr(head))
-    for escaped in (literal[1:-1] for literal in literals):
-        if _squeeze(escaped)[:PREFIX_CHARS] in prompt:
+def _quoted(document: str, prompt: str, squeezed: list[str]) -> bool:
+    """Whether the prompt quotes the document's start (see the module docstring)."""
+    head = document[: 2 * PREFIX_CHARS]  # whitespace runs and escapes at most double it
+    if head[:PREFIX_CHARS] in prompt:  # as written: the usual case, nothing to squeeze
+        return bool(head.strip())
+    if not squeezed:
+        squeezed.append(_squeeze(prompt))
+    text = squeezed[0]
+    literals = (head, json.dumps(head, ensure_ascii=False), json.dumps(head), repr(head))
+    for i, literal in enumerate(literals):
+        start = _squeeze(literal if i == 0 else literal[1:-1])[:PREFIX_CHARS]
+        if start and start in text:
             return True
     return False

@@ -27,7 +27,14 @@ from typing import Any
 import msgspec
 
 from ragstream.traces.conventions import TraceMapping
-from ragstream.traces.messages import AI_ROLES, USER_ROLES, json_text, last_message, prompt_text
+from ragstream.traces.messages import (
+    AI_ROLES,
+    USER_ROLES,
+    json_text,
+    last_message,
+    messages_of,
+    prompt_text,
+)
 from ragstream.traces.spans import Span
 
 __all__ = [
@@ -197,9 +204,10 @@ def candidate(span: Span, mapping: TraceMapping, labels: dict[str, str]) -> Cand
     attributes = span.attributes
     question = answer = prompt = None
     if span.kind == "LLM":
-        question = last_message(attributes, mapping.input_messages, USER_ROLES)
-        answer = last_message(attributes, mapping.output_messages, None)
-        prompt = prompt_text(attributes, mapping.input_messages) or None
+        given = messages_of(attributes, mapping.input_messages)
+        question = last_message(given, USER_ROLES)
+        answer = last_message(messages_of(attributes, mapping.output_messages), None)
+        prompt = prompt_text(given) or None
     elif not isinstance(attributes.get(mapping.output_value), str):
         return None
     if question is None:

@@ -23,7 +23,15 @@ from typing import Any
 
 import msgspec
 
-__all__ = ["AI_ROLES", "USER_ROLES", "json_text", "last_message", "prompt_text"]
+__all__ = [
+    "AI_ROLES",
+    "USER_ROLES",
+    "Messages",
+    "json_text",
+    "last_message",
+    "messages_of",
+    "prompt_text",
+]
 
 USER_ROLES = frozenset({"user", "human", "HumanMessage", "HumanMessageChunk"})
 """Roles (and LangChain class names) of the person's messages."""
@@ -34,10 +42,14 @@ _PARTS = "message.contents."
 _TEXT_TYPES = (None, "text")
 
 
-def _messages(attributes: Mapping[str, Any], prefix: str) -> dict[int, dict[str, Any]]:
-    """`<prefix>.N.<name>` attributes grouped by N."""
+Messages = dict[int, dict[str, Any]]
+"""A span's messages under one prefix: N -> {attribute name after `<prefix>.N.`: value}."""
+
+
+def messages_of(attributes: Mapping[str, Any], prefix: str) -> Messages:
+    """`<prefix>.N.<name>` attributes grouped by N (one pass over the attributes)."""
     head = prefix + "."
-    out: dict[int, dict[str, Any]] = {}
+    out: Messages = {}
     for key, value in attributes.items():
         if not key.startswith(head):
             continue
@@ -68,12 +80,8 @@ def _message_text(message: Mapping[str, Any]) -> str | None:
     return "".join(texts) or None
 
 
-def last_message(
-    attributes: Mapping[str, Any], prefix: str, roles: frozenset[str] | None
-) -> str | None:
-    """The text of the last message under `prefix` (of one of `roles`, when given) that has
-    text."""
-    messages = _messages(attributes, prefix)
+def last_message(messages: Messages, roles: frozenset[str] | None) -> str | None:
+    """The text of the last message (of one of `roles`, when given) that has text."""
     for index in sorted(messages, reverse=True):
         message = messages[index]
         if roles is not None and str(message.get("message.role")) not in roles:
@@ -84,9 +92,8 @@ def last_message(
     return None
 
 
-def prompt_text(attributes: Mapping[str, Any], prefix: str) -> str:
-    """Every message's text under `prefix`, in order: what the model was given."""
-    messages = _messages(attributes, prefix)
+def prompt_text(messages: Messages) -> str:
+    """Every message's text, in order: what the model was given."""
     texts = (_message_text(messages[i]) for i in sorted(messages))
     return "\n".join(text for text in texts if text is not None)
 
@@ -132,7 +139,7 @@ def _last_of(messages: list[Any], roles: frozenset[str]) -> str | None:
             role, content = _role_content(item)
         else:
             continue
-        if role not in roles:
+        if not isinstance(role, str) or role not in roles:
             continue
         text = _content_text(content)
         if text:
