@@ -52,11 +52,13 @@ def kafka_exporter(
     hasher: str | None = None,
     signal_header: bool = False,
     metrics_topic: str | None = None,
+    logs_topic: str | None = None,
 ) -> dict[str, Any]:
     """Settings of one kafka exporter: traces keyed by trace id to `topic`.
 
     `hasher` sets ``record_partitioner: {sticky_key: {hasher: ...}}`` (None: the exporter's
-    default); `metrics_topic` sends metrics too (with the same encoding).
+    default); `metrics_topic` and `logs_topic` send metrics and logs too (with the same
+    encoding).
     """
     settings: dict[str, Any] = {
         "brokers": [brokers],
@@ -72,6 +74,8 @@ def kafka_exporter(
         settings["record_partitioner"] = {"sticky_key": {"hasher": hasher}}
     if metrics_topic is not None:
         settings["metrics"] = {"topic": metrics_topic, "encoding": encoding}
+    if logs_topic is not None:
+        settings["logs"] = {"topic": logs_topic, "encoding": encoding}
     return settings
 
 
@@ -79,7 +83,7 @@ class Collector(ServerProcess):
     """``with Collector(binary, exporters, pipelines) as c: export to c.endpoint``.
 
     `exporters` maps an exporter id (``kafka/name``) to its settings; `pipelines` maps a
-    signal (``traces``, ``metrics``) to the exporter ids it feeds from the otlp receiver.
+    signal (``traces``, ``metrics``, ``logs``) to the exporter ids it feeds from the otlp receiver.
     """
 
     def __init__(

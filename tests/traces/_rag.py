@@ -32,7 +32,7 @@ from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExporter, SpanExportResult
 
-__all__ = ["CORPUS", "CollectorFormat", "RagApp", "Request", "encoders", "per_trace"]
+__all__ = ["ANSWERS", "CORPUS", "CollectorFormat", "RagApp", "Request", "encoders", "per_trace"]
 
 T0 = 1_700_000_000.0
 CORPUS = [
@@ -53,6 +53,9 @@ CORPUS = [
         ]
     )
 ]
+
+ANSWERS = [f"Answer {i}: see the article." for i in range(50)]
+"""The fake chat model's replies, in turn."""
 
 Encoder = Callable[[Sequence[ReadableSpan]], bytes]
 

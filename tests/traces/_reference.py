@@ -43,7 +43,9 @@ def engine_config(traces: str | None = None, encoding: str = "otlp_proto") -> En
 def _times(spans: Sequence[ReadableSpan], trace_id: str) -> tuple[float, float]:
     """(the retriever span's end, the root span's end) of one trace, in seconds."""
     mine = [s for s in spans if s.context is not None and f"{s.context.trace_id:032x}" == trace_id]
-    retriever = [s for s in mine if s.name == "VectorStoreRetriever"]
+    retriever = [
+        s for s in mine if (s.attributes or {}).get("openinference.span.kind") == "RETRIEVER"
+    ]
     root = [s for s in mine if s.parent is None]
     assert len(retriever) == 1
     assert len(root) == 1

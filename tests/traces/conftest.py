@@ -6,11 +6,9 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.traces._rag import RagApp
+from tests.traces._rag import ANSWERS, RagApp
 
 os.environ["HAYSTACK_TELEMETRY_ENABLED"] = "False"  # read when haystack is first imported
-
-ANSWERS = [f"Answer {i}: see the article." for i in range(50)]
 
 
 @pytest.fixture(scope="module")

@@ -1,15 +1,19 @@
-"""The real OpenTelemetry Collector between an instrumented app and `ragstream run`.
+"""The real OpenTelemetry Collector between instrumented apps and `ragstream run`.
 
-The LangChain app of the trace tests (`_rag.py`, instrumented by OpenInference) exports its
-spans with the OpenTelemetry SDK's own OTLP/HTTP exporter to one Collector (built by
-`scripts/otelcol.sh`), whose kafka exporters write them to the real broker, each in one of
-the ways deployments do (`ROUTES`: encodings, compression, the partitioner settings of the
-exporter, metrics on the traces' topic with `signal_header`). For each route, feedback keyed
-by the trace id is sent with `EventProducer` and the partitioner that matches the
-exporter's; one `ragstream run` process reads the two topics. It must land each feedback
-event on its trace's partition, give the windowed retrieval gauges that the app's own
-events give (an in-process engine on the reference events), and judge every answer as the
-judge does on the app's own answers (the judgments topic).
+Three apps of the trace tests, each instrumented by its real OpenInference package, run
+their requests: the LangChain chain (`_rag.py`), the LangGraph graph and the Haystack
+pipeline (`test_frameworks.py`), whose roots carry structures (the graph's state, a dict
+per pipeline component). Their spans go in one export, with the OpenTelemetry SDK's own
+OTLP/HTTP exporter, to one Collector (built by `scripts/otelcol.sh`), whose kafka exporters
+write them to the real broker, each in one of the ways deployments do (`ROUTES`: encodings,
+compression, the partitioner settings of the exporter, metrics and logs on the traces'
+topic with `signal_header`). For each route, feedback keyed by the trace id is sent with
+`EventProducer` and the partitioner that matches the exporter's; one `ragstream run`
+process reads the two topics. It must land each feedback event on its trace's partition,
+skip the other signals' records by their header, give the windowed retrieval gauges that
+the apps' own events give (an in-process engine on the reference events), and judge every
+answer as the judge does on the apps' own answers, questions and contexts (the judgments
+topic).
 """
 
 from __future__ import annotations
@@ -17,7 +21,7 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -25,8 +29,17 @@ from typing import Any
 import pytest
 import yaml
 from aiokafka import ConsumerRecord
+from langchain_core.documents import Document
+from opentelemetry._logs import LogRecord
+from opentelemetry.exporter.otlp.proto.http._log_exporter import OTLPLogExporter
 from opentelemetry.exporter.otlp.proto.http.metric_exporter import OTLPMetricExporter
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+from opentelemetry.sdk._logs import LoggerProvider
+from opentelemetry.sdk._logs.export import (
+    InMemoryLogRecordExporter,
+    LogRecordExportResult,
+    SimpleLogRecordProcessor,
+)
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader, MetricExportResult
 from opentelemetry.sdk.resources import Resource
@@ -48,8 +61,10 @@ from ragstream.wiring.judging import build_judge
 from tests.support import KafkaBroker, read_records
 from tests.support.agent_process import AgentProcess
 from tests.support.otelcol import Collector, fetch_otelcol, kafka_exporter
-from tests.traces._rag import RagApp, Request
+from tests.traces._rag import ANSWERS, CollectorFormat, RagApp, Request
 from tests.traces._reference import feedback_messages, reference_messages
+from tests.traces.test_frameworks import QUESTIONS as FRAMEWORK_QUESTIONS
+from tests.traces.test_frameworks import GraphApp, HaystackApp
 
 pytestmark = [
     pytest.mark.kafka,
@@ -67,6 +82,12 @@ QUESTIONS = [
     "delete a project",
     "change the billing plan",
 ]
+HAYSTACK_QUESTIONS = [
+    "how to invite a colleague",
+    "how to delete a project",
+    "how to export invoices",
+]
+"""Questions every article matches a little (BM25 returns only documents with a score)."""
 PARTITIONS = 4
 SERVICE = {"service": "support-bot"}
 
@@ -79,19 +100,22 @@ class Route:
     compression: str
     hasher: str | None  # record_partitioner.sticky_key.hasher; None: the exporter's default
     partitioner: Partitioner
-    shared: bool = False  # signal_header, with the app's metrics on the same topic
+    shared: bool = False  # signal_header, with the app's metrics and logs on the same topic
 
 
 ROUTES = {
     "proto_gzip_sarama": Route("otlp_proto", "gzip", "sarama_compat", "fnv1a"),
     "json_zstd_default": Route("otlp_json", "zstd", None, "fnv1a"),
     "json_shared_murmur2": Route("otlp_json", "none", "murmur2", "murmur2", shared=True),
+    "proto_zstd_shared": Route("otlp_proto", "zstd", None, "fnv1a", shared=True),
 }
+OTHER_SIGNALS = ("metrics", "logs")
+"""What a shared topic carries besides traces: one export of each, one record each."""
 
 
 @dataclass
 class Exported:
-    """What the app sent through the Collector, and where the routes' topics are."""
+    """What the apps sent through the Collector, and where the routes' topics are."""
 
     requests: list[Request]
     spans: list[ReadableSpan]
@@ -106,9 +130,75 @@ def _create_topics(broker: KafkaBroker, names: Sequence[str], partitions: int) -
     asyncio.run(create())  # a sync fixture: no event loop runs here
 
 
+def _traced(
+    exporter: CollectorFormat, ask: Callable[[str], Request], questions: Sequence[str]
+) -> tuple[list[Request], list[ReadableSpan]]:
+    """The app's requests and the spans it traced for them."""
+    exporter.take()
+    requests = [ask(q) for q in questions]
+    return requests, exporter.take()
+
+
+def _langchain() -> tuple[list[Request], list[ReadableSpan]]:
+    app = RagApp(ANSWERS)
+    try:
+        return _traced(app.exporter, app.ask, QUESTIONS)
+    finally:
+        app.close()
+
+
+def _langgraph() -> tuple[list[Request], list[ReadableSpan]]:
+    app = GraphApp()
+    try:
+        return _traced(app.traced.exporter, app.ask, FRAMEWORK_QUESTIONS)
+    finally:
+        app.close()
+
+
+def _haystack() -> tuple[list[Request], list[ReadableSpan]]:
+    app = HaystackApp()
+
+    def ask(question: str) -> Request:
+        before = len(app.traced.exporter.spans)
+        out = app.ask(question)
+        [root] = [s for s in app.traced.exporter.spans[before:] if s.parent is None]
+        assert root.context is not None
+        documents = [
+            Document(page_content=d.content, metadata={"doc_id": d.id, "t_doc": d.meta["t_doc"]})
+            for d in out["retriever"]["documents"]
+        ]
+        answer = out["llm"]["replies"][0].text
+        return Request(f"{root.context.trace_id:032x}", question, documents, answer)
+
+    try:
+        return _traced(app.traced.exporter, ask, HAYSTACK_QUESTIONS)
+    finally:
+        app.close()
+
+
+SHAPES = {"RunnableSequence": _langchain, "LangGraph": _langgraph, "Pipeline.run": _haystack}
+"""Each app by the name of its root span (one instrumentation of LangChain at a time)."""
+
+
+def _structured(spans: Sequence[ReadableSpan]) -> bool:
+    """Whether every root's input and output are JSON objects, not text."""
+    roots = [s.attributes or {} for s in spans if s.parent is None]
+    values = [str(a.get(key, "")) for a in roots for key in ("input.value", "output.value")]
+    return bool(roots) and all(v.startswith("{") for v in values)
+
+
 @pytest.fixture(scope="module")
-def exported(kafka_broker: KafkaBroker, rag_app: RagApp) -> Iterator[Exported]:
-    """One Collector with every route; the app's requests exported to it once."""
+def exported(kafka_broker: KafkaBroker) -> Iterator[Exported]:
+    """One Collector with every route; the apps' requests exported to it once."""
+    requests: list[Request] = []
+    spans: list[ReadableSpan] = []
+    for root, run in SHAPES.items():
+        asked, traced = run()
+        assert {s.name for s in traced if s.parent is None} == {root}
+        assert _structured(traced) == (root != "RunnableSequence")  # the shapes this is about
+        requests += asked
+        spans += traced
+
     stamp = f"{time.time_ns():x}"
     topics = {name: f"otelcol-{name}-{stamp}" for name in ROUTES}
     _create_topics(kafka_broker, list(topics.values()), PARTITIONS)
@@ -122,30 +212,31 @@ def exported(kafka_broker: KafkaBroker, rag_app: RagApp) -> Iterator[Exported]:
             hasher=route.hasher,
             signal_header=route.shared,
             metrics_topic=topics[name] if route.shared else None,
+            logs_topic=topics[name] if route.shared else None,
         )
         for name, route in ROUTES.items()
     }
     shared = [f"kafka/{name}" for name, route in ROUTES.items() if route.shared]
-    pipelines = {"traces": list(exporters), "metrics": shared}
+    pipelines = {"traces": list(exporters), "metrics": shared, "logs": shared}
     with Collector(fetch_otelcol(), exporters, pipelines) as collector:
-        rag_app.exporter.take()
-        requests = [rag_app.ask(q) for q in QUESTIONS]
-        spans = rag_app.exporter.take()
-        # the SDK's own OTLP/HTTP exporter, as an app configured with
-        # OTEL_EXPORTER_OTLP_ENDPOINT sends them
+        # the SDK's own OTLP/HTTP exporters, as an app configured with
+        # OTEL_EXPORTER_OTLP_ENDPOINT sends them: every app's spans in one export
         span_exporter = OTLPSpanExporter(endpoint=f"{collector.endpoint}/v1/traces")
         assert span_exporter.export(spans) == SpanExportResult.SUCCESS, collector.log_tail()
         span_exporter.shutdown()  # type: ignore[no-untyped-call]
         _export_metrics(f"{collector.endpoint}/v1/metrics")
+        _export_logs(f"{collector.endpoint}/v1/logs")
         yield Exported(requests, spans, topics)
+
+
+def _resource() -> Resource:
+    return Resource.create({"service.name": "support-bot"})
 
 
 def _export_metrics(endpoint: str) -> None:
     """The app's own metrics (a counter per question asked), through the Collector."""
     reader = InMemoryMetricReader()
-    provider = MeterProvider(
-        metric_readers=[reader], resource=Resource.create({"service.name": "support-bot"})
-    )
+    provider = MeterProvider(metric_readers=[reader], resource=_resource())
     counter = provider.get_meter("support-bot").create_counter("questions")
     for question in QUESTIONS:
         counter.add(1, {"topic": question.split()[-1]})
@@ -153,6 +244,20 @@ def _export_metrics(endpoint: str) -> None:
     assert data is not None
     exporter = OTLPMetricExporter(endpoint=endpoint)
     assert exporter.export(data) == MetricExportResult.SUCCESS
+    exporter.shutdown()
+    provider.shutdown()
+
+
+def _export_logs(endpoint: str) -> None:
+    """The app's own logs (a record per question asked), through the Collector."""
+    kept = InMemoryLogRecordExporter()
+    provider = LoggerProvider(resource=_resource())
+    provider.add_log_record_processor(SimpleLogRecordProcessor(kept))
+    logger = provider.get_logger("support-bot")
+    for question in QUESTIONS:
+        logger.emit(LogRecord(body=f"asked: {question}", attributes={"topic": question}))
+    exporter = OTLPLogExporter(endpoint=endpoint)
+    assert exporter.export(kept.get_finished_logs()) == LogRecordExportResult.SUCCESS
     exporter.shutdown()
     provider.shutdown()
 
@@ -168,8 +273,9 @@ async def test_the_collectors_topic_gives_the_apps_events_metrics_and_judgments(
     await kafka_broker.create_topic(judgments, 1)
 
     # Where the Collector put each trace: one partition a trace, the one its hasher gives
-    # (with signal_header, the one export of metrics is one more record on the topic)
-    records = await read_records(bootstrap, topic, len(exported.requests) + route.shared)
+    # (with signal_header, the one export of metrics and of logs are one record each)
+    others = len(OTHER_SIGNALS) * route.shared
+    records = await read_records(bootstrap, topic, len(exported.requests) + others)
     traces = [r for r in records if _signal(r) in ("traces", None)]
     skipped = len(records) - len(traces)
     where = {r.key: r.partition for r in traces}
@@ -179,8 +285,8 @@ async def test_the_collectors_topic_gives_the_apps_events_metrics_and_judgments(
         for r in exported.requests
     }
     if route.shared:
-        assert {_signal(r) for r in records} == {"traces", "metrics"}
-    assert skipped == route.shared
+        assert sorted(_signal(r) or "" for r in records if r not in traces) == sorted(OTHER_SIGNALS)
+    assert skipped == others
 
     # Feedback keyed by the trace id lands on its trace's partition
     feedback = [
@@ -226,7 +332,7 @@ async def test_the_collectors_topic_gives_the_apps_events_metrics_and_judgments(
     agent = AgentProcess(["run", "--config", str(config)], tmp_path / "agent.log")
     await asyncio.to_thread(agent.start)
     try:
-        body = await _until(agent, n, len(feedback))
+        body = await _until(agent, n, len(feedback), skipped)
         published = await read_records(bootstrap, judgments, n, within=30)
     finally:
         await asyncio.to_thread(agent.stop)
@@ -240,9 +346,12 @@ async def test_the_collectors_topic_gives_the_apps_events_metrics_and_judgments(
     )
     assert _total(families, "ragstream_labels", outcome="applied") == len(feedback)
     assert _total(families, "ragstream_invalid_events") == 0
-    # the metrics record of a shared topic is skipped by its header, not read as a trace
+    # the metrics and logs records of a shared topic are skipped by their header, not read
+    # as traces
     assert _total(families, "ragstream_trace_records_skipped") == skipped
-    assert _total(families, "ragstream_trace_records_skipped", reason="signal_metrics") == skipped
+    for signal in OTHER_SIGNALS:
+        reason = f"signal_{signal}"
+        assert _total(families, "ragstream_trace_records_skipped", reason=reason) == route.shared
 
     # The windowed retrieval gauges are those of the app's own events
     reference = Engine(
@@ -261,20 +370,22 @@ async def test_the_collectors_topic_gives_the_apps_events_metrics_and_judgments(
     judged = _total(families, "ragstream_generation_judged_queries", window="1h")
     assert judged == n
 
-    # Every answer judged as the judge judges the app's own answers
+    # Every answer judged as the judge judges the apps' own answers (question, answer and
+    # contexts), at the answer's time, on the documents the model saw
     judge = build_judge(JudgeSettings())
-    answers = [decode_event(m.value) for m in reference_events]
-    by_query = {
-        a.query_id: (await judge.judge(JudgeInput.from_event(a))).as_dict()
-        for a in answers
+    inputs = [
+        JudgeInput.from_event(a)
+        for a in map(decode_event, (m.value for m in reference_events))
         if isinstance(a, DecodedAnswer)
-    }
+    ]
+    by_query = {item.query_id: (item, (await judge.judge(item)).as_dict()) for item in inputs}
     await judge.close()
     got = {json.loads(r.value)["query_id"]: json.loads(r.value) for r in published}
     assert got.keys() == by_query.keys() == {r.trace_id for r in exported.requests}
-    for query_id, scores in by_query.items():
+    for query_id, (item, scores) in by_query.items():
         record = got[query_id]
         assert {k: record[k] for k in scores} == scores
+        assert (record["ts"], record["doc_ids"]) == (item.ts, list(item.doc_ids))
         assert record["labels"] == SERVICE
     # and the generation gauges are the means of those judgments
     means = 0
@@ -290,8 +401,11 @@ def _signal(record: ConsumerRecord[bytes, bytes]) -> str | None:
     return next((v.decode() for k, v in record.headers if k == "otelcol.signal"), None)
 
 
-async def _until(agent: AgentProcess, answers: int, labels: int, within: float = 90.0) -> str:
-    """The agent's /metrics once it has applied every label and judged every answer."""
+async def _until(
+    agent: AgentProcess, answers: int, labels: int, skipped: int, within: float = 90.0
+) -> str:
+    """The agent's /metrics once it has applied every label, judged every answer and
+    skipped every record of another signal."""
     deadline = time.monotonic() + within
     body = ""
     while time.monotonic() < deadline:
@@ -302,6 +416,7 @@ async def _until(agent: AgentProcess, answers: int, labels: int, within: float =
             if (
                 _total(families, "ragstream_labels", outcome="applied") >= labels
                 and _total(families, "ragstream_judge_requests", outcome="ok") >= answers
+                and _total(families, "ragstream_trace_records_skipped") >= skipped
             ):
                 return body
         await asyncio.sleep(0.3)
