@@ -250,7 +250,7 @@ def _export_metrics(endpoint: str) -> None:
 
 def _export_logs(endpoint: str) -> None:
     """The app's own logs (a record per question asked), through the Collector."""
-    kept = InMemoryLogRecordExporter()
+    kept = InMemoryLogRecordExporter()  # type: ignore[no-untyped-call]
     provider = LoggerProvider(resource=_resource())
     provider.add_log_record_processor(SimpleLogRecordProcessor(kept))
     logger = provider.get_logger("support-bot")
@@ -258,7 +258,7 @@ def _export_logs(endpoint: str) -> None:
         logger.emit(LogRecord(body=f"asked: {question}", attributes={"topic": question}))
     exporter = OTLPLogExporter(endpoint=endpoint)
     assert exporter.export(kept.get_finished_logs()) == LogRecordExportResult.SUCCESS
-    exporter.shutdown()
+    exporter.shutdown()  # type: ignore[no-untyped-call]
     provider.shutdown()
 
 
