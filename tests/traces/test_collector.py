@@ -29,7 +29,6 @@ from typing import Any
 import pytest
 import yaml
 from aiokafka import ConsumerRecord
-from langchain_core.documents import Document
 from opentelemetry._logs import LogRecord
 from opentelemetry.exporter.otlp.proto.http._log_exporter import OTLPLogExporter
 from opentelemetry.exporter.otlp.proto.http.metric_exporter import OTLPMetricExporter
@@ -157,21 +156,8 @@ def _langgraph() -> tuple[list[Request], list[ReadableSpan]]:
 
 def _haystack() -> tuple[list[Request], list[ReadableSpan]]:
     app = HaystackApp()
-
-    def ask(question: str) -> Request:
-        before = len(app.traced.exporter.spans)
-        out = app.ask(question)
-        [root] = [s for s in app.traced.exporter.spans[before:] if s.parent is None]
-        assert root.context is not None
-        documents = [
-            Document(page_content=d.content, metadata={"doc_id": d.id, "t_doc": d.meta["t_doc"]})
-            for d in out["retriever"]["documents"]
-        ]
-        answer = out["llm"]["replies"][0].text
-        return Request(f"{root.context.trace_id:032x}", question, documents, answer)
-
     try:
-        return _traced(app.traced.exporter, ask, HAYSTACK_QUESTIONS)
+        return _traced(app.traced.exporter, app.request, HAYSTACK_QUESTIONS)
     finally:
         app.close()
 

@@ -170,6 +170,20 @@ class HaystackApp:
         )
         return out
 
+    def request(self, question: str) -> Request:
+        """`ask`, as the app knows the request: the retriever's documents (as the LangChain
+        documents the reference events are made of) and the reply."""
+        before = len(self.traced.exporter.spans)
+        out = self.ask(question)
+        [root] = [s for s in self.traced.exporter.spans[before:] if s.parent is None]
+        assert root.context is not None
+        documents = [
+            Document(page_content=d.content, metadata={"doc_id": d.id, "t_doc": d.meta["t_doc"]})
+            for d in out["retriever"]["documents"]
+        ]
+        answer = out["llm"]["replies"][0].text
+        return Request(f"{root.context.trace_id:032x}", question, documents, answer)
+
     def close(self) -> None:
         self.instrumentor.uninstrument()
         self.traced.provider.shutdown()
