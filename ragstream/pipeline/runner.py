@@ -141,5 +141,5 @@ class Runner:
             self.on_final(report.final)
         if report.answers and self.on_answers is not None:
             self.on_answers(report.answers)
-        if report.verdicts and self.on_verdicts is not None:  # after the batch's answers
+        if self.on_verdicts is not None:  # every batch, after its answers: it keeps time
             self.on_verdicts(report.verdicts)

@@ -11,6 +11,7 @@ from ragstream.config.judging import JudgeSettings
 from ragstream.judging.budget import CostBudget, TokenBucket
 from ragstream.judging.cache import JudgmentCache
 from ragstream.judging.circuit import CircuitBreaker
+from ragstream.judging.gold import GoldJoin
 from ragstream.judging.http import ChatClient
 from ragstream.judging.lexical import LexicalJudge
 from ragstream.judging.model import Judge
@@ -84,9 +85,12 @@ def judging_service(
     producer_options: Mapping[str, Any] | None = None,
     sampler_clock: Callable[[], float] = time.time,
     window_clock: Callable[[], float] = time.time,
+    label_ttl: float = 900.0,
+    pending_ttl: float = 60.0,
 ) -> JudgingService:
     """A judging service built from the `judge` section; ``bootstrap_servers`` is needed
-    only to publish judgments."""
+    only to publish judgments; gold verdicts join their answers within ``label_ttl`` and
+    wait ``pending_ttl`` for them (the join's settings)."""
     publisher = None
     if settings.publish_topic is not None:
         if bootstrap_servers is None:
@@ -99,7 +103,13 @@ def judging_service(
     return JudgingService(
         build_sampler(settings),
         build_judge(settings),
-        JudgeResults(labelset=labelset, windows=windows, buckets=buckets, bins=bins),
+        JudgeResults(
+            labelset=labelset,
+            windows=windows,
+            buckets=buckets,
+            bins=bins,
+            gold_window=settings.gold.window,
+        ),
         queue_size=settings.queue_size,
         concurrency=settings.concurrency,
         drain_timeout=settings.drain_timeout,
@@ -109,6 +119,12 @@ def judging_service(
         publisher=publisher,
         sampler_clock=sampler_clock,
         window_clock=window_clock,
+        gold=GoldJoin(
+            label_ttl=label_ttl,
+            pending_ttl=pending_ttl,
+            max_answers=settings.gold.max_answers,
+            max_waiting=settings.gold.max_waiting,
+        ),
     )
 
 
@@ -135,6 +151,8 @@ def engine_judging(
         producer_options=producer_options,
         sampler_clock=clock,
         window_clock=clock,
+        label_ttl=settings.join.label_ttl,
+        pending_ttl=settings.join.pending_ttl,
     )
     # what is judged is partition state: saved with the offsets, moved on a rebalance
     engine.attach("judge", service)
