@@ -18,7 +18,7 @@ def test_every_subcommand_loads_and_explains_itself() -> None:
     runner = CliRunner()
     listing = runner.invoke(main, ["--help"])
     assert listing.exit_code == 0
-    names = ["check-config", "demo", "eval", "replay", "run", "schema"]
+    names = ["check-config", "demo", "eval", "judge", "replay", "run", "schema"]
     for name in names:
         assert name in listing.output
         result = runner.invoke(main, [name, "--help"])
@@ -38,7 +38,7 @@ def _commands_section(output: str) -> list[str]:
 def test_command_list_gives_each_command_a_whole_description() -> None:
     runner = CliRunner()
     listing = _commands_section(runner.invoke(main, ["--help"], terminal_width=80).output)
-    assert len(listing) == 6, listing  # one line per command at 80 columns
+    assert len(listing) == 7, listing  # one line per command at 80 columns
     for line in listing:
         name, description = line.split(maxsplit=1)
         assert not description.endswith("..."), line

@@ -16,6 +16,7 @@ _COMMANDS = {
     "check-config": "ragstream.cli.check_config:check_config",
     "demo": "ragstream.cli.demo:demo",
     "eval": "ragstream.cli.eval:eval_command",
+    "judge": "ragstream.cli.judge:judge_command",
     "replay": "ragstream.cli.replay:replay",
     "run": "ragstream.cli.run:run",
     "schema": "ragstream.cli.schema:schema",

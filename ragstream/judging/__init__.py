@@ -6,6 +6,14 @@ heuristic or `openai`-compatible LLM) -> results (windows, Wilson intervals, jud
 audit topic). See docs/judging.md.
 """
 
+from ragstream.judging.agreement import (
+    Confusion,
+    CorrectedRate,
+    Estimate,
+    auroc,
+    corrected_rate,
+    wilson_interval,
+)
 from ragstream.judging.budget import CostBudget, TokenBucket
 from ragstream.judging.cache import JudgmentCache, cache_key
 from ragstream.judging.circuit import CircuitBreaker, CircuitState
@@ -30,7 +38,6 @@ from ragstream.judging.results import (
     JudgeLabel,
     JudgeResults,
     judge_labels,
-    wilson_interval,
 )
 from ragstream.judging.sampler import (
     Decision,
@@ -56,8 +63,11 @@ __all__ = [
     "CircuitBreaker",
     "CircuitState",
     "Claim",
+    "Confusion",
+    "CorrectedRate",
     "CostBudget",
     "Decision",
+    "Estimate",
     "GenerationRead",
     "Judge",
     "JudgeCollector",
@@ -79,7 +89,9 @@ __all__ = [
     "TokenAccount",
     "TokenBucket",
     "Usage",
+    "auroc",
     "cache_key",
+    "corrected_rate",
     "engine_label_sink",
     "engine_lookup",
     "judge_labels",

@@ -1,7 +1,8 @@
 """Versioned judge prompts and the strict schema of their JSON answers.
 
 One call judges one answer: the model lists the answer's claims with a verdict each, rates
-the answer's relevance to the question (1-5), and labels each context relevant or not.
+the answer's relevance to the question (1-5), labels each context relevant or not, and says
+whether the answer is a refusal (declines to answer from the contexts).
 Change `PROMPT_VERSION` whenever a prompt or the schema changes: it is part of the cache
 key and of every published judgment.
 """
@@ -27,7 +28,7 @@ __all__ = [
     "user_prompt",
 ]
 
-PROMPT_VERSION = "judge-v1"
+PROMPT_VERSION = "judge-v2"
 
 SYSTEM_PROMPT = """\
 You are a strict evaluator of answers produced by a retrieval-augmented assistant.
@@ -39,9 +40,13 @@ You receive a QUESTION, numbered CONTEXTS (the only evidence the assistant had) 
 2. Rate how well the ANSWER addresses the QUESTION, from 1 (not at all) to 5 (fully),
    regardless of whether it is correct.
 3. For every context, say whether it is relevant to the QUESTION (true or false).
+4. Say whether the ANSWER is a refusal: it declines to answer, for instance because the
+   CONTEXTS do not contain the answer ("Unable to answer based on the given passages"),
+   instead of answering. A refusal is never a hallucination; list no claims for it.
 
 Reply with one JSON object and nothing else, exactly of this form:
-{"claims": [{"claim": "<text>", "verdict": "supported" | "unsupported"}],
+{"refusal": true | false,
+ "claims": [{"claim": "<text>", "verdict": "supported" | "unsupported"}],
  "answer_relevance": <integer 1-5>,
  "contexts": [{"index": <context number>, "relevant": true | false}]}
 An answer with no factual claim has "claims": []. List every context exactly once."""
@@ -81,6 +86,8 @@ class JudgeReply(_Strict):
     claims: list[ClaimVerdict]
     answer_relevance: Annotated[int, Field(ge=1, le=5)]
     contexts: list[ContextLabel]
+    refusal: bool = False
+    """The answer declines to answer (a model that leaves the key out says it does not)."""
 
     @model_validator(mode="after")
     def _distinct_indices(self) -> JudgeReply:
@@ -138,18 +145,22 @@ def repair_messages(
 
 def judgment_from_reply(reply: JudgeReply, *, model: str) -> Judgment:
     """Scores from a parsed reply: faithfulness = supported / claims (None without claims),
-    answer relevance = (rating - 1) / 4, context relevance = share of relevant contexts."""
+    answer relevance = (rating - 1) / 4, context relevance = share of relevant contexts.
+    A refusal claims nothing: faithfulness None, never a hallucination, whatever claims
+    the model listed anyway (they are kept for the audit)."""
     claims = tuple(Claim(c.claim, c.verdict == "supported") for c in reply.claims)
     supported = sum(c.supported for c in claims)
     by_index = {c.index: c.relevant for c in reply.contexts}
     scores = tuple(1.0 if by_index[i] else 0.0 for i in range(len(by_index)))
+    scored = bool(claims) and not reply.refusal
     return Judgment(
-        faithfulness=supported / len(claims) if claims else None,
+        faithfulness=supported / len(claims) if scored else None,
         answer_relevance=(reply.answer_relevance - 1) / 4.0,
         context_relevance=sum(scores) / len(scores) if scores else None,
-        hallucination=supported < len(claims),
+        hallucination=scored and supported < len(claims),
         context_scores=scores,
         claims=claims,
+        refusal=reply.refusal,
         judge="openai",
         prompt_version=PROMPT_VERSION,
         model=model,

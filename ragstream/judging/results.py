@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 
 from ragstream.events import FeedbackEvent
-from ragstream.judging.agreement import Confusion, CorrectedRate, corrected_rate
+from ragstream.judging.agreement import Confusion, CorrectedRate, corrected_rate, wilson_interval
 from ragstream.judging.model import JudgeError, JudgeInput, Judgment
 from ragstream.windows import DEFAULT_WINDOWS, WindowSpec, WindowStore
 
@@ -48,26 +48,6 @@ GENERATION_COLUMNS = (
 )
 AGREEMENT_COLUMNS = ("flagged_if_hallucinated", "flagged_if_faithful")
 """The gold window's columns: the judge's flag (1 or 0) under the gold verdict's column."""
-
-
-def wilson_interval(successes: int, n: int, z: float = 1.96) -> tuple[float, float]:
-    """Wilson score interval for a binomial proportion ``p̂ = successes / n``::
-
-        centre = (p̂ + z²/2n) / (1 + z²/n)
-        half   = z · sqrt(p̂(1 - p̂)/n + z²/4n²) / (1 + z²/n)
-
-    Returns ``(centre - half, centre + half)`` clipped to [0, 1]; ``(0, 1)`` when n = 0.
-    """
-    if n < 0 or not 0 <= successes <= n:
-        raise ValueError("need 0 <= successes <= n")
-    if n == 0:
-        return 0.0, 1.0
-    p = successes / n
-    z2 = z * z
-    denom = 1.0 + z2 / n
-    centre = (p + z2 / (2 * n)) / denom
-    half = z * math.sqrt(p * (1 - p) / n + z2 / (4 * n * n)) / denom
-    return max(0.0, centre - half), min(1.0, centre + half)
 
 
 @dataclass(frozen=True, slots=True)

@@ -10,6 +10,7 @@ from ragstream.judging.model import JudgeInput
 from tests.support.openai_server import Reply
 
 _CONTEXTS = re.compile(r"CONTEXTS \((\d+)\):")
+_ANSWER = re.compile(r"ANSWER:\n(.*)\Z", re.S)
 
 
 def good_content(
@@ -43,3 +44,23 @@ def item(query_id: str = "q-1", answer: str = "Shards are rebalanced nightly.") 
         doc_ids=("d1", "d2"),
         labels={"app": "support"},
     )
+
+
+def refusing_responder(request: dict[str, Any]) -> Reply:
+    """A judge model: refuses 'Unable...', finds 'Marlowe' unsupported; slower for lower
+    query numbers so that answers finish out of order."""
+    user = next(m["content"] for m in request["messages"] if m["role"] == "user")
+    match = _CONTEXTS.search(user)
+    n = int(match.group(1)) if match else 0
+    answer_match = _ANSWER.search(user)
+    answer = answer_match.group(1) if answer_match else ""
+    refusal = answer.startswith("Unable")
+    verdict = "unsupported" if "Marlowe" in answer else "supported"
+    content = {
+        "refusal": refusal,
+        "claims": [] if refusal else [{"claim": answer, "verdict": verdict}],
+        "answer_relevance": 1 if refusal else 5,
+        "contexts": [{"index": i, "relevant": True} for i in range(n)],
+    }
+    delay = 0.05 if "1720" in answer else 0.0
+    return Reply(json.dumps(content), delay=delay, prompt_tokens=1000, completion_tokens=0)

@@ -233,3 +233,33 @@ def test_circuit_breaker_state_machine() -> None:
     assert b.allow(14.5)
     b.success()
     assert b.current(15.0) is CircuitState.CLOSED
+
+
+async def test_a_refusal_is_its_own_outcome(server: OpenAIServer) -> None:
+    """The model says the answer declines: no faithfulness, never a hallucination, even
+    when it listed an unsupported claim anyway."""
+    reply = json.loads(good_content(2, ("unsupported",), rating=1))
+    server.push(Reply(json.dumps({**reply, "refusal": True})))
+    judge = _judge(server)
+    try:
+        j = await judge.judge(item(answer="Unable to answer based on the given passages."))
+    finally:
+        await judge.close()
+    assert j.refusal is True
+    assert j.hallucination is False
+    assert j.faithfulness is None
+    assert j.answer_relevance == 0.0
+    assert [c.supported for c in j.claims] == [False]
+    assert '"refusal": true | false' in SYSTEM_PROMPT
+
+
+async def test_a_reply_without_the_refusal_key_is_an_answer(server: OpenAIServer) -> None:
+    server.push(Reply(good_content(2, ("unsupported",))))
+    judge = _judge(server)
+    try:
+        j = await judge.judge(item())
+    finally:
+        await judge.close()
+    assert j.refusal is False
+    assert j.hallucination is True
+    assert j.faithfulness == 0.0
