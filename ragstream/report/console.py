@@ -64,9 +64,12 @@ def render_summary(
 def render_generation(
     results: JudgeResults, layout: RowLayout, now: float, window: str = "5m"
 ) -> str:
-    """Judged answers per label set: faithfulness and the hallucination ratio with its
-    Wilson 95% interval and sample size."""
+    """Judged answers per label set: faithfulness, the raw hallucination ratio with its
+    Wilson 95% interval and sample size, and the ratio corrected for the judge's error on
+    gold verdicts with its 95% interval and the gold verdicts behind it ("-" when the
+    correction is undefined)."""
     head = ["label set", "window", "judged", "faithful", "halluc.", "95% interval"]
+    head += ["corrected", "95% interval", "gold"]
     rows = [head]
     for labelset, reads in sorted(results.read_all(now).items()):
         read = reads.get(window)
@@ -74,6 +77,13 @@ def render_generation(
             continue
         name = layout.labelset_name(labelset)
         low, high = read.hallucination_interval
+        corrected = read.corrected
+        fixed, fixed_interval, gold = "-", "-", "0"
+        if corrected is not None:
+            gold = str(corrected.n_gold)
+            fixed_interval = f"[{corrected.lower:.2f}, {corrected.upper:.2f}]"
+            if corrected.defined:
+                fixed = _fmt(corrected.value)
         rows.append(
             [
                 name,
@@ -82,6 +92,9 @@ def render_generation(
                 _fmt(read.means["faithfulness"]),
                 _fmt(read.hallucination_ratio),
                 f"[{low:.2f}, {high:.2f}]",
+                fixed,
+                fixed_interval,
+                gold,
             ]
         )
     if len(rows) == 1:
