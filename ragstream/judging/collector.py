@@ -25,6 +25,7 @@ from ragstream.judging.gold import GOLD_OUTCOMES
 from ragstream.judging.openai_judge import OpenAIJudge
 from ragstream.judging.sampler import Outcome
 from ragstream.judging.service import JudgingService
+from ragstream.judging.workers import DROP_REASONS
 
 __all__ = ["GENERATION_GAUGES", "JudgeCollector"]
 
@@ -45,7 +46,6 @@ _FAILURE_REASONS = (
     "circuit_open",
     "internal",
 )
-_DROP_REASONS = ("queue_full", "stopped", "shutdown", "cancelled")
 
 
 class JudgeCollector:
@@ -213,7 +213,7 @@ class JudgeCollector:
         dropped = CounterMetricFamily(
             "ragstream_judge_dropped", "Sampled answers dropped unjudged", labels=["reason"]
         )
-        for reason in _DROP_REASONS:
+        for reason in DROP_REASONS:
             dropped.add_metric([reason], workers.dropped[reason])
         yield dropped
         buckets = workers.latency.cumulative()

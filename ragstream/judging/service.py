@@ -30,7 +30,7 @@ from ragstream.judging.gold import GoldJoin, OpenAnswer, verdict_of
 from ragstream.judging.model import AnswerLike, Judge, JudgeError, JudgeInput, Judgment
 from ragstream.judging.publisher import JudgmentPublisher
 from ragstream.judging.results import JudgeLabel, JudgeResults, judge_labels
-from ragstream.judging.sampler import RetrievalRule, Sampler
+from ragstream.judging.sampler import Outcome, RetrievalRule, Sampler
 from ragstream.judging.workers import JudgeWorkers
 
 if TYPE_CHECKING:
@@ -301,7 +301,41 @@ class JudgingService:
             "results": self.results.snapshot(),
             "agreement": self.results.gold_snapshot(),
             "gold": {str(p): self.gold.export_partition(p) for p in self.gold.partitions()},
+            "counts": self._counts(),
         }
+
+    def _counts(self) -> dict[str, Any]:
+        """This process's counts, JSON-friendly: a whole-engine snapshot carries them, so
+        that a process that continues from it (a resumed replay, a restarted agent) counts
+        on from there."""
+        return {
+            "samples": {str(k): v for k, v in self.sampler.counts.items()},
+            "by_rule": dict(self.sampler.by_rule),
+            "requests": dict(self.workers.outcomes),
+            "dropped": dict(self.workers.dropped),
+            "failures": dict(self.results.failures),
+            "gold": dict(self.gold.outcomes),
+            "agreement": [
+                [judge, list(labelset), gold, verdict, n]
+                for (judge, labelset, gold, verdict), n in self.agreement.items()
+            ],
+        }
+
+    def _restore_counts(self, counts: Mapping[str, Any]) -> None:
+        for key, n in counts["samples"].items():
+            self.sampler.counts[Outcome(key)] = int(n)
+        self.sampler.by_rule = Counter({str(k): int(n) for k, n in counts["by_rule"].items()})
+        self.workers.outcomes = Counter(counts["requests"])
+        self.workers.dropped = Counter(counts["dropped"])
+        self.results.failures = Counter(counts["failures"])
+        for key, n in counts["gold"].items():
+            self.gold.outcomes[str(key)] = int(n)
+        self.agreement = Counter(
+            {
+                (str(judge), tuple(labelset), bool(gold), verdict): int(n)
+                for judge, labelset, gold, verdict, n in counts["agreement"]
+            }
+        )
 
     def restore(self, data: Any) -> None:
         """Continue from `snapshot` output (None: from nothing); unjudged answers queued
@@ -313,6 +347,8 @@ class JudgingService:
             self.results.restore(None)
             return
         self.results.restore(data.get("results"), data.get("agreement"))
+        if data.get("counts"):
+            self._restore_counts(data["counts"])
         for key, state in (data.get("gold") or {}).items():
             self.gold.adopt_partition(int(key), state)
         for key, items in (data.get("pending") or {}).items():
@@ -336,6 +372,11 @@ class JudgingService:
         if self.publisher is not None:
             await self.publisher.start()
         await self.workers.start()
+
+    async def settle(self) -> None:
+        """Return once every queued answer is judged and recorded (`ragstream replay` waits
+        so after each batch, so that its output does not depend on the judge's speed)."""
+        await self.workers.join()
 
     async def stop(self) -> None:
         """Drain the queue within ``drain_timeout``, then stop the workers and the publisher."""

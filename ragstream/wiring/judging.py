@@ -28,7 +28,13 @@ from ragstream.judging.service import (
 )
 from ragstream.pipeline.engine import Engine
 
-__all__ = ["build_judge", "build_sampler", "engine_judging", "judging_service"]
+__all__ = [
+    "build_judge",
+    "build_sampler",
+    "engine_judging",
+    "judging_service",
+    "replay_judging",
+]
 
 
 def build_sampler(settings: JudgeSettings) -> Sampler:
@@ -157,3 +163,46 @@ def engine_judging(
     # what is judged is partition state: saved with the offsets, moved on a rebalance
     engine.attach("judge", service)
     return service
+
+
+def replay_judging(
+    settings: Settings,
+    clock: Callable[[], float],
+    labelset: Callable[[Mapping[str, str]], tuple[str, ...]],
+    *,
+    queue_size: int,
+) -> JudgingService | None:
+    """The judging of `ragstream replay`, as the agent's (`engine_judging`) on the event
+    ``clock``: the same sampling rate and rules, judge and gold join; None when
+    `judge.enabled` is false. The rate limit and the budget do not apply: they depend on
+    the agent process's time and spending, which a replay does not have, and without them
+    sampling is a pure function of the query id, the same on every replay and resumed
+    replay.
+    Nothing is published (a replay writes no topic), no label is fed back (the agent's
+    labels come back after a judge's delay, which a replay does not have), and the queue
+    holds at least ``queue_size`` answers: a replay waits for the judge after each batch
+    instead of dropping, so its output does not depend on the judge's speed."""
+    judge = settings.judge
+    if not judge.enabled:
+        return None
+    sampling = judge.sampling.model_copy(
+        update={"max_per_second": None, "budget_per_hour": None, "budget_per_day": None}
+    )
+    judge = judge.model_copy(
+        update={
+            "publish_topic": None,
+            "queue_size": max(judge.queue_size, queue_size),
+            "sampling": sampling,
+        }
+    )
+    return judging_service(
+        judge,
+        labelset=labelset,
+        windows=settings.windows.sizes,
+        buckets=settings.windows.buckets,
+        bins=settings.metrics.histogram_bins,
+        sampler_clock=clock,
+        window_clock=clock,
+        label_ttl=settings.join.label_ttl,
+        pending_ttl=settings.join.pending_ttl,
+    )
