@@ -6,6 +6,7 @@ same answers."""
 from __future__ import annotations
 
 import asyncio
+import json
 import math
 import time
 from collections import Counter
@@ -14,6 +15,15 @@ from pathlib import Path
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
+from bench.judge_ragtruth import (
+    TASKS,
+    answer_line,
+    corrected_check,
+    has_gold,
+    judge_records,
+    load_records,
+    ragtruth_path,
+)
 from ragstream.config.judging import JudgeSettings
 from ragstream.events import AnswerEvent
 from ragstream.judging.agreement import Confusion, corrected_rate
@@ -170,3 +180,81 @@ def _defined(
         corrected_rate(flagged, n, c.se_counts, c.sp_counts).defined
         for c, flagged, n, _ in reference.values()
     ]
+
+
+_RAGTRUTH = ragtruth_path()
+
+
+@pytest.mark.skipif(_RAGTRUTH is None, reason="shared/data/ragtruth is not beside the project")
+async def test_gold_verdicts_on_real_answers_through_kafka_cover_the_true_rate(
+    kafka_broker: KafkaBroker, kafka_topic_factory: TopicFactory, tmp_path: Path
+) -> None:
+    """RAGTruth's development half: every answer, and a gold verdict on 40% of them, through
+    Kafka; the agent's corrected ratio of each task (all answers judged) covers the task's
+    true hallucination rate and equals `ragstream judge`'s (the bench's) figure."""
+    assert _RAGTRUTH is not None
+    records = load_records(_RAGTRUTH)
+    now = time.time() - 60.0
+    messages: list[tuple[bytes, bytes]] = []
+    for i, record in enumerate(records):
+        line = json.loads(answer_line(record, gold=False))
+        contexts = [c if isinstance(c, dict) else {"text": c} for c in line["contexts"]]
+        event = {**line, "type": "answer", "ts": now + i * 0.01, "contexts": contexts}
+        key = str(event["query_id"]).encode()
+        messages.append((key, json.dumps(event).encode()))
+        if has_gold(record):
+            verdict = {
+                "type": "feedback",
+                "query_id": event["query_id"],
+                "ts": now + i * 0.01 + 1.0,
+                "labels": event["labels"],
+                "answer": {"hallucination": bool(record["label"])},
+                "source": "annotator",
+            }
+            messages.append((key, json.dumps(verdict).encode()))
+    gold = sum(has_gold(r) for r in records)
+    topic = await kafka_topic_factory(2)
+    env = {
+        "RAGSTREAM_KAFKA__BOOTSTRAP_SERVERS": kafka_broker.bootstrap_servers,
+        "RAGSTREAM_KAFKA__TOPICS": f'["{topic}"]',
+    }
+    args = [
+        "run",
+        "--group-id",
+        "ragtruth",
+        "--set",
+        "http.host=127.0.0.1",
+        "--set",
+        "kafka.auto_offset_reset=earliest",
+        "--set",
+        "labels.keys=[task]",
+        "--set",
+        "judge.sampling.rate=1",
+        "--set",
+        "judge.sampling.max_per_second=100000",
+        "--set",
+        "judge.sampling.burst=100000",
+    ]
+    async with running_agent(args, tmp_path / "agent.log", env) as agent:
+        await asyncio.to_thread(wait_ready, [agent])
+        await produce_records(kafka_broker.bootstrap_servers, topic, messages)
+        compared = ("ragstream_judge_gold_total", frozenset({("outcome", "compared")}))
+        deadline = time.monotonic() + 120
+        while True:
+            samples = await asyncio.to_thread(_samples, agent)
+            if samples.get(compared) == gold:
+                break
+            assert time.monotonic() < deadline, samples.get(compared)
+            await asyncio.sleep(0.5)
+    rows_by_task = {task: [r for r in records if r["task_type"] == task] for task in TASKS}
+    bound = "ragstream_generation_hallucination_ratio_corrected_bound"
+    for task, chosen in rows_by_task.items():
+        rows, _ = await asyncio.to_thread(judge_records, chosen, JudgeSettings())
+        check = corrected_check(chosen, rows)
+        window = {("task", task), ("window", "1h")}
+        lower = samples[(bound, frozenset({*window, ("bound", "lower")}))]
+        upper = samples[(bound, frozenset({*window, ("bound", "upper")}))]
+        assert lower <= check["true_share"] <= upper, (task, lower, upper, check)
+        assert lower == pytest.approx(check["corrected"]["lower"], rel=1e-12, abs=1e-15)
+        assert upper == pytest.approx(check["corrected"]["upper"], rel=1e-12, abs=1e-15)
+        print(f"{task}: true {check['true_share']:.3f}, corrected [{lower:.3f}, {upper:.3f}]")
