@@ -12,10 +12,15 @@ RUN apt-get update \
 WORKDIR /src
 COPY pyproject.toml setup.py README.md ./
 COPY ragstream ./ragstream
-# with the otlp extra: topics of OpenTelemetry traces in otlp_proto (docs/opentelemetry.md)
+# with the otlp extra: topics of OpenTelemetry traces in otlp_proto (docs/opentelemetry.md).
+# Every Kafka codec comes with the core dependencies (aiokafka's lz4, snappy and zstd
+# extras, pyproject.toml); the build fails if aiokafka cannot read one of them, since a
+# compressed batch it cannot read would stop its partition.
 RUN pip install --no-cache-dir --prefix=/install ".[otlp]" \
     && PYTHONPATH=/install/lib/python3.11/site-packages \
-       python -c "import ragstream.trec._scan, ragstream.events._scan, ragstream.drift._kernels, ragstream.metrics._ragged"
+       python -c "import ragstream.trec._scan, ragstream.events._scan, ragstream.drift._kernels, ragstream.metrics._ragged" \
+    && PYTHONPATH=/install/lib/python3.11/site-packages \
+       python -c "from aiokafka import codec; assert codec.has_gzip() and codec.has_snappy() and codec.has_lz4() and codec.has_zstd()"
 
 FROM python:3.11-slim
 COPY --from=build /install /usr/local

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The one test command: installs everything the tests need on a fresh machine
 # (Python packages, the Kafka broker's jars, Prometheus, Grafana's dashboard schema,
-# trec_eval), then runs ruff, mypy, import-linter and the whole pytest suite. Extra
-# arguments go to pytest.
+# the OpenTelemetry Collector, trec_eval), then runs ruff, mypy, import-linter and the
+# whole pytest suite. Extra arguments go to pytest.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -13,6 +13,8 @@ echo "== Prometheus and promtool (Debian's package, installed once)"
 scripts/prometheus.sh
 echo "== Grafana's dashboard schema (npm's @grafana/schema and TypeScript, pinned by tests/grafana/schema/package-lock.json)"
 scripts/grafana_schema.sh
+echo "== the OpenTelemetry Collector (otlp receiver, kafka exporter), built once from Go modules with the Collector Builder into ~/.cache/ragstream"
+scripts/otelcol.sh fetch >/dev/null
 echo "== NIST's trec_eval, the reference for \`ragstream eval\` (fetched once with Maven)"
 scripts/trec_eval.sh fetch >/dev/null
 

@@ -148,14 +148,19 @@ def describe_sources(settings: Settings) -> str:
         f"#   RETRIEVER span -> retrieval event at once: results = {t.documents}.N.document.*,"
         f" doc_id = .id, else metadata {ids}, else a digest of .content; score = .score;"
         f" t_doc = {time_key}; query = {t.input_value}",
-        "#   a trace closes when its root span and a RETRIEVER span have arrived, or "
+        "#   a trace closes when its root span (no parent, or a parent in another service)"
+        " and a RETRIEVER span have arrived, or "
         f"{format_duration(t.wait)} after its last span (at most {t.max_open} open per"
         " partition); then one answer event: question and answer of its top-most CHAIN,"
         f" AGENT or LLM span ({t.input_value} / {t.output_value}; of a JSON object the keys"
         f" {', '.join(t.question_keys)} / {', '.join(t.answer_keys)}; an LLM's last"
-        f" {t.input_messages} user message / {t.output_messages}), contexts = the retrieved"
-        f" documents' content, model = {t.model_name}",
-        "#   other span kinds are counted and skipped; feedback events use the same query_id",
+        f" {t.input_messages} user message / {t.output_messages}, reasoning parts left out;"
+        " a JSON structure without them: the last human / AI message, else the retrieval's"
+        " query / the last LLM answer), contexts = what the model saw: the last RERANKER"
+        f" span's {t.reranked_documents}, else the retrieved documents, narrowed to those its"
+        f" prompt quotes; model = {t.model_name}",
+        "#   other span kinds are counted and skipped, and so are records whose"
+        " otelcol.signal header names another signal; feedback events use the same query_id",
         "#   labels (span attribute, else resource attribute): " + "; ".join(label_lines),
     ]
     return "\n".join(lines)

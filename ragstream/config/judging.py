@@ -63,11 +63,22 @@ class SamplingSettings(_Section):
 
 
 class LexicalSettings(_Section):
-    """The offline heuristic judge."""
+    """The offline heuristic judge (`ragstream.judging.lexical`, docs/judging.md)."""
 
-    support_threshold: float = Field(0.5, ge=0.0, le=1.0)
-    min_claim_tokens: int = Field(2, ge=1)
-    check_numbers: bool = True
+    support_threshold: float = Field(
+        0.6, ge=0.0, le=1.0, description="least support of a claim against prose contexts"
+    )
+    min_claim_tokens: int = Field(2, ge=1, description="content tokens a claim needs")
+    check_numbers: bool = Field(
+        True, description="numbers, times and days the contexts never state are unsupported"
+    )
+    window: int = Field(3, ge=1, le=10, description="context units one claim may draw on")
+    record_threshold: float = Field(
+        0.1, ge=0.0, le=1.0, description="least support of a claim against a structured record"
+    )
+    answer_threshold: float = Field(
+        0.5, ge=0.0, le=1.0, description="an answer below this faithfulness is a hallucination"
+    )
 
 
 class OpenAISettings(_Section):

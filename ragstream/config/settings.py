@@ -53,24 +53,57 @@ class KafkaSecurity(_Section):
     The SASL password is given as a value (`sasl_password`, e.g. from the environment) or as
     a file (`sasl_password_file`, e.g. a mounted Kubernetes secret), not both. The file is
     read when the Kafka clients are built (`resolve_sasl_password`), not when the settings
-    are loaded, so `check-config` never reads or prints it.
+    are loaded, so `check-config` never reads or prints it. So are the other secrets' files.
+
+    SASL OAUTHBEARER takes its token from a file (`sasl_oauth_token_file`, read again when
+    it changes) or from an OAuth 2.0 token endpoint (`sasl_oauth_token_endpoint`, client
+    credentials, renewed before expiry). TLS verifies the broker's certificate against
+    `ssl_cafile` (else the system's CAs) and its host name, unless `ssl_check_hostname` is
+    false; `ssl_certfile` and `ssl_keyfile` are the client's own certificate (mTLS).
     """
 
     protocol: Literal["PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"] = "PLAINTEXT"
-    sasl_mechanism: Literal["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"] | None = None
+    sasl_mechanism: Literal["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER"] | None = None
     sasl_username: str | None = None
     sasl_password: SecretStr | None = None
     sasl_password_file: Path | None = None
+    sasl_oauth_token_file: Path | None = Field(
+        None, description="OAUTHBEARER: a file holding the token, read again when it changes"
+    )
+    sasl_oauth_token_endpoint: str | None = Field(
+        None, description="OAUTHBEARER: an OAuth 2.0 token endpoint (client credentials grant)"
+    )
+    sasl_oauth_client_id: str | None = None
+    sasl_oauth_client_secret: SecretStr | None = None
+    sasl_oauth_client_secret_file: Path | None = None
+    sasl_oauth_scope: str | None = Field(None, description="the scope asked of the endpoint")
     ssl_cafile: Path | None = None
     ssl_certfile: Path | None = None
     ssl_keyfile: Path | None = None
     ssl_password: SecretStr | None = None
+    ssl_password_file: Path | None = None
+    ssl_check_hostname: bool = Field(
+        True,
+        description=(
+            "verify that the broker's certificate names the host connected to; false only for"
+            " brokers whose certificates do not name their advertised hosts"
+        ),
+    )
 
     @model_validator(mode="after")
     def _sasl_complete(self) -> KafkaSecurity:
-        if self.sasl_password is not None and self.sasl_password_file is not None:
-            raise ValueError("give sasl_password or sasl_password_file, not both")
-        if self.protocol.startswith("SASL") and (
+        for value, file in (
+            ("sasl_password", "sasl_password_file"),
+            ("sasl_oauth_client_secret", "sasl_oauth_client_secret_file"),
+            ("ssl_password", "ssl_password_file"),
+        ):
+            if getattr(self, value) is not None and getattr(self, file) is not None:
+                raise ValueError(f"give {value} or {file}, not both")
+        if not self.protocol.startswith("SASL"):
+            return self
+        if self.sasl_mechanism == "OAUTHBEARER":
+            return self._oauth_complete()
+        if (
             self.sasl_mechanism is None
             or self.sasl_username is None
             or (self.sasl_password is None and self.sasl_password_file is None)
@@ -81,20 +114,55 @@ class KafkaSecurity(_Section):
             )
         return self
 
+    def _oauth_complete(self) -> KafkaSecurity:
+        file, endpoint = self.sasl_oauth_token_file, self.sasl_oauth_token_endpoint
+        if (file is None) == (endpoint is None):
+            raise ValueError(
+                "sasl_mechanism OAUTHBEARER needs sasl_oauth_token_file or"
+                " sasl_oauth_token_endpoint (one of them)"
+            )
+        if endpoint is not None:
+            if not endpoint.startswith(("https://", "http://")):
+                raise ValueError(f"sasl_oauth_token_endpoint {endpoint!r} is not an http(s) URL")
+            if self.sasl_oauth_client_id is None or (
+                self.sasl_oauth_client_secret is None and self.sasl_oauth_client_secret_file is None
+            ):
+                raise ValueError(
+                    "sasl_oauth_token_endpoint needs sasl_oauth_client_id and"
+                    " sasl_oauth_client_secret (or sasl_oauth_client_secret_file)"
+                )
+        return self
+
     def resolve_sasl_password(self) -> str | None:
         """The SASL password: the value, else the file's content without its line ending.
 
         Raises `SecretFileError` when the file cannot be read or is empty."""
-        if self.sasl_password is not None:
-            return self.sasl_password.get_secret_value()
-        if self.sasl_password_file is None:
-            return None
-        password = read_secret_file(self.sasl_password_file, "kafka.security.sasl_password_file")
-        if not password:
-            raise SecretFileError(
-                f"kafka.security.sasl_password_file: {self.sasl_password_file} is empty"
-            )
-        return password
+        return _resolve(self.sasl_password, self.sasl_password_file, "sasl_password_file")
+
+    def resolve_oauth_client_secret(self) -> str | None:
+        """The token endpoint's client secret: the value, else its file's content."""
+        return _resolve(
+            self.sasl_oauth_client_secret,
+            self.sasl_oauth_client_secret_file,
+            "sasl_oauth_client_secret_file",
+        )
+
+    def resolve_ssl_password(self) -> str | None:
+        """The password of the client's private key (`ssl_keyfile`), if it has one."""
+        return _resolve(self.ssl_password, self.ssl_password_file, "ssl_password_file")
+
+
+def _resolve(value: SecretStr | None, file: Path | None, setting: str) -> str | None:
+    """A secret's value, else the content of its file (`SecretFileError` when that cannot
+    be read or is empty), else None."""
+    if value is not None:
+        return value.get_secret_value()
+    if file is None:
+        return None
+    secret = read_secret_file(file, f"kafka.security.{setting}")
+    if not secret:
+        raise SecretFileError(f"kafka.security.{setting}: {file} is empty")
+    return secret
 
 
 class KafkaSettings(_Section):
@@ -157,6 +225,10 @@ class TraceSettings(_Section):
     documents: str = Field(
         "retrieval.documents",
         description="prefix of documents: <prefix>.N.document.id/score/content/metadata",
+    )
+    reranked_documents: str = Field(
+        "reranker.output_documents",
+        description="prefix of a reranker's output documents, as documents",
     )
     input_messages: str = "llm.input_messages"
     output_messages: str = "llm.output_messages"

@@ -8,6 +8,10 @@ anywhere in the message, unknown fields included), `bad_protobuf` (a message of 
 object), `unknown_type` (`type` is not retrieval/answer/feedback), `bad_timestamp`
 (`ts`/`t_doc` malformed or out of range) and `schema` (anything else: missing or mistyped
 fields, out-of-range values).
+
+One reason is given by the source rather than the decoders: `bad_batch`, a Kafka record
+batch that cannot be read at all (a compressed payload that does not decompress, a CRC
+error, a codec without its library), counted once per batch whatever its record count.
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ DecodeReason = Literal[
     "unknown_type",
     "bad_timestamp",
     "schema",
+    "bad_batch",
 ]
 DECODE_REASONS: tuple[DecodeReason, ...] = get_args(DecodeReason)
 """Every reason code, e.g. to pre-create metric series."""

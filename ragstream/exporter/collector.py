@@ -46,8 +46,8 @@ _LABEL_OUTCOMES = (
 """The `outcome` label of `ragstream_labels_total` and the join counter behind each."""
 _KNOWN_SPAN_OUTCOMES = [
     ("RETRIEVER", "retrieval"),
-    *((kind, "read") for kind in ("RETRIEVER", "CHAIN", "AGENT", "LLM")),
-    *((kind, "late") for kind in ("RETRIEVER", "CHAIN", "AGENT", "LLM")),
+    *((kind, "read") for kind in ("RETRIEVER", "RERANKER", "CHAIN", "AGENT", "LLM")),
+    *((kind, "late") for kind in ("RETRIEVER", "RERANKER", "CHAIN", "AGENT", "LLM")),
 ]
 
 
@@ -200,14 +200,23 @@ class EngineCollector(Collector):
             "Traces closed, by outcome, per input partition.",
             labels=["outcome", "partition"],
         )
+        skipped = CounterMetricFamily(
+            PREFIX + "trace_records_skipped",
+            "Records of trace topics skipped (another signal's, by its otelcol.signal header), "
+            "by reason, per input partition.",
+            labels=["reason", "partition"],
+        )
         for p, name in held:
             counts = dict.fromkeys(_KNOWN_SPAN_OUTCOMES, 0) | dict(traces.span_counts(p))
             for (kind, outcome), n in sorted(counts.items()):
                 spans.add_metric([kind.lower(), outcome, name], n)
             for outcome, n in traces.trace_counts(p).items():
                 closed.add_metric([outcome, name], n)
+            for reason, n in traces.skip_counts(p).items():
+                skipped.add_metric([reason, name], n)
         yield spans
         yield closed
+        yield skipped
         yield GaugeMetricFamily(
             PREFIX + "open_traces",
             "Traces waiting for more spans before their answer event.",

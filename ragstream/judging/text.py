@@ -1,7 +1,16 @@
-"""Text helpers for the lexical judge: sentences, content words, a light stemmer.
+"""Text normalisation for the lexical judge: sentences, clauses, tokens, a light stemmer.
 
-Deliberately simple and language-naive (English stop words): the lexical judge is a
-heuristic, and these helpers are its whole model of language.
+Deliberately simple and English-only: these helpers are the lexical judge's whole model of
+language. A text becomes a list of *tokens*:
+
+- words, lower-cased and stemmed (``indexes`` -> ``index``), stop words and words that
+  only point at the sources (``passage``, ``provided``, ``according``) removed; a
+  hyphenated word also gives its joined form (``Wi-Fi`` -> ``wi``, ``fi``, ``wifi``);
+- numbers in one canonical form, whether written as digits or words (``3``, ``3.0``,
+  ``three`` -> ``3``; ``10,000`` -> ``10000``);
+- times of day as ``@H:MM`` on a 24-hour clock (``11:0``, ``11 AM``, ``11:00 am`` ->
+  ``@11:00``; ``5 PM``, ``17:0`` -> ``@17:00``), ISO dates as year, month and day;
+- day and month abbreviations spelled out (``Mon`` -> ``monday``, ``Jan`` -> ``january``).
 """
 
 from __future__ import annotations
@@ -9,11 +18,18 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
-__all__ = ["STOPWORDS", "content_tokens", "numbers", "sentences", "stem"]
-
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n+")
-_TOKEN = re.compile(r"[^\W_]+(?:[.,][0-9]+)*", re.UNICODE)
-_NUMBER = re.compile(r"^[0-9]+(?:[.,][0-9]+)*$")
+__all__ = [
+    "META_WORDS",
+    "NEGATION",
+    "STOPWORDS",
+    "clauses",
+    "content_tokens",
+    "is_negated",
+    "is_number",
+    "sentences",
+    "stem",
+    "tokens",
+]
 
 _STOPWORDS_TEXT = """
     a about above after again against all also am an and any are as at be because been
@@ -24,23 +40,105 @@ _STOPWORDS_TEXT = """
     the their theirs them themselves then there these they this those through to too under
     until up very was we were what when where which while who whom why will with would you
     your yours yourself yourselves yes may might must shall also etc via per use used using
+    s t don doesn didn isn aren wasn weren won wouldn couldn shouldn hasn haven hadn can't
+    however therefore additionally overall furthermore moreover well within among
 """
 STOPWORDS = frozenset(_STOPWORDS_TEXT.split())
+"""Function words: never claims, never evidence."""
 
+_META_TEXT = """passage passages context contexts article document documents provided given
+    mention mentions mentioned according based information source sources states stated
+    text texts answer question summary"""
+META_WORDS = frozenset(_META_TEXT.split())
+"""Words that point at the sources rather than state a fact ("According to passage 2")."""
+
+_UNITS = "zero _ two three four five six seven eight nine ten eleven twelve thirteen"
+_TEENS = "fourteen fifteen sixteen seventeen eighteen nineteen twenty"
+_TENS = "thirty forty fifty sixty seventy eighty ninety"
+_NUMBER_WORDS = {w: str(i) for i, w in enumerate(f"{_UNITS} {_TEENS}".split()) if w != "_"}
+_NUMBER_WORDS |= {w: str(10 * i) for i, w in enumerate(_TENS.split(), 3)}
+_NUMBER_WORDS["dozen"] = "12"
+"""Number words written as digits ("one" is left out: it is mostly a pronoun)."""
+
+_DAY_NAMES = "monday tuesday wednesday thursday friday saturday sunday"
+_MONTH_TEXT = """january february march april may june july august september october
+    november december"""
+_MONTHS = _MONTH_TEXT.split()
+_CANONICAL = {
+    **{d[:3]: d for d in _DAY_NAMES.split()},
+    **{m[:3]: m for m in _MONTHS if m != "may"},
+    "tues": "tuesday",
+    "weds": "wednesday",
+    "thur": "thursday",
+    "thurs": "thursday",
+    "sept": "september",
+}
+
+_SENTENCE_END = re.compile(r"(?<=[.!?])[\"\u201d')\]]*\s+(?=[\"\u201c'(\[]?[A-Z0-9*\u2022-])|\n+")
+_BULLET = re.compile(r"^\s*(?:[*\u2022-]|\d+[.)])\s+")
+_CLAUSE = re.compile(
+    r";\s+|,?\s+(?:but|however|while|whereas|although|though|yet|except)\s+",
+    re.IGNORECASE,
+)
+_SUBORDINATE = re.compile(
+    r"(?:while|although|though|whereas|despite|if|when|since|because)\b", re.IGNORECASE
+)
+_ISO_DATE = re.compile(r"\b(\d{4})-(\d{1,2})-(\d{1,2})\b")
+_TIME = re.compile(
+    r"\b(\d{1,2})(?::(\d{1,2}))?\s*([ap])\.?\s?m\b\.?|\b(\d{1,2}):(\d{1,2})\b|\b(noon|midnight)\b",
+    re.IGNORECASE,
+)
+_TOKEN = re.compile(
+    r"@\d+:\d\d|[^\W\d_]+-\d+\b|\d+(?:,\d{3})*(?:\.\d+)?|[^\W\d_]+(?:['\u2019-][^\W\d_]+)*"
+)
+NEGATION = re.compile(
+    r"\b(?:not|no|never|none|nor|neither|without|lacks?|lacking|unavailable|cannot)\b|n['\u2019]t\b",
+    re.IGNORECASE,
+)
+_NUMERIC_START = frozenset("0123456789@")
 _SUFFIXES = ("ingly", "edly", "ing", "ies", "ied", "ed", "es", "ly", "s")
 
 
 def sentences(text: str) -> list[str]:
-    """Split at ``. ! ?`` followed by whitespace, and at line breaks; drop empty pieces."""
-    return [s.strip() for s in _SENTENCE_END.split(text) if s and s.strip()]
+    """Split at ``. ! ?`` followed by whitespace and a capital, digit or bullet, and at
+    line breaks; list bullets (``*``, ``-``, ``1.``) are dropped; empty pieces too."""
+    lines = (_BULLET.sub("", line) for line in text.splitlines())
+    pieces = (s.strip() for line in lines for s in _SENTENCE_END.split(line) if s)
+    return [s for s in pieces if s]
+
+
+def clauses(sentence: str) -> list[str]:
+    """Split a sentence at clause boundaries: ``;``, contrastive conjunctions (``but``,
+    ``while``, ``although``), and the comma that ends a leading subordinate clause
+    ("While it has no WiFi, it offers ...")."""
+    found: list[str] = []
+    for clause in _CLAUSE.split(sentence):
+        clause = clause.strip()
+        if _SUBORDINATE.match(clause) and ", " in clause:
+            found.extend(clause.split(", ", 1))
+        elif clause:
+            found.append(clause)
+    return found
+
+
+def is_negated(text: str) -> bool:
+    """Whether the text has a negation cue (``not``, ``no``, ``never``, ``n't``,
+    ``without``, ``lacks``...)."""
+    return NEGATION.search(text) is not None
+
+
+def is_number(token: str) -> bool:
+    """Whether a token is a canonical number or time (``42``, ``2.5``, ``@17:00``)."""
+    return token[:1] in _NUMERIC_START
 
 
 @lru_cache(maxsize=1 << 16)
 def stem(word: str) -> str:
     """Strip one common English suffix when at least three letters remain (``indexes`` ->
-    ``index``, ``rotated`` -> ``rotat``, ``rotating`` -> ``rotat``)."""
-    if _NUMBER.match(word):
+    ``index``, ``rotated`` -> ``rotat``, ``rotating`` -> ``rotat``); ``-ise`` is ``-ize``."""
+    if not word[:1].isalpha():
         return word
+    word = word.replace("isation", "ization").replace("ise", "ize") if "is" in word else word
     for suffix in _SUFFIXES:
         if word.endswith(suffix) and len(word) - len(suffix) >= 3:
             if suffix in ("ies", "ied"):
@@ -49,11 +147,71 @@ def stem(word: str) -> str:
     return word
 
 
+def _time(match: re.Match[str]) -> str:
+    hour_12, minute_12, half, hour_24, minute_24, word = match.groups()
+    if word:
+        return " @12:00 " if word.lower() == "noon" else " @0:00 "
+    if half:
+        hour = int(hour_12) % 12 + (12 if half.lower() == "p" else 0)
+        minute = int(minute_12 or 0)
+    else:
+        hour, minute = int(hour_24), int(minute_24)
+    if hour > 24 or minute > 59:
+        return match.group(0)
+    return f" @{hour % 24}:{minute:02d} "
+
+
+def _date(match: re.Match[str]) -> str:
+    year, month, day = match.groups()
+    name = _MONTHS[int(month) - 1] if 1 <= int(month) <= 12 else month
+    return f" {year} {name} {int(day)} "
+
+
+def _number(token: str) -> str:
+    value = token.replace(",", "")
+    if "." in value:
+        value = value.rstrip("0").rstrip(".")
+    return value.lstrip("0") or "0"
+
+
+@lru_cache(maxsize=1 << 12)
+def tokens(text: str) -> tuple[str, ...]:
+    """The normalised content tokens of ``text``, in order, repeats kept."""
+    text = _TIME.sub(_time, _ISO_DATE.sub(_date, text.lower()))
+    out: list[str] = []
+    for raw in _TOKEN.findall(text):
+        out.extend(_normalise(raw))
+    return tuple(out)
+
+
+@lru_cache(maxsize=1 << 16)
+def _normalise(raw: str) -> tuple[str, ...]:
+    """The tokens of one lower-cased raw token (none for a stop word)."""
+    if raw[0] == "@":
+        return (raw,)
+    if raw[0].isdigit():
+        return (_number(raw),)
+    if raw in _NUMBER_WORDS:
+        return (_NUMBER_WORDS[raw],)
+    return tuple(
+        stem(_CANONICAL.get(word, word))
+        for word in _word_forms(raw)
+        if word not in STOPWORDS and word not in META_WORDS
+    )
+
+
+def _word_forms(raw: str) -> list[str]:
+    raw = raw.replace("\u2019", "'")
+    if raw.endswith("'s"):
+        raw = raw[:-2]
+    if "-" not in raw:
+        return [raw]
+    parts = [p for p in raw.split("-") if p]
+    if parts[-1].isdigit():  # a name with a number (COVID-19, GPT-4): not a quantity
+        return ["".join(parts)]
+    return [*parts, "".join(parts)]
+
+
 def content_tokens(text: str) -> set[str]:
-    """Lower-cased, stemmed words of ``text`` that are not stop words."""
-    return {stem(t) for t in _TOKEN.findall(text.lower()) if t not in STOPWORDS}
-
-
-def numbers(text: str) -> set[str]:
-    """Numbers in ``text`` (``42``, ``3.5``, ``10,000``), as written."""
-    return {t for t in _TOKEN.findall(text) if _NUMBER.match(t)}
+    """The set of `tokens` of ``text``."""
+    return set(tokens(text))

@@ -278,6 +278,12 @@ class Engine:
             self._count_invalid(message.partition, error.reason)
         return expanded
 
+    def reject(self, invalid: Sequence[tuple[Record, DecodeError]]) -> None:
+        """Count messages a source could not hand over as values at all (a Kafka record
+        batch that cannot be read), as `apply` counts the invalid ones it reads."""
+        for message, error in invalid:
+            self._count_invalid(message.partition, error.reason)
+
     def _count_invalid(self, partition: int, reason: str) -> None:
         tally = self._tally(partition)
         tally.invalid[reason] += 1

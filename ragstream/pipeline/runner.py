@@ -1,7 +1,8 @@
 """The asyncio loop around the engine: batches in, apply, side outputs, commit, repeat.
 
 Bad input never stops it: invalid messages are counted by the engine, logged at a bounded
-rate, and optionally sent to a dead-letter topic with their reason. `stop()` (SIGTERM)
+rate, and optionally sent to a dead-letter topic with their reason; so are the records a
+source could not read at all (a batch's `rejected`). `stop()` (SIGTERM)
 ends the loop after the current batch; the batch is applied and committed first.
 """
 
@@ -73,6 +74,13 @@ class RateLimitedLog:
         return False
 
 
+def _rejected(batch: Sequence[Record]) -> Sequence[tuple[Record, DecodeError]]:
+    """What the source could not read at all, beside the batch's messages (a Kafka record
+    batch that cannot be decompressed: `KafkaBatch.rejected`), with the reasons."""
+    rejected: Sequence[tuple[Record, DecodeError]] = getattr(batch, "rejected", ())
+    return rejected
+
+
 class Runner:
     """Drives one source through one engine until the source ends or `stop()`."""
 
@@ -112,7 +120,12 @@ class Runner:
 
     async def run(self) -> None:
         async for batch in self.source.batches():
-            await self._handle(batch, self.engine.apply(batch))
+            report = self.engine.apply(batch)
+            rejected = _rejected(batch)
+            if rejected:
+                self.engine.reject(rejected)
+                report.invalid.extend(rejected)
+            await self._handle(batch, report)
             await self.source.commit(batch)
             self.batches += 1
             if self._stop.is_set():

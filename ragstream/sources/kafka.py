@@ -16,6 +16,12 @@ caller applies a batch before it awaits anything (the `Runner` does), so that po
 also what the engine's state covers. Records of partitions no longer owned are never
 handed out (the new owner reads them).
 
+A record batch that cannot be read (a compressed payload that does not decompress, a CRC
+error, a codec without its library: `kafka_batches.py`) is skipped: the records before it
+are handed out, the batch itself goes into the batch's `rejected` list (one `Message`
+without a value at its first offset, with a `bad_batch` error that names its offset range),
+which the runner counts and dead-letters, and consumption goes on after it.
+
 Partitions are assigned with the range assignor (round robin as the fallback while older
 replicas are still in the group), which gives a replica the same partition numbers of
 every co-partitioned topic.
@@ -45,8 +51,10 @@ from aiokafka.errors import (
 )
 from tenacity import AsyncRetrying, retry_if_exception_type, stop_never, wait_random_exponential
 
-from ragstream.events import Record
+from ragstream.events import DecodeError, Message, Record
 from ragstream.pipeline.runner import RateLimitedLog
+from ragstream.sources.kafka_batches import UndecodableBatch, read_up_to, undecodable_batch
+from ragstream.sources.kafka_oauth import OAuthTokenError
 
 __all__ = [
     "CoPartitionError",
@@ -108,11 +116,14 @@ class KafkaBatch(list[Record]):
     """One `getmany` batch, with the offset after its last message per topic-partition, so
     that committing it costs one entry per partition rather than one per message."""
 
-    __slots__ = ("next_offsets",)
+    __slots__ = ("next_offsets", "rejected")
 
     def __init__(self) -> None:
         super().__init__()
         self.next_offsets: dict[TopicPartition, int] = {}
+        self.rejected: list[tuple[Record, DecodeError]] = []
+        """Record batches that could not be read, each as a `Message` without a value at
+        the batch's first offset and the reason (`bad_batch`) that names its offsets."""
 
 
 def next_offsets(batch: Sequence[Record]) -> dict[TopicPartition, int]:
@@ -137,6 +148,7 @@ _CONN_OPTIONS = frozenset(
         "sasl_mechanism",
         "sasl_plain_username",
         "sasl_plain_password",
+        "sasl_oauth_token_provider",
     }
 )
 """The client options that a single probe connection (`aiokafka.conn.create_conn`) takes."""
@@ -230,6 +242,7 @@ class KafkaSource:
         self.commit_failures = 0
         """Commits refused or not answered in time (their offsets were committed later)."""
         self._commit_log = RateLimitedLog(rate=1 / 30, burst=3)
+        self._bad_log = RateLimitedLog(rate=1 / 10, burst=5)
         self.connected = False
         self.connect_attempts = 0
 
@@ -266,17 +279,36 @@ class KafkaSource:
         try:
             conn = await create_conn(host, int(port), request_timeout_ms=10_000, **options)
         except (SaslAuthenticationFailed, UnsupportedSaslMechanismError) as error:
-            user = options.get("sasl_plain_username")
             mechanism = options.get("sasl_mechanism")
+            what = f"the SASL credentials of user {options.get('sasl_plain_username')!r}"
+            if mechanism == "OAUTHBEARER":
+                what = "the OAuth token"
             raise KafkaAuthError(
-                f"Kafka at {host}:{port} refused the SASL credentials of user {user!r} "
-                f"(mechanism {mechanism}): {error}; check kafka.security"
+                f"Kafka at {host}:{port} refused {what} (mechanism {mechanism}): {error};"
+                " check kafka.security"
             ) from None
+        except OAuthTokenError as error:
+            if error.refused:
+                raise KafkaAuthError(str(error)) from None
+            return
         except ssl.SSLCertVerificationError as error:
+            if "hostname" in (error.verify_message or "").lower():
+                raise KafkaAuthError(
+                    f"Kafka at {host}:{port} presented a certificate that does not name "
+                    f"{host} ({error.verify_message}); connect by a name the certificate "
+                    "has, or set kafka.security.ssl_check_hostname: false"
+                ) from None
             raise KafkaAuthError(
                 f"Kafka at {host}:{port} presented a certificate that is not trusted "
                 f"({error.verify_message}); check kafka.security.ssl_cafile"
             ) from None
+        except ssl.SSLError as error:
+            if "CERTIFICATE" in (error.reason or ""):  # the broker's TLS alert
+                raise KafkaAuthError(
+                    f"Kafka at {host}:{port} refused this client's certificate "
+                    f"({error.reason}); check kafka.security.ssl_certfile and ssl_keyfile"
+                ) from None
+            return
         except (OSError, KafkaError, TimeoutError, ValueError):
             return
         conn.close()
@@ -389,7 +421,10 @@ class KafkaSource:
         while not self._stopping.is_set():
             if self.state is not None and self.state.checkpoint_due():
                 await self._save(consumer, set(self._owned), changed_only=True)
-            data = await consumer.getmany(timeout_ms=timeout_ms, max_records=self.config.max_batch)
+            unknown = self._owned - self._positions.keys()
+            if unknown:
+                await self._note_positions(consumer, unknown, self.config.poll_timeout)
+            data, skipped = await self._poll(consumer, timeout_ms)
             batch = KafkaBatch()
             for tp, records in data.items():
                 if tp not in self._owned or not records:
@@ -398,7 +433,65 @@ class KafkaSource:
                 end = records[-1].offset + 1
                 self._positions[tp] = batch.next_offsets[tp] = end
                 batch.extend(records)  # as they come: they are `Record`s
+            if skipped is not None:
+                self._reject(batch, skipped)
             yield batch
+
+    async def _poll(
+        self, consumer: AIOKafkaConsumer, timeout_ms: int
+    ) -> tuple[Mapping[TopicPartition, list[Any]], UndecodableBatch | None]:
+        """`getmany`, or, when it meets a record batch it cannot read, the readable records
+        of that partition before the batch, and the batch (consumption resumes after it)."""
+        try:
+            data = await consumer.getmany(timeout_ms=timeout_ms, max_records=self.config.max_batch)
+        except Exception as error:
+            bad = undecodable_batch(error)
+            if bad is None:
+                raise
+        else:
+            return data, None
+        if self._bad_log.allow():
+            _log.error("%s: skipped (counted as bad_batch)", bad.describe())
+        # the records `getmany` had taken from other partitions went with the error
+        await self._rewind(consumer, set(self._owned) - {bad.tp})
+        before, reached = await read_up_to(consumer, bad, timeout_ms)
+        data = {bad.tp: before} if before else {}
+        if not reached:  # the next poll reads on and meets the batch again
+            return data, None
+        with contextlib.suppress(KafkaError):  # revoked meanwhile: the new owner meets it
+            consumer.seek(bad.tp, bad.next_offset)
+        return data, bad
+
+    async def _rewind(self, consumer: AIOKafkaConsumer, tps: set[TopicPartition]) -> None:
+        """Seek each of `tps` back to the offset after the last message handed out, where
+        the consumer has moved past it."""
+        for tp in tps:
+            ours = self._positions.get(tp)
+            try:
+                if ours is not None and await consumer.position(tp) > ours:
+                    consumer.seek(tp, ours)
+            except KafkaError:
+                continue
+        await self._positions_from_committed(consumer, tps, seek=True)
+
+    async def _note_positions(
+        self, consumer: AIOKafkaConsumer, tps: set[TopicPartition], within: float
+    ) -> None:
+        """Take the consumer's position of each of `tps` (partitions that have handed out
+        nothing yet), so that `_rewind` knows where they stood."""
+        for tp in tps:
+            try:
+                self._positions[tp] = await asyncio.wait_for(consumer.position(tp), within)
+            except (KafkaError, TimeoutError):
+                return  # not known yet: asked again at the next poll
+
+    def _reject(self, batch: KafkaBatch, bad: UndecodableBatch) -> None:
+        """Put `bad` into `batch` as rejected, and move past it."""
+        tp = bad.tp
+        marker = Message(b"", tp.partition, bad.first_offset, tp.topic)
+        batch.rejected.append((marker, DecodeError("bad_batch", bad.describe())))
+        if tp in self._owned:
+            self._positions[tp] = batch.next_offsets[tp] = bad.next_offset
 
     async def checkpoint(self) -> int:
         """Write the state of every owned partition now; returns how many were written."""
@@ -495,6 +588,12 @@ class KafkaSource:
                 await self._adopt(consumer, assigned)
             except Exception:  # never stall the partitions: they start afresh
                 _log.exception("adopting the state of %s failed", sorted(assigned))
+            finally:
+                consumer.resume(*assigned)
+        elif consumer is not None and assigned:  # held back while their positions are taken
+            consumer.pause(*assigned)
+            try:
+                await self._note_positions(consumer, assigned, self.config.request_timeout)
             finally:
                 consumer.resume(*assigned)
         self._owned |= assigned

@@ -5,8 +5,10 @@ needs several spans -- the retrieved documents (the contexts) and the span that 
 question and answer -- which may arrive in one message or several, in any order. So each
 trace with a read span is *open* until:
 
-- its root span (no parent) has arrived and so has a RETRIEVER span: it closes at the end
-  of that batch (a root span ends after all its descendants, so in order it comes last);
+- its root span has arrived and so has a RETRIEVER span: it closes at the end of that
+  batch (a root span ends after all its descendants, so in order it comes last). A root is
+  a span without a parent, or the service's entry span whose parent is in another service
+  (`spans.local_root`);
 - or the engine's clock is `wait` seconds past the latest end time of its spans (traces are
   looked at in the order their last span arrived);
 - or more than `max_open` traces are open: the one that has waited longest closes early;
@@ -14,11 +16,15 @@ trace with a read span is *open* until:
 
 When it closes, a trace with a RETRIEVER span gets one answer event: the question and
 answer of its top-most answer span (a CHAIN, AGENT or LLM span whose parent is not one of
-the trace's read spans; the latest ending of them), else of its last LLM span; an LLM's
-question is the retrieval's query when there is one. The contexts are the documents of
-its RETRIEVER spans that have content, in arrival order, each doc id once. A closed trace
-is remembered (up to `max_open` of them), so that a span arriving after it closed is
-counted as late and does not give a second event.
+the trace's read spans; the latest ending of them), else of its last LLM span with an
+answer. An LLM's question is the retrieval's query when there is one; a chain whose input
+or output is a structure without text of its own (Haystack's dict per component) takes
+the retrieval's query as its question and the last LLM span's answer as its answer. The
+contexts are the documents the model saw (`contexts.seen_contexts`): the last RERANKER
+span's output, else the documents of its RETRIEVER spans that have content (in arrival
+order, each doc id once), narrowed to those the answering LLM span's prompt quotes. A
+closed trace is remembered (up to `max_open` of them), so that a span arriving after it
+closed is counted as late and does not give a second event.
 """
 
 from __future__ import annotations
@@ -28,12 +34,15 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from ragstream.traces.contexts import seen_contexts
 from ragstream.traces.conventions import TraceMapping
 from ragstream.traces.mapping import (
     Candidate,
+    Document,
     candidate,
     documents,
     labels_of,
+    query_of,
     retrieval_event,
 )
 from ragstream.traces.spans import Span
@@ -67,6 +76,10 @@ class TraceRecord:
     candidates: dict[str, Candidate] = field(default_factory=dict)
     """Answer spans whose parent is not (yet) among the read spans."""
     last_llm: Candidate | None = None
+    """The LLM span with an answer that ended last."""
+    reranked: list[tuple[str, str]] | None = None
+    """(doc id, text) of the output documents of the RERANKER span that ended last."""
+    reranked_end: float = 0.0
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -80,6 +93,8 @@ class TraceRecord:
             "span_ids": sorted(self.span_ids),
             "candidates": [c.to_json() for c in self.candidates.values()],
             "last_llm": None if self.last_llm is None else self.last_llm.to_json(),
+            "reranked": None if self.reranked is None else [list(c) for c in self.reranked],
+            "reranked_end": self.reranked_end,
         }
 
     @classmethod
@@ -87,6 +102,7 @@ class TraceRecord:
         topic, offset = data["position"]
         candidates = [Candidate.from_json(c) for c in data["candidates"]]
         last = data.get("last_llm")
+        reranked = data.get("reranked")
         return cls(
             trace_id=str(data["trace_id"]),
             arrived=float(data["arrived"]),
@@ -98,6 +114,8 @@ class TraceRecord:
             span_ids=set(data["span_ids"]),
             candidates={c.span_id: c for c in candidates},
             last_llm=None if last is None else Candidate.from_json(last),
+            reranked=None if reranked is None else [(str(d), str(t)) for d, t in reranked],
+            reranked_end=float(data.get("reranked_end", 0.0)),
         )
 
 
@@ -116,6 +134,8 @@ class TraceAssembler:
         (joined its open trace), `late` (its trace had closed), `skipped` (not read)."""
         self.traces: Counter[str] = Counter()
         """Closed traces by outcome (`TRACE_OUTCOMES`), and `evicted` (closed early)."""
+        self.skipped: Counter[str] = Counter()
+        """Records of the partition skipped, by reason (another signal on the topic)."""
         self._ready: set[str] = set()
         """Traces whose root and a RETRIEVER span have arrived: closed at the batch's end."""
 
@@ -143,7 +163,7 @@ class TraceAssembler:
         record.span_ids.add(span.span_id)
         for child in [c for c in record.candidates.values() if c.parent_id == span.span_id]:
             del record.candidates[child.span_id]  # not top-most: its parent is read
-        if not span.parent_id:
+        if span.root:
             record.root = True
         event: dict[str, Any] | None = None
         labels = labels_of(span, self.sources)
@@ -152,20 +172,25 @@ class TraceAssembler:
             if not record.retrieved:
                 record.retrieved = True
                 event = retrieval_event(span, docs, self.mapping, labels)
-                query = span.attributes.get(self.mapping.input_value)
-                record.query = query if isinstance(query, str) else None
+                record.query = query_of(span, self.mapping)
             seen = {doc_id for doc_id, _ in record.contexts}
             for doc in docs:
                 if doc.content is not None and doc.doc_id not in seen:
                     seen.add(doc.doc_id)
                     record.contexts.append((doc.doc_id, doc.content))
+        elif span.kind == "RERANKER":
+            if record.reranked is None or span.end >= record.reranked_end:
+                docs = documents(span, self.mapping, self.mapping.reranked_documents)
+                record.reranked, record.reranked_end = _texts(docs, record), span.end
         else:
             found = candidate(span, self.mapping, labels)
             if found is not None:
                 if span.parent_id not in record.span_ids:
                     record.candidates[span.span_id] = found
-                if span.kind == "LLM" and (
-                    record.last_llm is None or found.end >= record.last_llm.end
+                if (
+                    span.kind == "LLM"
+                    and found.answer is not None
+                    and (record.last_llm is None or found.end >= record.last_llm.end)
                 ):
                     record.last_llm = found
         self.spans[(kind, "retrieval" if event is not None else "read")] += 1
@@ -224,25 +249,32 @@ class TraceAssembler:
         if not record.retrieved:
             self.traces["no_retrieval"] += 1
             return
+        last = record.last_llm
         chosen: Candidate | None = None
         if record.candidates:
             chosen = max(record.candidates.values(), key=lambda c: c.end)
         if chosen is None:
-            chosen = record.last_llm
-        question = None if chosen is None else chosen.question
-        if chosen is not None and chosen.kind == "LLM" and record.query is not None:
-            question = record.query
-        if chosen is None or question is None:
+            chosen = last
+        if chosen is None:
             self.traces["no_answer"] += 1
             return
-        model = chosen.model or (record.last_llm.model if record.last_llm else None)
+        question = chosen.question
+        if question is None or (chosen.kind == "LLM" and record.query is not None):
+            question = record.query or question or (last.question if last else None)
+        answer = chosen.answer if chosen.answer is not None else (last.answer if last else None)
+        if question is None or answer is None:
+            self.traces["no_answer"] += 1
+            return
+        model = chosen.model or (last.model if last else None)
+        prompt = last.prompt if last is not None else None
+        contexts = seen_contexts(record.contexts, record.reranked, prompt)
         event: dict[str, Any] = {
             "type": "answer",
             "query_id": chosen.query_id,
             "ts": chosen.end,
             "question": question,
-            "answer": chosen.answer,
-            "contexts": [{"doc_id": d, "text": t} for d, t in record.contexts],
+            "answer": answer,
+            "contexts": [{"doc_id": d, "text": t} for d, t in contexts],
         }
         if model is not None:
             event["model"] = model
@@ -261,6 +293,7 @@ class TraceAssembler:
             "ready": sorted(self._ready),
             "spans": [[k, o, n] for (k, o), n in sorted(self.spans.items())],
             "traces": dict(self.traces),
+            "skipped": dict(self.skipped),
         }
 
     def restore(self, data: Mapping[str, Any], *, counters: bool = True) -> None:
@@ -274,3 +307,16 @@ class TraceAssembler:
         if counters:
             self.spans = Counter({(k, o): int(n) for k, o, n in data["spans"]})
             self.traces = Counter(data["traces"])
+            self.skipped = Counter(data.get("skipped") or {})
+
+
+def _texts(docs: list[Document], record: TraceRecord) -> list[tuple[str, str]]:
+    """(doc id, text) of a reranker's documents, in its order; a document without content
+    takes the text a retriever gave it (dropped when there is none)."""
+    known = dict(record.contexts)
+    out: list[tuple[str, str]] = []
+    for doc in docs:
+        text = doc.content if doc.content is not None else known.get(doc.doc_id)
+        if text is not None:
+            out.append((doc.doc_id, text))
+    return out

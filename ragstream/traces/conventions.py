@@ -7,7 +7,8 @@ The defaults are the names of the OpenInference semantic conventions
 `openinference.span.kind` says what a span is (`RETRIEVER`, `LLM`, `CHAIN`, ...),
 `retrieval.documents.N.document.{id,score,content,metadata}` are a retriever's ranked
 documents, `input.value` / `output.value` a span's input and output, and
-`llm.input_messages.N.message.{role,content}` / `llm.output_messages...` a model's messages.
+`llm.input_messages.N.message.{role,content}` / `llm.output_messages...` a model's messages,
+`reranker.output_documents.N.document.*` the documents a reranker passed on.
 """
 
 from __future__ import annotations
@@ -60,6 +61,8 @@ class TraceMapping:
     documents: str = "retrieval.documents"
     """Prefix of a retriever's documents: `<prefix>.N.document.id` (and `.score`,
     `.content`, `.metadata`, a JSON object)."""
+    reranked_documents: str = "reranker.output_documents"
+    """Prefix of a reranker's output documents, as `documents`."""
     input_messages: str = "llm.input_messages"
     output_messages: str = "llm.output_messages"
     model_name: str = "llm.model_name"

@@ -4,9 +4,13 @@
   (`retrieval.documents.N.document.*`, in the order of N) are the results, `document.id`
   the doc id (else a metadata key, else a digest of the content), `document.score` the
   score, the metadata key `doc_time_key` the document's time; `input.value` is the query.
+- A `RERANKER` span's output documents (`reranker.output_documents.N.document.*`, in the
+  order of N, their ids found as a retriever's are) are what the steps after it were given.
 - A `CHAIN`, `AGENT` or `LLM` span gives a request's question and answer (`Candidate`): a
-  chain's `input.value` and `output.value` (the value under a question / answer key when
-  it is a JSON object), a model's last user message and last output message.
+  chain's `input.value` and `output.value` (read by `messages.json_text`: a configured key
+  of a JSON object, the last human / AI message of a LangGraph state; None for another
+  structure), a model's last user message and last output message with text (reasoning
+  parts left out), and the text of all its input messages (the prompt).
 
 Values are passed through as the spans carry them: the events are then decoded like any
 other (`ragstream.events`), so a value that does not fit the schema gets the same reason
@@ -23,6 +27,14 @@ from typing import Any
 import msgspec
 
 from ragstream.traces.conventions import TraceMapping
+from ragstream.traces.messages import (
+    AI_ROLES,
+    USER_ROLES,
+    json_text,
+    last_message,
+    messages_of,
+    prompt_text,
+)
 from ragstream.traces.spans import Span
 
 __all__ = [
@@ -32,6 +44,7 @@ __all__ = [
     "documents",
     "labels_of",
     "query_id_of",
+    "query_of",
     "retrieval_event",
 ]
 
@@ -55,10 +68,14 @@ class Candidate:
     kind: str
     end: float
     question: str | None
-    answer: str
+    answer: str | None
+    """None: a chain's output is a structure without an answer of its own (the trace's last
+    LLM answer stands in)."""
     model: str | None
     query_id: str
     labels: dict[str, str]
+    prompt: str | None = None
+    """An LLM span's input messages, joined: which documents the model was given."""
 
     def to_json(self) -> list[Any]:
         return [
@@ -71,13 +88,24 @@ class Candidate:
             self.model,
             self.query_id,
             self.labels,
+            self.prompt,
         ]
 
     @classmethod
     def from_json(cls, data: Sequence[Any]) -> Candidate:
-        span_id, parent_id, kind, end, question, answer, model, query_id, labels = data
+        span_id, parent_id, kind, end, question, answer, model, query_id, labels = data[:9]
+        prompt = data[9] if len(data) > 9 else None
         return cls(
-            span_id, parent_id, kind, float(end), question, answer, model, query_id, dict(labels)
+            span_id,
+            parent_id,
+            kind,
+            float(end),
+            question,
+            answer,
+            model,
+            query_id,
+            dict(labels),
+            prompt,
         )
 
 
@@ -106,9 +134,10 @@ def labels_of(span: Span, sources: Sequence[tuple[str, str]]) -> dict[str, str]:
     return out
 
 
-def documents(span: Span, mapping: TraceMapping) -> list[Document]:
-    """The span's documents in the order of their index N."""
-    prefix = mapping.documents + "."
+def documents(span: Span, mapping: TraceMapping, prefix: str | None = None) -> list[Document]:
+    """The span's documents in the order of their index N (the rank), under `prefix`
+    (default: a retriever's, `mapping.documents`)."""
+    prefix = (mapping.documents if prefix is None else prefix) + "."
     fields: dict[int, dict[str, Any]] = {}
     for key, value in span.attributes.items():
         if not key.startswith(prefix):
@@ -151,32 +180,54 @@ def retrieval_event(
     }
     if labels:
         event["labels"] = labels
-    query = span.attributes.get(mapping.input_value)
-    if isinstance(query, str):
+    query = query_of(span, mapping)
+    if query is not None:
         event["query"] = query
     return event
 
 
+def query_of(span: Span, mapping: TraceMapping) -> str | None:
+    """A retriever's query: its input, or the value under a question key of a JSON input
+    (Haystack's `{"query": ..., "top_k": ...}`)."""
+    return json_text(
+        span.attributes,
+        mapping.input_value,
+        mapping.input_mime_type,
+        mapping.question_keys,
+        USER_ROLES,
+    )
+
+
 def candidate(span: Span, mapping: TraceMapping, labels: dict[str, str]) -> Candidate | None:
-    """The question and answer a CHAIN, AGENT or LLM span gives; None without an answer."""
+    """The question and answer a CHAIN, AGENT or LLM span gives; None for an LLM span
+    without an answer, or a chain without an output."""
     attributes = span.attributes
-    question: str | None
+    question = answer = prompt = None
     if span.kind == "LLM":
-        question = _last_message(attributes, mapping.input_messages, role="user")
-        answer = _last_message(attributes, mapping.output_messages, role=None)
-        if question is None:
-            question = _text(attributes, mapping.input_value, mapping.input_mime_type, ())
-        if answer is None:
-            answer = _text(attributes, mapping.output_value, mapping.output_mime_type, ())
-    else:
-        question = _text(
-            attributes, mapping.input_value, mapping.input_mime_type, mapping.question_keys
-        )
-        answer = _text(
-            attributes, mapping.output_value, mapping.output_mime_type, mapping.answer_keys
+        given = messages_of(attributes, mapping.input_messages)
+        question = last_message(given, USER_ROLES)
+        answer = last_message(messages_of(attributes, mapping.output_messages), None)
+        prompt = prompt_text(given) or None
+    elif not isinstance(attributes.get(mapping.output_value), str):
+        return None
+    if question is None:
+        question = json_text(
+            attributes,
+            mapping.input_value,
+            mapping.input_mime_type,
+            mapping.question_keys,
+            USER_ROLES,
         )
     if answer is None:
-        return None
+        answer = json_text(
+            attributes,
+            mapping.output_value,
+            mapping.output_mime_type,
+            mapping.answer_keys,
+            AI_ROLES,
+        )
+        if answer is None and span.kind == "LLM":
+            return None
     model = attributes.get(mapping.model_name)
     return Candidate(
         span_id=span.span_id,
@@ -188,60 +239,8 @@ def candidate(span: Span, mapping: TraceMapping, labels: dict[str, str]) -> Cand
         model=model if isinstance(model, str) and model else None,
         query_id=query_id_of(span, mapping),
         labels=labels,
+        prompt=prompt,
     )
-
-
-def _text(
-    attributes: Mapping[str, Any], key: str, mime_key: str, keys: Sequence[str]
-) -> str | None:
-    """A span's input or output as text; for a JSON object, its value under the first of
-    `keys` that holds a string."""
-    value = attributes.get(key)
-    if not isinstance(value, str):
-        return None
-    if keys and attributes.get(mime_key) == "application/json":
-        try:
-            data = msgspec.json.decode(value)
-        except msgspec.DecodeError:
-            return value
-        if isinstance(data, dict):
-            for name in keys:
-                found = data.get(name)
-                if isinstance(found, str):
-                    return found
-        elif isinstance(data, str):
-            return data
-    return value
-
-
-def _last_message(attributes: Mapping[str, Any], prefix: str, *, role: str | None) -> str | None:
-    """The content of the last message (of `role`, when given) under `prefix`."""
-    head = prefix + "."
-    messages: dict[int, dict[str, Any]] = {}
-    for key, value in attributes.items():
-        if not key.startswith(head):
-            continue
-        number, _, name = key[len(head) :].partition(".")
-        if number.isdigit():
-            messages.setdefault(int(number), {})[name] = value
-    for index in sorted(messages, reverse=True):
-        message = messages[index]
-        if role is not None and message.get("message.role") != role:
-            continue
-        content = message.get("message.content")
-        if isinstance(content, str):
-            return content
-        parts = [  # multimodal: message.contents.M.message_content.text, in order of M
-            (int(name.split(".")[2]), value)
-            for name, value in message.items()
-            if name.startswith("message.contents.")
-            and name.endswith(".message_content.text")
-            and name.split(".")[2].isdigit()
-            and isinstance(value, str)
-        ]
-        if parts:
-            return "".join(text for _, text in sorted(parts))
-    return None
 
 
 def _metadata(value: Any) -> Mapping[str, Any]:

@@ -24,7 +24,7 @@ import msgspec
 from ragstream.events import DecodeError
 from ragstream.events.guard import readable
 from ragstream.traces.conventions import TraceMapping
-from ragstream.traces.spans import READ_KINDS, IdNames, Span, SpanBatch, check_size
+from ragstream.traces.spans import READ_KINDS, IdNames, Span, SpanBatch, check_size, local_root
 
 __all__ = ["read_json"]
 
@@ -79,8 +79,11 @@ def _walk(data: Mapping[str, Any], mapping: TraceMapping) -> SpanBatch:
                         break
                 parent = _hex(span.get("parentSpanId"), f"{where}.parentSpanId")
                 trace_id = _hex(span.get("traceId"), f"{where}.traceId")
+                root = not parent or local_root(
+                    parent, _flags(span.get("flags"), where), _kind(span.get("kind"))
+                )
                 if kind not in READ_KINDS:
-                    out.skip(kind, "" if parent else trace_id)
+                    out.skip(kind, trace_id if root else "")
                     continue
                 span_id = _hex(span.get("spanId"), f"{where}.spanId")
                 if not out.ids_valid(trace_id, span_id, parent, where, _ID_NAMES):
@@ -99,6 +102,7 @@ def _walk(data: Mapping[str, Any], mapping: TraceMapping) -> SpanBatch:
                         trace_id=trace_id,
                         span_id=span_id,
                         parent_id=parent,
+                        root=root,
                         kind=kind,
                         end=nanos / 1e9,
                         attributes=_attributes(raw_attributes, f"{where}.attributes"),
@@ -144,6 +148,28 @@ def _nanos(value: Any, where: str) -> int:
     if isinstance(value, str) and value.isdigit() and value.isascii():
         return int(value)
     raise _SchemaError(f"{where}: an unsigned integer (or its decimal string) is expected")
+
+
+def _flags(value: Any, where: str) -> int:
+    """A span's fixed32 `flags`: a number (or its decimal string); 0 when absent."""
+    if value is None:
+        return 0
+    if isinstance(value, int) and not isinstance(value, bool) and 0 <= value < 2**32:
+        return value
+    if isinstance(value, str) and value.isdigit() and value.isascii() and int(value) < 2**32:
+        return int(value)
+    raise _SchemaError(f"{where}.flags: an unsigned 32-bit integer is expected")
+
+
+_KINDS = {"SPAN_KIND_SERVER": 2}
+
+
+def _kind(value: Any) -> int:
+    """A span's OTLP kind, an integer or its enum name (0 for the names `local_root` does
+    not look at)."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    return _KINDS.get(value, 0) if isinstance(value, str) else 0
 
 
 def _attributes(items: list[Any], where: str) -> dict[str, Any]:

@@ -3,8 +3,9 @@
 with the OpenTelemetry definitions (`opentelemetry-proto`, the `otlp` extra).
 
 `read_proto` parses a message and walks it once: spans of the kinds the mapping reads
-(and root spans) become `Span` records with their attributes as Python values; every
-other span is only counted by kind. Nothing here keeps state.
+become `Span` records with their attributes as Python values; every other span is only
+counted by kind (and its trace id kept when it is a root, `spans.local_root`). Nothing
+here keeps state.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
 
 from ragstream.events import DecodeError
 from ragstream.traces.conventions import TraceMapping
-from ragstream.traces.spans import READ_KINDS, IdNames, Span, SpanBatch, check_size
+from ragstream.traces.spans import READ_KINDS, IdNames, Span, SpanBatch, check_size, local_root
 
 __all__ = ["decode_proto", "read_proto", "value_of"]
 
@@ -67,8 +68,9 @@ def walk(request: ExportTraceServiceRequest, mapping: TraceMapping) -> SpanBatch
                         raw = value_of(kv.value)
                         kind = raw.upper() if isinstance(raw, str) else "other"
                         break
+                root = local_root(span.parent_span_id, span.flags, span.kind)
                 if kind not in READ_KINDS:
-                    out.skip(kind, "" if span.parent_span_id else span.trace_id.hex())
+                    out.skip(kind, span.trace_id.hex() if root else "")
                     continue
                 where = f"resource_spans.{r}.scope_spans.{s}.spans.{i}"
                 trace_id, span_id = span.trace_id.hex(), span.span_id.hex()
@@ -83,6 +85,7 @@ def walk(request: ExportTraceServiceRequest, mapping: TraceMapping) -> SpanBatch
                         trace_id=trace_id,
                         span_id=span_id,
                         parent_id=parent_id,
+                        root=root,
                         kind=kind,
                         end=nanos / 1e9,
                         attributes=_attributes(attributes),

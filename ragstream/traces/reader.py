@@ -7,6 +7,13 @@ and offset and the query id as key; answers of traces that close in the batch co
 end. The engine then reads the batch as it reads any other, so trace-derived events are
 validated, counted and joined exactly like the events a service sends.
 
+A topic the Collector's Kafka exporter shares between signals (`signal_header: true`)
+also carries metrics and logs: a record whose `otelcol.signal` header is there and is not
+`traces` is skipped, counted by reason (`signal_metrics`, `signal_logs`,
+`signal_profiles`, `signal_other`), not read as an invalid trace. Records come with their
+headers as the Kafka client has them (aiokafka's `ConsumerRecord.headers`, a sequence of
+`(str, bytes)`); a record without headers (a file, a `Message`) is read.
+
 The open traces live per partition (`TraceAssembler`): they move with the partition
 (`export` / `adopt`) and are in the engine's snapshot.
 """
@@ -25,9 +32,16 @@ from ragstream.traces.conventions import OTLP_FORMATS, TraceMapping
 from ragstream.traces.otlp_json import read_json
 from ragstream.traces.spans import SpanBatch
 
-__all__ = ["TraceReader", "TraceSupportError", "format_reader"]
+__all__ = ["SIGNAL_HEADER", "SKIP_REASONS", "TraceReader", "TraceSupportError", "format_reader"]
 
 _encode = msgspec.json.Encoder().encode
+
+SIGNAL_HEADER = "otelcol.signal"
+"""The header the Collector's Kafka exporter writes with `signal_header: true`."""
+SKIP_REASONS = ("signal_metrics", "signal_logs", "signal_profiles", "signal_other")
+"""Why a record of a trace topic is skipped: its `otelcol.signal` header names another
+signal (one of the Collector's, else `other`)."""
+_SIGNALS = {b"metrics": SKIP_REASONS[0], b"logs": SKIP_REASONS[1], b"profiles": SKIP_REASONS[2]}
 
 
 class TraceSupportError(ImportError):
@@ -72,6 +86,10 @@ class TraceReader:
             read = readers.get(message.topic)
             if read is None:
                 out.append(message)
+                continue
+            skip = _skipped(message)
+            if skip is not None:
+                self._assembler(message.partition).skipped[skip] += 1
                 continue
             try:
                 batch = read(value_of(message), mapping)
@@ -160,6 +178,15 @@ class TraceReader:
                 totals.update(assembler.traces)
         return {name: totals.get(name, 0) for name in (*TRACE_OUTCOMES, "evicted")}
 
+    def skip_counts(self, partition: int | None = None) -> dict[str, int]:
+        """Records of the trace topics skipped, by reason (every reason present), of one
+        partition or summed over held partitions."""
+        totals: Counter[str] = Counter()
+        for p, assembler in self.assemblers.items():
+            if partition is None or p == partition:
+                totals.update(assembler.skipped)
+        return {name: totals.get(name, 0) for name in SKIP_REASONS}
+
 
 def format_reader(fmt: str) -> Callable[[bytes, TraceMapping], SpanBatch]:
     """The reader of an OTLP format; `otlp_proto` needs the `otlp` extra (`TraceSupportError`
@@ -174,6 +201,18 @@ def format_reader(fmt: str) -> Callable[[bytes, TraceMapping], SpanBatch]:
             f"pip install 'ragstream[otlp]' ({error})"
         ) from error
     return read_proto
+
+
+def _skipped(record: Record) -> str | None:
+    """Why a trace topic's record is skipped, from its `otelcol.signal` header; None: read
+    it (no such header, or `traces`)."""
+    headers = getattr(record, "headers", None)
+    if not headers:
+        return None
+    for key, value in headers:
+        if key == SIGNAL_HEADER:
+            return None if value == b"traces" else _SIGNALS.get(value, SKIP_REASONS[3])
+    return None
 
 
 def _message(event: dict[str, Any], partition: int, position: Position) -> Message:

@@ -1,4 +1,14 @@
-"""Spans as the mapping reads them: plain records, whatever format they came in."""
+"""Spans as the mapping reads them: plain records, whatever format they came in.
+
+A span is its trace's *root* here (`local_root`) when it has no parent, or when its parent
+is in another service: the span's OTLP `flags` say so (0x100, the parent's remoteness is
+known, and 0x200, it is remote: `SPAN_FLAGS_CONTEXT_HAS_IS_REMOTE_MASK` and
+`SPAN_FLAGS_CONTEXT_IS_REMOTE_MASK`; OpenTelemetry SDKs set them from the parent's span
+context, as a `traceparent` header gives it), or, when the flags do not tell (0x100
+unset: older SDKs and other producers), the span is a `SERVER` span -- the entry span of a
+service, whose parent is the caller's `CLIENT` span. A span whose flags say its parent is
+local is not a root, whatever its kind.
+"""
 
 from __future__ import annotations
 
@@ -10,15 +20,39 @@ from typing import Any
 from ragstream.events import DecodeError
 from ragstream.traces.conventions import ANSWER_KINDS, SPAN_KINDS
 
-__all__ = ["READ_KINDS", "IdNames", "Span", "SpanBatch", "check_size", "skipped_kind"]
+__all__ = [
+    "READ_KINDS",
+    "IdNames",
+    "Span",
+    "SpanBatch",
+    "check_size",
+    "local_root",
+    "skipped_kind",
+]
 
-READ_KINDS = ANSWER_KINDS | {"RETRIEVER"}
+READ_KINDS = ANSWER_KINDS | {"RETRIEVER", "RERANKER"}
 """The span kinds the mapping reads."""
 _KNOWN_KINDS = frozenset(SPAN_KINDS)
 _ZERO_TRACE_ID = "0" * 32
 
 IdNames = tuple[str, str, str]
 """How a format spells the trace id, span id and parent span id fields."""
+
+HAS_IS_REMOTE = 0x100
+"""OTLP span flags: SPAN_FLAGS_CONTEXT_HAS_IS_REMOTE_MASK (the parent's remoteness is known)."""
+IS_REMOTE = 0x200
+"""OTLP span flags: SPAN_FLAGS_CONTEXT_IS_REMOTE_MASK (the parent is in another process)."""
+SERVER = 2
+"""OTLP SpanKind SPAN_KIND_SERVER."""
+
+
+def local_root(parent_id: str | bytes, flags: int, kind: int) -> bool:
+    """Whether a span is its trace's root in this service (see the module docstring)."""
+    if not parent_id:
+        return True
+    if flags & HAS_IS_REMOTE:
+        return bool(flags & IS_REMOTE)
+    return kind == SERVER
 
 
 def skipped_kind(kind: str | None) -> str:
@@ -45,6 +79,8 @@ class Span:
     span_id: str
     parent_id: str
     """The parent's span id; empty for a root span."""
+    root: bool
+    """Its trace's root in this service (`local_root`)."""
     kind: str | None
     """The OpenInference span kind; None without one."""
     end: float
@@ -60,7 +96,7 @@ class SpanBatch:
     """What one request holds for the mapping."""
 
     spans: list[Span] = field(default_factory=list)
-    """Spans of the kinds read (RETRIEVER, CHAIN, AGENT, LLM), in request order."""
+    """Spans of the kinds read (`READ_KINDS`), in request order."""
     roots: list[str] = field(default_factory=list)
     """Trace ids of root spans not in `spans` (e.g. an HTTP server span)."""
     skipped: Counter[str] = field(default_factory=Counter)

@@ -120,6 +120,7 @@ def trace_mapping(t: TraceSettings) -> TraceMapping:
         output_value=t.output_value,
         output_mime_type=t.output_mime_type,
         documents=t.documents,
+        reranked_documents=t.reranked_documents,
         input_messages=t.input_messages,
         output_messages=t.output_messages,
         model_name=t.model_name,

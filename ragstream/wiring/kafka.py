@@ -3,37 +3,101 @@ the partition-state hand-over plugged into it, and the dead-letter topic."""
 
 from __future__ import annotations
 
+import ssl
+from functools import partial
 from typing import Any
 
+from aiokafka.abc import AbstractTokenProvider
 from aiokafka.helpers import create_ssl_context
 
 from ragstream.checkpoint import Handover, StateTopic
-from ragstream.config import KafkaSecurity, Settings
+from ragstream.config import KafkaSecurity, SecretFileError, Settings, read_secret_file
 from ragstream.pipeline.engine import Engine
 from ragstream.sinks.dead_letters import KafkaDeadLetters
 from ragstream.sources.kafka import KafkaSource, KafkaSourceConfig
+from ragstream.sources.kafka_oauth import EndpointTokenProvider, FileTokenProvider
 
-__all__ = ["client_security", "dead_letters", "kafka_source", "state_handover"]
+__all__ = [
+    "client_security",
+    "dead_letters",
+    "kafka_source",
+    "oauth_token_provider",
+    "state_handover",
+]
 
 
 def client_security(security: KafkaSecurity) -> dict[str, Any]:
     """aiokafka keyword arguments for TLS and SASL (secrets unwrapped, and secret files
-    read, only here); raises `SecretFileError` when `sasl_password_file` cannot be read."""
+    read, only here); raises `SecretFileError` when a secret's file, the CA, the client
+    certificate or its key cannot be read."""
     kwargs: dict[str, Any] = {"security_protocol": security.protocol}
     if security.protocol in ("SSL", "SASL_SSL"):
-        kwargs["ssl_context"] = create_ssl_context(
+        kwargs["ssl_context"] = _ssl_context(security)
+    if not security.protocol.startswith("SASL"):
+        return kwargs
+    kwargs["sasl_mechanism"] = security.sasl_mechanism
+    if security.sasl_mechanism == "OAUTHBEARER":
+        kwargs["sasl_oauth_token_provider"] = oauth_token_provider(security)
+        return kwargs
+    password = security.resolve_sasl_password()  # the value or its file's content
+    assert password is not None  # one of them is required by KafkaSecurity
+    kwargs["sasl_plain_username"] = security.sasl_username
+    kwargs["sasl_plain_password"] = password
+    return kwargs
+
+
+def oauth_token_provider(security: KafkaSecurity) -> AbstractTokenProvider:
+    """The OAUTHBEARER token provider of the settings: from the token file, else from the
+    token endpoint (its client secret read from its file at each fetch, when in one)."""
+    if security.sasl_oauth_token_file is not None:
+        reader = partial(read_secret_file, setting="kafka.security.sasl_oauth_token_file")
+        return FileTokenProvider(security.sasl_oauth_token_file, reader)
+    assert security.sasl_oauth_token_endpoint is not None  # KafkaSecurity requires one
+    assert security.sasl_oauth_client_id is not None
+    security.resolve_oauth_client_secret()  # a secret file that cannot be read fails now
+
+    def secret() -> str:
+        value = security.resolve_oauth_client_secret()
+        assert value is not None
+        return value
+
+    return EndpointTokenProvider(
+        security.sasl_oauth_token_endpoint,
+        security.sasl_oauth_client_id,
+        secret,
+        scope=security.sasl_oauth_scope,
+    )
+
+
+def _ssl_context(security: KafkaSecurity) -> ssl.SSLContext:
+    """The broker's certificate checked against the CA (else the system's) and, unless
+    `ssl_check_hostname` is false, against the host name; the client's certificate and
+    key loaded when given (the key's password from its value or file)."""
+    files = {
+        "ssl_cafile": security.ssl_cafile,
+        "ssl_certfile": security.ssl_certfile,
+        "ssl_keyfile": security.ssl_keyfile,
+    }
+    for setting, path in files.items():
+        if path is not None and not path.is_file():
+            raise SecretFileError(f"kafka.security.{setting}: {path} is not a readable file")
+    if security.ssl_keyfile is not None and security.ssl_certfile is None:
+        raise SecretFileError("kafka.security.ssl_keyfile is set without ssl_certfile")
+    try:
+        context: ssl.SSLContext = create_ssl_context(
             cafile=str(security.ssl_cafile) if security.ssl_cafile else None,
             certfile=str(security.ssl_certfile) if security.ssl_certfile else None,
             keyfile=str(security.ssl_keyfile) if security.ssl_keyfile else None,
-            password=security.ssl_password.get_secret_value() if security.ssl_password else None,
+            password=security.resolve_ssl_password(),
         )
-    if security.protocol.startswith("SASL"):
-        password = security.resolve_sasl_password()  # the value or its file's content
-        assert password is not None  # one of them is required by KafkaSecurity
-        kwargs["sasl_mechanism"] = security.sasl_mechanism
-        kwargs["sasl_plain_username"] = security.sasl_username
-        kwargs["sasl_plain_password"] = password
-    return kwargs
+    except (ssl.SSLError, OSError) as error:  # never echoes a password or a key
+        reason = getattr(error, "reason", None) or getattr(error, "strerror", None) or "invalid"
+        raise SecretFileError(
+            "kafka.security: cannot load the TLS files (ssl_cafile, ssl_certfile,"
+            f" ssl_keyfile, ssl_password): {reason}"
+        ) from None
+    context.check_hostname = security.ssl_check_hostname
+    return context
 
 
 def state_handover(

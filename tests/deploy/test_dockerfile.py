@@ -73,3 +73,11 @@ def test_every_copied_source_exists_and_the_context_leaves_out_local_builds() ->
         assert (ROOT / source).exists(), source
     ignored = (ROOT / ".dockerignore").read_text().split()
     assert {".venv/", "*.so", ".git/"} <= set(ignored)  # the image compiles its own
+
+
+def test_the_build_fails_unless_aiokafka_reads_every_kafka_codec() -> None:
+    """A topic may be compressed with any codec; the image must read them all."""
+    build = " ".join(_stages()[0])
+    (check,) = re.findall(r'python -c "from aiokafka import codec; assert ([^"]+)"', build)
+    assert set(re.findall(r"codec\.has_(\w+)\(\)", check)) == {"gzip", "snappy", "lz4", "zstd"}
+    assert "aiokafka[lz4,snappy,zstd]" in (ROOT / "pyproject.toml").read_text()

@@ -10,10 +10,11 @@ from ragstream.events import (
     answer_event,
     decode_event,
     feedback_event,
+    message_key,
     retrieval_event,
     to_decoded,
 )
-from ragstream.producer import EventProducer
+from ragstream.producer import EventProducer, Partitioner, partition_for
 from tests.support import KafkaBroker, TopicFactory, read_records
 
 pytestmark = pytest.mark.kafka
@@ -59,3 +60,36 @@ async def test_per_type_topics_and_an_injected_producer(
     assert decode_event(retrieval.value).type == "retrieval"
     records = await read_records(kafka_broker.bootstrap_servers, feedback, 2)
     assert [r.key for r in records] == [b"q", b"other"]
+
+
+@pytest.mark.parametrize("partitioner", ["murmur2", "crc32", "fnv1a"])
+async def test_the_partitioner_chooses_each_events_partition(
+    kafka_broker: KafkaBroker, kafka_topic_factory: TopicFactory, partitioner: Partitioner
+) -> None:
+    partitions = 5
+    topic = await kafka_topic_factory(partitions)
+    events = [feedback_event(f"{7**i:032x}", "a", 1, "thumb", ts=1714564800 + i) for i in range(40)]
+    kafka = AIOKafkaProducer(bootstrap_servers=kafka_broker.bootstrap_servers)
+    await kafka.start()
+    try:
+        async with (
+            EventProducer(
+                topic, bootstrap_servers=kafka_broker.bootstrap_servers, partitioner=partitioner
+            ) as own,
+            EventProducer(topic, producer=kafka, partitioner=partitioner) as given,
+        ):
+            sent = [await sink.send(event) for event in events for sink in (own, given)]
+    finally:
+        await kafka.stop()
+    expected = [partition_for(message_key(e), partitions, partitioner) for e in events]
+    assert [meta.partition for meta in sent] == [p for p in expected for _ in range(2)]
+    assert len(set(expected)) > 1
+    records = await read_records(kafka_broker.bootstrap_servers, topic, len(sent))
+    assert {(r.key, r.partition) for r in records} == {
+        (message_key(e), p) for e, p in zip(events, expected, strict=True)
+    }
+
+
+def test_an_unknown_partitioner_is_refused() -> None:
+    with pytest.raises(ValueError, match="unknown partitioner 'crc'"):
+        EventProducer("t", bootstrap_servers="x:9092", partitioner="crc")  # type: ignore[arg-type]

@@ -81,6 +81,11 @@ class AgentProcess(ServerProcess):
                 raise AgentProcessError(f"no /healthz in {self.start_timeout} s; see {self.log}")
             time.sleep(0.2)
 
+    @property
+    def running(self) -> bool:
+        """True while the agent process is alive."""
+        return self._proc is not None and self._proc.poll() is None
+
     def get(self, path: str, timeout: float = 10.0) -> tuple[int, str]:
         """(status, body) of a GET of `path`."""
         try:

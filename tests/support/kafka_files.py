@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from tests.support.fetch import SCRIPTS, run_fetch
+from tests.support.kafka_security import LISTENERS
 
 __all__ = [
     "BASE_CONFIG",
@@ -85,8 +86,8 @@ def server_properties(
 ) -> str:
     """The broker's server.properties: :data:`BASE_CONFIG`, listeners, ``log.dirs``, ``extra``.
 
-    ``secured`` adds a listener per security protocol (e.g. ``{"SASL_SSL": 9095}``), each
-    named after its protocol; their TLS and SASL settings come in ``extra``."""
+    ``secured`` adds listeners (e.g. ``{"SASL_SSL": 9095}``), each of the security protocol
+    `LISTENERS` gives its name; their TLS and SASL settings come in ``extra``."""
     config = dict(BASE_CONFIG)
     config["controller.quorum.voters"] = f"1@127.0.0.1:{controller_port}"
     listeners = [f"PLAINTEXT://127.0.0.1:{port}"]
@@ -94,7 +95,7 @@ def server_properties(
     config["listeners"] = ",".join([*listeners, f"CONTROLLER://127.0.0.1:{controller_port}"])
     config["advertised.listeners"] = ",".join(listeners)
     if secured:
-        pairs = [f"{name}:{name}" for name in secured]
+        pairs = [f"{name}:{LISTENERS.get(name, name)}" for name in secured]
         config["listener.security.protocol.map"] += "," + ",".join(pairs)
     config["log.dirs"] = str(data_dir)
     config.update(extra or {})

@@ -1,6 +1,8 @@
 """A local server that speaks the OpenAI chat-completions protocol, for tests and demos.
 
-``POST /v1/chat/completions`` on 127.0.0.1 (a free port). Each request takes the next
+``POST /v1/chat/completions`` on 127.0.0.1 (a free port), and ``POST /v1/responses`` (the
+Responses API, for a reasoning model's output: a reasoning item, then the message when
+the reply has content). Each request takes the next
 scripted `Reply` (status, content, headers, delay, usage), or, when the script is empty,
 asks ``responder`` for one. Every request body and its arrival time are kept, so tests can
 count calls and measure waits. Delays end early when the server stops.
@@ -37,6 +39,9 @@ class Reply:
     completion_tokens: int = 20
     body: str | None = None
     """A raw response body that replaces the chat-completions envelope."""
+    reasoning: str | None = None
+    """Responses API: the summary of a reasoning item before the message; with an empty
+    `content`, the response is `incomplete` (the output budget spent on reasoning)."""
 
 
 def echo_responder(request: dict[str, Any]) -> Reply:
@@ -81,6 +86,7 @@ class OpenAIServer:
     async def start(self) -> None:
         app = web.Application()
         app.router.add_post("/v1/chat/completions", self._handle)
+        app.router.add_post("/v1/responses", self._handle)
         sock = socket.create_server(("127.0.0.1", 0))
         self._port = int(sock.getsockname()[1])
         self._closing.clear()
@@ -123,6 +129,8 @@ class OpenAIServer:
                 headers=reply.headers,
                 content_type="application/json",
             )
+        if request.path.endswith("/responses"):
+            return web.json_response(self._response(body, reply), headers=reply.headers)
         envelope = {
             "id": f"chatcmpl-{len(self.requests)}",
             "object": "chat.completion",
@@ -141,3 +149,41 @@ class OpenAIServer:
             },
         }
         return web.json_response(envelope, headers=reply.headers)
+
+    def _response(self, body: dict[str, Any], reply: Reply) -> dict[str, Any]:
+        """A Responses API response object."""
+        n = len(self.requests)
+        output: list[dict[str, Any]] = []
+        if reply.reasoning is not None:
+            summary = [{"type": "summary_text", "text": reply.reasoning}]
+            output.append({"type": "reasoning", "id": f"rs_{n}", "summary": summary})
+        if reply.content:
+            text = {"type": "output_text", "text": reply.content, "annotations": []}
+            output.append(
+                {
+                    "type": "message",
+                    "id": f"msg_{n}",
+                    "role": "assistant",
+                    "status": "completed",
+                    "content": [text],
+                }
+            )
+        return {
+            "id": f"resp_{n}",
+            "object": "response",
+            "created_at": int(time.time()),
+            "model": body.get("model", self.model),
+            "status": "completed" if reply.content else "incomplete",
+            "incomplete_details": None if reply.content else {"reason": "max_output_tokens"},
+            "output": output,
+            "parallel_tool_calls": True,
+            "tool_choice": "auto",
+            "tools": [],
+            "usage": {
+                "input_tokens": reply.prompt_tokens,
+                "output_tokens": reply.completion_tokens,
+                "total_tokens": reply.prompt_tokens + reply.completion_tokens,
+                "input_tokens_details": {"cached_tokens": 0},
+                "output_tokens_details": {"reasoning_tokens": reply.completion_tokens},
+            },
+        }

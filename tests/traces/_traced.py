@@ -1,0 +1,61 @@
+"""A tracer provider whose spans are kept in the Collector's Kafka formats, for the tests of
+instrumented frameworks (`_rag.py` has the LangChain app these follow)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from opentelemetry.sdk.resources import Resource
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+
+from ragstream.events import DecodedAnswer, Message
+from ragstream.pipeline.engine import Engine, EngineConfig
+from ragstream.traces import TraceMapping
+from tests.traces._rag import CollectorFormat
+
+__all__ = ["TOPIC", "Traced", "answers", "engine"]
+
+TOPIC = "otlp_spans"
+
+
+class Traced:
+    """A provider exporting every span alone (SimpleSpanProcessor), as an app does."""
+
+    def __init__(self, service: str = "support-bot") -> None:
+        self.exporter = CollectorFormat()
+        self.provider = TracerProvider(resource=Resource.create({"service.name": service}))
+        self.provider.add_span_processor(SimpleSpanProcessor(self.exporter))
+
+    def messages(self, encoding: str = "otlp_proto") -> list[Message]:
+        """Every span exported so far as the Collector writes it, one message each, keyed
+        by the trace id; the exports are taken."""
+        out = [
+            Message(value, 0, i, TOPIC, key)
+            for i, (key, value) in enumerate(self.exporter.messages(encoding))
+        ]
+        self.exporter.take()
+        return out
+
+
+def engine(encoding: str = "otlp_proto", wait: float | None = None) -> Engine:
+    """An engine on the event clock reading `TOPIC` in `encoding`."""
+    mapping = TraceMapping() if wait is None else TraceMapping(wait=wait)
+    return Engine(
+        EngineConfig(
+            clock="event",
+            label_keys=("service",),
+            formats=((TOPIC, encoding),),
+            traces=mapping,
+        )
+    )
+
+
+def answers(engine: Engine, batches: Sequence[Sequence[Message]]) -> list[DecodedAnswer]:
+    """The answer events of the batches, none of them invalid."""
+    out: list[DecodedAnswer] = []
+    for batch in batches:
+        report = engine.apply(batch)
+        assert report.invalid == []
+        out.extend(answer for _, answer in report.answers)
+    return out
