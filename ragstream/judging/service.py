@@ -187,6 +187,8 @@ class JudgingService:
                     gold.dropped(partition, event.query_id)
                 else:
                     self._submit(item)
+            elif not entry.queued:  # its judgment failed: nothing to compare with
+                gold.outcomes["failed"] += 1
             # queued: compared when its judgment comes back
         gold.expire(now)  # after: a verdict for an answer past its TTL is found late
 
