@@ -2,7 +2,7 @@
 published figures.
 
 Usage: ``.venv/bin/python -m bench.judge_ragtruth [--judge lexical|openai] [--config FILE]
-[--set judge.KEY=VALUE ...] [--data FILE] [--json]``
+[--set judge.KEY=VALUE ...] [--data FILE] [--half study|check|all] [--json]``
 
 Each RAGTruth record becomes an answer event with a gold verdict (its response-level
 label) and goes through what ``ragstream judge`` runs (`parse_answer_line`, `judge_stream`,
@@ -13,12 +13,18 @@ rate check: gold verdicts on 40% of the answers (chosen by a hash of the id), th
 Rogan-Gladen rate of all the task's answers and whether its interval covers their true
 rate. The data file is found in ``shared/data/ragtruth/`` beside the project or above it
 (``../shared`` from the main checkout), or given with ``--data``.
+
+``--half`` keeps one half of the file, split by ``source_id`` so that the answers to one
+source stay together: *study* when the first byte of ``blake2b(source_id, digest_size=8)``
+is even, else *check* (`half_of`). The lexical judge's rules are studied on the study half
+and checked on the other, which stands in for RAGTruth's held-out half.
 """
 
 from __future__ import annotations
 
 import asyncio
 import dataclasses
+import hashlib
 import json
 import os
 import platform
@@ -32,22 +38,27 @@ import click
 from ragstream.cli._settings import file_settings_options, with_settings
 from ragstream.config import Settings
 from ragstream.config.judging import JudgeSettings
+from ragstream.judging.lexical import LEXICAL_VERSION
 from ragstream.judging.offline import JudgedLine, JudgeReport, judge_stream, parse_answer_line
+from ragstream.judging.prompts import PROMPT_VERSION
 from ragstream.judging.sampler import sample_point
 from ragstream.wiring.judging import build_judge, build_sampler
 
 __all__ = [
     "GOLD_SHARE",
+    "HALVES",
     "PUBLISHED",
     "TASKS",
     "answer_line",
     "corrected_check",
+    "half_of",
     "judge_records",
     "load_records",
     "ragtruth_path",
 ]
 
 TASKS = ("QA", "Summary", "Data2txt")
+HALVES = ("study", "check", "all")
 GOLD_SHARE = 0.4
 """Share of the answers whose gold verdict the corrected-rate check uses."""
 _GOLD_SALT = "ragtruth-gold"
@@ -93,6 +104,13 @@ def load_records(path: Path) -> list[dict[str, Any]]:
     """The file's records, in file order."""
     with path.open(encoding="utf-8") as handle:
         return [json.loads(line) for line in handle if line.strip()]
+
+
+def half_of(record: dict[str, Any]) -> str:
+    """``study`` when the first byte of ``blake2b(source_id, digest_size=8)`` is even, else
+    ``check``: all the answers to one source fall in the same half."""
+    digest = hashlib.blake2b(str(record["source_id"]).encode(), digest_size=8).digest()
+    return "study" if digest[0] % 2 == 0 else "check"
 
 
 def answer_line(record: dict[str, Any], *, gold: bool = True) -> str:
@@ -171,6 +189,10 @@ def _summary(rows: Sequence[JudgedLine], seconds: float) -> dict[str, Any]:
     return result
 
 
+def _version(settings: JudgeSettings) -> str:
+    return LEXICAL_VERSION if settings.kind == "lexical" else PROMPT_VERSION
+
+
 def _machine() -> str:
     model = platform.processor() or platform.machine()
     try:
@@ -192,8 +214,8 @@ def _pct(est: dict[str, Any] | None, key: str = "value") -> str:
 
 def _render(result: dict[str, Any]) -> str:
     out = [
-        f"judge: {result['judge']}; data: {result['data']} ({result['answers']} answers); "
-        f"machine: {result['machine']}",
+        f"judge: {result['judge']} ({result['version']}); data: {result['data']}, "
+        f"half: {result['half']} ({result['answers']} answers); machine: {result['machine']}",
         "",
         "| task | answers | true share | flagged share | precision | recall | F1 | "
         "balanced accuracy [95%] | AUROC | answers/s |",
@@ -252,9 +274,17 @@ def _render(result: dict[str, Any]) -> str:
     help="RAGTruth development half [default: shared/data/ragtruth/ragtruth_dev.jsonl "
     "beside the project or above it].",
 )
+@click.option(
+    "--half",
+    type=click.Choice(HALVES),
+    default="all",
+    show_default=True,
+    help="The answers of one half of the file, split by source_id (study: the first byte "
+    "of blake2b(source_id, digest_size=8) is even; check: it is odd).",
+)
 @click.option("--json", "as_json", is_flag=True, help="Every figure as JSON.")
 @with_settings
-def main(settings: Settings, kind: str | None, data: Path | None, as_json: bool) -> None:
+def main(settings: Settings, kind: str | None, data: Path | None, half: str, as_json: bool) -> None:
     """Judge RAGTruth's development half and compare with the published figures."""
     path = data or ragtruth_path()
     if path is None:
@@ -262,7 +292,7 @@ def main(settings: Settings, kind: str | None, data: Path | None, as_json: bool)
     judge_settings = settings.judge
     if kind is not None:
         judge_settings = judge_settings.model_copy(update={"kind": kind})
-    records = load_records(path)
+    records = [r for r in load_records(path) if half in ("all", half_of(r))]
     by_task = {t: [r for r in records if r["task_type"] == t] for t in TASKS}
     tasks: dict[str, Any] = {}
     corrected: dict[str, Any] = {}
@@ -280,7 +310,9 @@ def main(settings: Settings, kind: str | None, data: Path | None, as_json: bool)
     corrected["overall"] = corrected_check(all_records, all_rows)
     result = {
         "judge": judge_settings.kind,
+        "version": _version(judge_settings),
         "data": str(path),
+        "half": half,
         "answers": len(records),
         "machine": _machine(),
         "tasks": tasks,

@@ -1,4 +1,4 @@
-"""The `lexical` judge (version ``lexical-2``): offline, deterministic, free — a heuristic.
+"""The `lexical` judge (version ``lexical-3``): offline, deterministic, free — a heuristic.
 
 It has no model of meaning; it checks that what an answer states is *made of* what its
 contexts say, and that the values it states are the contexts' values. With ``T(x)`` the
@@ -54,7 +54,7 @@ from ragstream.judging.text import clauses, content_tokens, is_number, sentences
 
 __all__ = ["LEXICAL_VERSION", "Evidence", "LexicalJudge", "cover", "overlap"]
 
-LEXICAL_VERSION = "lexical-2"
+LEXICAL_VERSION = "lexical-3"
 
 
 def overlap(query: set[str], text: set[str] | frozenset[str]) -> float:

@@ -3,11 +3,12 @@
 Deliberately simple and English-only: these helpers are the lexical judge's whole model of
 language. A text becomes a list of *tokens*:
 
-- words, lower-cased and stemmed (``indexes`` -> ``index``), stop words and words that
-  only point at the sources (``passage``, ``provided``, ``according``) removed; a
-  hyphenated word also gives its joined form (``Wi-Fi`` -> ``wi``, ``fi``, ``wifi``);
+- words, lower-cased and stemmed (``indexes`` -> ``index``, ``planned`` -> ``plan``),
+  stop words and words that only point at the sources (``passage``, ``provided``,
+  ``according``) removed; a hyphenated word also gives its joined form (``Wi-Fi`` ->
+  ``wi``, ``fi``, ``wifi``);
 - numbers in one canonical form, whether written as digits or words (``3``, ``3.0``,
-  ``three`` -> ``3``; ``10,000`` -> ``10000``);
+  ``three`` -> ``3``; ``thirty-one`` -> ``31``; ``10,000`` -> ``10000``);
 - times of day as ``@H:MM`` on a 24-hour clock (``11:0``, ``11 AM``, ``11:00 am`` ->
   ``@11:00``; ``5 PM``, ``17:0`` -> ``@17:00``), ISO dates as year, month and day;
 - day and month abbreviations spelled out (``Mon`` -> ``monday``, ``Jan`` -> ``january``).
@@ -59,6 +60,9 @@ _NUMBER_WORDS = {w: str(i) for i, w in enumerate(f"{_UNITS} {_TEENS}".split()) i
 _NUMBER_WORDS |= {w: str(10 * i) for i, w in enumerate(_TENS.split(), 3)}
 _NUMBER_WORDS["dozen"] = "12"
 """Number words written as digits ("one" is left out: it is mostly a pronoun)."""
+_TENS_WORDS = frozenset(["twenty", *_TENS.split()])
+_UNIT_WORDS = {w: i for i, w in enumerate(_UNITS.split()) if 1 <= i <= 9} | {"one": 1}
+"""The two halves of a compound number word (``twenty-one`` ... ``ninety-nine``)."""
 
 _DAY_NAMES = "monday tuesday wednesday thursday friday saturday sunday"
 _MONTH_TEXT = """january february march april may june july august september october
@@ -97,6 +101,7 @@ NEGATION = re.compile(
 )
 _NUMERIC_START = frozenset("0123456789@")
 _SUFFIXES = ("ingly", "edly", "ing", "ies", "ied", "ed", "es", "ly", "s")
+_DOUBLING = frozenset(("ingly", "edly", "ing", "ed"))
 
 
 def sentences(text: str) -> list[str]:
@@ -132,10 +137,16 @@ def is_number(token: str) -> bool:
     return token[:1] in _NUMERIC_START
 
 
+_UNDOUBLE = frozenset("bdgkmnprt")
+
+
 @lru_cache(maxsize=1 << 16)
 def stem(word: str) -> str:
     """Strip one common English suffix when at least three letters remain (``indexes`` ->
-    ``index``, ``rotated`` -> ``rotat``, ``rotating`` -> ``rotat``); ``-ise`` is ``-ize``."""
+    ``index``, ``rotated`` -> ``rotat``, ``rotating`` -> ``rotat``); a consonant doubled
+    before ``-ed``/``-ing`` is undoubled (``planned``, ``planning`` -> ``plan``); ``-ly``
+    is an adverb's only after at least four letters and not after ``i``/``p`` (``usually``
+    -> ``usual``, but ``family``, ``daily``, ``supply`` stay); ``-ise`` is ``-ize``."""
     if not word[:1].isalpha():
         return word
     word = word.replace("isation", "ization").replace("ise", "ize") if "is" in word else word
@@ -143,7 +154,12 @@ def stem(word: str) -> str:
         if word.endswith(suffix) and len(word) - len(suffix) >= 3:
             if suffix in ("ies", "ied"):
                 return word[: -len(suffix)] + "y"
-            return word[: -len(suffix)]
+            if suffix == "ly" and (len(word) < 6 or word[-3] in "ip"):
+                continue  # family, daily, apply: not an adverb
+            word = word[: -len(suffix)]
+            if suffix in _DOUBLING and word[-1] == word[-2] and word[-1] in _UNDOUBLE:
+                word = word[:-1]
+            break
     return word
 
 
@@ -193,11 +209,22 @@ def _normalise(raw: str) -> tuple[str, ...]:
         return (_number(raw),)
     if raw in _NUMBER_WORDS:
         return (_NUMBER_WORDS[raw],)
+    compound = _compound_number(raw)
+    if compound is not None:
+        return (compound,)
     return tuple(
         stem(_CANONICAL.get(word, word))
         for word in _word_forms(raw)
         if word not in STOPWORDS and word not in META_WORDS
     )
+
+
+def _compound_number(raw: str) -> str | None:
+    """``thirty-one`` -> ``31`` (a tens word, a hyphen and a unit word), else None."""
+    tens, _, unit = raw.partition("-")
+    if unit not in _UNIT_WORDS or tens not in _TENS_WORDS:
+        return None
+    return str(int(_NUMBER_WORDS[tens]) + _UNIT_WORDS[unit])
 
 
 def _word_forms(raw: str) -> list[str]:

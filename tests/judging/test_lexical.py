@@ -1,15 +1,17 @@
-"""The lexical judge (`lexical-2`): each rule on constructed sentences, then the whole
+"""The lexical judge (`lexical-3`): each rule on constructed sentences, then the whole
 RAGTruth development file against balanced-accuracy floors."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from bench.judge_ragtruth import half_of, load_records
+from ragstream.judging.agreement import Confusion
 from ragstream.judging.claims import extract_claims, is_refusal_sentence, strip_preamble
 from ragstream.judging.lexical import LEXICAL_VERSION, Evidence, LexicalJudge, cover, overlap
 from ragstream.judging.numbers import days, unsupported_values
@@ -26,6 +28,7 @@ CONTEXTS = ("Shards are rebalanced every night.", "Backups run weekly.")
     [
         ("When are the Shards rebalanced?", ("shard", "rebalanc")),
         ("three replicas", ("3", "replica")),
+        ("Thirty-one passengers, twenty-five cars", ("31", "passenger", "25", "car")),
         ("3.0 stars, 10,000 rows", ("3", "star", "10000", "row")),
         ("open 11 AM to 9 PM", ("open", "@11:00", "@21:00")),
         ("11:0-21:0", ("@11:00", "@21:00")),
@@ -61,6 +64,16 @@ def test_sentences_clauses_stem_negation() -> None:
         "rotat",
         "cat",
         "42",
+    ]
+    # a doubled consonant before -ed/-ing meets the base; -ly only on adverbs
+    assert {stem(w) for w in ("plan", "plans", "planned", "planning")} == {"plan"}
+    assert {stem(w) for w in ("hit", "hitting")} == {"hit"}
+    assert [stem(w) for w in ("calling", "usually", "family", "daily", "supply")] == [
+        "call",
+        "usual",
+        "family",
+        "daily",
+        "supply",
     ]
     assert is_negated("It doesn't take cards")
     assert is_negated("no valet parking")
@@ -258,7 +271,7 @@ def test_scores_and_version() -> None:
     assert j.answer_relevance == 1.0
     assert j.context_scores == (1.0, 0.0)
     assert j.context_relevance == 0.5
-    assert (j.judge, j.prompt_version) == ("lexical", LEXICAL_VERSION) == ("lexical", "lexical-2")
+    assert (j.judge, j.prompt_version) == ("lexical", LEXICAL_VERSION) == ("lexical", "lexical-3")
 
 
 def test_thresholds_are_honoured() -> None:
@@ -332,28 +345,32 @@ def test_scores_are_in_range_and_consistent(
 
 _ROOT = Path(__file__).resolve().parents[2]
 _DEV = _ROOT.parent / "shared" / "data" / "ragtruth" / "ragtruth_dev.jsonl"
-# Measured on the whole file: QA 0.832, Summary 0.652, Data2txt 0.742; the floors keep a
-# small margin and are at least the held-out targets (0.70, 0.60, 0.58).
-_FLOORS = {"QA": 0.80, "Summary": 0.63, "Data2txt": 0.71}
+# Measured on the whole file: QA 0.832, Summary 0.655, Data2txt 0.752; the floors keep a
+# small margin and are at least the held-out targets (0.70, 0.60, 0.58), which each half
+# (study, check: `bench.judge_ragtruth.half_of`) must reach on its own.
+_FLOORS = {"QA": 0.80, "Summary": 0.63, "Data2txt": 0.72}
+_TARGETS = {"QA": 0.70, "Summary": 0.60, "Data2txt": 0.58}
 
 
-def _dev_file() -> Path:
+def _dev_records() -> list[dict[str, Any]]:
     if not _DEV.is_file():
         pytest.skip(f"the RAGTruth development file is not here: {_DEV}")
-    return _DEV
+    return load_records(_DEV)
+
+
+def _balanced_accuracy(records: list[dict[str, Any]]) -> float:
+    judge = LexicalJudge()
+    pairs = []
+    for row in records:
+        j = judge.evaluate(row["question"], row["answer"], row["contexts"])
+        pairs.append((bool(row["label"]), j.hallucination))
+    return Confusion.from_pairs(pairs).balanced_accuracy().value
 
 
 @pytest.mark.parametrize("task", sorted(_FLOORS))
 def test_balanced_accuracy_on_the_ragtruth_development_file(task: str) -> None:
-    judge = LexicalJudge()
-    counts = {(flag, gold): 0 for flag in (False, True) for gold in (False, True)}
-    with _dev_file().open(encoding="utf-8") as lines:
-        for line in lines:
-            row = json.loads(line)
-            if row["task_type"] != task:
-                continue
-            j = judge.evaluate(row["question"], row["answer"], row["contexts"])
-            counts[(j.hallucination, bool(row["label"]))] += 1
-    sensitivity = counts[(True, True)] / (counts[(True, True)] + counts[(False, True)])
-    specificity = counts[(False, False)] / (counts[(False, False)] + counts[(True, False)])
-    assert (sensitivity + specificity) / 2 >= _FLOORS[task]
+    chosen = [r for r in _dev_records() if r["task_type"] == task]
+    assert _balanced_accuracy(chosen) >= _FLOORS[task]
+    for half in ("study", "check"):
+        part = [r for r in chosen if half_of(r) == half]
+        assert _balanced_accuracy(part) >= _TARGETS[task], half

@@ -14,11 +14,13 @@ from bench.judge_ragtruth import (
     TASKS,
     answer_line,
     corrected_check,
+    half_of,
     has_gold,
     judge_records,
     load_records,
     ragtruth_path,
 )
+from bench.judge_ragtruth import main as bench_main
 from ragstream.cli import main
 from ragstream.config.judging import JudgeSettings
 from ragstream.judging.offline import JudgeReport
@@ -68,3 +70,27 @@ def test_ragstream_judge_reports_what_the_bench_reports(tmp_path: Path) -> None:
     for key in ("outcomes", "flagged", "flagged_share", "gold", "corrected_hallucination_rate"):
         assert got[key] == want[key], key
     assert got["gold"]["answers"] == len(chosen)
+
+
+def test_the_halves_split_by_source_and_the_bench_reports_one() -> None:
+    """study / check by the first byte of blake2b(source_id): every source's answers in one
+    half; `--half` judges that half only and says so in its header."""
+    assert _PATH is not None
+    records = load_records(_PATH)
+    halves: dict[str, set[str]] = {"study": set(), "check": set()}
+    for record in records:
+        halves[half_of(record)].add(str(record["source_id"]))
+    assert not halves["study"] & halves["check"]
+    counts = {h: sum(half_of(r) == h for r in records) for h in halves}
+    assert counts == {"study": 233, "check": 194}
+    for half in ("study", "check", "all"):
+        result = CliRunner().invoke(bench_main, ["--half", half, "--json"])
+        assert result.exit_code == 0, result.output
+        report = json.loads(result.output)
+        assert report["half"] == half
+        assert report["version"] == "lexical-3"
+        expected = len(records) if half == "all" else counts[half]
+        assert report["answers"] == expected
+        assert sum(report["tasks"][t]["lines"] for t in TASKS) == expected
+    text = CliRunner().invoke(bench_main, ["--half", "check"]).output
+    assert "half: check (194 answers)" in text.splitlines()[0]
