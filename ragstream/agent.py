@@ -60,6 +60,7 @@ class Agent:
             source,
             dead_letters=dead_letters,
             on_answers=None if judging is None else judging.on_answers,
+            on_verdicts=None if judging is None else judging.on_verdicts,
         )
         self._start_source = start_source
         self._lag_fn = lag

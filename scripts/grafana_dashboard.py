@@ -390,6 +390,29 @@ def _generation(labels: Labels) -> Row:
         width=WIDTH,
     )
 
+    fixed = "ragstream_generation_hallucination_ratio_corrected"
+    corrected = Panel(
+        "Corrected hallucination ratio per replica",
+        "Each replica's hallucination ratio corrected for the judge's sensitivity and "
+        "specificity measured on gold verdicts (Rogan-Gladen), with its 95% interval, which "
+        "carries the window's sampling error and that of Se and Sp; the hallucination alert "
+        "pages on its lower bound. No line and the interval [0, 1]: no gold verdicts of both "
+        "kinds, or a judge whose verdict tells nothing (Se + Sp <= 1).",
+        targets(
+            (f"{fixed}{{{sel}}}", f"{instance_legend} corrected"),
+            (
+                f"{fixed}_bound{{{labels.select(bound='lower', window='$window')}}}",
+                f"{instance_legend} lower",
+            ),
+            (
+                f"{fixed}_bound{{{labels.select(bound='upper', window='$window')}}}",
+                f"{instance_legend} upper",
+            ),
+        ),
+        maximum=1.0,
+        width=WIDTH,
+    )
+
     def weighted(metric: str) -> str:
         value = f"ragstream_generation_{metric}{{{sel}}}"
         judged = f"ragstream_generation_judged_queries{{{sel}}}"
@@ -421,7 +444,7 @@ def _generation(labels: Labels) -> Row:
         ),
         unit="short",
     )
-    return Row("Generation quality", [band, per_replica, scores, judged])
+    return Row("Generation quality", [band, per_replica, corrected, scores, judged])
 
 
 DETECTORS = (

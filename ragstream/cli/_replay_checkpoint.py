@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -28,17 +29,23 @@ from ragstream.checkpoint.local import (
     write_checkpoint,
 )
 from ragstream.pipeline.engine import Engine, EngineConfig
+from ragstream.pipeline.partitions import SideState
 from ragstream.sources.jsonl import LineCounts
 
 __all__ = ["ReplayKeeper", "replay_settings"]
 
 
 def replay_settings(
-    config: EngineConfig, batch_size: int, input_format: str, per_query: bool
+    config: EngineConfig,
+    batch_size: int,
+    input_format: str,
+    per_query: bool,
+    judge: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """What a replay's output depends on besides its input: the engine's configuration
     (the input format in place of the topic formats, which name the file), the batch size
-    (the event clock moves per batch) and whether per-query lines are written."""
+    (the event clock moves per batch), whether per-query lines are written, and the
+    judge's settings (None: no judging)."""
     engine = msgspec.json.decode(msgspec.json.encode(config))  # as it reads back
     engine.pop("formats", None)
     return {
@@ -46,6 +53,7 @@ def replay_settings(
         "batch_size": batch_size,
         "input_format": input_format,
         "per_query": per_query,
+        "judge": None if judge is None else dict(judge),
     }
 
 
@@ -62,12 +70,18 @@ class ReplayKeeper:
         self._saved: ReplayCheckpoint | None = None
         self._last_lines = 0
 
-    def resume(self, config: EngineConfig) -> tuple[Engine, LineCounts]:
+    def resume(
+        self, config: EngineConfig, sides: Mapping[str, SideState] | None = None
+    ) -> tuple[Engine, LineCounts]:
         """The engine and line counts to go on from: the checkpoint's, or new ones when the
-        directory holds none. Raises `CheckpointError` (a mismatch says what differs)."""
+        directory holds none, with ``sides`` attached (`Engine.attach`). Raises
+        `CheckpointError` (a mismatch says what differs)."""
         saved = read_checkpoint(self.directory)
         if saved is None:
-            return Engine(config), LineCounts()
+            engine = Engine(config)
+            for name, side in (sides or {}).items():
+                engine.attach(name, side)
+            return engine, LineCounts()
         where = f"the checkpoint in {self.directory}"
         names = differing(saved.settings, self.settings)
         if names:
@@ -87,7 +101,7 @@ class ReplayKeeper:
                 "use another --checkpoint-dir for another input"
             )
         try:
-            engine = Engine.restore(config, saved.state)
+            engine = Engine.restore(config, saved.state, sides=sides)
         except (KeyError, TypeError, ValueError) as error:
             raise CheckpointMismatchError(
                 f"{where} holds a state this engine cannot take: {error}"

@@ -71,6 +71,14 @@ __all__ = ["demo"]
     help="Share of answers judged (lexical judge).",
 )
 @click.option(
+    "--gold-share",
+    type=click.FloatRange(0, 1),
+    default=0.2,
+    show_default=True,
+    help="Share of answers that get a reviewer's gold verdict (a feedback event), which "
+    "measures the judge and corrects its hallucination ratio.",
+)
+@click.option(
     "--seed", type=int, default=7, show_default=True, help="Seed of the synthetic traffic."
 )
 @file_settings_options
@@ -85,6 +93,7 @@ def demo(
     refresh: float,
     label_ttl: float,
     judge_rate: float,
+    gold_share: float,
     seed: int,
 ) -> None:
     """Run the agent on synthetic traffic, serve /metrics, and print a live summary.
@@ -92,14 +101,18 @@ def demo(
     Three apps send retrieval, answer and feedback events; after --drift-at seconds the
     `support` app's ranking gets worse, its index staler and its answers less faithful: the
     summary shows MRR and nDCG falling in the 1m window first, then in the 5m window, and
-    the judged hallucination ratio rising, and the drift detectors raise their alarms.
+    the judged hallucination ratio rising, and the drift detectors raise their alarms. A
+    share of the answers (--gold-share) get gold verdicts, so the summary shows the raw
+    ratio and the ratio corrected for the judge's measured error, with their intervals.
 
     Windows, metrics and drift detection are read from --config and --set (as `run` reads
     them, e.g. --set drift.zscore.threshold=4); the traffic, its labels (app, index), the
     label TTL and the address are the options above.
     """
     settings = settings_from_flags(config_file, None, (), None, None, assignments)
-    options = _Options(duration, port, host, rate, drift_at, refresh, label_ttl, judge_rate, seed)
+    options = _Options(
+        duration, port, host, rate, drift_at, refresh, label_ttl, judge_rate, gold_share, seed
+    )
     asyncio.run(_demo(options, settings))
 
 
@@ -113,6 +126,7 @@ class _Options:
     refresh: float
     label_ttl: float
     judge_rate: float
+    gold_share: float
     seed: int
 
 
@@ -123,6 +137,7 @@ async def _demo(o: _Options, settings: Settings) -> None:
         drift_at=o.drift_at,
         label_ttl=o.label_ttl,
         judge_rate=o.judge_rate,
+        gold_share=o.gold_share,
         seed=o.seed,
         host=o.host,
         port=o.port,
@@ -147,7 +162,8 @@ async def _demo(o: _Options, settings: Settings) -> None:
             if interactive:
                 click.echo("\x1b[2J\x1b[H", nl=False)
             click.echo(
-                f"{head}\n{table}\n\nanswers judged by the lexical heuristic:\n{judged}\n"
+                f"{head}\n{table}\n\nanswers judged by the lexical heuristic (raw, and"
+                f" corrected for its error on gold verdicts):\n{judged}\n"
                 f"\ndrift alarms:\n{drift}\n"
             )
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import json
 from pathlib import Path
@@ -13,12 +14,13 @@ from ragstream.checkpoint.local import CheckpointError
 from ragstream.cli._replay_checkpoint import ReplayKeeper, replay_settings
 from ragstream.cli._settings import file_settings_options, with_settings
 from ragstream.config import Settings
+from ragstream.judging.service import JudgingService
 from ragstream.pipeline.engine import Engine
 from ragstream.pipeline.gc import tune_gc
 from ragstream.report.console import render_replay
-from ragstream.report.replay import query_record, summary
+from ragstream.report.replay import judging_summary, query_record, summary
 from ragstream.sources.jsonl import LineCounts, read_jsonl
-from ragstream.wiring import engine_config
+from ragstream.wiring import engine_config, replay_judging
 
 __all__ = ["replay"]
 
@@ -95,43 +97,85 @@ def replay(
     config = engine_config(settings, clock="event", drift=False)
     if input_format != "ragstream":  # the file's lines are messages of a trace topic
         config = dataclasses.replace(config, formats=((file.name, input_format),))
+    engines: list[Engine] = []  # the judge reads the engine's clock and label sets
+    judging = replay_judging(
+        settings,
+        lambda: engines[0].now(),
+        lambda labels: engines[0].labelsets(labels),
+        queue_size=batch_size,
+    )
+    sides = {} if judging is None else {"judge": judging}
     keeper = None
     out: TextIO | None = None
     if checkpoint_dir is None:
         engine, lines, digest = Engine(config), LineCounts(), None
+        for name, side in sides.items():
+            engine.attach(name, side)
         if per_query is not None:
             out = per_query.open("w", encoding="utf-8")
     else:
-        fingerprint = replay_settings(config, batch_size, input_format, per_query is not None)
+        judge = None if judging is None else settings.judge.model_dump(mode="json")
+        fingerprint = replay_settings(
+            config, batch_size, input_format, per_query is not None, judge
+        )
         keeper = ReplayKeeper(checkpoint_dir, file, fingerprint, checkpoint_every)
         try:
-            engine, lines = keeper.resume(config)
+            engine, lines = keeper.resume(config, sides)
             if per_query is not None:
                 out = keeper.open_output(per_query)
         except CheckpointError as mismatch:
             raise click.ClickException(str(mismatch)) from mismatch
         digest = keeper.digest
+    engines.append(engine)
     try:
-        for batch in read_jsonl(file, batch_size, lines, digest):
-            report = engine.apply(batch)
-            for message, problem in report.invalid:
-                click.echo(f"{file}:{message.offset}: invalid event ({problem})", err=True)
-            _write(out, engine, report.final)
-            if keeper is not None:
-                keeper.after_batch(engine, lines, out)
-        if keeper is not None:
-            keeper.save(engine, lines, out, done=True)
-        _write(out, engine, engine.finish())
+        asyncio.run(_run(file, engine, judging, lines, digest, batch_size, keeper, out))
     finally:
         if out is not None:
             out.close()
     result = {**summary(engine), "lines": {"read": lines.lines, "blank": lines.blank}}
+    if judging is not None:
+        result["judging"] = judging_summary(engine, judging)
     if fmt == "json":
         click.echo(json.dumps(result, indent=2, sort_keys=True))
     else:
         click.echo(render_replay(result))
     if not any(n for (_, outcome), n in engine.events.items() if outcome != "invalid"):
         raise click.ClickException(_no_valid_event(file, engine))
+
+
+async def _run(
+    file: Path,
+    engine: Engine,
+    judging: JudgingService | None,
+    lines: LineCounts,
+    digest: Any,
+    batch_size: int,
+    keeper: ReplayKeeper | None,
+    out: TextIO | None,
+) -> None:
+    """Apply the file batch by batch; the judge, when on, judges each batch's sampled
+    answers (and those with gold verdicts) before the next batch, as the agent would with
+    a judge that keeps up."""
+    if judging is not None:
+        await judging.start()
+    try:
+        for batch in read_jsonl(file, batch_size, lines, digest):
+            report = engine.apply(batch)
+            for message, problem in report.invalid:
+                click.echo(f"{file}:{message.offset}: invalid event ({problem})", err=True)
+            _write(out, engine, report.final)
+            if judging is not None:
+                judging.on_answers(report.answers)
+                judging.on_verdicts(report.verdicts)
+                await judging.settle()
+            if keeper is not None:
+                keeper.after_batch(engine, lines, out)
+        if keeper is not None:
+            keeper.save(engine, lines, out, done=True)
+        _write(out, engine, engine.finish())
+    finally:
+        if judging is not None:
+            await judging.stop()
 
 
 def _write(out: TextIO | None, engine: Engine, queries: list[Any]) -> None:

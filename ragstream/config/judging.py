@@ -16,6 +16,7 @@ from ragstream.config._duration import Duration
 from ragstream.config.secrets import read_secret_file
 
 __all__ = [
+    "GoldSettings",
     "JudgeSettings",
     "LabelRuleSettings",
     "LexicalSettings",
@@ -113,6 +114,24 @@ class OpenAISettings(_Section):
         return os.environ.get(self.api_key_env) or None
 
 
+class GoldSettings(_Section):
+    """Gold verdicts on answers (feedback events with `answer`), compared with the judge's."""
+
+    window: Duration | None = Field(
+        None,
+        description="window of the judge's sensitivity and specificity (None: the longest window)",
+    )
+    max_answers: int = Field(
+        10_000,
+        ge=1,
+        description="open answers kept per partition for a gold verdict that comes later (an"
+        " unsampled one with its text, until judged)",
+    )
+    max_waiting: int = Field(
+        10_000, ge=1, description="gold verdicts per partition waiting for their answer"
+    )
+
+
 class JudgeSettings(_Section):
     """Generation judging: sampling, the judge, its workers, and where judgments go."""
 
@@ -129,3 +148,4 @@ class JudgeSettings(_Section):
     )
     label_threshold: float = Field(0.5, ge=0.0, le=1.0)
     publish_topic: str | None = Field(None, description="Kafka topic for judgments (audit)")
+    gold: GoldSettings = Field(default_factory=GoldSettings)

@@ -16,6 +16,7 @@ from ragstream.events.builders import (
     feedback_event,
     message_key,
     retrieval_event,
+    verdict_event,
 )
 from ragstream.events.decode import decode_batch, decode_event, decode_reference, decode_rejected
 from ragstream.events.json_schema import event_json_schema
@@ -25,6 +26,7 @@ from ragstream.events.models import (
     EVENT_ADAPTER,
     MAX_ABS_REL,
     AnswerEvent,
+    AnswerVerdict,
     Context,
     Event,
     EventType,
@@ -47,6 +49,7 @@ from ragstream.events.structs import (
     DecodedFeedback,
     DecodedQrel,
     DecodedRetrieval,
+    DecodedVerdict,
     to_decoded,
 )
 from ragstream.events.timestamps import format_rfc3339, parse_rfc3339
@@ -57,6 +60,7 @@ __all__ = [
     "EVENT_ADAPTER",
     "MAX_ABS_REL",
     "AnswerEvent",
+    "AnswerVerdict",
     "BatchRead",
     "BatchReader",
     "Context",
@@ -69,6 +73,7 @@ __all__ = [
     "DecodedFeedback",
     "DecodedQrel",
     "DecodedRetrieval",
+    "DecodedVerdict",
     "Event",
     "EventType",
     "FeedbackEvent",
@@ -100,4 +105,5 @@ __all__ = [
     "retrieval_event",
     "to_decoded",
     "value_of",
+    "verdict_event",
 ]

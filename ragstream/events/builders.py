@@ -16,6 +16,7 @@ import msgspec
 from ragstream.events.models import (
     EVENT_ADAPTER,
     AnswerEvent,
+    AnswerVerdict,
     Context,
     Event,
     EventType,
@@ -33,6 +34,7 @@ __all__ = [
     "feedback_event",
     "message_key",
     "retrieval_event",
+    "verdict_event",
 ]
 
 _EVENT_TYPES: tuple[EventType, ...] = ("retrieval", "answer", "feedback")
@@ -106,6 +108,25 @@ def feedback_event(
         labels=dict(labels or {}),
         doc_id=doc_id,
         rel=rel,
+        source=source,
+    )
+
+
+def verdict_event(
+    query_id: str,
+    hallucination: bool,
+    source: str,
+    *,
+    ts: TimeLike | None = None,
+    labels: Mapping[str, str] | None = None,
+) -> FeedbackEvent:
+    """A validated feedback event carrying a gold verdict on the query's answer (from people
+    or a trusted reviewer), which the agent compares with its judge's. `ts=None` means now."""
+    return FeedbackEvent(
+        query_id=query_id,
+        ts=_seconds(ts),
+        labels=dict(labels or {}),
+        answer=AnswerVerdict(hallucination=hallucination),
         source=source,
     )
 

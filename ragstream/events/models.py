@@ -13,7 +13,15 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Annotated, Any, Literal, NamedTuple, NotRequired
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints, TypeAdapter, with_config
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    StringConstraints,
+    TypeAdapter,
+    model_validator,
+    with_config,
+)
 from typing_extensions import TypedDict
 
 from ragstream.events.limits import (
@@ -29,8 +37,10 @@ from ragstream.events.timestamps import DocTime, EventTime
 
 __all__ = [
     "EVENT_ADAPTER",
+    "FEEDBACK_KINDS",
     "MAX_ABS_REL",
     "AnswerEvent",
+    "AnswerVerdict",
     "Context",
     "Event",
     "EventType",
@@ -41,6 +51,7 @@ __all__ = [
     "RetrievalEvent",
     "RetrievedDoc",
     "dedupe_results",
+    "feedback_kind_ok",
     "inline_labels",
 ]
 
@@ -159,13 +170,70 @@ class AnswerEvent(_EventBase):
     )
 
 
+@with_config(_ITEM_CONFIG)
+class AnswerVerdict(TypedDict):
+    """A gold verdict on a query's answer, from people or a trusted reviewer."""
+
+    hallucination: Annotated[
+        bool, Field(description="True when the answer makes a claim its contexts do not support.")
+    ]
+
+
+FEEDBACK_KINDS = (
+    "feedback carries either doc_id and rel (a label for one document) or answer"
+    " (a gold verdict on the query's answer), not both and not neither"
+)
+
+
+def _one_kind(schema: dict[str, Any]) -> None:
+    """In the JSON Schema: `type` required, and exactly one kind of feedback (`FEEDBACK_KINDS`);
+    an absent field and a null one are the same, as everywhere in the schema."""
+    _require_type(schema)
+    given = {"not": {"type": "null"}}
+    absent = {"type": "null"}
+    schema["oneOf"] = [
+        {
+            "required": ["doc_id", "rel"],
+            "properties": {"doc_id": given, "rel": given, "answer": absent},
+        },
+        {"required": ["answer"], "properties": {"answer": given, "doc_id": absent, "rel": absent}},
+    ]
+
+
 class FeedbackEvent(_EventBase):
-    """A late relevance label for one document of one query."""
+    """A late relevance label for one document of one query (`doc_id`, `rel`), or a gold
+    verdict on the query's answer (`answer`): exactly one of the two."""
+
+    model_config = ConfigDict(**_CONFIG, json_schema_extra=_one_kind)
 
     type: Literal["feedback"] = Field("feedback", description="Always `feedback`.")
-    doc_id: _Id = Field(description="The judged document.")
-    rel: _Rel = Field(description="Graded relevance; the latest label for (query_id, doc_id) wins.")
+    doc_id: _Id | None = Field(None, description="The judged document (with `rel`).")
+    rel: _Rel | None = Field(
+        None,
+        description="Graded relevance (with `doc_id`); the latest label for (query_id, doc_id)"
+        " wins.",
+    )
+    answer: AnswerVerdict | None = Field(
+        None,
+        title="Answer",
+        description="A gold verdict on the query's answer, instead of doc_id and rel; the agent"
+        " compares it with its judge's verdict.",
+    )
     source: _Id = Field(description="Label source, e.g. click, thumb, annotator, judge.")
+
+    @model_validator(mode="after")
+    def _exactly_one_kind(self) -> FeedbackEvent:
+        if not feedback_kind_ok(self.doc_id, self.rel, self.answer):
+            raise ValueError(FEEDBACK_KINDS)
+        return self
+
+
+def feedback_kind_ok(doc_id: object, rel: object, answer: object) -> bool:
+    """Whether a feedback event is exactly one kind: a document label (doc_id and rel, no
+    answer) or a gold verdict (answer, no doc_id and no rel)."""
+    if answer is None:
+        return doc_id is not None and rel is not None
+    return doc_id is None and rel is None
 
 
 Event = Annotated[RetrievalEvent | AnswerEvent | FeedbackEvent, Field(discriminator="type")]

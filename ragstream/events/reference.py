@@ -123,9 +123,8 @@ def check_limits(event: Event | DecodedEvent, limits: Limits) -> None:
             ("doc_id or model", max(map(len, ids), default=0), limits.max_id_chars),
         ]
     else:
-        checks.append(
-            ("doc_id or source", max(len(event.doc_id), len(event.source)), limits.max_id_chars)
-        )
+        given = len(event.doc_id or ""), len(event.source)
+        checks.append(("doc_id or source", max(given), limits.max_id_chars))
     for name, size, limit in checks:
         if size > limit:
             raise DecodeError("too_large", f"{name}: size {size} exceeds the limit {limit}")

@@ -37,6 +37,7 @@ from ragstream.events.limits import (
     MAX_TEXT_CHARS,
 )
 from ragstream.events.models import (
+    FEEDBACK_KINDS,
     MAX_ABS_REL,
     AnswerEvent,
     Event,
@@ -47,6 +48,7 @@ from ragstream.events.models import (
     RetrievalEvent,
     RetrievedDoc,
     dedupe_results,
+    feedback_kind_ok,
 )
 from ragstream.events.timestamps import MAX_TS, MIN_DOC_TS, MIN_EVENT_TS
 
@@ -58,6 +60,7 @@ __all__ = [
     "DecodedFeedback",
     "DecodedQrel",
     "DecodedRetrieval",
+    "DecodedVerdict",
     "to_decoded",
 ]
 
@@ -125,6 +128,12 @@ class DecodedContext(TypedDict):
     text: _Text
 
 
+class DecodedVerdict(TypedDict):
+    """A gold verdict on an answer (the same keys and types as `AnswerVerdict`)."""
+
+    hallucination: bool
+
+
 class _Decoded(Struct, frozen=True, gc=False, kw_only=True, omit_defaults=True, tag_field="type"):
     """Fields common to every event; `type` is the tag (a class attribute, not a field)."""
 
@@ -164,9 +173,15 @@ class DecodedFeedback(_Decoded, frozen=True, gc=False, kw_only=True, tag="feedba
     """A decoded `feedback` event (see `FeedbackEvent`)."""
 
     type: ClassVar[Literal["feedback"]] = "feedback"
-    doc_id: _Id
-    rel: _Rel
     source: _Id
+    doc_id: _Id | None = None
+    rel: _Rel | None = None
+    answer: DecodedVerdict | None = None
+
+    def __post_init__(self) -> None:
+        # msgspec turns this into a validation error: the reference then names the reason
+        if not feedback_kind_ok(self.doc_id, self.rel, self.answer):
+            raise ValueError(FEEDBACK_KINDS)
 
 
 DecodedEvent = DecodedRetrieval | DecodedAnswer | DecodedFeedback
@@ -206,6 +221,7 @@ def to_decoded(event: Event) -> DecodedEvent:
         labels=event.labels,
         doc_id=event.doc_id,
         rel=event.rel,
+        answer=None if event.answer is None else DecodedVerdict(**event.answer),
         source=event.source,
     )
 

@@ -1,4 +1,5 @@
-"""Prometheus exposition of judging: windowed generation gauges and judge self-health.
+"""Prometheus exposition of judging: windowed generation gauges, the judge's agreement
+with gold verdicts and the corrected hallucination ratio, and judge self-health.
 
 A custom collector (``collect()`` is called on every scrape); register it on the agent's
 registry. Windowed gauges carry ``window`` and the configured service labels; nothing
@@ -18,10 +19,13 @@ from prometheus_client.core import (
     Metric,
 )
 
+from ragstream.judging.agreement import Confusion, CorrectedRate, Estimate
 from ragstream.judging.circuit import CircuitState
+from ragstream.judging.gold import GOLD_OUTCOMES
 from ragstream.judging.openai_judge import OpenAIJudge
 from ragstream.judging.sampler import Outcome
 from ragstream.judging.service import JudgingService
+from ragstream.judging.workers import DROP_REASONS
 
 __all__ = ["GENERATION_GAUGES", "JudgeCollector"]
 
@@ -42,7 +46,6 @@ _FAILURE_REASONS = (
     "circuit_open",
     "internal",
 )
-_DROP_REASONS = ("queue_full", "stopped", "shutdown", "cancelled")
 
 
 class JudgeCollector:
@@ -65,6 +68,7 @@ class JudgeCollector:
 
     def collect(self) -> Iterator[Metric]:
         yield from self._windowed()
+        yield from self._agreement()
         yield from self._health()
 
     def _windowed(self) -> Iterator[Metric]:
@@ -88,6 +92,23 @@ class JudgeCollector:
             "Judged answers behind the generation gauges (the sample size)",
             labels=keys,
         )
+        refusal = GaugeMetricFamily(
+            "ragstream_generation_refusal_ratio",
+            "Share of judged answers that decline to answer from the contexts",
+            labels=keys,
+        )
+        corrected = GaugeMetricFamily(
+            "ragstream_generation_hallucination_ratio_corrected",
+            "Hallucination ratio corrected for the judge's sensitivity and specificity on gold"
+            " verdicts (Rogan-Gladen); absent when the correction is undefined",
+            labels=keys,
+        )
+        corrected_bounds = GaugeMetricFamily(
+            "ragstream_generation_hallucination_ratio_corrected_bound",
+            "95% interval of the corrected ratio (window sampling and Se/Sp errors); 0 and 1"
+            " when the correction is undefined",
+            labels=[*keys, "bound"],
+        )
         for labelset, reads in self.service.results.read_all(self._now()).items():
             for window, read in reads.items():
                 values = [window, *labelset]
@@ -100,8 +121,79 @@ class JudgeCollector:
                     low, high = read.hallucination_interval
                     bounds.add_metric([*values, "lower"], low)
                     bounds.add_metric([*values, "upper"], high)
+                if not math.isnan(read.refusal_ratio):
+                    refusal.add_metric(values, read.refusal_ratio)
+                if read.corrected is not None and read.judged:
+                    _add_corrected(corrected, corrected_bounds, values, read.corrected)
         yield from gauges.values()
-        yield from (ratio, bounds, judged)
+        yield from (ratio, bounds, judged, refusal, corrected, corrected_bounds)
+
+    def _agreement(self) -> Iterator[Metric]:
+        """The comparisons with gold verdicts: counts, and Se and Sp over the gold window."""
+        service = self.service
+        results = service.results
+        keys = ["judge", *self.label_keys]
+        total = CounterMetricFamily(
+            "ragstream_judge_agreement",
+            "Answers with a gold verdict compared with the judge's verdict",
+            labels=[*keys, "gold", "verdict"],
+        )
+        for (judge, labelset, gold, verdict), n in sorted(service.agreement.items()):
+            gold_name = "hallucination" if gold else "faithful"
+            total.add_metric([judge, *labelset, gold_name, verdict], n)
+        yield total
+        window = results.gold_spec.names[0]
+        rates = {
+            name: GaugeMetricFamily(
+                f"ragstream_judge_{name}",
+                f"The judge's {name} against gold verdicts over the gold window",
+                labels=[*keys, "window"],
+            )
+            for name in ("sensitivity", "specificity")
+        }
+        rate_bounds = {
+            name: GaugeMetricFamily(
+                f"ragstream_judge_{name}_bound",
+                f"Wilson 95% interval of the judge's {name}",
+                labels=[*keys, "window", "bound"],
+            )
+            for name in rates
+        }
+        comparisons = GaugeMetricFamily(
+            "ragstream_judge_gold_comparisons",
+            "Gold verdicts compared over the gold window, by gold verdict",
+            labels=[*keys, "window", "gold"],
+        )
+        judge = service.judge.name
+        for labelset, confusion in results.read_gold(self._now()).items():
+            values = [judge, *labelset, window]
+            comparisons.add_metric([*values, "hallucination"], confusion.positives)
+            comparisons.add_metric([*values, "faithful"], confusion.negatives)
+            for name, estimate in _rates(confusion).items():
+                if estimate.defined:
+                    rates[name].add_metric(values, estimate.value)
+                    rate_bounds[name].add_metric([*values, "lower"], estimate.lower)
+                    rate_bounds[name].add_metric([*values, "upper"], estimate.upper)
+        yield comparisons
+        for name in rates:
+            yield rates[name]
+            yield rate_bounds[name]
+        outcomes = CounterMetricFamily(
+            "ragstream_judge_gold", "Gold verdicts by outcome", labels=["outcome"]
+        )
+        for outcome in GOLD_OUTCOMES:
+            outcomes.add_metric([outcome], service.gold.outcomes[outcome])
+        yield outcomes
+        yield GaugeMetricFamily(
+            "ragstream_judge_gold_open_answers",
+            "Answers open for a gold verdict (within their label TTL)",
+            value=service.gold.open_count,
+        )
+        yield GaugeMetricFamily(
+            "ragstream_judge_gold_waiting",
+            "Gold verdicts waiting for their answer",
+            value=service.gold.waiting_count,
+        )
 
     def _health(self) -> Iterator[Metric]:
         service = self.service
@@ -121,7 +213,7 @@ class JudgeCollector:
         dropped = CounterMetricFamily(
             "ragstream_judge_dropped", "Sampled answers dropped unjudged", labels=["reason"]
         )
-        for reason in _DROP_REASONS:
+        for reason in DROP_REASONS:
             dropped.add_metric([reason], workers.dropped[reason])
         yield dropped
         buckets = workers.latency.cumulative()
@@ -149,6 +241,20 @@ class JudgeCollector:
         judge = service.judge
         if isinstance(judge, OpenAIJudge):
             yield from _openai_metrics(judge)
+
+
+def _rates(confusion: Confusion) -> dict[str, Estimate]:
+    return {"sensitivity": confusion.sensitivity(), "specificity": confusion.specificity()}
+
+
+def _add_corrected(
+    value: GaugeMetricFamily, bounds: GaugeMetricFamily, labels: list[str], rate: CorrectedRate
+) -> None:
+    """The corrected ratio, when defined, and its interval ([0, 1] when undefined)."""
+    if rate.defined:
+        value.add_metric(labels, rate.value)
+    bounds.add_metric([*labels, "lower"], rate.lower)
+    bounds.add_metric([*labels, "upper"], rate.upper)
 
 
 def _openai_metrics(judge: OpenAIJudge) -> Iterator[Metric]:

@@ -56,6 +56,9 @@ class JudgeInput:
     """Cost (USD) the sampler charged to the budget at admission; reconciled later."""
     admitted_at: float = math.nan
     """Sampler time of admission (for budget reconciliation)."""
+    sampled: bool = True
+    """Drawn by the sampler: its judgment lands in the windows. False for an answer judged
+    only because it has a gold verdict (compared, not counted in the windows' rates)."""
 
     @classmethod
     def from_event(
@@ -65,6 +68,7 @@ class JudgeInput:
         partition: int = 0,
         estimated_cost: float = 0.0,
         admitted_at: float = math.nan,
+        sampled: bool = True,
     ) -> JudgeInput:
         """The judge's view of an answer event."""
         return cls(
@@ -79,6 +83,7 @@ class JudgeInput:
             partition=partition,
             estimated_cost=estimated_cost,
             admitted_at=admitted_at,
+            sampled=sampled,
         )
 
     def to_state(self) -> dict[str, Any]:
@@ -93,6 +98,7 @@ class JudgeInput:
             "labels": dict(self.labels),
             "model": self.model,
             "partition": self.partition,
+            "sampled": self.sampled,
         }
 
     @classmethod
@@ -109,6 +115,7 @@ class JudgeInput:
             labels={str(k): str(v) for k, v in state["labels"].items()},
             model=_optional_str(state["model"]),
             partition=int(state["partition"]),
+            sampled=bool(state.get("sampled", True)),
         )
 
 

@@ -1,10 +1,17 @@
-"""Windowed judge scores per label set, the hallucination ratio with its Wilson interval,
-and judge labels for the retrieval join.
+"""Windowed judge scores per label set, the hallucination ratio with its Wilson interval
+and corrected for the judge's measured error, and judge labels for the retrieval join.
 
-Each successful judgment adds one row ``(faithfulness, answer_relevance,
-context_relevance, hallucination)`` at the answer's event time to a `WindowStore`; a score
-that is undefined for that answer (None) is NaN there, i.e. missing in that column only.
-Failed judgments add no row: they are counted by reason in :attr:`JudgeResults.failures`.
+Each successful judgment of a sampled answer adds one row ``(faithfulness,
+answer_relevance, context_relevance, hallucination, refusal)`` at the answer's event time
+to a `WindowStore`; a score that is undefined for that answer (None) is NaN there, i.e.
+missing in that column only. Failed judgments add no row: they are counted by reason in
+:attr:`JudgeResults.failures`.
+
+Each comparison of a judge's verdict with a gold one adds a row to a second store with one
+window, the gold window (the longest by default): ``flagged`` in the column of the gold
+verdict (``flagged_if_hallucinated`` or ``flagged_if_faithful``), NaN in the other. Its
+sums and counts are the confusion counts behind the judge's sensitivity and specificity,
+and so behind each window's corrected ratio (`ragstream.judging.agreement`).
 """
 
 from __future__ import annotations
@@ -18,11 +25,12 @@ from typing import Any
 import numpy as np
 
 from ragstream.events import FeedbackEvent
-from ragstream.judging.agreement import wilson_interval
+from ragstream.judging.agreement import Confusion, CorrectedRate, corrected_rate, wilson_interval
 from ragstream.judging.model import JudgeError, JudgeInput, Judgment
 from ragstream.windows import DEFAULT_WINDOWS, WindowSpec, WindowStore
 
 __all__ = [
+    "AGREEMENT_COLUMNS",
     "GENERATION_COLUMNS",
     "GenerationRead",
     "JudgeLabel",
@@ -31,7 +39,15 @@ __all__ = [
     "wilson_interval",
 ]
 
-GENERATION_COLUMNS = ("faithfulness", "answer_relevance", "context_relevance", "hallucination")
+GENERATION_COLUMNS = (
+    "faithfulness",
+    "answer_relevance",
+    "context_relevance",
+    "hallucination",
+    "refusal",
+)
+AGREEMENT_COLUMNS = ("flagged_if_hallucinated", "flagged_if_faithful")
+"""The gold window's columns: the judge's flag (1 or 0) under the gold verdict's column."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,6 +66,12 @@ class GenerationRead:
     """hallucinations / judged answers (NaN when none)."""
     hallucination_interval: tuple[float, float]
     """Wilson 95% interval of the ratio."""
+    refusals: int = 0
+    refusal_ratio: float = math.nan
+    """refusals / judged answers (NaN when none): answers that decline to answer."""
+    corrected: CorrectedRate | None = None
+    """The ratio corrected for the judge's sensitivity and specificity, measured on the
+    gold verdicts of the gold window (`corrected_rate`; undefined without them)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,6 +126,7 @@ class JudgeResults:
         buckets: int = 60,
         bins: int = 20,
         horizon: float = 60.0,
+        gold_window: float | None = None,
     ) -> None:
         self.spec = WindowSpec(
             columns=GENERATION_COLUMNS,
@@ -113,6 +136,16 @@ class JudgeResults:
             horizon=horizon,
         )
         self.store = WindowStore(self.spec)
+        self.gold_spec = WindowSpec(
+            columns=AGREEMENT_COLUMNS,
+            windows=(max(windows) if gold_window is None else gold_window,),
+            buckets=buckets,
+            bins=1,
+            horizon=horizon,
+            hist_columns=(),
+        )
+        self.gold_store = WindowStore(self.gold_spec)
+        """The comparisons with gold verdicts, over the gold window (see the module doc)."""
         self.labelset = labelset
         self.recorded = 0
         self.late = 0
@@ -129,6 +162,7 @@ class JudgeResults:
                     _nan(judgment.answer_relevance),
                     _nan(judgment.context_relevance),
                     1.0 if judgment.hallucination else 0.0,
+                    1.0 if judgment.refusal else 0.0,
                 ]
             ]
         )
@@ -139,6 +173,36 @@ class JudgeResults:
         else:
             self.late += 1
         return landed
+
+    def compare(
+        self,
+        partition: int,
+        labels: Mapping[str, str],
+        ts: float,
+        gold: bool,
+        flagged: bool,
+        now: float,
+        *,
+        retract: bool = False,
+    ) -> bool:
+        """Add (or, ``retract``, take back) one comparison of the judge's flag with a gold
+        verdict, at the answer's time; False when it is outside the gold window."""
+        row = np.full((1, len(AGREEMENT_COLUMNS)), math.nan)
+        row[0, 0 if gold else 1] = 1.0 if flagged else 0.0
+        ts = min(ts, now)
+        labelset = self.labelset(labels)
+        if retract:
+            return bool(self.gold_store.retract(partition, labelset, now, [ts], row)[0])
+        return bool(self.gold_store.add(partition, labelset, now, [ts], row)[0])
+
+    def confusion(self, now: float, labels: Sequence[str]) -> Confusion:
+        """The judge's confusion counts against gold verdicts over the gold window."""
+        (read,) = self.gold_store.read(now, labels).values()
+        agg = read.aggregate
+        flagged = [round(float(x)) for x in agg.total]
+        positives, negatives = (int(x) for x in agg.count)
+        tp, fp = flagged
+        return Confusion(tp=tp, fp=fp, fn=positives - tp, tn=negatives - fp)
 
     # -- partition state (moved and saved by `JudgingService`) ------------------------------
 
@@ -153,22 +217,33 @@ class JudgeResults:
                 raise ValueError(f"windows of partition {data['partition']}, not {partition}")
             self.store.import_partition(data)
 
+    def export_gold(self, partition: int) -> dict[str, Any]:
+        """One partition's gold-window comparisons, JSON-friendly."""
+        return self.gold_store.export_partition(partition)
+
+    def adopt_gold(self, partition: int, data: dict[str, Any] | None) -> None:
+        """Take over a partition's gold-window comparisons (None: none yet)."""
+        if data is not None:
+            if int(data["partition"]) != partition:
+                raise ValueError(f"comparisons of partition {data['partition']}, not {partition}")
+            self.gold_store.import_partition(data)
+
     def drop_partition(self, partition: int) -> None:
         self.store.drop_partition(partition)
+        self.gold_store.drop_partition(partition)
 
     def snapshot(self) -> dict[str, Any]:
         """Every partition's judgment windows (the counters are the process's own)."""
         return self.store.snapshot()
 
-    def restore(self, data: dict[str, Any] | None) -> None:
-        """Continue from `snapshot` output (None: empty windows)."""
-        if data is None:
-            self.store = WindowStore(self.spec)
-            return
-        store = WindowStore.restore(data)
-        if store.spec != self.spec:
-            raise ValueError("the saved judgment windows were kept with a different window spec")
-        self.store = store
+    def gold_snapshot(self) -> dict[str, Any]:
+        """Every partition's gold-window comparisons."""
+        return self.gold_store.snapshot()
+
+    def restore(self, data: dict[str, Any] | None, gold: dict[str, Any] | None = None) -> None:
+        """Continue from `snapshot` and `gold_snapshot` output (None: empty windows)."""
+        self.store = _restored(data, self.spec, "judgment windows")
+        self.gold_store = _restored(gold, self.gold_spec, "gold comparisons")
 
     def record_failure(self, item: JudgeInput, error: JudgeError) -> None:
         """Count a failed judgment by reason."""
@@ -177,6 +252,7 @@ class JudgeResults:
     def read(self, now: float, labels: Sequence[str]) -> dict[str, GenerationRead]:
         """Every window of one label set at ``now``."""
         out: dict[str, GenerationRead] = {}
+        confusion = self.confusion(now, labels)
         for name, window in self.store.read(now, labels).items():
             agg = window.aggregate
             means = agg.mean()
@@ -184,6 +260,8 @@ class JudgeResults:
             h = GENERATION_COLUMNS.index("hallucination")
             n = int(counts[h])
             k = round(float(agg.total[h]))
+            r = GENERATION_COLUMNS.index("refusal")
+            refusals = round(float(agg.total[r]))
             out[name] = GenerationRead(
                 window=name,
                 judged=window.queries,
@@ -192,9 +270,26 @@ class JudgeResults:
                 hallucinations=k,
                 hallucination_ratio=k / n if n else math.nan,
                 hallucination_interval=wilson_interval(k, n),
+                refusals=refusals,
+                refusal_ratio=refusals / int(counts[r]) if counts[r] else math.nan,
+                corrected=corrected_rate(k, n, confusion.se_counts, confusion.sp_counts),
             )
         return out
 
     def read_all(self, now: float) -> dict[tuple[str, ...], dict[str, GenerationRead]]:
         """Every label set's windows at ``now``."""
         return {key: self.read(now, key) for key in self.store.labelsets()}
+
+    def read_gold(self, now: float) -> dict[tuple[str, ...], Confusion]:
+        """Every label set's confusion counts over the gold window at ``now``."""
+        return {key: self.confusion(now, key) for key in self.gold_store.labelsets()}
+
+
+def _restored(data: dict[str, Any] | None, spec: WindowSpec, what: str) -> WindowStore:
+    """A store from its snapshot (None: empty), which must have been kept with ``spec``."""
+    if data is None:
+        return WindowStore(spec)
+    store = WindowStore.restore(data)
+    if store.spec != spec:
+        raise ValueError(f"the saved {what} were kept with a different window spec")
+    return store

@@ -19,9 +19,12 @@ from collections.abc import Callable, Sequence
 
 from ragstream.judging.model import Judge, JudgeError, JudgeInput, Judgment
 
-__all__ = ["DEFAULT_LATENCY_BUCKETS", "JudgeWorkers", "LatencyHistogram"]
+__all__ = ["DEFAULT_LATENCY_BUCKETS", "DROP_REASONS", "JudgeWorkers", "LatencyHistogram"]
 
 _log = logging.getLogger("ragstream.judging")
+
+DROP_REASONS = ("queue_full", "stopped", "shutdown", "cancelled")
+"""Why a sampled answer was dropped unjudged."""
 
 DEFAULT_LATENCY_BUCKETS = (0.01, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
 
@@ -126,6 +129,10 @@ class JudgeWorkers:
     @property
     def running(self) -> bool:
         return bool(self._tasks)
+
+    async def join(self) -> None:
+        """Return once every queued item is judged (the workers must be running)."""
+        await self._queue.join()
 
     # -- lifecycle ----------------------------------------------------------------------------
 

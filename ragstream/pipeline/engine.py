@@ -119,6 +119,10 @@ class BatchReport:
     answers: list[tuple[int, DecodedAnswer]] = field(default_factory=list)
     """The answers that were not late, each with its partition (the judge keeps its state
     per partition)."""
+    verdicts: list[tuple[int, DecodedFeedback]] = field(default_factory=list)
+    """The feedback events that carry a gold verdict on an answer (`answer`), each with its
+    partition, in arrival order: the judge compares them with its own verdicts, and decides
+    by its label TTL whether they still count."""
     final: list[OpenQuery] = field(default_factory=list)
 
 
@@ -237,7 +241,7 @@ class Engine:
         events, kept, values = self._decode(messages, report)
         if events:
             stamped = self.clock.stamp([e.ts for e in events])
-            report.answers = self._apply_events(
+            report.answers, report.verdicts = self._apply_events(
                 events, kept, values, stamped.times.tolist(), stamped.timing.tolist(), stamped.now
             )
         now = self.clock.now()
@@ -300,12 +304,14 @@ class Engine:
         times: Sequence[float],
         timings: Sequence[int],
         now: float,
-    ) -> list[tuple[int, DecodedAnswer]]:
+    ) -> tuple[list[tuple[int, DecodedAnswer]], list[tuple[int, DecodedFeedback]]]:
         """Join every event in arrival order: one loop, counts kept in locals until the end
         (`values`: the messages' values, read once by `_decode`).
 
-        Returns the answers that were not late, with their partitions, for the judge."""
+        Returns the answers that were not late and the gold verdicts, with their
+        partitions, for the judge."""
         answers: list[tuple[int, DecodedAnswer]] = []
+        verdicts: list[tuple[int, DecodedFeedback]] = []
         joins = self.joins
         mapper = self.labelsets if self.config.label_keys else None
         counts: Counter[tuple[int, str, str]] = Counter()
@@ -374,6 +380,12 @@ class Engine:
                         counted = "duplicate" if query is None else "processed"
                     else:
                         assert type(event) is DecodedFeedback
+                        if event.answer is not None:  # a gold verdict: the judge's
+                            verdicts.append((partition, event))
+                            counts[(partition, kind, "processed")] += 1
+                            continue
+                        assert event.doc_id is not None
+                        assert event.rel is not None
                         outcome = join.label(
                             event.query_id, event.doc_id, event.rel, ts=event.ts, t_now=now
                         )
@@ -401,7 +413,7 @@ class Engine:
             self._tally(p).events[(type_, result)] += n
         for (p, type_), seen in latest.items():
             self._tally(p).seen({type_: seen})
-        return answers
+        return answers, verdicts
 
     def _usual_runs(
         self,

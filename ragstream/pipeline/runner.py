@@ -15,7 +15,7 @@ from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from ragstream.events import DecodedAnswer, DecodeError, Record
+from ragstream.events import DecodedAnswer, DecodedFeedback, DecodeError, Record
 from ragstream.join import OpenQuery
 from ragstream.pipeline.engine import BatchReport, Engine
 
@@ -92,6 +92,7 @@ class Runner:
         dead_letters: DeadLetterSink | None = None,
         on_final: Callable[[Sequence[OpenQuery]], None] | None = None,
         on_answers: Callable[[Sequence[tuple[int, DecodedAnswer]]], None] | None = None,
+        on_verdicts: Callable[[Sequence[tuple[int, DecodedFeedback]]], None] | None = None,
         invalid_log: RateLimitedLog | None = None,
     ) -> None:
         self.engine = engine
@@ -99,6 +100,7 @@ class Runner:
         self.dead_letters = dead_letters
         self.on_final = on_final
         self.on_answers = on_answers
+        self.on_verdicts = on_verdicts
         self.invalid_log = invalid_log or RateLimitedLog()
         self.batches = 0
         self.dead_letter_failures = 0
@@ -152,3 +154,5 @@ class Runner:
             self.on_final(report.final)
         if report.answers and self.on_answers is not None:
             self.on_answers(report.answers)
+        if self.on_verdicts is not None:  # every batch, after its answers: it keeps time
+            self.on_verdicts(report.verdicts)

@@ -64,9 +64,12 @@ def render_summary(
 def render_generation(
     results: JudgeResults, layout: RowLayout, now: float, window: str = "5m"
 ) -> str:
-    """Judged answers per label set: faithfulness and the hallucination ratio with its
-    Wilson 95% interval and sample size."""
+    """Judged answers per label set: faithfulness, the raw hallucination ratio with its
+    Wilson 95% interval and sample size, and the ratio corrected for the judge's error on
+    gold verdicts with its 95% interval and the gold verdicts behind it ("-" when the
+    correction is undefined)."""
     head = ["label set", "window", "judged", "faithful", "halluc.", "95% interval"]
+    head += ["corrected", "95% interval", "gold"]
     rows = [head]
     for labelset, reads in sorted(results.read_all(now).items()):
         read = reads.get(window)
@@ -74,6 +77,13 @@ def render_generation(
             continue
         name = layout.labelset_name(labelset)
         low, high = read.hallucination_interval
+        corrected = read.corrected
+        fixed, fixed_interval, gold = "-", "-", "0"
+        if corrected is not None:
+            gold = str(corrected.n_gold)
+            fixed_interval = f"[{corrected.lower:.2f}, {corrected.upper:.2f}]"
+            if corrected.defined:
+                fixed = _fmt(corrected.value)
         rows.append(
             [
                 name,
@@ -82,6 +92,9 @@ def render_generation(
                 _fmt(read.means["faithfulness"]),
                 _fmt(read.hallucination_ratio),
                 f"[{low:.2f}, {high:.2f}]",
+                fixed,
+                fixed_interval,
+                gold,
             ]
         )
     if len(rows) == 1:
@@ -137,7 +150,67 @@ def render_replay(result: Mapping[str, Any], metrics: Sequence[str] = SUMMARY_ME
     read = result.get("lines")
     if read is not None:
         text += f"\nlines: {read['read']} read, {read['blank']} blank (skipped)"
+    judging = result.get("judging")
+    if judging is not None:
+        text += "\n\n" + _render_judging(judging)
     return text
+
+
+def _interval(estimate: Mapping[str, Any] | None) -> str:
+    if estimate is None:
+        return "-"
+    return f"[{estimate['lower']:.2f}, {estimate['upper']:.2f}]"
+
+
+def _value(estimate: Mapping[str, Any] | None, digits: int = 3) -> str:
+    if estimate is None or estimate["value"] is None:
+        return "-"
+    return f"{estimate['value']:.{digits}f}"
+
+
+def _render_judging(judging: Mapping[str, Any]) -> str:
+    """Replay's judged windows (raw and corrected hallucination ratios, refusals), the
+    judge's agreement with gold verdicts, and its counts."""
+    head = ["label set", "window", "judged", "faithful", "halluc.", "95% interval"]
+    head += ["corrected", "95% interval", "gold", "refusals"]
+    rows = [head]
+    for labelset, windows in judging["windows"].items():
+        for window, values in windows.items():
+            if not values["judged"]:
+                continue
+            raw, fixed = values["hallucination_ratio"], values["corrected_hallucination_ratio"]
+            refusal = values["refusal_ratio"]
+            rows.append(
+                [
+                    labelset,
+                    window,
+                    str(values["judged"]),
+                    "-" if values["faithfulness"] is None else f"{values['faithfulness']:.3f}",
+                    _value(raw),
+                    _interval(raw),
+                    _value(fixed),
+                    _interval(fixed),
+                    "0" if fixed is None else str(fixed["n_gold"]),
+                    "-" if refusal is None else f"{refusal:.3f}",
+                ]
+            )
+    name = judging["judge"]
+    text = f"answers judged by the {name} judge:\n"
+    text += _table(rows) if len(rows) > 1 else "(no judged answers)"
+    agreement = judging["agreement"]
+    if agreement:
+        rows = [["label set", "gold window", "tp", "fp", "fn", "tn"]]
+        rows[0] += ["sensitivity", "95% interval", "specificity", "95% interval"]
+        for labelset, values in agreement.items():
+            c = values["confusion"]
+            se, sp = values["sensitivity"], values["specificity"]
+            cells = [str(c[k]) for k in ("tp", "fp", "fn", "tn")]
+            rates = [_value(se), _interval(se), _value(sp), _interval(sp)]
+            rows.append([labelset, judging["gold_window"], *cells, *rates])
+        text += f"\n\nthe {name} judge against gold verdicts:\n{_table(rows)}"
+    counts = ", ".join(f"{k} {v}" for k, v in judging["gold"].items() if v) or "none"
+    samples = ", ".join(f"{k} {v}" for k, v in judging["samples"].items() if v) or "none"
+    return f"{text}\njudge samples: {samples}\ngold verdicts: {counts}"
 
 
 def _replay_row(

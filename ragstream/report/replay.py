@@ -1,4 +1,5 @@
-"""Readable results of a run: one record per final query, and a summary of the windows."""
+"""Readable results of a run: one record per final query, a summary of the windows, and
+of the judged answers and the judge's agreement with gold verdicts."""
 
 from __future__ import annotations
 
@@ -7,9 +8,14 @@ from collections.abc import Sequence
 from typing import Any
 
 from ragstream.join import OpenQuery
+from ragstream.judging.agreement import Estimate
+from ragstream.judging.gold import GOLD_OUTCOMES
+from ragstream.judging.results import GENERATION_COLUMNS
+from ragstream.judging.service import JudgingService
+from ragstream.judging.workers import DROP_REASONS
 from ragstream.pipeline.engine import Engine
 
-__all__ = ["query_record", "summary"]
+__all__ = ["judging_summary", "query_record", "summary"]
 
 _SUMMARY_METRICS = ("rr", "ndcg@10", "precision@5", "recall@10", "hit_rate@10")
 
@@ -70,4 +76,55 @@ def summary(engine: Engine, metrics: Sequence[str] = _SUMMARY_METRICS) -> dict[s
         "open_queries": engine.open_queries,
         "final": final,
         "windows": windows,
+    }
+
+
+def _estimate(value: float, interval: tuple[float, float], n: int) -> dict[str, Any]:
+    return Estimate(value, interval[0], interval[1], n).as_dict()
+
+
+def judging_summary(engine: Engine, service: JudgingService) -> dict[str, Any]:
+    """The judged windows of every label set at the engine's t_now (means, the raw and the
+    corrected hallucination ratio, the refusal ratio), the judge's agreement with gold
+    verdicts over the gold window, and the judge's counts."""
+    now = engine.now()
+    layout = engine.layout
+    results = service.results
+    windows: dict[str, Any] = {}
+    for labelset, reads in sorted(results.read_all(now).items()):
+        per_window: dict[str, Any] = {}
+        for window, read in reads.items():
+            n = read.counts["hallucination"]
+            per_window[window] = {
+                "judged": read.judged,
+                **{c: _number(read.means[c]) for c in GENERATION_COLUMNS[:3]},
+                "hallucination_ratio": _estimate(
+                    read.hallucination_ratio, read.hallucination_interval, n
+                ),
+                "refusal_ratio": _number(read.refusal_ratio),
+                "corrected_hallucination_ratio": (
+                    None if read.corrected is None else read.corrected.as_dict()
+                ),
+            }
+        windows[layout.labelset_name(labelset)] = per_window
+    agreement: dict[str, Any] = {}
+    for labelset, confusion in sorted(results.read_gold(now).items()):
+        if confusion.n:
+            agreement[layout.labelset_name(labelset)] = {
+                "confusion": confusion.as_dict(),
+                "sensitivity": confusion.sensitivity().as_dict(),
+                "specificity": confusion.specificity().as_dict(),
+                "balanced_accuracy": confusion.balanced_accuracy().as_dict(),
+            }
+    workers = service.workers
+    return {
+        "judge": service.judge.name,
+        "samples": {str(k): v for k, v in sorted(service.sampler.counts.items())},
+        "requests": dict(sorted(workers.outcomes.items())),
+        "dropped": {reason: workers.dropped[reason] for reason in DROP_REASONS},
+        "failures": dict(sorted(results.failures.items())),
+        "windows": windows,
+        "gold_window": results.gold_spec.names[0],
+        "agreement": agreement,
+        "gold": {outcome: service.gold.outcomes[outcome] for outcome in GOLD_OUTCOMES},
     }

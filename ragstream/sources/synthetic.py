@@ -7,7 +7,9 @@ its index gets staler (older `t_doc`) at the same time. A share of queries are p
 carry their full `qrels`; for the others, users click some of the top results and the
 clicks come back later as `feedback` events (a few even before the retrieval event, as
 Kafka partitions and producers reorder). Answers quote their contexts, and after the drift
-they more often add a sentence that no context supports.
+they more often add a sentence that no context supports. A share of the answers
+(`gold_share`) get a gold verdict, a `feedback` event with `answer: {"hallucination": ...}`
+that says whether that sentence was added, after a delay (a few before the answer).
 """
 
 from __future__ import annotations
@@ -116,6 +118,11 @@ class SyntheticConfig:
     drifted_hallucination_rate: float = 0.45
     doc_age_days: float = 30.0
     drifted_doc_age_days: float = 240.0
+    gold_share: float = 0.0
+    """Share of answers that get a gold verdict (0: none, and the stream is the same as
+    without the option)."""
+    gold_delay: tuple[float, float] = (5.0, 60.0)
+    """Gold verdict delay range in seconds after the answer (uniform)."""
 
 
 class SyntheticTraffic:
@@ -180,10 +187,30 @@ class SyntheticTraffic:
                 )
             )
         if rng.random() < c.answer_share:
-            out.append(
-                TimedEvent(ts + 0.5, self._answer(rng, qid, ts, labels, results[:3], drifted))
-            )
+            answer, hallucinated = self._answer(rng, qid, ts, labels, results[:3], drifted)
+            out.append(TimedEvent(ts + 0.5, answer))
+            if c.gold_share > 0 and rng.random() < c.gold_share:  # drawn last: same stream
+                out.append(self._gold(rng, answer, hallucinated))
         return out
+
+    def _gold(
+        self, rng: np.random.Generator, answer: dict[str, Any], hallucinated: bool
+    ) -> TimedEvent:
+        """A reviewer's verdict on the answer, the truth of the synthetic traffic."""
+        c = self.config
+        delay = float(rng.uniform(*c.gold_delay))
+        arrival = answer["ts"] + delay
+        if rng.random() < c.early_feedback_share:  # overtakes its answer
+            arrival = answer["ts"] - 1.0
+        event = {
+            "type": "feedback",
+            "query_id": answer["query_id"],
+            "ts": answer["ts"] + delay,
+            "labels": answer["labels"],
+            "answer": {"hallucination": hallucinated},
+            "source": "annotator",
+        }
+        return TimedEvent(arrival, event)
 
     def _clicks(
         self,
@@ -221,7 +248,8 @@ class SyntheticTraffic:
         labels: dict[str, str],
         top: list[dict[str, Any]],
         drifted: bool,
-    ) -> dict[str, Any]:
+    ) -> tuple[dict[str, Any], bool]:
+        """The answer event, and whether it adds an unsupported sentence."""
         c = self.config
         contexts = []
         sentences = []
@@ -233,11 +261,12 @@ class SyntheticTraffic:
             contexts.append({"doc_id": doc["doc_id"], "text": text})
             sentences.append(text)
         rate = c.drifted_hallucination_rate if drifted else c.hallucination_rate
-        if rng.random() < rate:
+        hallucinated = bool(rng.random() < rate)
+        if hallucinated:
             sentences.append(
                 f"It also guarantees {int(rng.integers(2, 99))} free moon credits per week."
             )
-        return {
+        event = {
             "type": "answer",
             "query_id": qid,
             "ts": ts + 0.5,
@@ -248,6 +277,7 @@ class SyntheticTraffic:
             "model": "synthetic-1",
             "cited_doc_ids": [ctx["doc_id"] for ctx in contexts[:2]],
         }
+        return event, hallucinated
 
     def stream(self, n_queries: int | None = None) -> Iterator[TimedEvent]:
         """Events in arrival order: query after query, each delayed event in its place."""

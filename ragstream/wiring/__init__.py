@@ -2,7 +2,13 @@
 code (with the command line, which reads the settings)."""
 
 from ragstream.wiring.engine import drift_config, engine_config, engine_config_of
-from ragstream.wiring.judging import build_judge, build_sampler, engine_judging, judging_service
+from ragstream.wiring.judging import (
+    build_judge,
+    build_sampler,
+    engine_judging,
+    judging_service,
+    replay_judging,
+)
 from ragstream.wiring.kafka import client_security, dead_letters, kafka_source, state_handover
 
 __all__ = [
@@ -16,5 +22,6 @@ __all__ = [
     "engine_judging",
     "judging_service",
     "kafka_source",
+    "replay_judging",
     "state_handover",
 ]

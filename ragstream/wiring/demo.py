@@ -27,22 +27,33 @@ def demo_agent(
     host: str,
     port: int,
     settings: Settings | None = None,
+    gold_share: float = 0.0,
 ) -> tuple[Agent, JudgingService]:
     """The demo's agent (three apps' traffic at `rate` queries a second, the quality of
-    app=support dropping after `drift_at` seconds) and its judging service; `settings`
+    app=support dropping after `drift_at` seconds, a `gold_share` of the answers with a
+    reviewer's gold verdict within the label TTL) and its judging service; `settings`
     give the windows, metrics and drift detection (default: the defaults)."""
     settings = settings or Settings()
+    join = JoinSettings(label_ttl=label_ttl)
     engine = Engine(
         engine_config_of(
             windows=settings.windows,
             metrics=settings.metrics,
             labels=LabelSettings(keys=["app", "index"]),
-            join=JoinSettings(label_ttl=label_ttl),
+            join=join,
             drift=settings.drift,
             clock="wall",
         )
     )
-    traffic = SyntheticConfig(seed=seed, rate=rate, drift_at=drift_at, feedback_delay=(1.0, 15.0))
+    late = max(0.0, min(30.0, label_ttl / 2))  # gold verdicts come well within the TTL
+    traffic = SyntheticConfig(
+        seed=seed,
+        rate=rate,
+        drift_at=drift_at,
+        feedback_delay=(1.0, 15.0),
+        gold_share=gold_share,
+        gold_delay=(min(1.0, late), late),
+    )
     judge = JudgeSettings(sampling=SamplingSettings(rate=judge_rate, max_per_second=100.0))
     judging = judging_service(
         judge,
@@ -51,6 +62,8 @@ def demo_agent(
         buckets=settings.windows.buckets,
         bins=settings.metrics.histogram_bins,
         lookup=engine_lookup(engine, []),
+        label_ttl=label_ttl,
+        pending_ttl=join.pending_ttl,
     )
     source = PacedSyntheticSource(traffic)
     return Agent(engine, source, host=host, port=port, judging=judging), judging

@@ -11,6 +11,7 @@ from ragstream.config.judging import JudgeSettings
 from ragstream.judging.budget import CostBudget, TokenBucket
 from ragstream.judging.cache import JudgmentCache
 from ragstream.judging.circuit import CircuitBreaker
+from ragstream.judging.gold import GoldJoin
 from ragstream.judging.http import ChatClient
 from ragstream.judging.lexical import LexicalJudge
 from ragstream.judging.model import Judge
@@ -27,7 +28,13 @@ from ragstream.judging.service import (
 )
 from ragstream.pipeline.engine import Engine
 
-__all__ = ["build_judge", "build_sampler", "engine_judging", "judging_service"]
+__all__ = [
+    "build_judge",
+    "build_sampler",
+    "engine_judging",
+    "judging_service",
+    "replay_judging",
+]
 
 
 def build_sampler(settings: JudgeSettings) -> Sampler:
@@ -91,9 +98,12 @@ def judging_service(
     producer_options: Mapping[str, Any] | None = None,
     sampler_clock: Callable[[], float] = time.time,
     window_clock: Callable[[], float] = time.time,
+    label_ttl: float = 900.0,
+    pending_ttl: float = 60.0,
 ) -> JudgingService:
     """A judging service built from the `judge` section; ``bootstrap_servers`` is needed
-    only to publish judgments."""
+    only to publish judgments; gold verdicts join their answers within ``label_ttl`` and
+    wait ``pending_ttl`` for them (the join's settings)."""
     publisher = None
     if settings.publish_topic is not None:
         if bootstrap_servers is None:
@@ -106,7 +116,13 @@ def judging_service(
     return JudgingService(
         build_sampler(settings),
         build_judge(settings),
-        JudgeResults(labelset=labelset, windows=windows, buckets=buckets, bins=bins),
+        JudgeResults(
+            labelset=labelset,
+            windows=windows,
+            buckets=buckets,
+            bins=bins,
+            gold_window=settings.gold.window,
+        ),
         queue_size=settings.queue_size,
         concurrency=settings.concurrency,
         drain_timeout=settings.drain_timeout,
@@ -116,6 +132,12 @@ def judging_service(
         publisher=publisher,
         sampler_clock=sampler_clock,
         window_clock=window_clock,
+        gold=GoldJoin(
+            label_ttl=label_ttl,
+            pending_ttl=pending_ttl,
+            max_answers=settings.gold.max_answers,
+            max_waiting=settings.gold.max_waiting,
+        ),
     )
 
 
@@ -142,7 +164,52 @@ def engine_judging(
         producer_options=producer_options,
         sampler_clock=clock,
         window_clock=clock,
+        label_ttl=settings.join.label_ttl,
+        pending_ttl=settings.join.pending_ttl,
     )
     # what is judged is partition state: saved with the offsets, moved on a rebalance
     engine.attach("judge", service)
     return service
+
+
+def replay_judging(
+    settings: Settings,
+    clock: Callable[[], float],
+    labelset: Callable[[Mapping[str, str]], tuple[str, ...]],
+    *,
+    queue_size: int,
+) -> JudgingService | None:
+    """The judging of `ragstream replay`, as the agent's (`engine_judging`) on the event
+    ``clock``: the same sampling rate and rules, judge and gold join; None when
+    `judge.enabled` is false. The rate limit and the budget do not apply: they depend on
+    the agent process's time and spending, which a replay does not have, and without them
+    sampling is a pure function of the query id, the same on every replay and resumed
+    replay.
+    Nothing is published (a replay writes no topic), no label is fed back (the agent's
+    labels come back after a judge's delay, which a replay does not have), and the queue
+    holds at least ``queue_size`` answers: a replay waits for the judge after each batch
+    instead of dropping, so its output does not depend on the judge's speed."""
+    judge = settings.judge
+    if not judge.enabled:
+        return None
+    sampling = judge.sampling.model_copy(
+        update={"max_per_second": None, "budget_per_hour": None, "budget_per_day": None}
+    )
+    judge = judge.model_copy(
+        update={
+            "publish_topic": None,
+            "queue_size": max(judge.queue_size, queue_size),
+            "sampling": sampling,
+        }
+    )
+    return judging_service(
+        judge,
+        labelset=labelset,
+        windows=settings.windows.sizes,
+        buckets=settings.windows.buckets,
+        bins=settings.metrics.histogram_bins,
+        sampler_clock=clock,
+        window_clock=clock,
+        label_ttl=settings.join.label_ttl,
+        pending_ttl=settings.join.pending_ttl,
+    )

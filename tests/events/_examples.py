@@ -44,11 +44,20 @@ FEEDBACK: dict[str, Any] = {
     "source": "click",
 }
 
+VERDICT: dict[str, Any] = {
+    "type": "feedback",
+    "query_id": "q-7f3a",
+    "ts": "2024-05-01T12:20:00Z",
+    "answer": {"hallucination": False},
+    "source": "annotator",
+}
+
 VALID: dict[str, dict[str, Any]] = {
     "retrieval": RETRIEVAL,
     "golden": GOLDEN,
     "answer": ANSWER,
     "feedback": FEEDBACK,
+    "verdict": VERDICT,
 }
 
 
@@ -78,6 +87,19 @@ INVALID_OBJECTS: dict[str, tuple[str, dict[str, Any]]] = {
     "rel is a bool": ("schema", with_changes(FEEDBACK, rel=True)),
     "rel out of range": ("schema", with_changes(FEEDBACK, rel=1000)),
     "source missing": ("schema", with_changes(FEEDBACK, source=...)),
+    "feedback with a label and a verdict": (
+        "schema",
+        with_changes(FEEDBACK, answer={"hallucination": True}),
+    ),
+    "feedback with neither": ("schema", with_changes(FEEDBACK, doc_id=..., rel=...)),
+    "feedback doc_id without rel": ("schema", with_changes(FEEDBACK, rel=...)),
+    "feedback rel without doc_id": ("schema", with_changes(FEEDBACK, doc_id=...)),
+    "feedback null label": ("schema", with_changes(FEEDBACK, doc_id=None, rel=None)),
+    "verdict with a doc_id": ("schema", with_changes(VERDICT, doc_id="kb-12")),
+    "verdict with a rel": ("schema", with_changes(VERDICT, rel=1)),
+    "verdict not a bool": ("schema", with_changes(VERDICT, answer={"hallucination": 1})),
+    "verdict without hallucination": ("schema", with_changes(VERDICT, answer={})),
+    "verdict not an object": ("schema", with_changes(VERDICT, answer=True)),
     "labels value not a string": ("schema", with_changes(FEEDBACK, labels={"app": 1})),
     "labels not an object": ("schema", with_changes(FEEDBACK, labels=["app"])),
     "type missing": ("schema", with_changes(FEEDBACK, type=...)),

@@ -23,6 +23,7 @@ from ragstream.events import (
     message_key,
     retrieval_event,
     to_decoded,
+    verdict_event,
 )
 from ragstream.events.timestamps import MAX_TS, MIN_DOC_TS
 from ragstream.producer import EventProducer
@@ -54,7 +55,23 @@ _EXAMPLES: list[Event] = [
     ),
     answer_event("q-3", "", "", [], ts=1.5),
     feedback_event("q-1", "a", -1, "annotator", ts=1714564999.999999),
+    verdict_event("q-1", True, "annotator", ts=1714565000, labels={"app": "support"}),
 ]
+
+
+def test_a_verdict_is_a_feedback_event_with_answer_and_no_document() -> None:
+    data = encode_event(verdict_event("q-9", False, "annotator", ts=0))
+    assert json.loads(data) == {
+        "type": "feedback",
+        "query_id": "q-9",
+        "ts": 0.0,
+        "labels": {},
+        "answer": {"hallucination": False},
+        "source": "annotator",
+    }
+    event = decode_event(data)
+    assert event.type == "feedback"
+    assert (event.answer, event.doc_id, event.rel) == ({"hallucination": False}, None, None)
 
 
 @pytest.mark.parametrize("event", _EXAMPLES, ids=lambda e: f"{e.type}-{e.query_id}")

@@ -132,6 +132,8 @@ def start(broker: KafkaBroker, logs: Path) -> Iterator[Scraped]:
             drift_at=HISTORY - DRIFT_BEFORE_NOW,
             feedback_delay=(0.5, 4.0),
             probe_share=0.5,
+            gold_share=0.3,  # gold verdicts within the label TTL: the corrected ratio
+            gold_delay=(0.5, 4.0),
         )
     )
     stream = traffic.stream()

@@ -9,7 +9,7 @@ from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
 from ragstream.config.judging import JudgeSettings, OpenAISettings, SamplingSettings
-from ragstream.events import AnswerEvent
+from ragstream.events import AnswerEvent, to_decoded, verdict_event
 from ragstream.judging.collector import JudgeCollector
 from ragstream.judging.results import wilson_interval
 from ragstream.judging.service import JudgingService
@@ -80,6 +80,47 @@ async def test_windowed_gauges_and_health() -> None:
     assert not any(name.startswith("ragstream_judge_tokens") for name, _ in got)
     for _, labels in got:
         assert not {"query_id", "doc_id"} & {k for k, _ in labels}
+
+
+async def test_the_corrected_ratio_is_absent_with_bounds_0_and_1_when_undefined() -> None:
+    """Gold verdicts of one kind only (every one `faithful`): Se is unknown, the correction
+    undefined; the counts and Sp are exported, the corrected value is not."""
+    settings = JudgeSettings(sampling=SamplingSettings(rate=1.0, max_per_second=None))
+    service = judging_service(
+        settings,
+        labelset=lambda labels: (labels.get("app", ""),),
+        windows=(60.0, 300.0),
+        sampler_clock=lambda: NOW,
+        window_clock=lambda: NOW,
+    )
+    answers = _answers(12)
+    verdicts = [
+        verdict_event(a.query_id, False, "annotator", ts=NOW - 5, labels=a.labels)
+        for a in answers
+        if a.labels["app"] == "support"
+    ]
+    await service.start()
+    service.on_answers([(0, a) for a in answers])
+    await service.stop()
+    service.on_verdicts([(0, to_decoded(v)) for v in verdicts])  # type: ignore[misc]
+    registry = CollectorRegistry()
+    registry.register(JudgeCollector(service, ["app"], now=lambda: NOW))
+    got = _samples(registry)
+    w = (("app", "support"), ("window", "1m"))
+    corrected = "ragstream_generation_hallucination_ratio_corrected"
+    assert (corrected, w) not in got
+    assert got[(corrected + "_bound", (w[0], ("bound", "lower"), w[1]))] == 0.0
+    assert got[(corrected + "_bound", (w[0], ("bound", "upper"), w[1]))] == 1.0
+    gold = (("app", "support"), ("judge", "lexical"), ("window", "5m"))
+    assert (
+        got[("ragstream_judge_gold_comparisons", (*gold[:1], ("gold", "faithful"), *gold[1:]))] == 6
+    )
+    assert ("ragstream_judge_sensitivity", gold) not in got  # no gold hallucination
+    # support: hallucinated when i % 3 == 0 (3 and 9), so 4 of the 6 are not flagged
+    assert got[("ragstream_judge_specificity", gold)] == pytest.approx(4 / 6)
+    total = sum(v for (name, _), v in got.items() if name == "ragstream_judge_agreement_total")
+    assert total == 6
+    assert got[("ragstream_judge_gold_total", (("outcome", "compared"),))] == 6
 
 
 async def test_openai_metrics(server: OpenAIServer) -> None:

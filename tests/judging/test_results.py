@@ -83,7 +83,10 @@ def test_windows_hold_means_counts_and_the_hallucination_ratio() -> None:
         "answer_relevance": 3,
         "context_relevance": 2,
         "hallucination": 3,
+        "refusal": 3,
     }
+    assert one.refusals == 0
+    assert one.refusal_ratio == 0.0
     assert one.means["faithfulness"] == pytest.approx(0.5)
     assert one.means["answer_relevance"] == pytest.approx(2 / 3)
     assert one.hallucinations == 1
