@@ -32,7 +32,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import ssl
 import time
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -40,21 +39,18 @@ from typing import Any, Protocol
 
 from aiokafka import AIOKafkaConsumer, ConsumerRebalanceListener, TopicPartition
 from aiokafka.admin import AIOKafkaAdminClient
-from aiokafka.conn import create_conn
 from aiokafka.coordinator.assignors.range import RangePartitionAssignor
 from aiokafka.coordinator.assignors.roundrobin import RoundRobinPartitionAssignor
 from aiokafka.errors import (
     KafkaConnectionError,
     KafkaError,
-    SaslAuthenticationFailed,
-    UnsupportedSaslMechanismError,
 )
 from tenacity import AsyncRetrying, retry_if_exception_type, stop_never, wait_random_exponential
 
 from ragstream.events import DecodeError, Message, Record
 from ragstream.pipeline.runner import RateLimitedLog
 from ragstream.sources.kafka_batches import UndecodableBatch, read_up_to, undecodable_batch
-from ragstream.sources.kafka_oauth import OAuthTokenError
+from ragstream.sources.kafka_probe import refused
 
 __all__ = [
     "CoPartitionError",
@@ -139,19 +135,6 @@ def next_offsets(batch: Sequence[Record]) -> dict[TopicPartition, int]:
             out[tp] = m.offset + 1
     return out
 
-
-_CONN_OPTIONS = frozenset(
-    {
-        "client_id",
-        "security_protocol",
-        "ssl_context",
-        "sasl_mechanism",
-        "sasl_plain_username",
-        "sasl_plain_password",
-        "sasl_oauth_token_provider",
-    }
-)
-"""The client options that a single probe connection (`aiokafka.conn.create_conn`) takes."""
 
 Offsets = Mapping[str, int]
 """Per input topic: the next offset to consume."""
@@ -275,43 +258,9 @@ class KafkaSource:
         credentials or certificate; return when it cannot be reached for another reason
         (aiokafka reports both as an unreachable cluster)."""
         host, _, port = self.config.bootstrap_servers.split(",")[0].strip().rpartition(":")
-        options = {k: v for k, v in self.config.client_options.items() if k in _CONN_OPTIONS}
-        try:
-            conn = await create_conn(host, int(port), request_timeout_ms=10_000, **options)
-        except (SaslAuthenticationFailed, UnsupportedSaslMechanismError) as error:
-            mechanism = options.get("sasl_mechanism")
-            what = f"the SASL credentials of user {options.get('sasl_plain_username')!r}"
-            if mechanism == "OAUTHBEARER":
-                what = "the OAuth token"
-            raise KafkaAuthError(
-                f"Kafka at {host}:{port} refused {what} (mechanism {mechanism}): {error};"
-                " check kafka.security"
-            ) from None
-        except OAuthTokenError as error:
-            if error.refused:
-                raise KafkaAuthError(str(error)) from None
-            return
-        except ssl.SSLCertVerificationError as error:
-            if "hostname" in (error.verify_message or "").lower():
-                raise KafkaAuthError(
-                    f"Kafka at {host}:{port} presented a certificate that does not name "
-                    f"{host} ({error.verify_message}); connect by a name the certificate "
-                    "has, or set kafka.security.ssl_check_hostname: false"
-                ) from None
-            raise KafkaAuthError(
-                f"Kafka at {host}:{port} presented a certificate that is not trusted "
-                f"({error.verify_message}); check kafka.security.ssl_cafile"
-            ) from None
-        except ssl.SSLError as error:
-            if "CERTIFICATE" in (error.reason or ""):  # the broker's TLS alert
-                raise KafkaAuthError(
-                    f"Kafka at {host}:{port} refused this client's certificate "
-                    f"({error.reason}); check kafka.security.ssl_certfile and ssl_keyfile"
-                ) from None
-            return
-        except (OSError, KafkaError, TimeoutError, ValueError):
-            return
-        conn.close()
+        refusal = await refused(host, int(port), self.config.client_options)
+        if refusal is not None:
+            raise KafkaAuthError(refusal)
 
     async def _pause(self, seconds: float) -> None:
         """Wait between connection attempts, but no longer once `stop()` is called."""

@@ -27,6 +27,7 @@ import os
 import time
 from collections.abc import Callable
 from pathlib import Path
+from urllib.parse import quote_plus
 
 import aiohttp
 from aiokafka.abc import AbstractTokenProvider
@@ -163,12 +164,14 @@ class EndpointTokenProvider(AbstractTokenProvider):  # type: ignore[misc]
         form = {"grant_type": "client_credentials"}
         if self.scope:
             form["scope"] = self.scope
-        auth = aiohttp.BasicAuth(self.client_id, self._secret())
+        # client_secret_basic: each form-encoded, then HTTP Basic (RFC 6749 §2.3.1)
+        pair = f"{quote_plus(self.client_id)}:{quote_plus(self._secret())}"
+        auth = {"Authorization": "Basic " + base64.b64encode(pair.encode()).decode()}
         where = f"the OAuth token endpoint {self.url}"
         try:
             async with (
                 aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=self.timeout)) as http,
-                http.post(self.url, data=form, auth=auth) as response,
+                http.post(self.url, data=form, headers=auth) as response,
             ):
                 status = response.status
                 body = await response.read()
