@@ -49,7 +49,12 @@ from tenacity import AsyncRetrying, retry_if_exception_type, stop_never, wait_ra
 
 from ragstream.events import DecodeError, Message, Record
 from ragstream.pipeline.runner import RateLimitedLog
-from ragstream.sources.kafka_batches import UndecodableBatch, read_up_to, undecodable_batch
+from ragstream.sources.kafka_batches import (
+    UndecodableBatch,
+    missing_codecs,
+    read_up_to,
+    undecodable_batch,
+)
 from ragstream.sources.kafka_probe import refused
 
 __all__ = [
@@ -225,7 +230,6 @@ class KafkaSource:
         self.commit_failures = 0
         """Commits refused or not answered in time (their offsets were committed later)."""
         self._commit_log = RateLimitedLog(rate=1 / 30, burst=3)
-        self._bad_log = RateLimitedLog(rate=1 / 10, burst=5)
         self.connected = False
         self.connect_attempts = 0
 
@@ -297,6 +301,13 @@ class KafkaSource:
             _log.warning("Kafka at %s not reachable; retrying", c.bootstrap_servers)
             await consumer.stop()
             raise
+        missing = missing_codecs()
+        if missing:
+            _log.error(
+                "aiokafka cannot read %s-compressed batches here (they will be skipped as"
+                " bad_batch): install ragstream with its dependencies (aiokafka[lz4,snappy,zstd])",
+                "/".join(missing),
+            )
         consumer.subscribe(list(c.topics), listener=_Listener(self))
         self._consumer = consumer
         self.connected = True
@@ -399,8 +410,6 @@ class KafkaSource:
                 raise
         else:
             return data, None
-        if self._bad_log.allow():
-            _log.error("%s: skipped (counted as bad_batch)", bad.describe())
         # the records `getmany` had taken from other partitions went with the error
         await self._rewind(consumer, set(self._owned) - {bad.tp})
         before, reached = await read_up_to(consumer, bad, timeout_ms)
@@ -416,11 +425,17 @@ class KafkaSource:
         the consumer has moved past it."""
         for tp in tps:
             ours = self._positions.get(tp)
-            try:
-                if ours is not None and await consumer.position(tp) > ours:
-                    consumer.seek(tp, ours)
-            except KafkaError:
+            if ours is None:
                 continue
+            try:
+                position = await asyncio.wait_for(consumer.position(tp), self.config.poll_timeout)
+            except TimeoutError:  # no valid position: set it
+                position = ours + 1
+            except KafkaError:  # revoked meanwhile
+                continue
+            if position > ours:
+                with contextlib.suppress(KafkaError):
+                    consumer.seek(tp, ours)
         await self._positions_from_committed(consumer, tps, seek=True)
 
     async def _note_positions(
