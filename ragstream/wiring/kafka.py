@@ -51,7 +51,9 @@ def oauth_token_provider(security: KafkaSecurity) -> AbstractTokenProvider:
     token endpoint (its client secret read from its file at each fetch, when in one)."""
     if security.sasl_oauth_token_file is not None:
         reader = partial(read_secret_file, setting="kafka.security.sasl_oauth_token_file")
-        return FileTokenProvider(security.sasl_oauth_token_file, reader)
+        return FileTokenProvider(
+            security.sasl_oauth_token_file, reader, extensions=security.sasl_oauth_extensions
+        )
     assert security.sasl_oauth_token_endpoint is not None  # KafkaSecurity requires one
     assert security.sasl_oauth_client_id is not None
     security.resolve_oauth_client_secret()  # a secret file that cannot be read fails now
@@ -66,6 +68,7 @@ def oauth_token_provider(security: KafkaSecurity) -> AbstractTokenProvider:
         security.sasl_oauth_client_id,
         secret,
         scope=security.sasl_oauth_scope,
+        extensions=security.sasl_oauth_extensions,
     )
 
 

@@ -237,10 +237,16 @@ async def test_an_oauth_token_file_is_read_again_when_it_changes(
     expires after a few seconds, so the agent goes on only by reading the renewed file."""
     token = tmp_path / "token"
     token.write_text(unsecured_jws("ragstream", lifetime=5) + "\n")  # as a Secret holds it
-    flat = _oauth(secure_broker, protocol, sasl_oauth_token_file=str(token))
+    flat = _oauth(
+        secure_broker,
+        protocol,
+        sasl_oauth_token_file=str(token),
+        sasl_oauth_extensions="{logicalCluster: lkc-test}",  # sent, and accepted
+    )
     async with _running(secure_broker, protocol, topic, flat) as (engine, source):
         provider = source.config.client_options["sasl_oauth_token_provider"]
         assert isinstance(provider, FileTokenProvider)
+        assert provider.extensions() == {"logicalCluster": "lkc-test"}
         await _produce(secure_broker, topic, 100, seed=1)
         await _until_counted(engine, 100)
         token.write_text(unsecured_jws("ragstream", lifetime=600) + "\n")  # renewed
