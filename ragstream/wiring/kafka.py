@@ -127,10 +127,15 @@ def state_handover(
 
 
 def kafka_source(
-    settings: Settings, engine: Engine, handover: Handover | None = None
+    settings: Settings,
+    engine: Engine,
+    handover: Handover | None = None,
+    client_options: dict[str, Any] | None = None,
 ) -> KafkaSource:
     """The consumer of the configured topics for `engine`: revoked partitions leave the
-    engine, and `handover` (when given) moves their state through the state topic."""
+    engine, and `handover` (when given) moves their state through the state topic.
+    `client_options`: `client_security`'s, when the agent's clients share them (one OAuth
+    token provider for all); built here otherwise."""
     k = settings.kafka
     config = KafkaSourceConfig(
         bootstrap_servers=k.bootstrap_servers,
@@ -144,7 +149,7 @@ def kafka_source(
         retry_backoff_max=k.retry_backoff_max,
         commit_interval=k.commit_interval,
         session_timeout=k.session_timeout,
-        client_options=client_security(k.security),
+        client_options=client_security(k.security) if client_options is None else client_options,
     )
     return KafkaSource(
         config,
@@ -154,8 +159,11 @@ def kafka_source(
     )
 
 
-def dead_letters(settings: Settings) -> KafkaDeadLetters | None:
-    """The dead-letter topic's producer, or None when `kafka.dead_letter_topic` is unset."""
+def dead_letters(
+    settings: Settings, client_options: dict[str, Any] | None = None
+) -> KafkaDeadLetters | None:
+    """The dead-letter topic's producer, or None when `kafka.dead_letter_topic` is unset
+    (`client_options` as for `kafka_source`)."""
     k = settings.kafka
     if not k.dead_letter_topic:
         return None
@@ -163,5 +171,5 @@ def dead_letters(settings: Settings) -> KafkaDeadLetters | None:
         k.dead_letter_topic,
         bootstrap_servers=k.bootstrap_servers,
         client_id=k.client_id,
-        **client_security(k.security),
+        **(client_security(k.security) if client_options is None else client_options),
     )
