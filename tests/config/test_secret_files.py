@@ -228,3 +228,18 @@ def test_a_client_key_password_from_a_file_that_cannot_be_read_is_a_clear_error(
     )
     with pytest.raises(SecretFileError, match="ssl_password_file: cannot read"):
         client_security(security)
+
+
+def test_check_config_masks_the_oauth_client_secret(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("RAGSTREAM_KAFKA__SECURITY__SASL_OAUTH_CLIENT_SECRET", SECRET)
+    args = [
+        "check-config",
+        *("--set", "kafka.security.protocol=SASL_SSL"),
+        *("--set", "kafka.security.sasl_mechanism=OAUTHBEARER"),
+        *("--set", "kafka.security.sasl_oauth_token_endpoint=https://idp.example/token"),
+        *("--set", "kafka.security.sasl_oauth_client_id=ragstream"),
+    ]
+    result = CliRunner().invoke(main, args)
+    assert result.exit_code == 0, result.output
+    assert "sasl_oauth_client_secret: '**********'" in result.output
+    assert SECRET not in result.output
