@@ -77,6 +77,11 @@ class KafkaSecurity(_Section):
     sasl_oauth_client_secret: SecretStr | None = None
     sasl_oauth_client_secret_file: Path | None = None
     sasl_oauth_scope: str | None = Field(None, description="the scope asked of the endpoint")
+    sasl_oauth_extensions: dict[str, str] = Field(
+        default_factory=dict,
+        description="OAUTHBEARER: SASL extensions sent with the token (Confluent Cloud's"
+        " logicalCluster and identityPoolId)",
+    )
     ssl_cafile: Path | None = None
     ssl_certfile: Path | None = None
     ssl_keyfile: Path | None = None

@@ -32,7 +32,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import ssl
 import time
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -40,21 +39,23 @@ from typing import Any, Protocol
 
 from aiokafka import AIOKafkaConsumer, ConsumerRebalanceListener, TopicPartition
 from aiokafka.admin import AIOKafkaAdminClient
-from aiokafka.conn import create_conn
 from aiokafka.coordinator.assignors.range import RangePartitionAssignor
 from aiokafka.coordinator.assignors.roundrobin import RoundRobinPartitionAssignor
 from aiokafka.errors import (
     KafkaConnectionError,
     KafkaError,
-    SaslAuthenticationFailed,
-    UnsupportedSaslMechanismError,
 )
 from tenacity import AsyncRetrying, retry_if_exception_type, stop_never, wait_random_exponential
 
 from ragstream.events import DecodeError, Message, Record
 from ragstream.pipeline.runner import RateLimitedLog
-from ragstream.sources.kafka_batches import UndecodableBatch, read_up_to, undecodable_batch
-from ragstream.sources.kafka_oauth import OAuthTokenError
+from ragstream.sources.kafka_batches import (
+    UndecodableBatch,
+    missing_codecs,
+    read_up_to,
+    undecodable_batch,
+)
+from ragstream.sources.kafka_probe import refused
 
 __all__ = [
     "CoPartitionError",
@@ -139,19 +140,6 @@ def next_offsets(batch: Sequence[Record]) -> dict[TopicPartition, int]:
             out[tp] = m.offset + 1
     return out
 
-
-_CONN_OPTIONS = frozenset(
-    {
-        "client_id",
-        "security_protocol",
-        "ssl_context",
-        "sasl_mechanism",
-        "sasl_plain_username",
-        "sasl_plain_password",
-        "sasl_oauth_token_provider",
-    }
-)
-"""The client options that a single probe connection (`aiokafka.conn.create_conn`) takes."""
 
 Offsets = Mapping[str, int]
 """Per input topic: the next offset to consume."""
@@ -242,7 +230,6 @@ class KafkaSource:
         self.commit_failures = 0
         """Commits refused or not answered in time (their offsets were committed later)."""
         self._commit_log = RateLimitedLog(rate=1 / 30, burst=3)
-        self._bad_log = RateLimitedLog(rate=1 / 10, burst=5)
         self.connected = False
         self.connect_attempts = 0
 
@@ -275,43 +262,9 @@ class KafkaSource:
         credentials or certificate; return when it cannot be reached for another reason
         (aiokafka reports both as an unreachable cluster)."""
         host, _, port = self.config.bootstrap_servers.split(",")[0].strip().rpartition(":")
-        options = {k: v for k, v in self.config.client_options.items() if k in _CONN_OPTIONS}
-        try:
-            conn = await create_conn(host, int(port), request_timeout_ms=10_000, **options)
-        except (SaslAuthenticationFailed, UnsupportedSaslMechanismError) as error:
-            mechanism = options.get("sasl_mechanism")
-            what = f"the SASL credentials of user {options.get('sasl_plain_username')!r}"
-            if mechanism == "OAUTHBEARER":
-                what = "the OAuth token"
-            raise KafkaAuthError(
-                f"Kafka at {host}:{port} refused {what} (mechanism {mechanism}): {error};"
-                " check kafka.security"
-            ) from None
-        except OAuthTokenError as error:
-            if error.refused:
-                raise KafkaAuthError(str(error)) from None
-            return
-        except ssl.SSLCertVerificationError as error:
-            if "hostname" in (error.verify_message or "").lower():
-                raise KafkaAuthError(
-                    f"Kafka at {host}:{port} presented a certificate that does not name "
-                    f"{host} ({error.verify_message}); connect by a name the certificate "
-                    "has, or set kafka.security.ssl_check_hostname: false"
-                ) from None
-            raise KafkaAuthError(
-                f"Kafka at {host}:{port} presented a certificate that is not trusted "
-                f"({error.verify_message}); check kafka.security.ssl_cafile"
-            ) from None
-        except ssl.SSLError as error:
-            if "CERTIFICATE" in (error.reason or ""):  # the broker's TLS alert
-                raise KafkaAuthError(
-                    f"Kafka at {host}:{port} refused this client's certificate "
-                    f"({error.reason}); check kafka.security.ssl_certfile and ssl_keyfile"
-                ) from None
-            return
-        except (OSError, KafkaError, TimeoutError, ValueError):
-            return
-        conn.close()
+        refusal = await refused(host, int(port), self.config.client_options)
+        if refusal is not None:
+            raise KafkaAuthError(refusal)
 
     async def _pause(self, seconds: float) -> None:
         """Wait between connection attempts, but no longer once `stop()` is called."""
@@ -348,6 +301,13 @@ class KafkaSource:
             _log.warning("Kafka at %s not reachable; retrying", c.bootstrap_servers)
             await consumer.stop()
             raise
+        missing = missing_codecs()
+        if missing:
+            _log.error(
+                "aiokafka cannot read %s-compressed batches here (they will be skipped as"
+                " bad_batch): install ragstream with its dependencies (aiokafka[lz4,snappy,zstd])",
+                "/".join(missing),
+            )
         consumer.subscribe(list(c.topics), listener=_Listener(self))
         self._consumer = consumer
         self.connected = True
@@ -450,8 +410,6 @@ class KafkaSource:
                 raise
         else:
             return data, None
-        if self._bad_log.allow():
-            _log.error("%s: skipped (counted as bad_batch)", bad.describe())
         # the records `getmany` had taken from other partitions went with the error
         await self._rewind(consumer, set(self._owned) - {bad.tp})
         before, reached = await read_up_to(consumer, bad, timeout_ms)
@@ -467,11 +425,17 @@ class KafkaSource:
         the consumer has moved past it."""
         for tp in tps:
             ours = self._positions.get(tp)
-            try:
-                if ours is not None and await consumer.position(tp) > ours:
-                    consumer.seek(tp, ours)
-            except KafkaError:
+            if ours is None:
                 continue
+            try:
+                position = await asyncio.wait_for(consumer.position(tp), self.config.poll_timeout)
+            except TimeoutError:  # no valid position: set it
+                position = ours + 1
+            except KafkaError:  # revoked meanwhile
+                continue
+            if position > ours:
+                with contextlib.suppress(KafkaError):
+                    consumer.seek(tp, ours)
         await self._positions_from_committed(consumer, tps, seek=True)
 
     async def _note_positions(

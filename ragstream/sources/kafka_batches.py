@@ -21,12 +21,24 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from aiokafka import AIOKafkaConsumer, TopicPartition
+from aiokafka import AIOKafkaConsumer, TopicPartition, codec
 
-__all__ = ["CODECS", "UndecodableBatch", "read_up_to", "undecodable_batch"]
+__all__ = ["CODECS", "UndecodableBatch", "missing_codecs", "read_up_to", "undecodable_batch"]
 
 CODECS = {0: "uncompressed", 1: "gzip", 2: "snappy", 3: "lz4", 4: "zstd"}
 """Kafka's codec ids (the low 3 bits of a record batch's attributes) and their names."""
+
+
+def missing_codecs() -> list[str]:
+    """The codecs the installed aiokafka cannot read (their libraries are missing): their
+    batches would all be skipped as `bad_batch`. None, with ragstream's dependencies."""
+    readable = {
+        "gzip": codec.has_gzip,
+        "snappy": codec.has_snappy,
+        "lz4": codec.has_lz4,
+        "zstd": codec.has_zstd,
+    }
+    return [name for name, has in readable.items() if not has()]
 
 
 @dataclass(frozen=True, slots=True)

@@ -25,8 +25,9 @@ import json
 import logging
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
+from urllib.parse import quote_plus
 
 import aiohttp
 from aiokafka.abc import AbstractTokenProvider
@@ -75,11 +76,13 @@ class FileTokenProvider(AbstractTokenProvider):  # type: ignore[misc]
         path: Path,
         read: Callable[[Path], str],
         *,
+        extensions: Mapping[str, str] | None = None,
         clock: Callable[[], float] = time.time,
     ) -> None:
         """``read`` gives the file's token (the edge's secret-file reader: it names the
-        setting in its errors and never the content)."""
+        setting in its errors and never the content); ``extensions`` are sent with it."""
         self.path = path
+        self._extensions = dict(extensions or {})
         self._read = read
         self._clock = clock
         self._token: str | None = None
@@ -116,6 +119,11 @@ class FileTokenProvider(AbstractTokenProvider):  # type: ignore[misc]
                 )
         return self._token
 
+    def extensions(self) -> dict[str, str]:
+        """SASL extensions sent with the token (RFC 7628 §3.1), e.g. Confluent Cloud's
+        `logicalCluster` and `identityPoolId`."""
+        return dict(self._extensions)
+
 
 class EndpointTokenProvider(AbstractTokenProvider):  # type: ignore[misc]
     """Client-credentials tokens from an OAuth 2.0 token endpoint, renewed before expiry."""
@@ -127,12 +135,15 @@ class EndpointTokenProvider(AbstractTokenProvider):  # type: ignore[misc]
         client_secret: Callable[[], str],
         *,
         scope: str | None = None,
+        extensions: Mapping[str, str] | None = None,
         timeout: float = 10.0,
         clock: Callable[[], float] = time.time,
     ) -> None:
         """``client_secret`` gives the secret when a token is fetched (read from its file
-        then, so that a rotated secret is used at the next fetch)."""
+        then, so that a rotated secret is used at the next fetch); ``extensions`` are sent
+        with each token."""
         self.url = url
+        self._extensions = dict(extensions or {})
         self.client_id = client_id
         self._secret = client_secret
         self.scope = scope
@@ -159,16 +170,22 @@ class EndpointTokenProvider(AbstractTokenProvider):  # type: ignore[misc]
             assert self._token is not None
             return self._token
 
+    def extensions(self) -> dict[str, str]:
+        """SASL extensions sent with the token (RFC 7628 §3.1)."""
+        return dict(self._extensions)
+
     async def _fetch(self) -> None:
         form = {"grant_type": "client_credentials"}
         if self.scope:
             form["scope"] = self.scope
-        auth = aiohttp.BasicAuth(self.client_id, self._secret())
+        # client_secret_basic: each form-encoded, then HTTP Basic (RFC 6749 §2.3.1)
+        pair = f"{quote_plus(self.client_id)}:{quote_plus(self._secret())}"
+        auth = {"Authorization": "Basic " + base64.b64encode(pair.encode()).decode()}
         where = f"the OAuth token endpoint {self.url}"
         try:
             async with (
                 aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=self.timeout)) as http,
-                http.post(self.url, data=form, auth=auth) as response,
+                http.post(self.url, data=form, headers=auth) as response,
             ):
                 status = response.status
                 body = await response.read()

@@ -51,7 +51,9 @@ def oauth_token_provider(security: KafkaSecurity) -> AbstractTokenProvider:
     token endpoint (its client secret read from its file at each fetch, when in one)."""
     if security.sasl_oauth_token_file is not None:
         reader = partial(read_secret_file, setting="kafka.security.sasl_oauth_token_file")
-        return FileTokenProvider(security.sasl_oauth_token_file, reader)
+        return FileTokenProvider(
+            security.sasl_oauth_token_file, reader, extensions=security.sasl_oauth_extensions
+        )
     assert security.sasl_oauth_token_endpoint is not None  # KafkaSecurity requires one
     assert security.sasl_oauth_client_id is not None
     security.resolve_oauth_client_secret()  # a secret file that cannot be read fails now
@@ -66,6 +68,7 @@ def oauth_token_provider(security: KafkaSecurity) -> AbstractTokenProvider:
         security.sasl_oauth_client_id,
         secret,
         scope=security.sasl_oauth_scope,
+        extensions=security.sasl_oauth_extensions,
     )
 
 
@@ -124,10 +127,15 @@ def state_handover(
 
 
 def kafka_source(
-    settings: Settings, engine: Engine, handover: Handover | None = None
+    settings: Settings,
+    engine: Engine,
+    handover: Handover | None = None,
+    client_options: dict[str, Any] | None = None,
 ) -> KafkaSource:
     """The consumer of the configured topics for `engine`: revoked partitions leave the
-    engine, and `handover` (when given) moves their state through the state topic."""
+    engine, and `handover` (when given) moves their state through the state topic.
+    `client_options`: `client_security`'s, when the agent's clients share them (one OAuth
+    token provider for all); built here otherwise."""
     k = settings.kafka
     config = KafkaSourceConfig(
         bootstrap_servers=k.bootstrap_servers,
@@ -141,7 +149,7 @@ def kafka_source(
         retry_backoff_max=k.retry_backoff_max,
         commit_interval=k.commit_interval,
         session_timeout=k.session_timeout,
-        client_options=client_security(k.security),
+        client_options=client_security(k.security) if client_options is None else client_options,
     )
     return KafkaSource(
         config,
@@ -151,8 +159,11 @@ def kafka_source(
     )
 
 
-def dead_letters(settings: Settings) -> KafkaDeadLetters | None:
-    """The dead-letter topic's producer, or None when `kafka.dead_letter_topic` is unset."""
+def dead_letters(
+    settings: Settings, client_options: dict[str, Any] | None = None
+) -> KafkaDeadLetters | None:
+    """The dead-letter topic's producer, or None when `kafka.dead_letter_topic` is unset
+    (`client_options` as for `kafka_source`)."""
     k = settings.kafka
     if not k.dead_letter_topic:
         return None
@@ -160,5 +171,5 @@ def dead_letters(settings: Settings) -> KafkaDeadLetters | None:
         k.dead_letter_topic,
         bootstrap_servers=k.bootstrap_servers,
         client_id=k.client_id,
-        **client_security(k.security),
+        **(client_security(k.security) if client_options is None else client_options),
     )

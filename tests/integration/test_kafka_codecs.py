@@ -15,6 +15,7 @@ from ragstream.cli._settings import settings_from_flags
 from ragstream.events import Message
 from ragstream.pipeline.engine import Engine
 from ragstream.pipeline.runner import Runner
+from ragstream.sources.kafka_batches import missing_codecs
 from ragstream.sources.synthetic import SyntheticConfig, SyntheticTraffic
 from ragstream.wiring import dead_letters, engine_config, kafka_source
 from tests.support import KafkaBroker, TopicFactory, committed_offsets, read_records
@@ -87,6 +88,7 @@ def _reference(records: Sequence[tuple[bytes | None, bytes]]) -> Counter[tuple[s
 async def test_every_codec_is_read(
     kafka_broker: KafkaBroker, kafka_topic_factory: TopicFactory, codec: str
 ) -> None:
+    assert missing_codecs() == []  # installed with ragstream's own dependencies
     topic = await kafka_topic_factory(1)
     records = _events(600, seed=3)
     for start in range(0, len(records), 200):  # three batches
