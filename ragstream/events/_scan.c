@@ -10,9 +10,10 @@
  * It accepts a strict subset of what msgspec's `DecodedRetrieval` accepts, with the same
  * values, and declines the rest:
  *   - the keys type, query_id, ts, labels, query, results, qrels at the top, doc_id, score,
- *     t_doc, rel in a result and doc_id, rel, t_doc in a qrel, each at most once, written
- *     without escapes; any other key declines (msgspec tolerates it, the scanner does not
- *     read it);
+ *     t_doc, rel in a result and doc_id, rel, t_doc in a qrel, each at most once; any other
+ *     key (the schema ignores it) is skipped with its value, which must be JSON as msgspec
+ *     checks it (see skip_value: any type, escapes, UTF-8, nesting within the guard's
+ *     depth); the keys of the event, a result or a qrel in printable ASCII without escapes;
  *   - ids, label keys and values: printable ASCII without escapes; free text (`query`): any
  *     JSON string, escapes and strict UTF-8 checked and code points counted;
  *   - numbers: JSON's grammar; an integer of at most 18 digits is converted exactly (so
@@ -41,6 +42,8 @@
 #endif
 
 enum { OK = 0, DECLINE = 1, NOMEM = -1 };
+
+#define MAX_DEPTH 200 /* the deepest a value may be nested (guard.MAX_DEPTH) */
 
 typedef struct {
     Py_ssize_t max_bytes, max_results, max_qrels, max_text, max_id, max_labels, max_label;
@@ -438,6 +441,35 @@ static int skip_number(const char **pp, const char *end) {
     return OK;
 }
 
+/* A JSON number of any magnitude, by its grammar alone (a value that is not kept). */
+static int number_syntax(const char **pp, const char *end) {
+    const char *p = *pp;
+    p += p < end && *p == '-';
+    if (p < end && *p == '0')
+        p++;
+    else if (p < end && *p >= '1' && *p <= '9')
+        while (p < end && *p >= '0' && *p <= '9')
+            p++;
+    else
+        return DECLINE;
+    if (p < end && *p == '.') {
+        if (++p >= end || *p < '0' || *p > '9')
+            return DECLINE;
+        while (p < end && *p >= '0' && *p <= '9')
+            p++;
+    }
+    if (p < end && (*p == 'e' || *p == 'E')) {
+        p++;
+        p += p < end && (*p == '+' || *p == '-');
+        if (p >= end || *p < '0' || *p > '9')
+            return DECLINE;
+        while (p < end && *p >= '0' && *p <= '9')
+            p++;
+    }
+    *pp = p;
+    return OK;
+}
+
 static inline int literal_null(const char **pp, const char *end) {
     const char *p = *pp;
     if (end - p >= 4 && memcmp(p, "null", 4) == 0) {
@@ -507,6 +539,82 @@ static int member_done(const char **pp, const char *end, unsigned *seen, unsigne
         return DECLINE;
     *seen |= flag;
     return after_value(pp, end, '}');
+}
+
+/* A key of any JSON string (escapes, non-ASCII) and the colon after it, in a skipped value. */
+static int any_key(const char **pp, const char *end) {
+    const char *p = *pp;
+    if (text_string(&p, end, PY_SSIZE_T_MAX))
+        return DECLINE;
+    p = skip_ws(p, end);
+    if (p >= end || *p != ':')
+        return DECLINE;
+    *pp = skip_ws(p + 1, end);
+    return OK;
+}
+
+static inline int literal(const char **pp, const char *end, const char *word, Py_ssize_t n) {
+    if (end - *pp < n || memcmp(*pp, word, (size_t)n) != 0)
+        return DECLINE;
+    *pp += n;
+    return OK;
+}
+
+/* The value of a key the schema does not know, not kept: any JSON value, checked as msgspec
+ * checks what it skips (JSON's grammar; strings as `text_string` checks them, of any
+ * length; numbers of any magnitude) and nested in at most MAX_DEPTH arrays or objects in
+ * all, `depth` of them around the value itself, as the guard counts (a value or key inside
+ * MAX_DEPTH + 1 of them is too deep). Without recursion: `close` holds the closing bracket
+ * of each array or object open inside the value. */
+static int skip_value(const char **pp, const char *end, int depth) {
+    char close[MAX_DEPTH + 1];
+    int open = 0, rc;
+    const char *p = *pp;
+    for (;;) {
+        if (depth + open > MAX_DEPTH || p >= end) /* at a value, in depth + open containers */
+            return DECLINE;
+        switch (*p) {
+        case '{':
+        case '[': {
+            char c = *p == '{' ? '}' : ']';
+            p = skip_ws(p + 1, end);
+            if (p < end && *p == c) { /* empty */
+                p++;
+                rc = OK;
+                break;
+            }
+            close[open++] = c;
+            if (c == '}' && any_key(&p, end))
+                return DECLINE;
+            continue; /* at its first value */
+        }
+        case '"':
+            rc = text_string(&p, end, PY_SSIZE_T_MAX);
+            break;
+        case 't':
+            rc = literal(&p, end, "true", 4);
+            break;
+        case 'f':
+            rc = literal(&p, end, "false", 5);
+            break;
+        case 'n':
+            rc = literal(&p, end, "null", 4);
+            break;
+        default:
+            rc = number_syntax(&p, end);
+        }
+        if (rc != OK)
+            return DECLINE;
+        /* after a value: the containers it ends, then the next value (and key) or the end */
+        for (rc = CLOSED; open > 0 && (rc = after_value(&p, end, close[open - 1])) == CLOSED;)
+            open--;
+        if (open == 0) {
+            *pp = p;
+            return OK;
+        }
+        if (rc != MORE || (close[open - 1] == '}' && any_key(&p, end)))
+            return DECLINE;
+    }
 }
 
 enum { F_DOC_ID = 1, F_SCORE = 2, F_T_DOC = 4, F_REL = 8 };
@@ -584,8 +692,10 @@ static int item(const char **pp, const char *end, const Bounds *b, int is_qrel, 
         } else if (flag == F_SCORE && !is_qrel) {
             if (!literal_null(&p, end) && skip_number(&p, end)) /* any finite number */
                 return DECLINE;
-        } else {
-            return DECLINE;
+        } else { /* a key the schema does not know (a qrel's `score` too), at depth 3 */
+            flag = 0;
+            if (skip_value(&p, end, 3))
+                return DECLINE;
         }
         if ((next = member_done(&p, end, &seen, flag)) == CLOSED)
             break;
@@ -767,8 +877,10 @@ static int event(const char *p, const char *end, const Bounds *b, Event *ev, Scr
                     return rc;
                 ev->has_qrels = 1;
             }
-        } else {
-            return DECLINE;
+        } else { /* a key the schema does not know, at depth 1 */
+            flag = 0;
+            if (skip_value(&p, end, 1))
+                return DECLINE;
         }
         if ((next = member_done(&p, end, &seen, flag)) == CLOSED)
             break;
@@ -1094,7 +1206,6 @@ static PyObject *record(const Event *ev, Scratch *s, Py_ssize_t top, Keys *keys,
 
 /* -- the guard (see ragstream.events.guard) ---------------------------------------------- */
 
-#define MAX_DEPTH 200
 #define ONES UINT64_C(0x0101010101010101)
 #define HIGHS UINT64_C(0x8080808080808080)
 
