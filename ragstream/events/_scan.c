@@ -504,7 +504,7 @@ static int optional_number(const char **pp, const char *end, double lo, double h
 /* -- objects ------------------------------------------------------------------------------ */
 
 /* A member's key and the colon after it (with the blanks around it). */
-static int member_key(const char **pp, const char *end, Span *key) {
+static inline int member_key(const char **pp, const char *end, Span *key) {
     const char *p = *pp;
     if (plain_string(&p, end, key))
         return DECLINE;
@@ -519,7 +519,7 @@ enum { MORE = 0, CLOSED = 2 };
 
 /* After a value: MORE, past the comma and blanks, when another one follows; CLOSED, past
  * `close`, at the end of the object or list; DECLINE otherwise. */
-static int after_value(const char **pp, const char *end, char close) {
+static inline int after_value(const char **pp, const char *end, char close) {
     const char *p = skip_ws(*pp, end);
     if (p < end && *p == ',') {
         *pp = skip_ws(p + 1, end);
@@ -570,6 +570,10 @@ static int skip_value(const char **pp, const char *end, int depth) {
     char close[MAX_DEPTH + 1];
     int open = 0, rc;
     const char *p = *pp;
+    if (p < end && *p == '"') /* the usual values first: a string, a number */
+        return text_string(pp, end, PY_SSIZE_T_MAX);
+    if (p < end && ((*p >= '0' && *p <= '9') || *p == '-'))
+        return number_syntax(pp, end);
     for (;;) {
         if (depth + open > MAX_DEPTH || p >= end) /* at a value, in depth + open containers */
             return DECLINE;
@@ -654,19 +658,11 @@ static unsigned item_key(Span key) {
     return 0;
 }
 
-/* One result (`is_qrel` 0) or qrel (1) object. */
-static int item(const char **pp, const char *end, const Bounds *b, int is_qrel, Item *out) {
-    const char *p = skip_ws(*pp, end);
-    unsigned seen = 0;
-    out->t_doc = NAN;
-    out->rel = NAN;
-    out->has_rel = 0;
-    out->has_t_doc = 0;
-    if (p >= end || *p != '{')
-        return DECLINE;
-    p = skip_ws(p + 1, end);
-    if (p < end && *p == '}')
-        return DECLINE; /* doc_id is required */
+/* The members of a result (`is_qrel` 0) or qrel (1) object from *pp (its first member or
+ * the one after a comma) to its closing brace; `seen`: the flags of those read before. */
+static int members(const char **pp, const char *end, const Bounds *b, int is_qrel, Item *out,
+                   unsigned seen) {
+    const char *p = *pp;
     for (;;) {
         unsigned flag = item_key_fast(&p, end);
         int next;
@@ -708,6 +704,24 @@ static int item(const char **pp, const char *end, const Bounds *b, int is_qrel, 
     return OK;
 }
 
+/* One result (`is_qrel` 0) or qrel (1) object. */
+static int item(const char **pp, const char *end, const Bounds *b, int is_qrel, Item *out) {
+    const char *p = skip_ws(*pp, end);
+    out->t_doc = NAN;
+    out->rel = NAN;
+    out->has_rel = 0;
+    out->has_t_doc = 0;
+    if (p >= end || *p != '{')
+        return DECLINE;
+    p = skip_ws(p + 1, end);
+    if (p < end && *p == '}')
+        return DECLINE; /* doc_id is required */
+    if (members(&p, end, b, is_qrel, out, 0))
+        return DECLINE;
+    *pp = p;
+    return OK;
+}
+
 static int grow(Item **items, Py_ssize_t *cap, Py_ssize_t need) {
     if (need <= *cap)
         return OK;
@@ -722,9 +736,10 @@ static int grow(Item **items, Py_ssize_t *cap, Py_ssize_t need) {
     return OK;
 }
 
-/* A result written as the common shape writes it, `{"doc_id":"…","score":…,"t_doc":…}`
- * with no blank: 1, read into `*out`, past it; 0 for anything else, or a value `item`
- * would not accept, nothing read (`item` then reads it, and decides). */
+/* A result written as the common shape writes it, `{"doc_id":"…","score":…,"t_doc":…`
+ * with no blank, then its end or more members (read as `item` reads them): 1, read into
+ * `*out`, past it; 0 for anything else, or a value `item` would not accept, nothing read
+ * (`item` then reads it, and decides). */
 static int common_result(const char **pp, const char *end, const Bounds *b, Item *out) {
     const char *p = *pp;
     if (end - p < 11 || memcmp(p, "{\"doc_id\":\"", 11) != 0)
@@ -742,11 +757,18 @@ static int common_result(const char **pp, const char *end, const Bounds *b, Item
     p += 9;
     if (optional_number(&p, end, b->min_doc_ts, b->max_ts, 1, &out->t_doc, &out->has_t_doc))
         return 0;
-    if (p >= end || *p != '}')
-        return 0;
     out->rel = NAN;
     out->has_rel = 0;
-    *pp = p + 1;
+    if (p < end && *p == '}') {
+        *pp = p + 1;
+        return 1;
+    }
+    if (p >= end || *p != ',')
+        return 0;
+    p = skip_ws(p + 1, end);
+    if (members(&p, end, b, 0, out, F_DOC_ID | F_SCORE | F_T_DOC))
+        return 0;
+    *pp = p;
     return 1;
 }
 
