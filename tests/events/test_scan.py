@@ -499,6 +499,29 @@ def test_every_benchmark_event_is_accepted() -> None:
     assert sum(record is not None and record.qrels is not None for record in records) > 300
 
 
+@needs_scan
+def test_benchmark_events_with_extra_fields_are_the_same_records() -> None:
+    """The extra-fields benchmark's events: the same events as without, two unknown fields
+    at the top and two in each result added; every one scanned, to the same record."""
+    from bench.pipeline_data import DataConfig, blocks
+
+    plain = [value for block in blocks(DataConfig(), 2000) for _, value in block]
+    extra = [value for block in blocks(DataConfig(extra_fields=True), 2000) for _, value in block]
+    for without, with_extra in zip(plain, extra, strict=True):
+        event = json.loads(with_extra)
+        assert (event.pop("trace_id"), event.pop("retriever")["k"]) != ("", 0)
+        assert all(
+            len(doc) == 5 and doc.pop("chunk_id") and doc.pop("page") for doc in event["results"]
+        )
+        assert event == json.loads(without)
+    for graded in (False, True):
+        records = scan_retrievals(plain, _BOUNDS, label_keys=_KEYS, graded=graded)
+        extra_records = scan_retrievals(extra, _BOUNDS, label_keys=_KEYS, graded=graded)
+        assert all(record is not None for record in extra_records)
+        same = [(_view(r), r and r.ranked, r and r.judged) for r in records]
+        assert [(_view(r), r and r.ranked, r and r.judged) for r in extra_records] == same
+
+
 def _synthetic() -> list[dict[str, Any]]:
     traffic = SyntheticTraffic(SyntheticConfig(seed=3, probe_share=0.4, drift_at=5.0))
     events = [timed.event for timed in traffic.stream(150)]
