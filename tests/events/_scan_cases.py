@@ -2,8 +2,10 @@
 
 `cases()` writes one message byte by byte: keys in any order, whitespace between tokens,
 numbers spelled exactly in integer, fraction and exponent forms (or at a rounding tie),
-strings with and without escapes, sizes at and just over small `Limits`, and faults
-(missing, mistyped, unknown or repeated keys, broken strings, trailing bytes, truncation).
+strings with and without escapes, sizes at and just over small `Limits`, keys the schema
+does not know with values of every JSON type (nested, escaped, non-ASCII, numbers of any
+magnitude, at and past the depth limit, malformed), and faults (missing, mistyped or
+repeated keys, broken strings, trailing bytes, truncation).
 Each message carries its grade: `CLEAN` (msgspec accepts it and the scanner must too),
 `UNUSUAL` (msgspec accepts it, the scanner may decline), `UNKNOWN` (no claim) or `INVALID`
 (msgspec, with the limits, rejects it). The choices come from a `random.Random` seeded by
