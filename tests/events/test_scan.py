@@ -376,6 +376,28 @@ def test_unknown_values_nested_up_to_the_guard(extra: int, inner: bytes) -> None
         assert (record is None) == too_deep, (depth, levels, inner)
 
 
+_COMMON_THEN = {  # a result in the common shape, more members after it: accepted or not
+    b',"rel":2': True,
+    b',"x":[1],"rel":2,"y":"\\u00e9"': True,
+    b' ,"x":1': True,
+    b',"score":2': False,  # a known key repeated: declined (msgspec takes the last)
+    b',"doc_id":"b"': False,
+    b',"t_doc":null': False,
+    b",": False,  # invalid
+    b',"x"': False,
+}
+
+
+@needs_scan
+@pytest.mark.parametrize("more", _COMMON_THEN, ids=range(len(_COMMON_THEN)))
+def test_members_after_the_common_shape(more: bytes) -> None:
+    doc = b'{"doc_id":"a","score":1.5,"t_doc":5' + more + b"}"
+    record = _check(_BASE.replace(b'{"doc_id":"a"}', doc + b',{"doc_id":"b"}'))
+    assert (record is not None) == _COMMON_THEN[more]
+    if record is not None and b"rel" in more:
+        assert _canon(record.inline) == _canon((("a", 2.0, 5.0),))
+
+
 @needs_scan
 def test_size_limit_empty_and_none() -> None:
     assert _scan(_BASE, Limits(max_message_bytes=len(_BASE))) is not None
