@@ -124,14 +124,40 @@ static void init_stop(void) {
     STOP['"'] = 1;
 }
 
+#define ONES UINT64_C(0x0101010101010101)
+#define HIGHS UINT64_C(0x8080808080808080)
+
+/* Past the run of printable ASCII at p (bytes whose STOP is 0). Eight bytes at a time
+ * where the byte order allows: the high bit of each byte that is below 0x20, at or above
+ * 0x7f, a quote or a backslash, exact for the first such byte (a borrow only reaches the
+ * bytes after it); then byte by byte. */
+static inline const char *plain_run(const char *p, const char *end) {
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__ && defined(__GNUC__)
+#define ZERO_BYTES(v) (((v) - ONES) & ~(v) & HIGHS)
+    while (end - p >= 8) {
+        uint64_t x;
+        memcpy(&x, p, sizeof x);
+        uint64_t stop = ((x - ONES * 0x20) & ~x & HIGHS) | (x & HIGHS) |
+                        ZERO_BYTES(x ^ (ONES * 0x7f)) | ZERO_BYTES(x ^ (ONES * '"')) |
+                        ZERO_BYTES(x ^ (ONES * '\\'));
+        if (stop)
+            return p + (__builtin_ctzll(stop) >> 3);
+        p += 8;
+    }
+#undef ZERO_BYTES
+#endif
+    while (p < end && !STOP[(unsigned char)*p])
+        p++;
+    return p;
+}
+
 /* A string of printable ASCII without escapes: its span (quotes excluded). */
-static int plain_string(const char **pp, const char *end, Span *out) {
+static inline int plain_string(const char **pp, const char *end, Span *out) {
     const char *p = *pp;
     if (p >= end || *p != '"')
         return DECLINE;
     const char *start = ++p;
-    while (p < end && !STOP[(unsigned char)*p])
-        p++;
+    p = plain_run(p, end);
     if (p >= end || STOP[(unsigned char)*p] != 1)
         return DECLINE;
     out->s = start;
@@ -198,8 +224,7 @@ static int text_string(const char **pp, const char *end, Py_ssize_t max_chars) {
         }
         if (!STOP[c]) { /* a run of printable ASCII */
             const unsigned char *run = p;
-            while (p < e && !STOP[*p])
-                p++;
+            p = (const unsigned char *)plain_run((const char *)p, end);
             chars += p - run;
             continue;
         }
@@ -560,20 +585,15 @@ static inline int literal(const char **pp, const char *end, const char *word, Py
     return OK;
 }
 
-/* The value of a key the schema does not know, not kept: any JSON value, checked as msgspec
- * checks what it skips (JSON's grammar; strings as `text_string` checks them, of any
- * length; numbers of any magnitude) and nested in at most MAX_DEPTH arrays or objects in
- * all, `depth` of them around the value itself, as the guard counts (a value or key inside
- * MAX_DEPTH + 1 of them is too deep). Without recursion: `close` holds the closing bracket
- * of each array or object open inside the value. */
-static int skip_value(const char **pp, const char *end, int depth) {
+/* The value of a key the schema does not know that is an array, an object or a literal
+ * (see skip_value), nested in at most MAX_DEPTH arrays or objects in all, `depth` of them
+ * around the value itself, as the guard counts (a value or key inside MAX_DEPTH + 1 of
+ * them is too deep). Without recursion: `close` holds the closing bracket of each array or
+ * object open inside the value. */
+static int skip_nested(const char **pp, const char *end, int depth) {
     char close[MAX_DEPTH + 1];
     int open = 0, rc;
     const char *p = *pp;
-    if (p < end && *p == '"') /* the usual values first: a string, a number */
-        return text_string(pp, end, PY_SSIZE_T_MAX);
-    if (p < end && ((*p >= '0' && *p <= '9') || *p == '-'))
-        return number_syntax(pp, end);
     for (;;) {
         if (depth + open > MAX_DEPTH || p >= end) /* at a value, in depth + open containers */
             return DECLINE;
@@ -619,6 +639,25 @@ static int skip_value(const char **pp, const char *end, int depth) {
         if (rc != MORE || (close[open - 1] == '}' && any_key(&p, end)))
             return DECLINE;
     }
+}
+
+/* The value of a key the schema does not know, not kept: any JSON value, checked as msgspec
+ * checks what it skips (JSON's grammar; strings as `text_string` checks them, of any
+ * length; numbers of any magnitude; nesting as the guard limits it). A string of printable
+ * ASCII or a number, the usual values, is read here; anything else by `skip_nested`. */
+static inline int skip_value(const char **pp, const char *end, int depth) {
+    const char *p = *pp;
+    if (p < end && *p == '"') {
+        const char *q = plain_run(p + 1, end);
+        if (q < end && *q == '"') {
+            *pp = q + 1;
+            return OK;
+        }
+        return text_string(pp, end, PY_SSIZE_T_MAX);
+    }
+    if (p < end && ((*p >= '0' && *p <= '9') || *p == '-'))
+        return number_syntax(pp, end);
+    return skip_nested(pp, end, depth);
 }
 
 enum { F_DOC_ID = 1, F_SCORE = 2, F_T_DOC = 4, F_REL = 8 };
@@ -1228,8 +1267,6 @@ static PyObject *record(const Event *ev, Scratch *s, Py_ssize_t top, Keys *keys,
 
 /* -- the guard (see ragstream.events.guard) ---------------------------------------------- */
 
-#define ONES UINT64_C(0x0101010101010101)
-#define HIGHS UINT64_C(0x8080808080808080)
 
 /* 0x80 in each byte of x that is `[` or `{` (they differ in bit 5 only), 0 elsewhere: the
  * exact zero-byte test on x | 0x20... xor "{{{{...". */
