@@ -34,6 +34,9 @@
 #include <math.h>
 #include <stdint.h>
 #include <string.h>
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
 
 #if defined(FLT_EVAL_METHOD) && FLT_EVAL_METHOD != 0
 #define FAST_DOUBLES 0
@@ -127,24 +130,22 @@ static void init_stop(void) {
 #define ONES UINT64_C(0x0101010101010101)
 #define HIGHS UINT64_C(0x8080808080808080)
 
-/* Past the run of printable ASCII at p (bytes whose STOP is 0). Eight bytes at a time
- * where the byte order allows: the high bit of each byte that is below 0x20, at or above
- * 0x7f, a quote or a backslash, exact for the first such byte (a borrow only reaches the
- * bytes after it); then byte by byte. */
+/* Past the run of printable ASCII at p (bytes whose STOP is 0): 16 bytes at a time with
+ * SSE2 where there is (every x86-64), comparing each with the bytes that stop it (below
+ * 0x20 or 0x80 and above, as signed bytes; DEL, a quote, a backslash); then byte by byte. */
 static inline const char *plain_run(const char *p, const char *end) {
-#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__ && defined(__GNUC__)
-#define ZERO_BYTES(v) (((v) - ONES) & ~(v) & HIGHS)
-    while (end - p >= 8) {
-        uint64_t x;
-        memcpy(&x, p, sizeof x);
-        uint64_t stop = ((x - ONES * 0x20) & ~x & HIGHS) | (x & HIGHS) |
-                        ZERO_BYTES(x ^ (ONES * 0x7f)) | ZERO_BYTES(x ^ (ONES * '"')) |
-                        ZERO_BYTES(x ^ (ONES * '\\'));
-        if (stop)
-            return p + (__builtin_ctzll(stop) >> 3);
-        p += 8;
+#ifdef __SSE2__
+    const __m128i space = _mm_set1_epi8(0x20), del = _mm_set1_epi8(0x7f);
+    const __m128i quote = _mm_set1_epi8('"'), backslash = _mm_set1_epi8('\\');
+    while (end - p >= 16) {
+        __m128i x = _mm_loadu_si128((const __m128i *)p);
+        __m128i stop = _mm_or_si128(_mm_or_si128(_mm_cmplt_epi8(x, space), _mm_cmpeq_epi8(x, del)),
+                                    _mm_or_si128(_mm_cmpeq_epi8(x, quote), _mm_cmpeq_epi8(x, backslash)));
+        int mask = _mm_movemask_epi8(stop);
+        if (mask)
+            return p + __builtin_ctz((unsigned)mask);
+        p += 16;
     }
-#undef ZERO_BYTES
 #endif
     while (p < end && !STOP[(unsigned char)*p])
         p++;
@@ -1393,6 +1394,17 @@ static void release_keys(Keys *keys) {
         Py_CLEAR(keys->cached[i]);
 }
 
+/* Asks for the bytes of a message before it is read (the scan of the one before runs
+ * meanwhile): each message is an allocation of its own, cold in the caches, where the
+ * hardware's prefetcher would only start after the first misses. */
+static inline void prefetch_bytes(PyObject *value, Py_ssize_t max_bytes) {
+    if (!PyBytes_Check(value) || PyBytes_GET_SIZE(value) > max_bytes)
+        return;
+    const char *s = PyBytes_AS_STRING(value);
+    for (Py_ssize_t k = 0; k < PyBytes_GET_SIZE(value); k += 64)
+        __builtin_prefetch(s + k);
+}
+
 static PyObject *scan(PyObject *module, PyObject *args) {
     PyObject *values, *bounds_tuple, *keys_arg;
     Py_ssize_t top;
@@ -1431,6 +1443,10 @@ static PyObject *scan(PyObject *module, PyObject *args) {
     for (Py_ssize_t i = 0; i < count; i++) {
         PyObject *value = PySequence_Fast_GET_ITEM(seq, i);
         PyObject *item = NULL;
+        if (i + 4 < count)
+            __builtin_prefetch(PySequence_Fast_GET_ITEM(seq, i + 4));
+        if (i + 2 < count)
+            prefetch_bytes(PySequence_Fast_GET_ITEM(seq, i + 2), b.max_bytes);
         if (PyBytes_Check(value) && PyBytes_GET_SIZE(value) > 0 &&
             PyBytes_GET_SIZE(value) <= b.max_bytes) {
             const char *data = PyBytes_AS_STRING(value);
