@@ -3,7 +3,8 @@
 For every message: `decode_event` (msgspec Structs) and `decode_reference` (pydantic models)
 both accept with equal field values (floats compared by repr, so types and -0.0 count), or
 both reject with the same reason; and msgspec alone (`fast_decode`) accepts exactly what the
-reference accepts, so the reference is only ever asked why a message is invalid.
+reference accepts, so the reference is only ever asked why a message is invalid. The
+compiled scanner, on each message, accepts only what msgspec accepts, with its values.
 """
 
 from __future__ import annotations
