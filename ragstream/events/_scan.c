@@ -470,7 +470,7 @@ static int skip_number(const char **pp, const char *end) {
 }
 
 /* A JSON number of any magnitude, by its grammar alone (a value that is not kept). */
-static int number_syntax(const char **pp, const char *end) {
+static inline int number_syntax(const char **pp, const char *end) {
     const char *p = *pp;
     p += p < end && *p == '-';
     if (p < end && *p == '0')
