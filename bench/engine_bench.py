@@ -1,8 +1,8 @@
 """The engine alone, for side-by-side comparisons: CPU time per event, no broker.
 
 Usage: `python -m bench.engine_bench [--events N] [--traffic plain|keys|labeled]
-[--repeat R] [--interleaved]` (or `scripts/bench.sh engine`). See docs/benchmarks.md,
-"Bulk steps in the join".
+[--repeat R] [--interleaved] [--extra-fields]` (or `scripts/bench.sh engine`). See
+docs/benchmarks.md, "Bulk steps in the join" and "Extra fields".
 
 It generates the streaming benchmark's retrieval events (`bench.pipeline_data`, the
 partition Kafka's partitioner gives each key), cuts them into batches of 5000 grouped by
@@ -12,6 +12,10 @@ labeled final queries only), R times, with the garbage collector tuned as `ragst
 tunes it. It prints the CPU time of `Engine.apply` alone: the best pass and the median,
 per event. Process CPU time leaves out the other jobs of a shared machine better than wall
 time; alternate two trees' runs to compare them.
+
+`--extra-fields`: the same events also with two fields the schema does not know at the
+top and two in each result (`DataConfig.extra_fields`), measured in the same run, the two
+streams' passes alternated, and the ratio of their rates (best pass to best pass).
 
 For a figure that does not move with the machine, count instructions: valgrind's
 callgrind, `--repeat 1` minus `--repeat 0` (the same process without a pass), divided by
@@ -29,7 +33,7 @@ from bench.pipeline_data import DataConfig, blocks, partition_of
 from bench.pipeline_report import TRAFFICS
 from bench.pipeline_stages import BATCH, engine_config
 from ragstream.events import Message
-from ragstream.pipeline.engine import Engine
+from ragstream.pipeline.engine import Engine, EngineConfig
 from ragstream.pipeline.gc import tune_gc
 
 __all__ = ["main"]
@@ -47,11 +51,19 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
         action="store_true",
         help="batches in arrival order (partitions mixed) instead of grouped by partition",
     )
+    p.add_argument(
+        "--extra-fields",
+        action="store_true",
+        help="also the same events with 2 unknown fields at the top and 2 in each result, "
+        "alternated with them, and the ratio",
+    )
     return p.parse_args(argv)
 
 
-def _batches(args: argparse.Namespace, probe_share: float) -> list[list[Message]]:
-    data = DataConfig(seed=args.seed, probe_share=probe_share)
+def _batches(
+    args: argparse.Namespace, probe_share: float, extra_fields: bool = False
+) -> list[list[Message]]:
+    data = DataConfig(seed=args.seed, probe_share=probe_share, extra_fields=extra_fields)
     messages: list[Message] = []
     for block in blocks(data, args.events):
         for key, value in block:
@@ -63,34 +75,51 @@ def _batches(args: argparse.Namespace, probe_share: float) -> list[list[Message]
     return batches
 
 
+def _pass(config: EngineConfig, batches: list[list[Message]]) -> float:
+    """CPU seconds of `Engine.apply` over every batch, on a fresh engine."""
+    engine = Engine(config)
+    cpu = 0.0
+    for batch in batches:
+        start = time.process_time()
+        engine.apply(batch)
+        cpu += time.process_time() - start
+    return cpu
+
+
+def _report(label: str, events: int, passes: list[float]) -> None:
+    best, median = min(passes), statistics.median(passes)
+    print(
+        f"{label}best   {events / best:>9,.0f} events per CPU second "
+        f"({best * 1e6 / events:.2f} us an event)\n"
+        f"{label}median {events / median:>9,.0f} events per CPU second "
+        f"({median * 1e6 / events:.2f} us an event)"
+    )
+
+
 def main(argv: list[str] | None = None) -> int:
     args = _parse(argv)
     traffic = TRAFFICS[args.traffic]
-    batches = _batches(args, traffic.probe_share)
+    streams = {"": _batches(args, traffic.probe_share)}
+    if args.extra_fields:
+        streams = {"plain:        ": streams[""]}
+        streams["extra fields: "] = _batches(args, traffic.probe_share, extra_fields=True)
     config = engine_config({"label_keys": traffic.label_keys, "label_ttl": 900.0})
     tune_gc()
-    passes: list[float] = []
+    passes: dict[str, list[float]] = {label: [] for label in streams}
     for _ in range(args.repeat):
-        engine = Engine(config)
-        cpu = 0.0
-        for batch in batches:
-            start = time.process_time()
-            engine.apply(batch)
-            cpu += time.process_time() - start
-        passes.append(cpu)
+        for label, batches in streams.items():
+            passes[label].append(_pass(config, batches))
     shape = "interleaved" if args.interleaved else "grouped by partition"
     print(
         f"engine alone, traffic {args.traffic}, {args.events:,} events in batches of {BATCH} "
         f"({shape}), passes: {args.repeat}"
     )
-    if passes:
-        best, median = min(passes), statistics.median(passes)
-        print(
-            f"best   {args.events / best:>9,.0f} events per CPU second "
-            f"({best * 1e6 / args.events:.2f} us an event)\n"
-            f"median {args.events / median:>9,.0f} events per CPU second "
-            f"({median * 1e6 / args.events:.2f} us an event)"
-        )
+    if args.repeat:
+        for label, times in passes.items():
+            _report(label, args.events, times)
+    if args.extra_fields and args.repeat:
+        plain, extra = (min(times) for times in passes.values())
+        print(f"extra fields / plain (best passes): {plain / extra:.3f} (target >= 0.9)")
     return 0
 
 

@@ -78,6 +78,11 @@ class DataConfig:
     """Share of queries with an answer event, 0.5 s after the retrieval."""
     hallucination_rate: float = 0.05
     """Share of answers that add a sentence no context supports."""
+    extra_fields: bool = False
+    """Retrieval events carry fields the schema does not know, after their own, as a
+    producer adds them: two at the top (`trace_id`, 32 hex digits; `retriever`, an object)
+    and two in each result (`chunk_id`, a string; `page`, an integer). Otherwise the same
+    events."""
 
 
 def _encode(event: dict[str, Any]) -> bytes:
@@ -169,6 +174,8 @@ def _block(
             event["qrels"] = [
                 {"doc_id": ids[j], "rel": g[j], "t_doc": t[j]} for j in range(int(n_rel[i]))
             ]
+        if c.extra_fields:
+            _add_extra_fields(event, q)
         out.append((event["query_id"].encode(), _encode(event)))
     if c.feedback_share <= 0 and c.answer_share <= 0:
         return out, []
@@ -228,6 +235,16 @@ def _block(
                 )
             )
     return out, later
+
+
+def _add_extra_fields(event: dict[str, Any], q: int) -> None:
+    """Two unknown fields at the top of a retrieval event and two in each result (drawn
+    from nothing random, so that the events are otherwise the same)."""
+    event["trace_id"] = f"{q * 0x9E3779B97F4A7C15 % 2**128:032x}"
+    event["retriever"] = {"name": "hybrid", "k": len(event["results"])}
+    for rank, doc in enumerate(event["results"]):
+        doc["chunk_id"] = f"{doc['doc_id']}#c{rank % 4}"
+        doc["page"] = 1 + rank * 7 % 40
 
 
 def _answer(

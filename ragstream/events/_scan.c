@@ -10,9 +10,10 @@
  * It accepts a strict subset of what msgspec's `DecodedRetrieval` accepts, with the same
  * values, and declines the rest:
  *   - the keys type, query_id, ts, labels, query, results, qrels at the top, doc_id, score,
- *     t_doc, rel in a result and doc_id, rel, t_doc in a qrel, each at most once, written
- *     without escapes; any other key declines (msgspec tolerates it, the scanner does not
- *     read it);
+ *     t_doc, rel in a result and doc_id, rel, t_doc in a qrel, each at most once; any other
+ *     key (the schema ignores it) is skipped with its value, which must be JSON as msgspec
+ *     checks it (see skip_value: any type, escapes, UTF-8, nesting within the guard's
+ *     depth); the keys of the event, a result or a qrel in printable ASCII without escapes;
  *   - ids, label keys and values: printable ASCII without escapes; free text (`query`): any
  *     JSON string, escapes and strict UTF-8 checked and code points counted;
  *   - numbers: JSON's grammar; an integer of at most 18 digits is converted exactly (so
@@ -22,7 +23,9 @@
  *     a number that is not finite declines;
  *   - a repeated document id in the results declines (the ranking would need deduplication).
  * Bounds (lengths, counts, time and grade ranges) are checked as msgspec's constraints are.
- * The values are built only once the whole message has been validated.
+ * The values are built only once the whole message has been validated. Runs of printable
+ * ASCII are compared 16 bytes at a time (SSE2, where there is), and the bytes of the
+ * messages ahead are prefetched while one is read.
  *
  * readable(data) is the guard in front of msgspec (see ragstream/events/guard.py): strict
  * UTF-8 throughout, and no value nested in more than 200 arrays or objects.
@@ -33,6 +36,9 @@
 #include <math.h>
 #include <stdint.h>
 #include <string.h>
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
 
 #if defined(FLT_EVAL_METHOD) && FLT_EVAL_METHOD != 0
 #define FAST_DOUBLES 0
@@ -41,6 +47,8 @@
 #endif
 
 enum { OK = 0, DECLINE = 1, NOMEM = -1 };
+
+#define MAX_DEPTH 200 /* the deepest a value may be nested (guard.MAX_DEPTH) */
 
 typedef struct {
     Py_ssize_t max_bytes, max_results, max_qrels, max_text, max_id, max_labels, max_label;
@@ -121,14 +129,38 @@ static void init_stop(void) {
     STOP['"'] = 1;
 }
 
+#define ONES UINT64_C(0x0101010101010101)
+#define HIGHS UINT64_C(0x8080808080808080)
+
+/* Past the run of printable ASCII at p (bytes whose STOP is 0): 16 bytes at a time with
+ * SSE2 where there is (every x86-64), comparing each with the bytes that stop it (below
+ * 0x20 or 0x80 and above, as signed bytes; DEL, a quote, a backslash); then byte by byte. */
+static inline const char *plain_run(const char *p, const char *end) {
+#ifdef __SSE2__
+    const __m128i space = _mm_set1_epi8(0x20), del = _mm_set1_epi8(0x7f);
+    const __m128i quote = _mm_set1_epi8('"'), backslash = _mm_set1_epi8('\\');
+    while (end - p >= 16) {
+        __m128i x = _mm_loadu_si128((const __m128i *)p);
+        __m128i stop = _mm_or_si128(_mm_or_si128(_mm_cmplt_epi8(x, space), _mm_cmpeq_epi8(x, del)),
+                                    _mm_or_si128(_mm_cmpeq_epi8(x, quote), _mm_cmpeq_epi8(x, backslash)));
+        int mask = _mm_movemask_epi8(stop);
+        if (mask)
+            return p + __builtin_ctz((unsigned)mask);
+        p += 16;
+    }
+#endif
+    while (p < end && !STOP[(unsigned char)*p])
+        p++;
+    return p;
+}
+
 /* A string of printable ASCII without escapes: its span (quotes excluded). */
-static int plain_string(const char **pp, const char *end, Span *out) {
+static inline int plain_string(const char **pp, const char *end, Span *out) {
     const char *p = *pp;
     if (p >= end || *p != '"')
         return DECLINE;
     const char *start = ++p;
-    while (p < end && !STOP[(unsigned char)*p])
-        p++;
+    p = plain_run(p, end);
     if (p >= end || STOP[(unsigned char)*p] != 1)
         return DECLINE;
     out->s = start;
@@ -195,8 +227,7 @@ static int text_string(const char **pp, const char *end, Py_ssize_t max_chars) {
         }
         if (!STOP[c]) { /* a run of printable ASCII */
             const unsigned char *run = p;
-            while (p < e && !STOP[*p])
-                p++;
+            p = (const unsigned char *)plain_run((const char *)p, end);
             chars += p - run;
             continue;
         }
@@ -438,6 +469,35 @@ static int skip_number(const char **pp, const char *end) {
     return OK;
 }
 
+/* A JSON number of any magnitude, by its grammar alone (a value that is not kept). */
+static inline int number_syntax(const char **pp, const char *end) {
+    const char *p = *pp;
+    p += p < end && *p == '-';
+    if (p < end && *p == '0')
+        p++;
+    else if (p < end && *p >= '1' && *p <= '9')
+        while (p < end && *p >= '0' && *p <= '9')
+            p++;
+    else
+        return DECLINE;
+    if (p < end && *p == '.') {
+        if (++p >= end || *p < '0' || *p > '9')
+            return DECLINE;
+        while (p < end && *p >= '0' && *p <= '9')
+            p++;
+    }
+    if (p < end && (*p == 'e' || *p == 'E')) {
+        p++;
+        p += p < end && (*p == '+' || *p == '-');
+        if (p >= end || *p < '0' || *p > '9')
+            return DECLINE;
+        while (p < end && *p >= '0' && *p <= '9')
+            p++;
+    }
+    *pp = p;
+    return OK;
+}
+
 static inline int literal_null(const char **pp, const char *end) {
     const char *p = *pp;
     if (end - p >= 4 && memcmp(p, "null", 4) == 0) {
@@ -472,7 +532,7 @@ static int optional_number(const char **pp, const char *end, double lo, double h
 /* -- objects ------------------------------------------------------------------------------ */
 
 /* A member's key and the colon after it (with the blanks around it). */
-static int member_key(const char **pp, const char *end, Span *key) {
+static inline int member_key(const char **pp, const char *end, Span *key) {
     const char *p = *pp;
     if (plain_string(&p, end, key))
         return DECLINE;
@@ -487,7 +547,7 @@ enum { MORE = 0, CLOSED = 2 };
 
 /* After a value: MORE, past the comma and blanks, when another one follows; CLOSED, past
  * `close`, at the end of the object or list; DECLINE otherwise. */
-static int after_value(const char **pp, const char *end, char close) {
+static inline int after_value(const char **pp, const char *end, char close) {
     const char *p = skip_ws(*pp, end);
     if (p < end && *p == ',') {
         *pp = skip_ws(p + 1, end);
@@ -507,6 +567,100 @@ static int member_done(const char **pp, const char *end, unsigned *seen, unsigne
         return DECLINE;
     *seen |= flag;
     return after_value(pp, end, '}');
+}
+
+/* A key of any JSON string (escapes, non-ASCII) and the colon after it, in a skipped value. */
+static int any_key(const char **pp, const char *end) {
+    const char *p = *pp;
+    if (text_string(&p, end, PY_SSIZE_T_MAX))
+        return DECLINE;
+    p = skip_ws(p, end);
+    if (p >= end || *p != ':')
+        return DECLINE;
+    *pp = skip_ws(p + 1, end);
+    return OK;
+}
+
+static inline int literal(const char **pp, const char *end, const char *word, Py_ssize_t n) {
+    if (end - *pp < n || memcmp(*pp, word, (size_t)n) != 0)
+        return DECLINE;
+    *pp += n;
+    return OK;
+}
+
+/* The value of a key the schema does not know that is an array, an object or a literal
+ * (see skip_value), nested in at most MAX_DEPTH arrays or objects in all, `depth` of them
+ * around the value itself, as the guard counts (a value or key inside MAX_DEPTH + 1 of
+ * them is too deep). Without recursion: `close` holds the closing bracket of each array or
+ * object open inside the value. */
+static int skip_nested(const char **pp, const char *end, int depth) {
+    char close[MAX_DEPTH + 1];
+    int open = 0, rc;
+    const char *p = *pp;
+    for (;;) {
+        if (depth + open > MAX_DEPTH || p >= end) /* at a value, in depth + open containers */
+            return DECLINE;
+        switch (*p) {
+        case '{':
+        case '[': {
+            char c = *p == '{' ? '}' : ']';
+            p = skip_ws(p + 1, end);
+            if (p < end && *p == c) { /* empty */
+                p++;
+                rc = OK;
+                break;
+            }
+            close[open++] = c;
+            if (c == '}' && any_key(&p, end))
+                return DECLINE;
+            continue; /* at its first value */
+        }
+        case '"':
+            rc = text_string(&p, end, PY_SSIZE_T_MAX);
+            break;
+        case 't':
+            rc = literal(&p, end, "true", 4);
+            break;
+        case 'f':
+            rc = literal(&p, end, "false", 5);
+            break;
+        case 'n':
+            rc = literal(&p, end, "null", 4);
+            break;
+        default:
+            rc = number_syntax(&p, end);
+        }
+        if (rc != OK)
+            return DECLINE;
+        /* after a value: the containers it ends, then the next value (and key) or the end */
+        for (rc = CLOSED; open > 0 && (rc = after_value(&p, end, close[open - 1])) == CLOSED;)
+            open--;
+        if (open == 0) {
+            *pp = p;
+            return OK;
+        }
+        if (rc != MORE || (close[open - 1] == '}' && any_key(&p, end)))
+            return DECLINE;
+    }
+}
+
+/* The value of a key the schema does not know, not kept: any JSON value, checked as msgspec
+ * checks what it skips (JSON's grammar; strings as `text_string` checks them, of any
+ * length; numbers of any magnitude; nesting as the guard limits it). A string of printable
+ * ASCII or a number, the usual values, is read here; anything else by `skip_nested`. */
+static inline int skip_value(const char **pp, const char *end, int depth) {
+    const char *p = *pp;
+    if (p < end && *p == '"') {
+        const char *q = plain_run(p + 1, end);
+        if (q < end && *q == '"') {
+            *pp = q + 1;
+            return OK;
+        }
+        return text_string(pp, end, PY_SSIZE_T_MAX);
+    }
+    if (p < end && ((*p >= '0' && *p <= '9') || *p == '-'))
+        return number_syntax(pp, end);
+    return skip_nested(pp, end, depth);
 }
 
 enum { F_DOC_ID = 1, F_SCORE = 2, F_T_DOC = 4, F_REL = 8 };
@@ -546,19 +700,11 @@ static unsigned item_key(Span key) {
     return 0;
 }
 
-/* One result (`is_qrel` 0) or qrel (1) object. */
-static int item(const char **pp, const char *end, const Bounds *b, int is_qrel, Item *out) {
-    const char *p = skip_ws(*pp, end);
-    unsigned seen = 0;
-    out->t_doc = NAN;
-    out->rel = NAN;
-    out->has_rel = 0;
-    out->has_t_doc = 0;
-    if (p >= end || *p != '{')
-        return DECLINE;
-    p = skip_ws(p + 1, end);
-    if (p < end && *p == '}')
-        return DECLINE; /* doc_id is required */
+/* The members of a result (`is_qrel` 0) or qrel (1) object from *pp (its first member or
+ * the one after a comma) to its closing brace; `seen`: the flags of those read before. */
+static int members(const char **pp, const char *end, const Bounds *b, int is_qrel, Item *out,
+                   unsigned seen) {
+    const char *p = *pp;
     for (;;) {
         unsigned flag = item_key_fast(&p, end);
         int next;
@@ -584,8 +730,10 @@ static int item(const char **pp, const char *end, const Bounds *b, int is_qrel, 
         } else if (flag == F_SCORE && !is_qrel) {
             if (!literal_null(&p, end) && skip_number(&p, end)) /* any finite number */
                 return DECLINE;
-        } else {
-            return DECLINE;
+        } else { /* a key the schema does not know (a qrel's `score` too), at depth 3 */
+            flag = 0;
+            if (skip_value(&p, end, 3))
+                return DECLINE;
         }
         if ((next = member_done(&p, end, &seen, flag)) == CLOSED)
             break;
@@ -593,6 +741,24 @@ static int item(const char **pp, const char *end, const Bounds *b, int is_qrel, 
             return DECLINE;
     }
     if (!(seen & F_DOC_ID) || (is_qrel && !(seen & F_REL)))
+        return DECLINE;
+    *pp = p;
+    return OK;
+}
+
+/* One result (`is_qrel` 0) or qrel (1) object. */
+static int item(const char **pp, const char *end, const Bounds *b, int is_qrel, Item *out) {
+    const char *p = skip_ws(*pp, end);
+    out->t_doc = NAN;
+    out->rel = NAN;
+    out->has_rel = 0;
+    out->has_t_doc = 0;
+    if (p >= end || *p != '{')
+        return DECLINE;
+    p = skip_ws(p + 1, end);
+    if (p < end && *p == '}')
+        return DECLINE; /* doc_id is required */
+    if (members(&p, end, b, is_qrel, out, 0))
         return DECLINE;
     *pp = p;
     return OK;
@@ -612,9 +778,10 @@ static int grow(Item **items, Py_ssize_t *cap, Py_ssize_t need) {
     return OK;
 }
 
-/* A result written as the common shape writes it, `{"doc_id":"…","score":…,"t_doc":…}`
- * with no blank: 1, read into `*out`, past it; 0 for anything else, or a value `item`
- * would not accept, nothing read (`item` then reads it, and decides). */
+/* A result written as the common shape writes it, `{"doc_id":"…","score":…,"t_doc":…`
+ * with no blank, then its end or more members (read as `item` reads them): 1, read into
+ * `*out`, past it; 0 for anything else, or a value `item` would not accept, nothing read
+ * (`item` then reads it, and decides). */
 static int common_result(const char **pp, const char *end, const Bounds *b, Item *out) {
     const char *p = *pp;
     if (end - p < 11 || memcmp(p, "{\"doc_id\":\"", 11) != 0)
@@ -632,11 +799,18 @@ static int common_result(const char **pp, const char *end, const Bounds *b, Item
     p += 9;
     if (optional_number(&p, end, b->min_doc_ts, b->max_ts, 1, &out->t_doc, &out->has_t_doc))
         return 0;
-    if (p >= end || *p != '}')
-        return 0;
     out->rel = NAN;
     out->has_rel = 0;
-    *pp = p + 1;
+    if (p < end && *p == '}') {
+        *pp = p + 1;
+        return 1;
+    }
+    if (p >= end || *p != ',')
+        return 0;
+    p = skip_ws(p + 1, end);
+    if (members(&p, end, b, 0, out, F_DOC_ID | F_SCORE | F_T_DOC))
+        return 0;
+    *pp = p;
     return 1;
 }
 
@@ -767,8 +941,10 @@ static int event(const char *p, const char *end, const Bounds *b, Event *ev, Scr
                     return rc;
                 ev->has_qrels = 1;
             }
-        } else {
-            return DECLINE;
+        } else { /* a key the schema does not know, at depth 1 */
+            flag = 0;
+            if (skip_value(&p, end, 1))
+                return DECLINE;
         }
         if ((next = member_done(&p, end, &seen, flag)) == CLOSED)
             break;
@@ -1094,9 +1270,6 @@ static PyObject *record(const Event *ev, Scratch *s, Py_ssize_t top, Keys *keys,
 
 /* -- the guard (see ragstream.events.guard) ---------------------------------------------- */
 
-#define MAX_DEPTH 200
-#define ONES UINT64_C(0x0101010101010101)
-#define HIGHS UINT64_C(0x8080808080808080)
 
 /* 0x80 in each byte of x that is `[` or `{` (they differ in bit 5 only), 0 elsewhere: the
  * exact zero-byte test on x | 0x20... xor "{{{{...". */
@@ -1223,6 +1396,17 @@ static void release_keys(Keys *keys) {
         Py_CLEAR(keys->cached[i]);
 }
 
+/* Asks for the bytes of a message before it is read (the scan of the one before runs
+ * meanwhile): each message is an allocation of its own, cold in the caches, where the
+ * hardware's prefetcher would only start after the first misses. */
+static inline void prefetch_bytes(PyObject *value, Py_ssize_t max_bytes) {
+    if (!PyBytes_Check(value) || PyBytes_GET_SIZE(value) > max_bytes)
+        return;
+    const char *s = PyBytes_AS_STRING(value);
+    for (Py_ssize_t k = 0; k < PyBytes_GET_SIZE(value); k += 64)
+        __builtin_prefetch(s + k);
+}
+
 static PyObject *scan(PyObject *module, PyObject *args) {
     PyObject *values, *bounds_tuple, *keys_arg;
     Py_ssize_t top;
@@ -1261,6 +1445,10 @@ static PyObject *scan(PyObject *module, PyObject *args) {
     for (Py_ssize_t i = 0; i < count; i++) {
         PyObject *value = PySequence_Fast_GET_ITEM(seq, i);
         PyObject *item = NULL;
+        if (i + 4 < count)
+            __builtin_prefetch(PySequence_Fast_GET_ITEM(seq, i + 4));
+        if (i + 2 < count)
+            prefetch_bytes(PySequence_Fast_GET_ITEM(seq, i + 2), b.max_bytes);
         if (PyBytes_Check(value) && PyBytes_GET_SIZE(value) > 0 &&
             PyBytes_GET_SIZE(value) <= b.max_bytes) {
             const char *data = PyBytes_AS_STRING(value);

@@ -6,12 +6,14 @@ msgspec's `DecodedRetrieval` would and returns only what the engine reads at ope
 query id, the time, the values of the exported label keys, the times of the top documents,
 and the ranking and labels when the event carries labels (or, `graded`, each document's
 grade and time as the kernels read them) -- as one small `Scanned` record
-instead of a Struct per document. Everything else is declined (None), and the caller
-decodes it the usual way:
+instead of a Struct per document. A field the schema does not know, at the top or in a
+result or qrel, is skipped as msgspec skips it: its value may be any JSON (escapes,
+non-ASCII, nested within the guard's depth), checked and not kept. Everything else is
+declined (None), and the caller decodes it the usual way:
 
-- another event type, a field the schema does not know (tolerated, but not scanned), a key
-  given twice, a repeated document id;
-- an escape or non-ASCII byte in an id, label or key (free text may have both);
+- another event type, a known key given twice, a repeated document id;
+- an escape or non-ASCII byte in an id, label or the event's, a result's or a qrel's key
+  (free text and the values of unknown fields may have both);
 - an RFC 3339 time; a number that is not finite as a double, an integer of more than 18
   digits; a message that is not `bytes`.
 

@@ -2,8 +2,10 @@
 
 `cases()` writes one message byte by byte: keys in any order, whitespace between tokens,
 numbers spelled exactly in integer, fraction and exponent forms (or at a rounding tie),
-strings with and without escapes, sizes at and just over small `Limits`, and faults
-(missing, mistyped, unknown or repeated keys, broken strings, trailing bytes, truncation).
+strings with and without escapes, sizes at and just over small `Limits`, keys the schema
+does not know with values of every JSON type (nested, escaped, non-ASCII, numbers of any
+magnitude, at and past the depth limit, malformed), and faults (missing, mistyped or
+repeated keys, broken strings, trailing bytes, truncation).
 Each message carries its grade: `CLEAN` (msgspec accepts it and the scanner must too),
 `UNUSUAL` (msgspec accepts it, the scanner may decline), `UNKNOWN` (no claim) or `INVALID`
 (msgspec, with the limits, rejects it). The choices come from a `random.Random` seeded by
@@ -25,6 +27,7 @@ from typing import TypeVar
 from hypothesis import strategies as st
 
 from ragstream.events import DEFAULT_LIMITS, Limits
+from ragstream.events.guard import MAX_DEPTH
 from ragstream.events.timestamps import MAX_TS, MIN_DOC_TS
 
 __all__ = ["CLEAN", "INVALID", "UNKNOWN", "UNUSUAL", "Case", "cases"]
@@ -42,7 +45,13 @@ _BAD_NUMBERS += [b"Infinity", b"-Infinity", b"1e400", b"-1e400", b"1" + b"0" * 3
 _WRONG_TYPES = [b'"1"', b"true", b"false", b"[]", b"{}", b'"yesterday"', b'""']
 _POISON = [b"\\ud800", b"\\udfff", b"\\ud83dx", b"\xff", b"\xc3", b"\xc0\xaf", b"\xed\xa0\x80"]
 _POISON += [b"\x01", b"\x1f", b"\\x", b"\\u12", b"\\U0041", b'"']
-_JUNK_VALUES = [b"1", b"null", b'{"a":[1,-0.5e3]}', b'"x"', b"[]", b"true", b'"\\u00e9"']
+# values of unknown keys: malformed JSON (msgspec checks what it skips), and numbers of any
+# magnitude (msgspec skips them without conversion)
+_BAD_JUNK = [b"NaN", b"-Infinity", b"tru", b"nul", b"[1,]", b"[,]", b'{"a":1,}', b'{"a" 1}']
+_BAD_JUNK += [b"{1:2}", b"[1 2]", b'"\\x"', b'"\\ud800"', b'"\x01"', b'"\xff"', b"01", b"1."]
+_BAD_JUNK += [b"-", b"+1", b".5", b"1e", b"0x1", b"'a'", b"[", b"{", b"]", b'"a', b"{}}", b"[]]"]
+_HUGE = [b"1e400", b"-1e400", b"1" + b"0" * 400, b"1e-400", b"-0", b"0e99999", b"1E+2"]
+_UNKNOWN_KEYS = ["trace_id", "chunk_id", "extra", "Rel", "doc", "score_", "", "é", "type_"]
 _RFC3339 = [b'"2024-05-01T12:00:00Z"', b'"1970-01-01T00:00:00+00:00"', b'"0001-01-01T00:00:00Z"']
 _LAST_TS = math.nextafter(MAX_TS, 0)
 _EVENT_TS = ([-0.0, 0.0, 5e-324, 1e-7, _LAST_TS, 1.7e9], [-5e-324, -1.0, MAX_TS, 1.7e12])
@@ -87,6 +96,8 @@ class _Writer:
         self.odd_numbers = rng.random() < 0.5  # may spell binary values exactly, or ties
         self.grade = CLEAN
         self.repeated = False
+        self.text_time = False  # an RFC 3339 time: msgspec's second pass reads unknown
+        self.overflow = False  # values too, and refuses a float beyond a double's range
         self.notes: list[str] = []
 
     def mark(self, grade: int, note: str) -> None:
@@ -233,6 +244,7 @@ class _Writer:
         if what in ("ts", "t_doc") and self.oddity(8):
             spelled = self.one(_RFC3339[:2] if what == "ts" else _RFC3339)
             self.mark(UNUSUAL, f"{what}: RFC 3339")
+            self.text_time = True
             return spelled
         spelled, number = self.number(pick(), what)
         inside = low <= number <= high and (what == "rel" or number < high)
@@ -306,10 +318,46 @@ class _Writer:
         if how != "absent":
             members.append((name, b"null" if how == "null" else make()))
 
-    def extra_key(self, members: list[tuple[str, bytes]], what: str) -> None:
-        if self.oddity(6):
-            members.append((self.one(["extra", "Rel", "doc", "score_"]), self.one(_JUNK_VALUES)))
-            self.mark(UNUSUAL, f"{what}: an unknown key")
+    def extra_keys(self, members: list[tuple[str, bytes]], depth: int, what: str) -> None:
+        """Keys the schema does not know (a qrel's `score` too), each with any JSON value,
+        at `depth` (the arrays and objects around the value)."""
+        if self.rng.random() < 0.3:
+            names = [*_UNKNOWN_KEYS, "score"] if what == "qrel" else _UNKNOWN_KEYS
+            for _ in range(self.rng.randint(1, 2)):
+                members.append((self.one(names), self.junk(depth, f"{what}: unknown value")))
+
+    def junk(self, depth: int, what: str) -> bytes:
+        """Any JSON value at `depth`: every type, nested, with escapes and non-ASCII, numbers
+        of any magnitude, nesting at the guard's limit; when faulty, malformed."""
+        if self.fault(10):
+            bad = self.one(_BAD_JUNK)
+            self.mark(INVALID, f"{what}: {bad!r}")
+            return bad
+        if self.oddity(10):  # nested up to the limit, at it, or one past it
+            levels = MAX_DEPTH - depth + self.one([-1, 0, 0, 1])
+            if depth + levels > MAX_DEPTH:
+                self.mark(INVALID, f"{what}: nested too deeply")
+            return b"[" * levels + self.junk(depth + levels, what) + b"]" * levels
+        kind = self.rng.randrange(7 if depth < 6 else 4)
+        if kind == 0:
+            return self.one([b"null", b"true", b"false"])
+        if kind == 1:
+            x = self.rng.uniform(-1e9, 1e9)
+            token = self.one([*_HUGE, repr(x).encode(), b"%d" % x, b"%.3e" % x])
+            self.overflow |= math.isinf(_json_value(token.decode())) and b"e" in token.lower()
+            return token
+        if kind <= 3:
+            palette = self.one([_ID_CHARS, _ODD_CHARS + _WIDE_CHARS, ""])
+            text = "".join(self.char(palette) for _ in range(self.rng.randrange(8)))
+            return self.string(text, what, strict=False)
+        if kind <= 5:
+            items = [self.junk(depth + 1, what) for _ in range(self.rng.randrange(4))]
+            return self.array(items)
+        pairs = []
+        for _ in range(self.rng.randrange(4)):
+            key = "".join(self.char(_ID_CHARS + _WIDE_CHARS) for _ in range(self.rng.randrange(4)))
+            pairs.append((self.string(key, what, strict=False), self.junk(depth + 1, what)))
+        return self.pairs(pairs)
 
     def drop_required(self, members: list[tuple[str, bytes]], names: int, what: str) -> None:
         if self.fault(20):
@@ -332,7 +380,7 @@ class _Writer:
         self.optional(members, "score", self.score)
         self.optional(members, "t_doc", self.t_doc)
         self.optional(members, "rel", self.rel)
-        self.extra_key(members, "doc")
+        self.extra_keys(members, 3, "doc")
         return self.obj(members, "doc")
 
     def qrel(self) -> bytes:
@@ -340,7 +388,7 @@ class _Writer:
         members.append(("rel", self.rel()))
         self.drop_required(members, 2, "qrel")
         self.optional(members, "t_doc", self.t_doc)
-        self.extra_key(members, "qrel")
+        self.extra_keys(members, 3, "qrel")
         return self.obj(members, "qrel")
 
     def qrels(self) -> bytes:
@@ -379,11 +427,13 @@ class _Writer:
             name = members[index][0]
             members[index] = (name, b"null" if name in ("labels", "results") else b"[1]")
             self.mark(INVALID, f"event: {name} of a wrong type")
-        self.extra_key(members, "event")
+        self.extra_keys(members, 1, "event")
         return self.ws() + self.obj(members, "event") + self.ws()
 
     def message(self) -> bytes:
         data = self.event()
+        if self.text_time and self.overflow:
+            self.mark(INVALID, "an RFC 3339 time and a float beyond a double's range")
         if not self.fault(6):
             return data
         fault = self.one(["garbage", "truncated", "bom", "comma", "array"])

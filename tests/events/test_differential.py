@@ -3,7 +3,8 @@
 For every message: `decode_event` (msgspec Structs) and `decode_reference` (pydantic models)
 both accept with equal field values (floats compared by repr, so types and -0.0 count), or
 both reject with the same reason; and msgspec alone (`fast_decode`) accepts exactly what the
-reference accepts, so the reference is only ever asked why a message is invalid.
+reference accepts, so the reference is only ever asked why a message is invalid. The
+compiled scanner, on each message, accepts only what msgspec accepts, with its values.
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ from ragstream.events.timestamps import MAX_TS, MIN_DOC_TS
 
 from ._examples import ANSWER, FEEDBACK, GOLDEN, INVALID_OBJECTS, RETRIEVAL, VALID, to_bytes
 from ._examples import with_changes as changed
+from .test_scan import _check as _scanned_as_msgspec
 
 
 def _dump(event: Event | DecodedEvent) -> dict[str, Any]:
@@ -81,9 +83,11 @@ def _verdict(decode: Any, data: bytes | None, limits: Limits) -> tuple[Any, ...]
 
 
 def _agree(data: bytes | None, limits: Limits = DEFAULT_LIMITS) -> tuple[Any, ...]:
-    """Assert both decoders agree on `data`; the common verdict."""
+    """Assert both decoders agree on `data`, and the compiled scanner accepts it only with
+    msgspec's values; the common verdict."""
     reference = _verdict(decode_reference, data, limits)
     assert _verdict(decode_event, data, limits) == reference
+    _scanned_as_msgspec(data, limits)
     if data and limits is DEFAULT_LIMITS and len(data) <= limits.max_message_bytes:
         fast = fast_decode(data)
         if fast is not None:
@@ -435,7 +439,7 @@ _context = st.fixed_dictionaries(
     {"text": st.text(max_size=5)}, optional={"doc_id": _maybe() | _ids}
 )
 _common = {"query_id": _ids, "ts": _times}
-_common_optional = {"labels": _labels, "extra": _json}
+_common_optional = {"labels": _labels, "extra": _json, "trace_id": _json}
 _events = st.one_of(
     st.fixed_dictionaries(
         {"type": st.just("retrieval"), **_common, "results": st.lists(_doc, max_size=4)},
@@ -477,9 +481,9 @@ _mutated = st.builds(
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(_events)
-def test_generated_events(message: dict[str, Any]) -> None:
-    _agree(json.dumps(message).encode())
+@given(_events, st.booleans())
+def test_generated_events(message: dict[str, Any], ascii_only: bool) -> None:
+    _agree(json.dumps(message, ensure_ascii=ascii_only).encode())
 
 
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -34,6 +34,7 @@ from ragstream.pipeline.engine import Engine, EngineConfig
 
 from ._examples import ANSWER, FEEDBACK, GOLDEN, RETRIEVAL, to_bytes
 from .test_differential import _canon, _dump, _reference_only, _verdict
+from .test_scan import _check as _scanned_as_msgspec
 
 _LIMITS = Limits(max_message_bytes=65_536)  # the schema's caps: msgspec's path, smaller input
 _STREAM = list(hostile_messages(1500, seed=10, max_bytes=_LIMITS.max_message_bytes))
@@ -56,6 +57,7 @@ def _check(data: bytes, limits: Limits = _LIMITS) -> tuple[Any, ...]:
         assert fast is not None
         assert fast.type == "retrieval"
         assert (scanned.query_id, repr(scanned.ts)) == (fast.query_id, repr(fast.ts))
+        _scanned_as_msgspec(data, limits)  # every value, the ranking and labels
     return reference
 
 

@@ -30,6 +30,7 @@ from ragstream.events import (
     fast_decode,
     retrieval_event,
 )
+from ragstream.events.guard import MAX_DEPTH
 from ragstream.events.scanner import AVAILABLE, bounds_of, scan_retrievals
 from ragstream.events.timestamps import MAX_TS, MIN_DOC_TS
 from ragstream.sources.synthetic import SyntheticConfig, SyntheticTraffic
@@ -278,8 +279,9 @@ def test_what_is_not_bytes_is_declined() -> None:
 
 _BASE = b'{"type":"retrieval","query_id":"q","ts":1,"labels":{"k":"v"},"results":[{"doc_id":"a"}]}'
 _DECLINED: dict[str, bytes] = {
-    "unknown key": _BASE[:-1] + b',"extra":1}',
-    "unknown doc key": _BASE.replace(b'"a"}', b'"a","x":[]}'),
+    "escaped unknown key": _BASE[:-1] + b',"\\u0078":1}',
+    "non-ASCII unknown key": _BASE[:-1] + ',"é":1}'.encode(),
+    "escaped unknown doc key": _BASE.replace(b'"a"}', b'"a","\\n":1}'),
     "repeated key": _BASE[:-1] + b',"ts":2}',
     "repeated doc key": _BASE.replace(b'"a"}', b'"a","doc_id":"b"}'),
     "repeated doc_id": _BASE.replace(b'{"doc_id":"a"}', b'{"doc_id":"a"},{"doc_id":"a"}'),
@@ -306,6 +308,94 @@ def test_documented_declines(data: bytes) -> None:
     assert _msgspec(data, DEFAULT_LIMITS) is not None  # valid: the caller decodes it
     assert _scan(data) is None
     assert _scan(_BASE) is not None
+
+
+# Values of keys the schema does not know: every JSON type, nested, escapes, non-ASCII, any
+# magnitude; and malformed ones, which msgspec rejects (it checks what it skips)
+_UNKNOWN = [
+    *[b"null", b"true", b"false", b"0", b"-0", b"1.5e-3", b"1E+400", b"-1e400", b"1e-400"],
+    *[b"1" + b"0" * 400, b"123456789012345678901234567890.5e-10", b'""', b'"x"', b"[]", b"{}"],
+    b'"\\u0000\\"\\\\\\/\\b\\f\\n\\r\\t\\ud83d\\ude00\\u00E9"',
+    '"é 中 😀 \u2028 \x7f"'.encode(),
+    b'"' + b"x" * 200_000 + b'"',  # longer than any text the schema allows: no limit
+    b'{"a": [1, {"b": null, "c": [true, false, "s"]}], "": {}, "a": 2}',  # a repeated key
+    '{"é\\u00e9": {"\\"": ["\\ud83d\\ude00", -1.0E-7]}}'.encode(),
+    b' [ 1 , [ ] , { } , "x" ] ',
+]
+_MALFORMED = [b"NaN", b"-Infinity", b"tru", b"nul", b"[1,]", b"[,1]", b'{"a":1,}', b'{"a" 1}']
+_MALFORMED += [b"{1:2}", b"[1 2]", b'{"a":1 "b":2}', b'"\\x"', b'"\\U0041"', b'"\\u12"']
+_MALFORMED += [b'"\\ud800"', b'"\\udc00"', b'"\\ud83d\\u0041"', b'"\x01"', b'"\xff"']
+_MALFORMED += [b'"\xed\xa0\x80"', b'{"\xff":1}', b'{"\x01":1}', b"01", b"1.", b".5", b"+1"]
+_MALFORMED += [b"-", b"1e", b"1e+", b"0x1", b"'a'", b"[", b"{", b'"a', b"[]]", b"{}}", b"", b"]"]
+
+
+def _with_unknown(value: bytes) -> list[bytes]:
+    """`_BASE` with `value` under keys the schema does not know: at the top (first and
+    last), in a result, and in a qrel (where `score` is unknown too)."""
+    with_qrel = _BASE[:-1] + b',"qrels":[{"doc_id":"a","rel":1}]}'
+    return [
+        _BASE[:-1] + b',"trace_id":' + value + b"}",
+        b'{"x-y": ' + value + b", " + _BASE[1:],
+        _BASE.replace(b'"a"}', b'"a","chunk_id":' + value + b',"score":1}'),
+        with_qrel.replace(b'"rel":1}', b'"score":' + value + b',"rel":1,"":' + value + b"}"),
+    ]
+
+
+@needs_scan
+@pytest.mark.parametrize("value", _UNKNOWN, ids=range(len(_UNKNOWN)))
+def test_unknown_keys_are_skipped(value: bytes) -> None:
+    plain = [_BASE, _BASE, _BASE.replace(b'"a"}', b'"a","score":1}')]
+    plain.append(_BASE[:-1] + b',"qrels":[{"doc_id":"a","rel":1}]}')
+    for data, without in zip(_with_unknown(value), plain, strict=True):
+        assert _view(_accepted(data)) == _view(_accepted(without))  # the same values
+
+
+@needs_scan
+@pytest.mark.parametrize("value", _MALFORMED, ids=range(len(_MALFORMED)))
+def test_malformed_unknown_values_are_declined(value: bytes) -> None:
+    for data in _with_unknown(value):
+        assert _msgspec(data, DEFAULT_LIMITS) is None
+        assert _scan(data) is None
+
+
+@needs_scan
+@pytest.mark.parametrize("extra", [-2, -1, 0, 1])
+@pytest.mark.parametrize("inner", [b"0", b"[]", b'{"k":"v"}', b"{}"])
+def test_unknown_values_nested_up_to_the_guard(extra: int, inner: bytes) -> None:
+    """A value nested in more than MAX_DEPTH arrays or objects is too deep, as the guard
+    counts: the top-level members are at depth 1, a result's at depth 3."""
+    for depth, data in [(1, _with_unknown(b"@")[0]), (3, _with_unknown(b"@")[2])]:
+        levels = MAX_DEPTH - depth + extra
+        nested = b'[{"k":' * (levels // 2) + b"[" * (levels % 2)
+        nested += inner + b"]" * (levels % 2) + b"}]" * (levels // 2)
+        message = data.replace(b"@", nested)
+        record = _check(message)
+        assert (record is not None) == (_msgspec(message, DEFAULT_LIMITS) is not None)
+        inside = inner.startswith(b"{") and inner != b"{}"  # its "v" one level deeper
+        too_deep = depth + levels + inside > MAX_DEPTH
+        assert (record is None) == too_deep, (depth, levels, inner)
+
+
+_COMMON_THEN = {  # a result in the common shape, more members after it: accepted or not
+    b',"rel":2': True,
+    b',"x":[1],"rel":2,"y":"\\u00e9"': True,
+    b' ,"x":1': True,
+    b',"score":2': False,  # a known key repeated: declined (msgspec takes the last)
+    b',"doc_id":"b"': False,
+    b',"t_doc":null': False,
+    b",": False,  # invalid
+    b',"x"': False,
+}
+
+
+@needs_scan
+@pytest.mark.parametrize("more", _COMMON_THEN, ids=range(len(_COMMON_THEN)))
+def test_members_after_the_common_shape(more: bytes) -> None:
+    doc = b'{"doc_id":"a","score":1.5,"t_doc":5' + more + b"}"
+    record = _check(_BASE.replace(b'{"doc_id":"a"}', doc + b',{"doc_id":"b"}'))
+    assert (record is not None) == _COMMON_THEN[more]
+    if record is not None and b"rel" in more:
+        assert _canon(record.inline) == _canon((("a", 2.0, 5.0),))
 
 
 @needs_scan
@@ -429,6 +519,29 @@ def test_every_benchmark_event_is_accepted() -> None:
     for value, record in zip(values, records, strict=True):
         assert _view(record) == _expected(_event(value))
     assert sum(record is not None and record.qrels is not None for record in records) > 300
+
+
+@needs_scan
+def test_benchmark_events_with_extra_fields_are_the_same_records() -> None:
+    """The extra-fields benchmark's events: the same events as without, two unknown fields
+    at the top and two in each result added; every one scanned, to the same record."""
+    from bench.pipeline_data import DataConfig, blocks
+
+    plain = [value for block in blocks(DataConfig(), 2000) for _, value in block]
+    extra = [value for block in blocks(DataConfig(extra_fields=True), 2000) for _, value in block]
+    for without, with_extra in zip(plain, extra, strict=True):
+        event = json.loads(with_extra)
+        assert (event.pop("trace_id"), event.pop("retriever")["k"]) != ("", 0)
+        assert all(
+            len(doc) == 5 and doc.pop("chunk_id") and doc.pop("page") for doc in event["results"]
+        )
+        assert event == json.loads(without)
+    for graded in (False, True):
+        records = scan_retrievals(plain, _BOUNDS, label_keys=_KEYS, graded=graded)
+        extra_records = scan_retrievals(extra, _BOUNDS, label_keys=_KEYS, graded=graded)
+        assert all(record is not None for record in extra_records)
+        same = [(_view(r), r and r.ranked, r and r.judged) for r in records]
+        assert [(_view(r), r and r.ranked, r and r.judged) for r in extra_records] == same
 
 
 def _synthetic() -> list[dict[str, Any]]:
