@@ -569,10 +569,24 @@ static int member_done(const char **pp, const char *end, unsigned *seen, unsigne
     return after_value(pp, end, '}');
 }
 
+/* A string that is not kept, of any length, checked as `text_string` checks it: a run of
+ * printable ASCII up to the closing quote, the usual string, is passed over here. */
+static inline int skip_string(const char **pp, const char *end) {
+    const char *p = *pp;
+    if (p < end && *p == '"') {
+        const char *q = plain_run(p + 1, end);
+        if (q < end && *q == '"') {
+            *pp = q + 1;
+            return OK;
+        }
+    }
+    return text_string(pp, end, PY_SSIZE_T_MAX);
+}
+
 /* A key of any JSON string (escapes, non-ASCII) and the colon after it, in a skipped value. */
 static int any_key(const char **pp, const char *end) {
     const char *p = *pp;
-    if (text_string(&p, end, PY_SSIZE_T_MAX))
+    if (skip_string(&p, end))
         return DECLINE;
     p = skip_ws(p, end);
     if (p >= end || *p != ':')
@@ -616,7 +630,7 @@ static int skip_nested(const char **pp, const char *end, int depth) {
             continue; /* at its first value */
         }
         case '"':
-            rc = text_string(&p, end, PY_SSIZE_T_MAX);
+            rc = skip_string(&p, end);
             break;
         case 't':
             rc = literal(&p, end, "true", 4);
@@ -646,18 +660,12 @@ static int skip_nested(const char **pp, const char *end, int depth) {
 
 /* The value of a key the schema does not know, not kept: any JSON value, checked as msgspec
  * checks what it skips (JSON's grammar; strings as `text_string` checks them, of any
- * length; numbers of any magnitude; nesting as the guard limits it). A string of printable
- * ASCII or a number, the usual values, is read here; anything else by `skip_nested`. */
+ * length; numbers of any magnitude; nesting as the guard limits it). A string or a number,
+ * the usual values, is read here; anything else by `skip_nested`. */
 static inline int skip_value(const char **pp, const char *end, int depth) {
     const char *p = *pp;
-    if (p < end && *p == '"') {
-        const char *q = plain_run(p + 1, end);
-        if (q < end && *q == '"') {
-            *pp = q + 1;
-            return OK;
-        }
-        return text_string(pp, end, PY_SSIZE_T_MAX);
-    }
+    if (p < end && *p == '"')
+        return skip_string(pp, end);
     if (p < end && ((*p >= '0' && *p <= '9') || *p == '-'))
         return number_syntax(pp, end);
     return skip_nested(pp, end, depth);
@@ -778,6 +786,33 @@ static int grow(Item **items, Py_ssize_t *cap, Py_ssize_t need) {
     return OK;
 }
 
+/* A member of a result after a comma, whose key the schema does not know, written as the
+ * common shape writes it: `"key":` (printable ASCII, no blank), then a string of printable
+ * ASCII or a number, checked as `members` checks them: 1, past it; 0 for anything else,
+ * nothing read (`members` then reads it, and decides). The usual extra field of a result
+ * (a chunk id, a page) is so read in place, without the general member loop. */
+static inline int common_unknown(const char **pp, const char *end) {
+    const char *p = *pp;
+    if (p >= end || *p != '"')
+        return 0;
+    const char *q = plain_run(p + 1, end);
+    Py_ssize_t n = q - p - 1; /* an item's keys have at most 6 characters */
+    if (end - q < 2 || q[0] != '"' || q[1] != ':' ||
+        (n <= 6 && item_key((Span){p + 1, n})))
+        return 0;
+    p = q + 2;
+    if (p < end && *p == '"') {
+        q = plain_run(p + 1, end);
+        if (q >= end || *q != '"')
+            return 0;
+        p = q + 1;
+    } else if (number_syntax(&p, end)) {
+        return 0;
+    }
+    *pp = p;
+    return 1;
+}
+
 /* A result written as the common shape writes it, `{"doc_id":"…","score":…,"t_doc":…`
  * with no blank, then its end or more members (read as `item` reads them): 1, read into
  * `*out`, past it; 0 for anything else, or a value `item` would not accept, nothing read
@@ -801,12 +836,17 @@ static int common_result(const char **pp, const char *end, const Bounds *b, Item
         return 0;
     out->rel = NAN;
     out->has_rel = 0;
-    if (p < end && *p == '}') {
-        *pp = p + 1;
-        return 1;
+    for (const char *q;; p = q) { /* its end, or members the schema does not know */
+        if (p < end && *p == '}') {
+            *pp = p + 1;
+            return 1;
+        }
+        if (p >= end || *p != ',')
+            return 0;
+        q = p + 1;
+        if (!common_unknown(&q, end))
+            break;
     }
-    if (p >= end || *p != ',')
-        return 0;
     p = skip_ws(p + 1, end);
     if (members(&p, end, b, 0, out, F_DOC_ID | F_SCORE | F_T_DOC))
         return 0;

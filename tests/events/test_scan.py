@@ -385,6 +385,21 @@ _COMMON_THEN = {  # a result in the common shape, more members after it: accepte
     b',"t_doc":null': False,
     b",": False,  # invalid
     b',"x"': False,
+    # unknown members as the common shape writes them, then anything
+    b',"chunk_id":"a#c1","page":3': True,
+    b',"Rel":1,"dic":-2.5e3,"t_do":"","":0': True,  # short keys that are not an item's
+    b',"page":3,"x":"y","rel":2': True,
+    b',"page": 3,"x":1': True,
+    b',"page":3 ,"x":1': True,
+    b',"k":"\\u00e9","l":1': True,
+    b',"k":{"a":[1]},"l":true': True,
+    b',"chunk_id":"a","score":2': False,
+    b',"page":3,"doc_id":"b"': False,
+    b',"page":01': False,
+    b',"page":1.': False,
+    b',"k":"\\x01"': False,
+    b',"k":1,': False,
+    b',"k":"a': False,
 }
 
 
