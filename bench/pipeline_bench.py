@@ -1,7 +1,7 @@
 """Streaming benchmark: Kafka in, windowed metrics out, against a plain consumer.
 
 Usage: `python -m bench.pipeline_bench [--events N | --quick] [--partitions P]
-[--processes N] ...`
+[--processes N] [--extra-fields] ...`
 (or `scripts/bench.sh pipeline`). See docs/benchmarks.md, "Streaming pipeline".
 
 It starts its own single-node Kafka broker (`tests.support.KafkaBroker`) and measures each
@@ -21,6 +21,10 @@ on the same messages without Kafka; last, a cProfile of the engine. It prints pe
 one table with targets and pass/miss and one for the N processes, with the load average
 around every figure, and then one summary row per traffic. The broker is stopped on exit,
 on errors and on Ctrl-C/SIGTERM.
+
+`--extra-fields`: the same events with two fields the schema does not know at the top and
+two in each result (`DataConfig.extra_fields`); compared with a run without it
+(docs/benchmarks.md, "Extra fields").
 """
 
 from __future__ import annotations
@@ -100,6 +104,12 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
         "instead of --traffic",
     )
     p.add_argument("--seed", type=int, default=7)
+    p.add_argument(
+        "--extra-fields",
+        action="store_true",
+        help="the same events with 2 unknown fields at the top and 2 in each result "
+        "(DataConfig.extra_fields); compare with a run without",
+    )
     p.add_argument("--repeat", type=int, default=1, help="runs of the baselines and pipeline")
     p.add_argument("--profile-events", type=int, default=200_000, help="0: no profile")
     p.add_argument("--heap", default="512m", help="the broker's JVM heap")
@@ -233,13 +243,19 @@ class _Topic:
 def _topics(args: argparse.Namespace, broker: KafkaBroker, traffic: Traffic, k: int) -> _Topic:
     """A topic with the traffic's events (and one for the group row when its partition count
     differs), produced now."""
-    data = DataConfig(seed=args.seed, rate=args.rate, probe_share=traffic.probe_share)
+    data = DataConfig(
+        seed=args.seed,
+        rate=args.rate,
+        probe_share=traffic.probe_share,
+        extra_fields=args.extra_fields,
+    )
     topic = _TOPIC if k == 0 else f"{_TOPIC}-p{k}"
     bootstrap = broker.bootstrap_servers
     asyncio.run(broker.create_topic(topic, partitions=args.partitions))
     print(
         f"broker {bootstrap}, topic {topic} ({args.partitions} partitions, probe share "
-        f"{traffic.probe_share:g}); producing {args.events:,} events ...",
+        f"{traffic.probe_share:g}); producing {args.events:,} events"
+        f"{' with extra fields' if args.extra_fields else ''} ...",
         flush=True,
     )
     load = os.getloadavg()[0]
@@ -268,6 +284,7 @@ def _measure(
         "label_ttl": args.label_ttl,
         "label_keys": traffic.label_keys,
         "probe_share": traffic.probe_share,
+        "extra_fields": args.extra_fields,
         "bootstrap": broker.bootstrap_servers,
     }
     run = Run(

@@ -343,7 +343,11 @@ def _summary(engine: Engine) -> Args:
 
 def _engine(args: Args, profiler: cProfile.Profile | None = None) -> Args:
     engine = Engine(engine_config(args))
-    data = DataConfig(seed=int(args["seed"]), rate=float(args["rate"]))
+    data = DataConfig(
+        seed=int(args["seed"]),
+        rate=float(args["rate"]),
+        extra_fields=bool(args.get("extra_fields", False)),
+    )
     if "probe_share" in args:  # else DataConfig's
         data = dataclasses.replace(data, probe_share=float(args["probe_share"]))
     partitions, topic = int(args["partitions"]), str(args["topic"])
