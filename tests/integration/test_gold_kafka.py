@@ -47,6 +47,27 @@ def _samples(agent: AgentProcess) -> _Samples:
     }
 
 
+def _agent_command(
+    broker: KafkaBroker, topic: str, *, group: str, label: str, rate: float
+) -> tuple[dict[str, str], list[str]]:
+    """The environment and arguments of a `ragstream run` reading `topic` from the start,
+    exporting the `label` key and judging a share `rate` of the answers without a rate
+    limit (every answer with a gold verdict is judged whatever the rate)."""
+    env = {
+        "RAGSTREAM_KAFKA__BOOTSTRAP_SERVERS": broker.bootstrap_servers,
+        "RAGSTREAM_KAFKA__TOPICS": f'["{topic}"]',
+    }
+    settings = (
+        "http.host=127.0.0.1",
+        "kafka.auto_offset_reset=earliest",
+        f"labels.keys=[{label}]",
+        f"judge.sampling.rate={rate}",
+        "judge.sampling.max_per_second=100000",
+        "judge.sampling.burst=100000",
+    )
+    return env, ["run", "--group-id", group, *(a for s in settings for a in ("--set", s))]
+
+
 async def _reference(
     answers: list[AnswerEvent], gold: dict[str, bool]
 ) -> dict[str, tuple[Confusion, int, int, Counter[tuple[str, str]]]]:
@@ -98,27 +119,7 @@ async def test_gold_verdicts_through_kafka_give_agreement_and_corrected_ratios(
     assert len(gold) > 100
     assert any(e.arrival < e.event["ts"] for e in events if "answer" in e.event)  # some first
     reference = await _reference(answers, gold)
-    env = {
-        "RAGSTREAM_KAFKA__BOOTSTRAP_SERVERS": kafka_broker.bootstrap_servers,
-        "RAGSTREAM_KAFKA__TOPICS": f'["{topic}"]',
-    }
-    args = [
-        "run",
-        "--group-id",
-        "gold",
-        "--set",
-        "http.host=127.0.0.1",
-        "--set",
-        "kafka.auto_offset_reset=earliest",
-        "--set",
-        "labels.keys=[app]",
-        "--set",
-        f"judge.sampling.rate={RATE}",
-        "--set",
-        "judge.sampling.max_per_second=100000",
-        "--set",
-        "judge.sampling.burst=100000",
-    ]
+    env, args = _agent_command(kafka_broker, topic, group="gold", label="app", rate=RATE)
     async with running_agent(args, tmp_path / "agent.log", env) as agent:
         await asyncio.to_thread(wait_ready, [agent])
         await produce_records(
@@ -214,27 +215,7 @@ async def test_gold_verdicts_on_real_answers_through_kafka_cover_the_true_rate(
             messages.append((key, json.dumps(verdict).encode()))
     gold = sum(has_gold(r) for r in records)
     topic = await kafka_topic_factory(2)
-    env = {
-        "RAGSTREAM_KAFKA__BOOTSTRAP_SERVERS": kafka_broker.bootstrap_servers,
-        "RAGSTREAM_KAFKA__TOPICS": f'["{topic}"]',
-    }
-    args = [
-        "run",
-        "--group-id",
-        "ragtruth",
-        "--set",
-        "http.host=127.0.0.1",
-        "--set",
-        "kafka.auto_offset_reset=earliest",
-        "--set",
-        "labels.keys=[task]",
-        "--set",
-        "judge.sampling.rate=1",
-        "--set",
-        "judge.sampling.max_per_second=100000",
-        "--set",
-        "judge.sampling.burst=100000",
-    ]
+    env, args = _agent_command(kafka_broker, topic, group="ragtruth", label="task", rate=1)
     async with running_agent(args, tmp_path / "agent.log", env) as agent:
         await asyncio.to_thread(wait_ready, [agent])
         await produce_records(kafka_broker.bootstrap_servers, topic, messages)

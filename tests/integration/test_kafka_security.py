@@ -87,28 +87,8 @@ async def test_the_agent_consumes_through_each_secured_listener(
     flat = _security(secure_broker, protocol, mechanism)
     if mechanism is not None:
         flat["kafka.security.sasl_password_file"] = str(secret)
-    flat |= {
-        "kafka.auto_offset_reset": "earliest",
-        "state.enabled": "false",
-        "windows.clock": "event",
-    }
-    address, group = secure_broker.address(protocol), f"g-{topic}"
-    settings = settings_from_flags(None, address, (topic,), group, None, _assignments(flat))
-    engine = Engine(engine_config(settings))
-    source = kafka_source(settings, engine)
-    runner = Runner(engine, source)
-    await asyncio.wait_for(source.start(), 60)
-    task = asyncio.create_task(runner.run())
-    try:
-        deadline = time.monotonic() + 60
-        while sum(engine.events.values()) < len(events):
-            assert time.monotonic() < deadline, f"consumed {sum(engine.events.values())}"
-            assert not task.done(), task
-            await asyncio.sleep(0.1)
-    finally:
-        runner.stop()
-        await asyncio.wait_for(task, 30)
-        await source.stop()
+    async with _running(secure_broker, protocol, topic, flat) as (engine, _):
+        await _until_counted(engine, len(events))
     assert sum(engine.events.values()) == len(events)
 
 
