@@ -49,15 +49,20 @@ async def _run(service: JudgingService, answers: list[AnswerEvent]) -> None:
     await service.stop()
 
 
-async def test_windowed_gauges_and_health() -> None:
+def _every_answer_service() -> JudgingService:
+    """A judging service that samples every answer, labelled by `app`, at the time NOW."""
     settings = JudgeSettings(sampling=SamplingSettings(rate=1.0, max_per_second=None))
-    service = judging_service(
+    return judging_service(
         settings,
         labelset=lambda labels: (labels.get("app", ""),),
         windows=(60.0, 300.0),
         sampler_clock=lambda: NOW,
         window_clock=lambda: NOW,
     )
+
+
+async def test_windowed_gauges_and_health() -> None:
+    service = _every_answer_service()
     await _run(service, _answers(12))
     registry = CollectorRegistry()
     registry.register(JudgeCollector(service, ["app"], now=lambda: NOW))
@@ -85,14 +90,7 @@ async def test_windowed_gauges_and_health() -> None:
 async def test_the_corrected_ratio_is_absent_with_bounds_0_and_1_when_undefined() -> None:
     """Gold verdicts of one kind only (every one `faithful`): Se is unknown, the correction
     undefined; the counts and Sp are exported, the corrected value is not."""
-    settings = JudgeSettings(sampling=SamplingSettings(rate=1.0, max_per_second=None))
-    service = judging_service(
-        settings,
-        labelset=lambda labels: (labels.get("app", ""),),
-        windows=(60.0, 300.0),
-        sampler_clock=lambda: NOW,
-        window_clock=lambda: NOW,
-    )
+    service = _every_answer_service()
     answers = _answers(12)
     verdicts = [
         verdict_event(a.query_id, False, "annotator", ts=NOW - 5, labels=a.labels)

@@ -64,6 +64,7 @@ from tests.traces._rag import ANSWERS, CollectorFormat, RagApp, Request
 from tests.traces._reference import feedback_messages, reference_messages
 from tests.traces.test_frameworks import QUESTIONS as FRAMEWORK_QUESTIONS
 from tests.traces.test_frameworks import GraphApp, HaystackApp
+from tests.traces.test_langchain import QUESTIONS as LANGCHAIN_QUESTIONS
 
 pytestmark = [
     pytest.mark.kafka,
@@ -71,16 +72,7 @@ pytestmark = [
     pytest.mark.filterwarnings("ignore:Calling .text\\(\\) as a method:DeprecationWarning"),
 ]
 
-QUESTIONS = [
-    "how do I reset my password",
-    "change my email address",
-    "close my account please",
-    "where are my invoices",
-    "turn on two-factor login",
-    "invite a colleague to the team",
-    "delete a project",
-    "change the billing plan",
-]
+QUESTIONS = [*LANGCHAIN_QUESTIONS, "delete a project", "change the billing plan"]
 HAYSTACK_QUESTIONS = [
     "how to invite a colleague",
     "how to delete a project",
