@@ -32,9 +32,16 @@ __all__ = ["demo"]
     type=int,
     default=9464,
     show_default=True,
-    help="HTTP port for /metrics (0 picks a free one).",
+    envvar="RAGSTREAM_HTTP__PORT",
+    help="HTTP port for /metrics (0 picks a free one; env RAGSTREAM_HTTP__PORT, as for `run`).",
 )
-@click.option("--host", default="127.0.0.1", show_default=True, help="HTTP address for /metrics.")
+@click.option(
+    "--host",
+    default="127.0.0.1",
+    show_default=True,
+    envvar="RAGSTREAM_HTTP__HOST",
+    help="HTTP address for /metrics (env RAGSTREAM_HTTP__HOST; the image sets 0.0.0.0).",
+)
 @click.option(
     "--rate",
     type=click.FloatRange(min=0.1),
