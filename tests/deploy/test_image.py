@@ -36,7 +36,8 @@ SITE = "/opt/ragstream/lib/python3.11/site-packages"
 
 def _base() -> str:
     """The one base image every stage of the Dockerfile starts from."""
-    (base,) = set(re.findall(r"^FROM (\S+)", DOCKERFILE, re.MULTILINE))
+    bases: set[str] = set(re.findall(r"^FROM (\S+)", DOCKERFILE, re.MULTILINE))
+    (base,) = bases
     return base
 
 
@@ -187,13 +188,13 @@ def test_the_demo_serves_healthz_and_metrics_on_every_address_and_passes_its_hea
     time.sleep(5)  # a few seconds of traffic
     status, body = _get(f"http://127.0.0.2:{port}/metrics")
     assert status == 200
-    samples = {
-        sample.name: sample.value
+    events = [
+        sample.value
         for family in text_string_to_metric_families(body)
         for sample in family.samples
-        if not sample.labels
-    }
-    assert samples["ragstream_events_total"] > 0, sorted(samples)
+        if sample.name == "ragstream_events_total"
+    ]
+    assert sum(events) > 0, body
     health = podman("healthcheck", "run", container, check=False)
     assert health.returncode == 0, health.stdout + health.stderr
     code = podman.wait_exited(container, timeout=40)
