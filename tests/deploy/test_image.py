@@ -77,12 +77,13 @@ def image(podman: Podman, tmp_path_factory: pytest.TempPathFactory) -> str:
     ).stdout
     subprocess.run(["tar", "-x", "-C", str(context)], input=archive, check=True)
     bundle = _ca_bundle()
-    podman.build(
-        context,
-        IMAGE,
-        volumes=[f"{bundle.parent}:/mnt:ro"],
-        build_args={"PIP_CERT": f"/mnt/{bundle.name}"},
-    )
+    volumes = [f"{bundle.parent}:/mnt:ro"]
+    build_args = {"PIP_CERT": f"/mnt/{bundle.name}"}
+    # The build stage tagged too, so that pruning keeps its layers for the next run; the
+    # layers of earlier commits' images are pruned.
+    for tag, target in ((f"{IMAGE}-build", "build"), (IMAGE, None)):
+        podman.build(context, tag, target=target, volumes=volumes, build_args=build_args)
+    podman("image", "prune", "--force", timeout=600.0)
     return IMAGE
 
 

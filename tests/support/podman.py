@@ -109,15 +109,19 @@ class Podman:
         tag: str,
         *,
         containerfile: Path | None = None,
+        target: str | None = None,
         volumes: Sequence[str] = (),
         build_args: Mapping[str, str] | None = None,
         timeout: float = 1800.0,
     ) -> str:
-        """Build `context` as `tag` in Docker's format (HEALTHCHECK kept), never pulling a
-        base, on the host's network (apt and pip reach their registries); returns the log."""
+        """Build `context` (up to the stage `target`) as `tag` in Docker's format (HEALTHCHECK
+        kept), never pulling a base, on the host's network (apt and pip reach their
+        registries); returns the log."""
         args = ["build", "--format", "docker", "--pull=never", "--network", "host", "-t", tag]
         if containerfile is not None:
             args += ["-f", str(containerfile)]
+        if target is not None:
+            args += ["--target", target]
         for volume in volumes:
             args += ["--volume", volume]
         for name, value in (build_args or {}).items():
