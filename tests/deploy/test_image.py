@@ -122,7 +122,8 @@ def test_help_and_the_numeric_user(podman: Podman, image: str) -> None:
 def test_the_compiled_extensions_and_every_kafka_codec_load_from_the_installed_package(
     podman: Podman, image: str
 ) -> None:
-    assert len(EXTENSIONS) == 4
+    assert EXTENSIONS
+    assert len(EXTENSIONS) == (ROOT / "setup.py").read_text().count("Extension(")
     script = (
         "import importlib; from aiokafka import codec\n"
         f"for name in {EXTENSIONS!r}: print(importlib.import_module(name).__file__)\n"
