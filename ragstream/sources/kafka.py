@@ -232,6 +232,9 @@ class KafkaSource:
         self._commit_log = RateLimitedLog(rate=1 / 30, burst=3)
         self.connected = False
         self.connect_attempts = 0
+        self.unreachable: str | None = None
+        """Why the last connection attempt failed (`Kafka at HOST:PORT unreachable (...)`),
+        None once connected: the agent's `/readyz` says it while it retries."""
 
     # -- lifecycle ---------------------------------------------------------------------------
 
@@ -253,9 +256,16 @@ class KafkaSource:
                     await self._check_copartitioned()
                     await self._start_state()
                     await self._connect()
-                except KafkaConnectionError:
-                    await self._refused()  # a wrong password is not retried, an outage is
+                except (KafkaError, OSError) as error:
+                    if isinstance(error, KafkaConnectionError):
+                        await self._refused()  # a wrong password is not retried, an outage is
+                    self.unreachable = (
+                        f"Kafka at {c.bootstrap_servers} unreachable"
+                        f" ({type(error).__name__}: {error})"
+                    )
+                    _log.warning("%s; retrying", self.unreachable)
                     raise
+                self.unreachable = None
 
     async def _refused(self) -> None:
         """Raise `KafkaAuthError` when the first bootstrap server refuses this client's
@@ -298,7 +308,6 @@ class KafkaSource:
         try:
             await consumer.start()
         except Exception:
-            _log.warning("Kafka at %s not reachable; retrying", c.bootstrap_servers)
             await consumer.stop()
             raise
         missing = missing_codecs()
