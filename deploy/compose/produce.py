@@ -78,6 +78,13 @@ async def _create_topic(args: argparse.Namespace) -> None:
             return
         with contextlib.suppress(TopicAlreadyExistsError):  # created meanwhile
             await admin.create_topics([NewTopic(args.topic, args.partitions, 1)])
+        deadline = time.monotonic() + 30  # leaders elected: no first sends to retry
+        while time.monotonic() < deadline:
+            (topic,) = await admin.describe_topics([args.topic])
+            partitions = topic.get("partitions", [])
+            if partitions and all(p.get("leader", -1) >= 0 for p in partitions):
+                break
+            await asyncio.sleep(0.2)
         print(
             f"produce.py: created topic {args.topic} ({args.partitions} partitions)",
             file=sys.stderr,
