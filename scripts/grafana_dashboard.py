@@ -107,6 +107,8 @@ def runbook(base: str, alert: str) -> gd.DashboardLink:
 
 @dataclass(frozen=True, slots=True)
 class Query:
+    """One Prometheus query of a panel: a range query, or an instant one as a table."""
+
     expr: str
     legend: str
     instant: bool = False
@@ -234,6 +236,8 @@ def drift_alarms(labels: Labels) -> str:
 
 @dataclass(slots=True)
 class Row:
+    """A row's title and panels; the SDK lays them out left to right."""
+
     title: str
     panels: list[PanelBuilder]
 
