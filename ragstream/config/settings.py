@@ -123,17 +123,19 @@ class KafkaSecurity(_Section):
         file, endpoint = self.sasl_oauth_token_file, self.sasl_oauth_token_endpoint
         if (file is None) == (endpoint is None):
             raise ValueError(
-                "sasl_mechanism OAUTHBEARER needs sasl_oauth_token_file or"
+                "kafka.security: sasl_mechanism OAUTHBEARER needs sasl_oauth_token_file or"
                 " sasl_oauth_token_endpoint (one of them)"
             )
         if endpoint is not None:
             if not endpoint.startswith(("https://", "http://")):
-                raise ValueError(f"sasl_oauth_token_endpoint {endpoint!r} is not an http(s) URL")
+                raise ValueError(
+                    f"kafka.security: sasl_oauth_token_endpoint {endpoint!r} is not an http(s) URL"
+                )
             if self.sasl_oauth_client_id is None or (
                 self.sasl_oauth_client_secret is None and self.sasl_oauth_client_secret_file is None
             ):
                 raise ValueError(
-                    "sasl_oauth_token_endpoint needs sasl_oauth_client_id and"
+                    "kafka.security: sasl_oauth_token_endpoint needs sasl_oauth_client_id and"
                     " sasl_oauth_client_secret (or sasl_oauth_client_secret_file)"
                 )
         return self
