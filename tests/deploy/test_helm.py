@@ -378,13 +378,17 @@ def test_the_monitor_selects_the_agent_and_names_the_job_the_rules_expect(case: 
     monitor, target = _scraped(case)
     selector = monitor["spec"]["selector"]["matchLabels"]
     assert all(target.get(k) == v for k, v in selector.items())
-    assert monitor["spec"]["jobLabel"] == "app.kubernetes.io/name"
-    # the job label is that label's value: the rules' default selector job="ragstream"
-    assert target["app.kubernetes.io/name"] in ("ragstream", "rag-service")
+    # the job label is the rules' default selector, job="ragstream", in both forms
+    endpoints = monitor["spec"].get("endpoints") or monitor["spec"]["podMetricsEndpoints"]
+    for endpoint in endpoints:
+        assert endpoint["relabelings"] == [
+            {"action": "replace", "targetLabel": "job", "replacement": "ragstream"}
+        ]
+    rules = yaml.safe_load((CHART / "values.yaml").read_text())["prometheusRule"]
+    assert rules["selector"] == 'job="ragstream"'
     values = _values(case)
     key = "serviceMonitor" if monitor["kind"] == "ServiceMonitor" else "podMonitor"
     assert all(monitor["metadata"]["labels"][k] == v for k, v in values[key]["labels"].items())
-    endpoints = monitor["spec"].get("endpoints") or monitor["spec"]["podMetricsEndpoints"]
     assert [e["port"] for e in endpoints] == ["metrics"]
 
 
