@@ -355,7 +355,8 @@ def test_the_deployment_is_the_documented_standalone_form(case: str) -> None:
     service = _one(case, "Service")
     assert all(labels.get(k) == v for k, v in service["spec"]["selector"].items())
     assert service["spec"]["ports"][0]["port"] == values["service"]["port"]
-    assert {p["name"] for p in agent["ports"]} == {"metrics"}
+    assert {p["name"] for p in agent["ports"]} == {"ragstream"}
+    assert service["spec"]["ports"][0]["targetPort"] == "ragstream"
     for doc in _docs(case):
         assert all(doc["metadata"]["labels"].get(k) == v for k, v in values["commonLabels"].items())
 
@@ -389,7 +390,9 @@ def test_the_monitor_selects_the_agent_and_names_the_job_the_rules_expect(case: 
     values = _values(case)
     key = "serviceMonitor" if monitor["kind"] == "ServiceMonitor" else "podMonitor"
     assert all(monitor["metadata"]["labels"][k] == v for k, v in values[key]["labels"].items())
-    assert [e["port"] for e in endpoints] == ["metrics"]
+    # the Service's port, or the container's (named to be unique in a pod it joins)
+    port = "metrics" if monitor["kind"] == "ServiceMonitor" else "ragstream"
+    assert [e["port"] for e in endpoints] == [port]
 
 
 def test_a_service_monitor_needs_the_deployment() -> None:

@@ -6,25 +6,25 @@ image: {{ include "ragstream.image" $ }}
 imagePullPolicy: {{ $.Values.image.pullPolicy }}
 args: ["run", "--config", "/etc/ragstream/ragstream.yaml"]
 ports:
-  - name: metrics
+  - name: ragstream  # unique in a pod it is the sidecar of
     containerPort: {{ $.Values.service.port }}
 startupProbe:  # the HTTP server is up (it is, while Kafka is retried)
   httpGet:
     path: /healthz
-    port: metrics
+    port: ragstream
   periodSeconds: 2
   failureThreshold: 30
 livenessProbe:
   httpGet:
     path: /healthz
-    port: metrics
+    port: ragstream
   periodSeconds: 10
   timeoutSeconds: 3
   failureThreshold: 3
 readinessProbe:  # consuming: partitions assigned, brokers answering, caught up
   httpGet:
     path: /readyz
-    port: metrics
+    port: ragstream
   periodSeconds: 5
   timeoutSeconds: 3
   failureThreshold: 3
