@@ -11,7 +11,8 @@ scrape selector and runbook address are `${...}` parameters, with their defaults
 chart's values.yaml under `prometheusRule`. The chart fills them from its values; this
 script fills them the same way (each `${path}` replaced by the value's text) from the
 defaults and any `--values` files (YAML with those keys, under `prometheusRule:` as in
-the chart's values, or at the top), for a plain rule file.
+the chart's values, or at the top), for a plain rule file; the values are checked against
+the chart's values.schema.json, as Helm checks them.
 
 Without `--output` it writes deploy/prometheus/ragstream.rules.yml (the defaults, the file
 Prometheus loads as it is) and deploy/kubernetes/prometheusrule.yaml, whose `spec` is that
@@ -24,18 +25,21 @@ reason, exit code 1.
 from __future__ import annotations
 
 import argparse
+import json
 import re
 import sys
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+import jsonschema
 import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
 CHART = ROOT / "deploy" / "helm" / "ragstream"
 TEMPLATE = CHART / "files" / "ragstream.rules.template.yml"
 VALUES = CHART / "values.yaml"
+SCHEMA = CHART / "values.schema.json"
 RULES = ROOT / "deploy" / "prometheus" / "ragstream.rules.yml"
 OUTPUT = ROOT / "deploy" / "kubernetes" / "prometheusrule.yaml"
 
@@ -171,7 +175,17 @@ def _parameters(values_files: list[Path]) -> dict[str, Any]:
         if not isinstance(section, dict):
             raise RuleFileError(f"{path}: prometheusRule is not a mapping")
         parameters = merge(parameters, section)
+    _validate(parameters)
     return parameters
+
+
+def _validate(parameters: Mapping[str, Any]) -> None:
+    """The chart's values schema for `prometheusRule`, as Helm applies it to its values."""
+    schema = json.loads(SCHEMA.read_text(encoding="utf-8"))["properties"]["prometheusRule"]
+    validator = jsonschema.Draft7Validator(schema)
+    for error in sorted(validator.iter_errors(parameters), key=lambda e: list(e.path)):
+        where = ".".join(str(part) for part in ("prometheusRule", *error.path))
+        raise RuleFileError(f"{where}: {error.message}")
 
 
 def _outputs(args: argparse.Namespace) -> dict[Path | None, str]:

@@ -3,6 +3,7 @@ chart's values make the checked-in rule file; other values make other rule files
 
 from __future__ import annotations
 
+import json
 import re
 import subprocess
 import sys
@@ -111,15 +112,27 @@ def test_values_make_a_rule_file_with_other_severities_and_thresholds(tmp_path: 
 @pytest.mark.parametrize(
     ("values", "reason"),
     [
-        ({"alerts": {"RagstreamDown": None}}, "parameter alerts.RagstreamDown.for has no value"),
+        (
+            {"alerts": {"RagstreamDown": None}},
+            "prometheusRule.alerts.RagstreamDown: None is not of type 'object'",
+        ),
         (
             {"alerts": {"RagstreamDown": {"for": ["5m"]}}},
-            "parameter alerts.RagstreamDown.for is not a number or a string",
+            "prometheusRule.alerts.RagstreamDown.for: ['5m'] is not of type 'string'",
         ),
+        (
+            {"alerts": {"RagstreamDown": {"severity": "Critical"}}},
+            "prometheusRule.alerts.RagstreamDown.severity: 'Critical' is not one of",
+        ),
+        (
+            {"alerts": {"RagstreamDwn": {"severity": "critical"}}},
+            "Additional properties are not allowed ('RagstreamDwn' was unexpected)",
+        ),
+        ({"alerts": {"RagstreamDown": {"for": "5 min"}}}, "does not match"),
         ({"prometheusRule": "x"}, "prometheusRule is not a mapping"),
     ],
 )
-def test_values_that_cannot_make_a_rule_file_are_refused(
+def test_values_the_charts_schema_refuses_are_refused(
     tmp_path: Path, values: dict[str, Any], reason: str
 ) -> None:
     path = tmp_path / "bad.yaml"
@@ -128,3 +141,25 @@ def test_values_that_cannot_make_a_rule_file_are_refused(
     assert done.returncode == 1
     assert reason in done.stderr
     assert done.stdout == ""
+
+
+def test_a_template_parameter_without_a_value_is_refused_by_name() -> None:
+    sys.path.insert(0, str(SCRIPT.parent))
+    try:
+        from prometheus_rule import RuleFileError, render
+    finally:
+        sys.path.remove(str(SCRIPT.parent))
+    assert render("for: ${alerts.X.for}", {"alerts": {"X": {"for": "5m"}}}) == "for: 5m"
+    with pytest.raises(RuleFileError, match=r"parameter alerts\.Y\.for has no value"):
+        render("for: ${alerts.Y.for}", {"alerts": {"X": {"for": "5m"}}})
+    with pytest.raises(RuleFileError, match=r"alerts\.X\.for is not a number or a string"):
+        render("for: ${alerts.X.for}", {"alerts": {"X": {"for": None}}})
+
+
+def test_the_charts_values_schema_knows_each_alerts_parameters() -> None:
+    schema = json.loads((CHART / "values.schema.json").read_text())
+    alerts = schema["properties"]["prometheusRule"]["properties"]["alerts"]["properties"]
+    values = yaml.safe_load((CHART / "values.yaml").read_text())["prometheusRule"]["alerts"]
+    assert {name: set(a["properties"]) for name, a in alerts.items()} == {
+        name: set(parameters) for name, parameters in values.items()
+    }

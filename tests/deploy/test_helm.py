@@ -529,3 +529,21 @@ def test_the_sidecar_snippet_is_the_charts_container_in_a_valid_deployment(versi
     }
     assert kubernetes_errors(service, version) == []
     assert kubernetes_errors(service, "1.27.0")  # no native sidecars before 1.29
+
+
+@pytest.mark.parametrize(
+    ("values", "found"),
+    [
+        (
+            {"prometheusRule": {"alerts": {"RagstreamDown": {"severity": "page"}}}},
+            "at '/prometheusRule/alerts/RagstreamDown/severity': value must be one of",
+        ),
+        ({"serviceMonitors": {"enabled": True}}, "additional properties 'serviceMonitors'"),
+        ({"kafka": {"security": {"protocol": "TLS"}}}, "at '/kafka/security/protocol'"),
+        ({"replicaCount": "2"}, "at '/replicaCount'"),
+    ],
+)
+def test_the_values_schema_refuses_a_misspelt_key_or_a_wrong_value(values: Doc, found: str) -> None:
+    done = helm("template", "rag", str(CHART), values=values)
+    assert done.returncode != 0
+    assert found in done.stderr
