@@ -101,7 +101,13 @@ def test_values_make_a_rule_file_with_other_severities_and_thresholds(tmp_path: 
     assert fresh["for"] == "1h"
     assert "> 30 * 86400" in fresh["expr"]
     assert "over 30 days old for 1h" in fresh["annotations"]["description"]
-    assert "ragstream_consumer_lag) > 5000000\n" in alerts["RagstreamConsumerLagHigh"]["expr"]
+    lag = alerts["RagstreamConsumerLagHigh"]["expr"]
+    assert 'ragstream_consumer_lag{job="rag/ragstream", namespace="rag"}) > 5000000\n' in lag
+    # every series the rules read carries the selector
+    text = output.read_text()
+    reads = re.findall(r"\bragstream_[a-z_]+(?:\{[^}]*\})?", text.split("groups:", 1)[1])
+    assert reads
+    assert all('{job="rag/ragstream", namespace="rag"' in read for read in reads), reads
     assert 'absent(up{job="rag/ragstream", namespace="rag"})' in alerts["RagstreamDown"]["expr"]
     for name, rule in alerts.items():
         assert rule["annotations"]["runbook_url"] == (
