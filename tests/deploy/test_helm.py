@@ -547,3 +547,26 @@ def test_the_values_schema_refuses_a_misspelt_key_or_a_wrong_value(values: Doc, 
     done = helm("template", "rag", str(CHART), values=values)
     assert done.returncode != 0
     assert found in done.stderr
+
+
+def test_numbers_given_with_set_render_as_from_a_values_file(tmp_path: Path) -> None:
+    """`--set` makes integers and strings ("0.25") of what `-f` makes floats: the rules
+    read alike, and the values schema takes both."""
+    args = ["prometheusRule.enabled=true"]
+    args += ["prometheusRule.alerts.RagstreamConsumerLagHigh.messages=2500000"]
+    args += ["prometheusRule.alerts.RagstreamJudgeFailures.ratio=0.25"]
+    done = helm("template", "rag", str(CHART), *[a for arg in args for a in ("--set", arg)])
+    assert done.returncode == 0, done.stderr
+    (rule,) = [d for d in yaml.safe_load_all(done.stdout) if d and d["kind"] == "PrometheusRule"]
+    values = {
+        "prometheusRule": {
+            "alerts": {
+                "RagstreamConsumerLagHigh": {"messages": 2500000},
+                "RagstreamJudgeFailures": {"ratio": 0.25},
+            }
+        }
+    }
+    assert rule["spec"] == _plain_rules(values, tmp_path)
+    alerts = {r["alert"]: r for g in rule["spec"]["groups"] for r in g["rules"] if "alert" in r}
+    assert "> 2500000\n" in alerts["RagstreamConsumerLagHigh"]["expr"]
+    assert "> 0.25\n" in alerts["RagstreamJudgeFailures"]["expr"]
