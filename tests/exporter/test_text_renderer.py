@@ -17,8 +17,8 @@ Samples = dict[tuple[str, frozenset[tuple[str, str]]], float]
 
 def _families(apps: list[str], scale: float) -> list[Family]:
     gauge = Family("ragstream_retrieval_mrr", "MRR.", ("window", "app"))
-    sums = Family("ragstream_window_sum", "Sums.", ("metric", "window", "app"))
-    counts = Family("ragstream_window_count", "Counts.", ("metric", "window", "app"))
+    sums = Family("ragstream_window_sums", "Sums.", ("metric", "window", "app"))
+    counts = Family("ragstream_window_counts", "Counts.", ("metric", "window", "app"))
     events = Family("ragstream_things", "Things.", ("app",), kind="counter")
     hist = Family(
         "ragstream_query_rr", "RR.", ("k", "app"), kind="histogram", bounds=("0.5", "+Inf")

@@ -79,8 +79,9 @@ def values(scraped: Scraped, request: pytest.FixtureRequest) -> dict[str, str]:
 
 @pytest.fixture(scope="module")
 def known(scraped: Scraped) -> set[str]:
-    """Every series name a query may read: the agents' and the rule file's."""
-    return scraped.exported() | scraped.recorded()
+    """Every series name a query may read: the agents', Prometheus's `up` of each scrape
+    target, and the rule file's."""
+    return scraped.exported() | {"up"} | scraped.recorded()
 
 
 @pytest.mark.parametrize("name", [n for n, v in VARIABLES.items() if v["type"] == "query"])
