@@ -22,8 +22,7 @@ import math
 import mmap
 import os
 import threading
-
-TYPE_CHECKING = False  # not typing's: `ragstream eval` begins before typing is imported
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from typing_extensions import Buffer
