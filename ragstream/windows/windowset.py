@@ -42,10 +42,6 @@ class WindowRead:
         """Standard error of the mean per plain column."""
         return self.aggregate.stderr()
 
-    def decayed_sum(self) -> F64:
-        """``Σ v · exp(-λ(at - t))`` per decayed value, shape ``(half-lives, metrics)``."""
-        return self._grid(self.decay.value(self.at))
-
     def decayed_mean(self) -> F64:
         """Live decayed mean per half-life and metric (NaN where empty)."""
         return self._grid(self.decay.mean(self.at))

@@ -46,7 +46,6 @@ def test_wall_mode_classifies_and_clamps() -> None:
     assert stamped.times[2] == T0  # clamped to t_now
     assert stamped.times[1] == T0 + 59.0
     assert (clock.on_time, clock.late, clock.future) == (4, 3, 1)
-    assert stamped.accepted.tolist() == [t != Timing.LATE for t in expected]
     wall.t = T0 - 5.0  # the wall clock stepping back does not move t_now back
     assert clock.now() == T0
 

@@ -153,7 +153,7 @@ def check_windows(windows: WindowSet, refs: list[RefWindow], at: float) -> None:
         assert read.decay.count.tolist() == count.tolist()
         got = read.decay.value(at)
         assert np.all(np.abs(got - total) <= 1e-12 * scale + 1e-300), (got, total)
-        assert read.decayed_sum().shape == (2, 1)
+        assert read.decayed_mean().shape == (2, 1)
         ring = windows.windows[name]
         for until in (at - 1.3, at - 7.0, at - ref.length / 2, at + 2.0):
             # the window less the buckets that start after `until`
