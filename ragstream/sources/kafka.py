@@ -95,9 +95,8 @@ class KafkaSourceConfig:
     max_batch: int = 5000
     fetch_partition_bytes: int = 4 << 20
     """Bytes a fetch brings at most per partition (Kafka's `max.partition.fetch.bytes`;
-    aiokafka's default is 1 MiB): with 1 MiB a `getmany` held about 2 200 retrieval events
-    of 1.4 kB from 3 partitions, with 4 MiB about 4 300, and the engine's work per batch is
-    spread over twice the events (docs/benchmarks.md)."""
+    aiokafka's default is 1 MiB): a larger fetch fills a `getmany` of `max_batch` records,
+    so that the engine's work per batch is spread over more events."""
     poll_timeout: float = 0.5
     retry_backoff_max: float = 30.0
     commit_interval: float = 1.0
