@@ -2,7 +2,7 @@
 
 Usage: `python -m bench.engine_bench [--events N] [--traffic plain|keys|labeled]
 [--repeat R] [--interleaved] [--extra-fields]` (or `scripts/bench.sh engine`). See
-docs/benchmarks.md, "Bulk steps in the join" and "Extra fields".
+docs/benchmarks.md, "Streaming pipeline" and "Extra fields".
 
 It generates the streaming benchmark's retrieval events (`bench.pipeline_data`, the
 partition Kafka's partitioner gives each key), cuts them into batches of 5000 grouped by

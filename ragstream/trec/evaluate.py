@@ -41,7 +41,6 @@ if TYPE_CHECKING:  # the numpy readers and kernels' chunks are imported when use
     from ragstream.trec._chunks import Chunk
     from ragstream.trec._pending import PendingJoin
     from ragstream.trec.records import TrecTable
-    from ragstream.trec.table import Reader
 
 __all__ = ["DEFAULT_METRICS", "Engine", "TrecEvaluation", "evaluate_files", "evaluate_tables"]
 
@@ -58,9 +57,9 @@ DEFAULT_METRICS: tuple[str, ...] = (
 
 Engine = Literal["auto", "compiled", "numpy"]
 """How `evaluate_files` joins the files: "compiled" (the C scanner; RuntimeError when it is
-not built), "numpy" (the reference path, with `reader`), or "auto" (the default): compiled
-when built and `reader` is "numpy", numpy otherwise. Every path gives the same results
-and errors: the compiled one hands unusual files to numpy."""
+not built), "numpy" (the reference path), or "auto" (the default): compiled when built,
+numpy otherwise. Every path gives the same results and errors: the compiled one hands
+unusual files to numpy."""
 
 _I64 = NDArray[np.int64]
 _F64 = NDArray[np.float64]
@@ -95,24 +94,21 @@ def evaluate_files(
     relevance_level: int = 1,
     complete: bool = False,
     keep_best: bool = False,
-    reader: Reader = "numpy",
     engine: Engine = "auto",
     started: PendingJoin | None = None,
 ) -> TrecEvaluation:
-    """Read both files and evaluate (see `evaluate_tables`); `reader` as in `read_table`,
-    `engine` as in `Engine`. `started`: the compiled join of these files begun with
-    `ragstream.trec.start_join` (the command begins it before importing numpy), finished
-    here when the compiled engine is the one used."""
+    """Read both files and evaluate (see `evaluate_tables`); `engine` as in `Engine`.
+    `started`: the compiled join of these files begun with `ragstream.trec.start_join` (the
+    command begins it before importing numpy), finished here when the compiled engine is
+    the one used."""
     if engine == "compiled" and not AVAILABLE:
         raise RuntimeError("the compiled scanner ragstream.trec._scan is not built")
     specs = _specs(metrics, relevance_level)  # before reading: a bad name costs no scan
     ranked = None
-    if engine == "compiled" or (engine == "auto" and reader == "numpy"):
+    if engine in ("compiled", "auto"):
         # the metrics computed by the join's threads as they join each query, when the
         # compiled kernels can compute them; the rankings kept for numpy's otherwise
         plan = ragged_plan(specs, gain=gain, threshold=float(relevance_level))
-        if started is not None and plan is None:  # the join runs, and this thread waits:
-            import concurrent.futures  # noqa: F401  # what the kernels' threads take after it (5 ms)
         joined = join_files(
             qrels,
             run,
@@ -130,14 +126,13 @@ def evaluate_files(
                 return _evaluation(specs, joined.ranked, joined.values, complete)
             ranked = joined.ranked
     if ranked is None:
-        ranked = _read_and_join(qrels, run, reader, keep_best, complete)
+        ranked = _read_and_join(qrels, run, keep_best, complete)
     return _evaluate(ranked, specs, gain, relevance_level, complete)
 
 
 def _read_and_join(
     qrels: str | os.PathLike[str],
     run: str | os.PathLike[str],
-    reader: Reader,
     keep_best: bool,
     complete: bool,
 ) -> Ranked:
@@ -147,7 +142,7 @@ def _read_and_join(
     from ragstream.trec.qrels import read_qrels
     from ragstream.trec.run import read_run
 
-    tables = read_qrels(qrels, reader=reader), read_run(run, reader=reader)
+    tables = read_qrels(qrels), read_run(run)
     return join_tables(*tables, keep_best=keep_best, complete=complete)
 
 
