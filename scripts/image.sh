@@ -37,7 +37,7 @@ install_tools() {
   done
   [ "${#missing[@]}" -eq 0 ] && return
   source "$root/scripts/_apt.sh"
-  apt_install "${missing[@]}"  # 15 packages, 112 MB installed
+  apt_install "${missing[@]}"  # 15 packages, 27.5 MB to download, 117 MB installed
 }
 
 # apt settings of Debian's slim images (debuerreotype's): packages are deleted once
