@@ -66,8 +66,8 @@ typedef struct {
     double *dcg, *ideal;
 } Running;
 
-/* max(v, 0.0), as numpy's maximum of a finite grade and 0 */
-static inline double gain(double v) { return v >= 0.0 ? v : 0.0; }
+/* max(v, 0.0), as numpy's maximum of a finite grade and 0 gives it: 0.0 for -0.0 too */
+static inline double gain(double v) { return v > 0.0 ? v : 0.0; }
 
 /* The grades >= threshold among v[0..n). */
 static inline int64_t relevant(const double *v, int64_t n, double threshold) {

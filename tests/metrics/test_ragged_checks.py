@@ -4,6 +4,8 @@ memory's sizes, and buffers not aligned to their 8-byte items, are ValueErrors."
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pytest
 
@@ -17,7 +19,7 @@ pytestmark = pytest.mark.skipif(_ragged is None, reason="ragstream.metrics._ragg
 _PRECISION = bytes([_ragged.FAMILIES.index("precision")]) if _ragged is not None else b""
 
 
-def _arrays() -> dict[str, object]:
+def _arrays() -> dict[str, Any]:
     return {
         "rel": np.array([1.0, 0.0, 1.0]).data,
         "rel_offsets": np.array([0, 3], dtype=np.int64).data,
@@ -52,7 +54,7 @@ def test_a_cutoff_whose_room_would_wrap_is_refused(k: int) -> None:
 @pytest.mark.parametrize("name", ["rel", "rel_offsets", "judged", "judged_offsets", "ks", "out"])
 def test_a_misaligned_buffer_is_refused(name: str) -> None:
     arrays = _arrays()
-    whole = memoryview(arrays[name]).cast("B")  # type: ignore[arg-type]
+    whole = memoryview(arrays[name]).cast("B")
     shifted = bytearray(len(whole) + 1)
     shifted[1:] = whole
     args = arrays | {name: memoryview(shifted)[1:]}
