@@ -35,7 +35,7 @@
 
 enum { DOWN = 0, UP = 1, BOTH = 2 };
 #define MAX_ROWS 63 /* a row holds buckets of 2**row values: the window is below 2**63 */
-#define MAX_COUNT (1LL << 62) /* clock, tick, width and their sums stay below 2**63 */
+#define MAX_COUNT (1LL << 62) /* tick, width and their sums stay below 2**63 */
 
 /* ---- ADWIN ------------------------------------------------------------------------------ */
 
@@ -317,7 +317,7 @@ static PyObject *adwin_update(PyObject *self, PyObject *args) {
     PyObject *result = NULL, *offsets = NULL, *out_rows = NULL;
     const Py_ssize_t n = values.len / (Py_ssize_t)sizeof(double);
     if (values.len % (Py_ssize_t)sizeof(double) || (uintptr_t)values.buf % _Alignof(double) ||
-        clock < 1 || clock > MAX_COUNT || w.limit < 2 || min_length < 1 || grace < 0 ||
+        clock < 1 || w.limit < 2 || min_length < 1 || grace < 0 ||
         w.width < 0 || w.width > w.max_window || tick < 0 || tick > MAX_COUNT - n ||
         !(delta > 0.0 && delta < 1.0) || direction < DOWN || direction > BOTH) {
         PyErr_SetString(PyExc_ValueError, "adwin_update: bad arguments");
@@ -333,8 +333,8 @@ static PyObject *adwin_update(PyObject *self, PyObject *args) {
         }
     const double lmin = (double)min_length;
     for (Py_ssize_t i = 0; i < n;) {
-        Py_ssize_t stop = i + (Py_ssize_t)(clock - tick % clock);
-        if (stop > n) stop = n;
+        const long long room = clock - tick % clock; /* >= 1; i + room may pass 2**63 */
+        const Py_ssize_t stop = room < (long long)(n - i) ? i + (Py_ssize_t)room : n;
         if (insert(&w, xs, i, stop) < 0) goto done;
         tick += stop - i;
         i = stop;

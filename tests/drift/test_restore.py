@@ -142,14 +142,13 @@ def _adwin_args(det: Adwin, batch: Any, **changes: Any) -> list[Any]:
     "changes",
     [
         {"tick": (1 << 63) - 2},
-        {"clock": (1 << 63) - 1},
         {"width": 10**6},  # more than the rows hold
         {"direction": 7},
         {"delta": math.nan},
         {"values": np.array([1.0, math.inf])},
         {"values": memoryview(np.zeros(3).tobytes())[1:17]},  # not aligned to a double
     ],
-    ids=["tick", "clock", "width", "direction", "delta", "infinite value", "misaligned"],
+    ids=["tick", "width", "direction", "delta", "infinite value", "misaligned"],
 )
 def test_the_compiled_adwin_loop_checks_its_arguments(changes: dict[str, Any]) -> None:
     with pytest.raises(ValueError, match="adwin"):
@@ -195,3 +194,15 @@ def test_page_hinkley_raises_where_python_raises_on_overflow(
         det.update([0.0])
         with pytest.raises(OverflowError):
             det.update(values)
+
+
+@needs_kernels
+def test_a_clock_near_2_63_runs_as_the_python_loop_does() -> None:
+    """Any clock the constructor takes: the loop's next check is never computed past 2**63."""
+    values = np.linspace(0.0, 1.0, 100)
+    compiled = Adwin(clock=(1 << 63) - 1)
+    python = Adwin(clock=(1 << 63) - 1)
+    compiled.update(values)
+    python._feed_python(values)
+    assert compiled.snapshot()["tick"] == python._tick == 100
+    assert compiled.snapshot()["rows"] == [[list(t), list(m)] for t, m in python._rows]
