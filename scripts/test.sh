@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # The one test command: installs everything the tests need on a fresh machine
 # (Python packages, the Kafka broker's jars, Prometheus, Grafana's dashboard schema,
-# the OpenTelemetry Collector, helm and kustomize, trec_eval, podman and the image's
-# base), then runs ruff, mypy, import-linter and the whole pytest suite. Extra arguments go
-# to pytest.
+# the OpenTelemetry Collector, helm and kustomize, trec_eval, the sanitized fuzz targets,
+# podman and the image's base), then runs ruff, mypy, import-linter and the whole pytest
+# suite. Extra arguments go to pytest.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -23,6 +23,8 @@ echo "== podman, buildah, runc and mmdebstrap (Debian's packages, installed once
 scripts/image.sh fetch >/dev/null
 echo "== NIST's trec_eval, the reference for \`ragstream eval\` (fetched once with Maven)"
 scripts/trec_eval.sh fetch >/dev/null
+echo "== the C extensions' sanitized fuzz targets (clang-14 from Debian; built once into build/fuzz)"
+scripts/fuzz.sh build >/dev/null
 
 echo "== ruff"
 .venv/bin/ruff check .

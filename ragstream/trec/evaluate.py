@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from itertools import pairwise
 from typing import TYPE_CHECKING, Literal, TypeVar
 
@@ -83,6 +83,9 @@ class TrecEvaluation:
     """The mean's denominator: evaluated queries, or all qrels queries when complete."""
     complete: bool
     """True when missing qrels queries counted as 0 (trec_eval -c)."""
+    missing: tuple[str, ...] = ()
+    """With `complete`: the qrels queries the run lacks, in byte order of their ids; each
+    counts 0 in every metric (trec_eval 10 prints a line of zeros for each with -q -c)."""
 
 
 def evaluate_files(
@@ -123,11 +126,32 @@ def evaluate_files(
             if joined.error is not None:
                 raise joined.error
             if joined.values is not None:
-                return _evaluation(specs, joined.ranked, joined.values, complete)
+                result = _evaluation(specs, joined.ranked, joined.values, complete)
+                return _with_missing(result, joined.ranked, qrels)
             ranked = joined.ranked
     if ranked is None:
         ranked = _read_and_join(qrels, run, keep_best, complete)
-    return _evaluate(ranked, specs, gain, relevance_level, complete)
+    result = _evaluate(ranked, specs, gain, relevance_level, complete)
+    return _with_missing(result, ranked, qrels)
+
+
+def _with_missing(
+    result: TrecEvaluation,
+    ranked: Ranked,
+    qrels: str | os.PathLike[str] | TrecTable,
+) -> TrecEvaluation:
+    """`result` with its `missing` queries, when complete and the run lacks some: the
+    qrels file's query ids are read again then (only then)."""
+    if not result.complete or ranked.num_qrels_queries == len(ranked.qids):
+        return result
+    if isinstance(qrels, str | os.PathLike):
+        from ragstream.trec.qrels import read_qrels
+
+        qrels = read_qrels(qrels)
+    evaluated = set(ranked.qids)
+    raw = sorted(set(qrels.qids.texts(np.arange(qrels.qids.size, dtype=np.int64))))
+    text = (qid.decode("utf-8", "replace") for qid in raw)  # as the joins decode them
+    return replace(result, missing=tuple(qid for qid in text if qid not in evaluated))
 
 
 def _read_and_join(
@@ -164,7 +188,7 @@ def evaluate_tables(
 
     specs = _specs(metrics, relevance_level)
     ranked = join_tables(qrels, run, keep_best=keep_best, complete=complete)
-    return _evaluate(ranked, specs, gain, relevance_level, complete)
+    return _with_missing(_evaluate(ranked, specs, gain, relevance_level, complete), ranked, qrels)
 
 
 def _specs(metrics: Sequence[str | MetricSpec], relevance_level: int) -> tuple[MetricSpec, ...]:
