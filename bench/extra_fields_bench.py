@@ -66,7 +66,17 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--rate", type=float, default=20.0)
     p.add_argument("--label-ttl", type=float, default=900.0)
     p.add_argument("--engine-only", action="store_true", help="no broker, no whole path")
-    return p.parse_args(argv)
+    p.add_argument(
+        "--streams",
+        default=",".join(STREAMS),
+        help="which streams (e.g. one, for valgrind's instruction counts)",
+    )
+    args = p.parse_args(argv)
+    args.streams = [name for name in args.streams.split(",") if name]
+    unknown = set(args.streams) - set(STREAMS)
+    if unknown or not args.streams:
+        p.error(f"--streams: one or more of {', '.join(STREAMS)}")
+    return args
 
 
 def _data(args: argparse.Namespace, traffic: Traffic, name: str) -> DataConfig:
@@ -83,11 +93,12 @@ def _data(args: argparse.Namespace, traffic: Traffic, name: str) -> DataConfig:
 def _engine_alone(args: argparse.Namespace, traffic: Traffic) -> Rates:
     """Events per CPU second of `Engine.apply`, each stream's passes alternated."""
     streams = {
-        name: batches(_data(args, traffic, name), args.events, args.partitions) for name in STREAMS
+        name: batches(_data(args, traffic, name), args.events, args.partitions)
+        for name in args.streams
     }
     config = engine_config({"label_keys": traffic.label_keys, "label_ttl": args.label_ttl})
     tune_gc()
-    rates: Rates = {name: [] for name in STREAMS}
+    rates: Rates = {name: [] for name in args.streams}
     for _ in range(args.rounds):
         for name, stream in streams.items():
             rates[name].append(args.events / cpu_pass(config, stream))
@@ -99,8 +110,8 @@ def _whole_path(
 ) -> tuple[Rates, Rates, dict[str, float]]:
     """Events per CPU second of the pipeline process and of a plain consumer on each
     stream's topic, and each stream's bytes an event."""
-    rates: Rates = {name: [] for name in STREAMS}
-    consumer: Rates = {name: [] for name in STREAMS}
+    rates: Rates = {name: [] for name in args.streams}
+    consumer: Rates = {name: [] for name in args.streams}
     sizes: dict[str, float] = {}
     with KafkaBroker(fetch_kafka_jars()) as broker:
         bootstrap = broker.bootstrap_servers
@@ -114,13 +125,13 @@ def _whole_path(
             "probe_share": traffic.probe_share,
             "bootstrap": bootstrap,
         }
-        for name in STREAMS:
+        for name in args.streams:
             topic = f"xf-{name}"
             asyncio.run(broker.create_topic(topic, partitions=args.partitions))
             data = _data(args, traffic, name)
             size, *_ = asyncio.run(produce(bootstrap, topic, data, args.events, args.partitions))
             sizes[name] = size / args.events
-        names = list(STREAMS)
+        names = list(args.streams)
         for r in range(args.rounds):
             for name in names[r % len(names) :] + names[: r % len(names)]:
                 stage = {**common, "topic": f"xf-{name}", "group": f"{name}-{r}"}
@@ -144,6 +155,8 @@ def main(argv: list[str] | None = None) -> int:
         measured["pipeline (Kafka in)"] = pipeline
         measured["`getmany` + `orjson.loads`"] = consumer
     print(f"load average at the end: {os.getloadavg()[0]:.1f}\n")
+    if not args.rounds:  # valgrind's reference: the same process without a pass
+        return 0
     print(f"median events per CPU second, [lowest-highest] of {args.rounds} runs\n")
     print("| stream | bytes an event | " + " | ".join(measured) + " |")
     print("|---|---|" + "---|" * len(measured))
@@ -152,7 +165,7 @@ def main(argv: list[str] | None = None) -> int:
         for what, rates in measured.items()
         for name, values in rates.items()
     }
-    for name in STREAMS:
+    for name in args.streams:
         size = f"{sizes[name]:,.0f}" if name in sizes else "-"
         cells = [
             f"{median[what, name]:,.0f} [{min(r[name]):,.0f}-{max(r[name]):,.0f}]"
@@ -162,6 +175,8 @@ def main(argv: list[str] | None = None) -> int:
     print("\n| ratio of medians | " + " | ".join(measured) + " | target (the agent) |")
     print("|---|" + "---|" * len(measured) + "---|")
     for a, b in (("extra", "plain"), ("extra", "padded"), ("padded", "plain")):
+        if a not in args.streams or b not in args.streams:
+            continue
         cells = [f"{median[what, a] / median[what, b]:.3f}" for what in measured]
         target = ">= 0.9" if a == "extra" else ""
         print(f"| {a} / {b} | " + " | ".join(cells) + f" | {target} |")
