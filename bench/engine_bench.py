@@ -1,7 +1,8 @@
 """The engine alone, for side-by-side comparisons: CPU time per event, no broker.
 
 Usage: `python -m bench.engine_bench [--events N] [--traffic plain|keys|labeled]
-[--repeat R] [--interleaved]` (or `scripts/bench.sh engine`). See docs/benchmarks.md.
+[--repeat R] [--interleaved]` (or `scripts/bench.sh engine`). See docs/benchmarks.md,
+"Streaming pipeline".
 
 It generates the streaming benchmark's retrieval events (`bench.pipeline_data`, the
 partition Kafka's partitioner gives each key), cuts them into batches of 5000 grouped by
