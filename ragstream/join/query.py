@@ -316,8 +316,10 @@ class OpenQuery:
 
     def release(self) -> None:
         """Drop what can be derived from the message again (decoded documents, ranking):
-        call it once the query is scored. No effect without the message."""
-        if self._raw is not None:
+        call it once the query is scored. No effect without the message, nor on a labeled
+        query: its next label reads the ranking it has instead of decoding the message
+        again (labeled queries are few; the many unlabeled ones are what is dropped)."""
+        if self._raw is not None and not self.labels:
             self._results = self._top = self._doc_ids = self._doc_times = None
             self._raw_times = None
 
@@ -327,7 +329,7 @@ class OpenQuery:
         instead of a call per query."""
         for query, row in zip(queries, rows, strict=True):
             query.contribution = row
-            if query._raw is not None:  # as `release`
+            if query._raw is not None and not query.labels:  # as `release`
                 query._results = query._top = query._doc_ids = query._doc_times = None
                 query._raw_times = None
 
