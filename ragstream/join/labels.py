@@ -12,21 +12,19 @@ from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
-from itertools import repeat
 from operator import attrgetter
 from typing import Any
 
 from ragstream.events.scanner import Scanned
-from ragstream.join.block import LazyBlock, LazyEntry
 from ragstream.join.expiry import ExpiryQueue
 from ragstream.join.query import DocLike, OpenQuery
 from ragstream.join.recent import RecentFinal
+from ragstream.join.table import QueryTable
 
 __all__ = ["JoinCounters", "LabelJoin", "LabelOutcome", "PendingLabel"]
 
 _QUERY_ID = attrgetter("query_id")
 _IDS = attrgetter("ids")
-_TOP = attrgetter("top")
 
 
 class LabelOutcome(StrEnum):
@@ -97,20 +95,24 @@ class LabelJoin:
     max_open: int = 100_000
     max_pending: int = 100_000
     recent_final: int = 100_000
+    partition: int = 0
     counters: JoinCounters = field(default_factory=JoinCounters)
-    _open: dict[str, OpenQuery] = field(default_factory=dict)
+    table: QueryTable = field(init=False)
+    """The open queries, a row each (`ragstream.join.table`)."""
+    _open: dict[str, int] = field(default_factory=dict)
+    """Open query id -> its row."""
     _expiry: ExpiryQueue = field(default_factory=ExpiryQueue)
     _pending: OrderedDict[str, list[PendingLabel]] = field(default_factory=OrderedDict)
     _pending_count: int = 0
     _final: RecentFinal = field(init=False)
     """Final query id -> when its query closed, nondecreasing (a late close takes the last
     time), so that expired ids leave from the front."""
-    _lazy: dict[str, LazyEntry] = field(default_factory=dict)
-    """Open queries kept in blocks (unlabeled ones from scanned runs), by id."""
-    _fresh: list[LazyBlock] = field(default_factory=list)
-    """Blocks opened since the last `take_changed` (not scored yet)."""
-    _dirty: dict[str, OpenQuery | LazyEntry] = field(default_factory=dict)
-    _final_out: list[OpenQuery | LazyEntry] = field(default_factory=list)
+    _dirty: dict[int, None] = field(default_factory=dict)
+    """Rows opened or relabelled since the last `take_changed`, in arrival order."""
+    _final_out: list[int] = field(default_factory=list)
+    """Rows final since the last `advance`."""
+    _handed: list[int] = field(default_factory=list)
+    """Rows the last `advance` gave out (read by the caller since)."""
 
     def __post_init__(self) -> None:
         if self.label_ttl < 0 or self.pending_ttl < 0:
@@ -118,6 +120,7 @@ class LabelJoin:
         if min(self.max_open, self.max_pending, self.recent_final) < 1:
             raise ValueError("max_open, max_pending and recent_final must be >= 1")
         self._final = RecentFinal(self.recent_final)
+        self.table = QueryTable(self.partition)
 
     # -- input ---------------------------------------------------------------
 
@@ -132,7 +135,7 @@ class LabelJoin:
         qrels: Sequence[DocLike] = (),
         raw: bytes | None = None,
     ) -> OpenQuery | None:
-        """Open a query from its retrieval event; None if it is a duplicate.
+        """Open a query from its decoded retrieval event; None if it is a duplicate.
 
         `raw`: the event's message, so that the query may drop its decoded documents once
         scored (see `OpenQuery.release`)."""
@@ -153,7 +156,6 @@ class LabelJoin:
 
     def open_scanned(
         self,
-        partition: int,
         events: Sequence[Scanned],
         labelsets: Sequence[tuple[str, ...]] | None,
         times: Sequence[float],
@@ -166,123 +168,77 @@ class LabelJoin:
         messages; returns how many were duplicates. One call for a run of them: thousands a
         batch.
 
-        ``lazy``: keep the queries without any label (and no label waiting) in a
-        `LazyBlock`, scored for the whole block (`take_changed`); the caller says whether
-        the leading document times the scanner keeps are all its scoring reads."""
+        ``lazy``: the queries without labels of their own (no ranking in the record) and
+        no label waiting are rows of the table only, scored from its columns; the caller
+        says whether the leading document times the scanner keeps are all its scoring
+        reads. The others get an `OpenQuery` (the row's detail)."""
         ids = list(map(_QUERY_ID, events))
         if labelsets is None:
             labelsets = [()] * len(ids)
-        opened, final, pending, kept = self._open, self._final, self._pending, self._lazy
-        if (
-            len(opened) + len(kept) + len(ids) <= self.max_open
+        opened, final, pending = self._open, self._final, self._pending
+        fits = len(opened) + len(ids) <= self.max_open
+        if not (
+            fits
             and opened.keys().isdisjoint(ids)
-            and kept.keys().isdisjoint(ids)
             and final.keys().isdisjoint(ids)
             and (not pending or pending.keys().isdisjoint(ids))
             and len(set(ids)) == len(ids)
-        ):  # the usual run: all new, no label waiting, room for all
-            self._open_new(partition, events, ids, labelsets, times, raws, lazy)
-            return 0
-        new, ttl, register = OpenQuery.from_scanned, self.label_ttl, self._register
-        push, dirty, cap = self._expiry.push, self._dirty, self.max_open
-        duplicates = direct = 0
-        block: LazyBlock | None = None
-        for scanned, query_id, labelset, ts, raw in zip(
-            events, ids, labelsets, times, raws, strict=True
-        ):
-            if query_id in opened or query_id in final or query_id in kept:
-                duplicates += 1
-                continue
-            if (
-                lazy
-                and scanned.ids is None  # no label came with it, or graded ones
-                and len(opened) + len(kept) < cap
-                and not (pending and query_id in pending)
-            ):
-                if block is None:
-                    block = LazyBlock(partition, ttl)
-                    self._fresh.append(block)
-                entry = (block, len(block.query_ids))
-                block.append(query_id, labelset, ts, raw, scanned)
-                kept[query_id] = dirty[query_id] = entry
-                push(ts + ttl, query_id)
-                direct += 1
-                continue
-            query = new(scanned, partition, labelset, ts, ttl, raw)
-            if pending or len(opened) + len(kept) >= cap:
-                register(query)
-                continue
-            # `_register` when no label waits and the cap is not reached (the scanner
-            # declines repeated documents, so there are none to count)
-            opened[query_id] = query
-            push(query.expires_at, query_id)
-            dirty[query_id] = query
-            direct += 1
-        counters = self.counters
-        counters.duplicate_retrievals += duplicates
-        counters.opened += direct
-        return duplicates
+        ):  # duplicates, labels waiting or the cap: one at a time, in arrival order
+            return self._open_each(events, ids, labelsets, times, raws, lazy)
+        n, ttl, partition, table = len(ids), self.label_ttl, self.table.partition, self.table
+        first = table.extend(ids, labelsets, times, ttl, raws, events)
+        if lazy:  # the queries that came with labels the scanner did not grade
+            eager = [i for i, got in enumerate(map(_IDS, events)) if got is not None]
+        else:
+            eager = list(range(n))
+        new = OpenQuery.from_scanned
+        for i in eager:
+            table.give_detail(
+                first + i, new(events[i], partition, labelsets[i], times[i], ttl, raws[i])
+            )
+        rows = range(first, first + n)
+        opened.update(zip(ids, rows, strict=True))
+        self._dirty.update(dict.fromkeys(rows))
+        self._expiry.push_many(table.expires[first - table.base :], ids)
+        self.counters.opened += n
+        return 0
 
-    def _open_new(
+    def _open_each(
         self,
-        partition: int,
         events: Sequence[Scanned],
         ids: list[str],
         labelsets: Sequence[tuple[str, ...]],
         times: Sequence[float],
         raws: Sequence[bytes],
         lazy: bool,
-    ) -> None:
-        """`open_scanned` of a run of new queries, when none has a label waiting and all fit
-        under the cap: the same state as one at a time, built with a few bulk steps (the
-        unlabeled queries' block lists, ``kept`` and ``_dirty`` updated from them, the
-        expiry times pushed together); only labeled queries become objects."""
-        n, ttl = len(ids), self.label_ttl
-        if lazy:  # the queries that came with their labels as objects (not graded)
-            eager = [i for i, got in enumerate(map(_IDS, events)) if got is not None]
-        else:
-            eager = list(range(n))
-        values: list[OpenQuery | LazyEntry]
-        if len(eager) < n:
-            block = LazyBlock(partition, ttl)
-            self._fresh.append(block)
-            if not eager:  # the run of unlabeled queries
-                lazy_at: Sequence[int] = range(n)
-                block.query_ids, block.labelsets = ids, list(labelsets)
-                block.ts, block.raws = list(times), list(raws)
-                block.tops = list(map(_TOP, events))
-                block.grade(events)
-            else:
-                taken = set(eager)
-                lazy_at = [i for i in range(n) if i not in taken]
-                block.query_ids = [ids[i] for i in lazy_at]
-                block.labelsets = [labelsets[i] for i in lazy_at]
-                block.ts = [times[i] for i in lazy_at]
-                block.raws = [raws[i] for i in lazy_at]
-                kept_events = [events[i] for i in lazy_at]
-                block.tops = list(map(_TOP, kept_events))
-                block.grade(kept_events)
-            entries = list(zip(repeat(block), range(len(lazy_at))))
-            self._lazy.update(zip(block.query_ids, entries, strict=True))
-            if not eager:
-                values = entries  # type: ignore[assignment]
-            else:
-                values = [None] * n  # type: ignore[list-item]
-                for at, entry in zip(lazy_at, entries, strict=True):
-                    values[at] = entry
-        else:
-            values = [None] * n  # type: ignore[list-item]
-        new, opened = OpenQuery.from_scanned, self._open
-        for i in eager:
-            query = values[i] = new(events[i], partition, labelsets[i], times[i], ttl, raws[i])
-            opened[ids[i]] = query
-        self._dirty.update(zip(ids, values, strict=True))
-        self._expiry.push_many([t + ttl for t in times], ids)
-        self.counters.opened += n
+    ) -> int:
+        """`open_scanned` one event at a time (duplicates, labels waiting, the cap)."""
+        opened, final, pending = self._open, self._final, self._pending
+        partition, ttl, table = self.table.partition, self.label_ttl, self.table
+        duplicates = 0
+        for i, query_id in enumerate(ids):
+            if query_id in opened or query_id in final:
+                duplicates += 1
+                continue
+            scanned = events[i]
+            if (
+                lazy
+                and scanned.ids is None  # no label of its own, or graded ones
+                and not (pending and query_id in pending)
+            ):
+                one = [labelsets[i]], [times[i]], ttl, [raws[i]], [scanned]
+                row = table.extend([query_id], *one)
+                self._keep(query_id, row, table.expires[row - table.base])
+                continue
+            self._register(
+                OpenQuery.from_scanned(scanned, partition, labelsets[i], times[i], ttl, raws[i])
+            )
+        self.counters.duplicate_retrievals += duplicates
+        return duplicates
 
     def _known(self, query_id: str) -> bool:
         """Whether a retrieval event for this query came before (counted as a duplicate)."""
-        if query_id in self._open or query_id in self._final or query_id in self._lazy:
+        if query_id in self._open or query_id in self._final:
             self.counters.duplicate_retrievals += 1
             return True
         return False
@@ -290,7 +246,6 @@ class LabelJoin:
     def _register(self, query: OpenQuery) -> None:
         """Count a new query, apply the labels that waited for it, and keep it open."""
         counters, query_id = self.counters, query.query_id
-        counters.opened += 1
         if query.repeats:
             counters.repeated_docs += query.repeats
         if self._pending:
@@ -301,11 +256,16 @@ class LabelJoin:
                     continue
                 query.set_label(label.doc_id, label.rel, label.t_doc)
                 counters.labels_applied += 1
+        self._keep(query_id, self.table.add(query), query.expires_at)
+
+    def _keep(self, query_id: str, row: int, expires_at: float) -> None:
+        """Count a new row and keep it open (the oldest finalized early past `max_open`)."""
+        self.counters.opened += 1
         opened = self._open
-        opened[query_id] = query
-        self._expiry.push(query.expires_at, query_id)
-        self._dirty[query_id] = query
-        while len(opened) + len(self._lazy) > self.max_open:
+        opened[query_id] = row
+        self._expiry.push(expires_at, query_id)
+        self._dirty[row] = None
+        while len(opened) > self.max_open:
             self._evict_earliest()
 
     def label(
@@ -319,15 +279,18 @@ class LabelJoin:
         t_doc: float | None = None,
     ) -> LabelOutcome:
         """Apply one late label (feedback or judge) in arrival order."""
-        query = self._open.get(query_id)
-        if query is None and query_id in self._lazy:
-            query = self._unblock(query_id)
-        if query is not None:
+        row = self._open.get(query_id)
+        if row is not None:
+            table = self.table
+            query = table.detail.get(row)
+            if query is None:  # the row gets its detail: it is scored from it from now on
+                query = table.query(row)
+                table.give_detail(row, query)
             if ts > query.expires_at:
                 self.counters.labels_late += 1
                 return LabelOutcome.LATE
             query.set_label(doc_id, rel, t_doc)
-            self._dirty[query_id] = query
+            self._dirty[row] = None
             self.counters.labels_applied += 1
             return LabelOutcome.APPLIED
         if query_id in self._final:
@@ -347,30 +310,21 @@ class LabelJoin:
 
     def take_dirty(self) -> list[OpenQuery]:
         """Queries opened or relabelled since the last call (each once), in arrival order,
-        when none was opened in a block (`open`, `open_scanned(lazy=False)`); else see
-        `take_changed`, which also returns the blocks to score."""
-        if self._fresh:
-            raise RuntimeError("queries were opened in blocks: take them with take_changed")
-        changed, _ = self.take_changed()
-        return changed  # type: ignore[return-value]  # no block: every item is a query
+        when each has its detail (`open`, `open_scanned(lazy=False)`); else see
+        `take_changed`."""
+        table = self.table
+        changed = self.take_changed()
+        if any(row not in table.detail for row in changed):
+            raise RuntimeError("rows without detail changed: take them with take_changed")
+        return [table.query(row) for row in changed]
 
-    def take_changed(self) -> tuple[list[OpenQuery | LazyEntry], list[LazyBlock]]:
-        """What changed since the last call, in arrival order, each once: queries opened or
-        relabelled, and (block, position) for the queries opened in a block; and the blocks
-        opened since, whose `rows` the caller sets when it scores them."""
-        changed = list(self._dirty.values())
+    def take_changed(self) -> list[int]:
+        """The rows opened or relabelled since the last call, in arrival order, each once
+        (the caller scores them: `QueryTable.take_fresh` gives those scored from their
+        columns, the others have their detail)."""
+        changed = list(self._dirty)
         self._dirty.clear()
-        fresh, self._fresh = self._fresh, []
-        return changed, fresh
-
-    def _unblock(self, query_id: str) -> OpenQuery:
-        """The query kept in a block as an open `OpenQuery` (a label came, or a lookup);
-        changed when its block has not been scored, so that it is scored as one."""
-        block, at = self._lazy.pop(query_id)
-        query = self._open[query_id] = block.query(at)
-        if block.rows is None:
-            self._dirty[query_id] = query
-        return query
+        return changed
 
     def advance(self, t_now: float, *, unlabeled: bool = True) -> list[OpenQuery]:
         """Finalize queries whose TTL ended before `t_now` and expire waiting labels.
@@ -381,29 +335,21 @@ class LabelJoin:
         changed queries have been scored, so that each final query carries its last
         contribution.
         """
+        table = self.table
+        rows = self.advance_rows(t_now)
         if not unlabeled:
-            return [
-                item[0].query(item[1]) if type(item) is tuple else item  # type: ignore[misc]
-                for item in self.advance_labeled(t_now)
-            ]
-        self._expire(t_now)
-        final, self._final_out = self._final_out, []
-        return [item[0].query(item[1]) if type(item) is tuple else item for item in final]  # type: ignore[misc]
+            rows = [row for row in rows if table.labeled(row)]
+        return [table.query(row) for row in rows]
 
-    def advance_labeled(self, t_now: float) -> list[OpenQuery | LazyEntry]:
-        """`advance(unlabeled=False)` without making objects of the labeled queries kept
-        in blocks: those come as (block, position), their rows in the block's `rows`."""
+    def advance_rows(self, t_now: float) -> list[int]:
+        """`advance` as rows of the table: every row final since the last call, valid to
+        read until the next call."""
+        self.table.close(self._handed)
+        self.table.compact()
         self._expire(t_now)
         final, self._final_out = self._final_out, []
-        out: list[OpenQuery | LazyEntry] = []
-        for item in final:
-            if type(item) is tuple:
-                ranked = item[0].ranked  # `LazyBlock.labeled`, inlined: thousands a batch
-                if ranked is not None and ranked[item[1]] is not None:
-                    out.append(item)
-            elif item.labels:  # type: ignore[union-attr]
-                out.append(item)
-        return out
+        self._handed = final
+        return final
 
     def _expire(self, t_now: float) -> None:
         """Finalize the queries due at `t_now` (out to `_final_out`) and expire waiting
@@ -424,15 +370,7 @@ class LabelJoin:
         the caller, their ids remembered (a few bulk steps: thousands a batch)."""
         if not query_ids:
             return
-        items: list[OpenQuery | LazyEntry | None] = list(
-            map(self._lazy.pop, query_ids, repeat(None))
-        )
-        if None in items:  # objects: labeled, or left their block
-            opened = self._open
-            for at, item in enumerate(items):
-                if item is None:
-                    items[at] = opened.pop(query_ids[at])
-        self._final_out.extend(items)  # type: ignore[arg-type]
+        self._final_out += map(self._open.pop, query_ids)
         self._final.add(query_ids, closed)
         self.counters.finalized += len(query_ids)
 
@@ -446,25 +384,34 @@ class LabelJoin:
 
     @property
     def open_count(self) -> int:
-        return len(self._open) + len(self._lazy)
+        return len(self._open)
 
     @property
     def kept_count(self) -> int:
-        """Open queries kept in blocks (counted in `open_count` too)."""
-        return len(self._lazy)
+        """Open queries kept as rows only, without detail (counted in `open_count` too)."""
+        detail = self.table.detail
+        return sum(row not in detail for row in self._open.values())
 
     @property
     def pending_count(self) -> int:
         return self._pending_count
 
     def get(self, query_id: str) -> OpenQuery | None:
-        query = self._open.get(query_id)
-        if query is None and query_id in self._lazy:
-            query = self._unblock(query_id)
+        """The open query with this id: its row's detail (given one if it has none; the
+        query is not marked changed, its metrics stay as they are)."""
+        row = self._open.get(query_id)
+        if row is None:
+            return None
+        table = self.table
+        query = table.detail.get(row)
+        if query is None:
+            query = table.query(row)
+            table.give_detail(row, query)
         return query
 
     def snapshot(self) -> dict[str, Any]:
         """A JSON-friendly copy of the state; take dirty and final queries first."""
+        query, opened = self.table.query, self._open
         return {
             "label_ttl": self.label_ttl,
             "pending_ttl": self.pending_ttl,
@@ -472,7 +419,7 @@ class LabelJoin:
             "max_pending": self.max_pending,
             "recent_final": self.recent_final,
             "counters": self.counters.as_dict(),
-            "open": [self._snapshot_of(q) for q in self._expiry.ids()],
+            "open": [query(opened[q]).snapshot() for q in self._expiry.ids()],
             "pending": {
                 qid: [[p.doc_id, p.rel, p.ts, p.arrived, p.t_doc] for p in waiting]
                 for qid, waiting in self._pending.items()
@@ -480,29 +427,23 @@ class LabelJoin:
             "final": self._final.items(),
         }
 
-    def _snapshot_of(self, query_id: str) -> dict[str, Any]:
-        """One open query's snapshot, a query kept in a block left there."""
-        query = self._open.get(query_id)
-        if query is None:
-            block, at = self._lazy[query_id]
-            query = block.query(at)
-        return query.snapshot()
-
     @classmethod
-    def restore(cls, data: Mapping[str, Any]) -> LabelJoin:
-        """Rebuild a join from `snapshot()` output."""
+    def restore(cls, data: Mapping[str, Any], partition: int = 0) -> LabelJoin:
+        """Rebuild a join of this partition from `snapshot()` output."""
         join = cls(
             label_ttl=float(data["label_ttl"]),
             pending_ttl=float(data["pending_ttl"]),
             max_open=int(data["max_open"]),
             max_pending=int(data["max_pending"]),
             recent_final=int(data["recent_final"]),
+            partition=partition,
             counters=JoinCounters(**data["counters"]),
         )
         for item in data["open"]:
             query = OpenQuery.restore(item)
-            join._open[query.query_id] = query
+            join._open[query.query_id] = join.table.add(query)
             join._expiry.push(query.expires_at, query.query_id)
+        join.table.take_fresh()  # scored: each has its row in the windows
         for qid, waiting in data["pending"].items():
             join._pending[qid] = [
                 PendingLabel(str(d), float(r), float(ts), float(a), None if t is None else float(t))

@@ -14,7 +14,7 @@ import time
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from itertools import chain, repeat
+from itertools import repeat
 from operator import attrgetter
 from typing import Any, cast
 
@@ -34,8 +34,9 @@ from ragstream.events import (
     Record,
 )
 from ragstream.events.scanner import Scanned
-from ragstream.join import LabelJoin, LabelOutcome, LazyBlock, LazyEntry, OpenQuery
+from ragstream.join import LabelJoin, LabelOutcome, OpenQuery, QueryTable
 from ragstream.join.query import TOP_DOCS
+from ragstream.join.table import Rows
 from ragstream.metrics import DEFAULT_CUTOFFS, Gain
 from ragstream.pipeline.drift_config import DriftConfig, ResolvedDrift
 from ragstream.pipeline.labelsets import LabelSetMapper
@@ -73,7 +74,6 @@ _PRUNE_EVERY = 60.0
 _LATE = int(Timing.LATE)
 _FUTURE = int(Timing.FUTURE)
 _EVENT_TS = attrgetter("ts")
-_Positions = Sequence[int] | NDArray[np.intp]
 
 _Run = tuple[list[Scanned], list[tuple[str, ...]], list[float], list[bytes]]
 """A partition's scanned retrieval events not opened yet: the events, their label sets
@@ -115,7 +115,7 @@ class EngineConfig:
     (unlabeled queries then never become objects)."""
     report_final: bool = True
     """False: `BatchReport.final` and `finish` give no query (the agent, which reads
-    none): the labeled queries kept in blocks are then finalized from their rows without
+    none): the labeled queries are then finalized from their tables' rows without
     becoming objects."""
 
 
@@ -132,48 +132,6 @@ class BatchReport:
     partition, in arrival order: the judge compares them with its own verdicts, and decides
     by its label TTL whether they still count."""
     final: list[OpenQuery] = field(default_factory=list)
-
-
-def _split_changed(
-    changed: list[OpenQuery | LazyEntry], blocks: list[LazyBlock], base: dict[int, int]
-) -> tuple[
-    list[tuple[int, tuple[str, ...]]], list[OpenQuery], list[int], _Positions, list[int] | None
-]:
-    """The changed queries' series keys (arrival order), the queries that are objects with
-    their positions, and the positions of those kept in blocks with the places of their rows
-    in the blocks' rows end to end (``base``: where each block's rows start there); None
-    for the places when they are all of the blocks' rows, in order (the usual batch: every
-    query opened in a block this batch is still there)."""
-    n = len(changed)
-    eager = [k for k, kind in enumerate(map(type, changed)) if kind is not tuple]
-    queries: list[OpenQuery] = [changed[k] for k in eager]  # type: ignore[misc]
-    eager_keys = [(q.partition, q.labelset) for q in queries]
-    if n - len(eager) == sum(map(len, blocks)):
-        block_keys = list(
-            chain.from_iterable(zip(repeat(b.partition), b.labelsets) for b in blocks)
-        )
-        if not eager:
-            return block_keys, queries, eager, range(n), None
-        mask = np.ones(n, dtype=np.bool_)
-        mask[eager] = False
-        kept = np.flatnonzero(mask)
-        placed = np.empty(n, dtype=object)  # tuples as single objects (fromiter)
-        placed[kept] = np.fromiter(block_keys, dtype=object, count=len(block_keys))
-        placed[eager] = np.fromiter(eager_keys, dtype=object, count=len(eager_keys))
-        return placed.tolist(), queries, eager, kept, None
-    keys: list[tuple[int, tuple[str, ...]]] = []
-    kept_at: list[int] = []
-    source: list[int] = []
-    eager_at = iter(eager_keys)
-    for k, item in enumerate(changed):
-        if type(item) is tuple:
-            block, at = item
-            keys.append((block.partition, block.labelsets[at]))
-            kept_at.append(k)
-            source.append(base[id(block)] + at)
-        else:
-            keys.append(next(eager_at))
-    return keys, queries, eager, kept_at, source
 
 
 class Engine:
@@ -209,8 +167,9 @@ class Engine:
         """State kept beside the engine per partition (the judge's windows), saved and
         moved with the engine's own (`attach`)."""
         self._final_columns = len(layout.plain)
-        self._blocks = max(config.cutoffs, default=0) <= TOP_DOCS
-        """Whether unlabeled scanned queries may stay in blocks: their scoring reads no more
+        self._columns_only = max(config.cutoffs, default=0) <= TOP_DOCS
+        """Whether scanned queries without labels of their own are rows of the table only
+        (no `OpenQuery`): their scoring reads no more
         than the leading document times the scanner keeps."""
         self.next_prune = -math.inf
         """Event time of the next upkeep of the windows (empty series leave them)."""
@@ -230,7 +189,7 @@ class Engine:
             scan=config.scan,
             top=TOP_DOCS,
             label_keys=config.label_keys or None,
-            graded=self._blocks,  # labeled queries then stay in blocks too
+            graded=self._columns_only,  # graded queries then are rows only too
         )
         self.traces: TraceReader | None = None
         """The OTLP topics' reader and open traces, when a topic carries traces."""
@@ -344,7 +303,7 @@ class Engine:
             if newest > latest.get((partition, "retrieval"), -math.inf):
                 latest[(partition, "retrieval")] = newest
             duplicates = states[partition].join.open_scanned(  # type: ignore[union-attr]
-                partition, scanned, labelsets or None, stamped, raws, lazy=self._blocks
+                scanned, labelsets or None, stamped, raws, lazy=self._columns_only
             )
             counts[(partition, "retrieval", "processed")] += len(scanned) - duplicates
             if duplicates:
@@ -433,7 +392,7 @@ class Engine:
         visited in the order they were made."""
         state = self.partitions.pop(partition, None) or PartitionState(partition)
         self.partitions[partition] = state
-        join = state.join = self._limits.new_join()
+        join = state.join = self._limits.new_join(partition)
         return join
 
     def _joins(self) -> list[LabelJoin]:
@@ -445,94 +404,92 @@ class Engine:
     def _rescore(self, now: float) -> None:
         """Replace the contribution of every query that changed in this batch: one retract
         of the old rows and one add of the new ones, for all series at once, in arrival
-        order (queries opened in blocks are scored per block)."""
-        changed: list[OpenQuery | LazyEntry] = []
-        blocks: list[LazyBlock] = []
-        for join in self._joins():
-            items, fresh = join.take_changed()
-            changed += items
-            blocks += fresh
-        if not changed:
+        order. The rows opened in the batch without a detail are scored from their
+        columns, all at once; the others from their details."""
+        changes = [(join.table, join.take_changed()) for join in self._joins()]
+        changes = [(table, rows) for table, rows in changes if rows]
+        if not changes:
             return
-        all_times, all_rows, base = self._score_blocks(blocks)
-        keys, queries, eager, kept, source = _split_changed(changed, blocks, base)
+        fresh = [table.take_fresh() for table, _ in changes]
+        fresh_times, fresh_rows = self._score_fresh([t for t, _ in changes], fresh)
+        keys: list[tuple[int, tuple[str, ...]]] = []
+        queries: list[OpenQuery] = []
+        """The changed rows' details (scored from them)."""
+        if all(len(rows) == len(own) for (_, rows), own in zip(changes, fresh, strict=True)):
+            # the usual batch: every changed row was opened in it, without a detail
+            for table, rows in changes:
+                lo, hi = rows[0] - table.base, rows[-1] + 1 - table.base
+                keys += zip(repeat(table.partition), table.labelsets[lo:hi])
+            times, values = fresh_times, fresh_rows
+        else:
+            at_fresh: list[int] = []
+            at_eager: list[int] = []
+            for table, rows in changes:
+                detail, labelsets, base = table.detail, table.labelsets, table.base
+                partition = table.partition
+                for row in rows:
+                    query = detail.get(row)
+                    if query is None:
+                        at_fresh.append(len(keys))
+                    else:
+                        at_eager.append(len(keys))
+                        queries.append(query)
+                    keys.append((partition, labelsets[row - base]))
+            scored = self.scorer.score(queries)
+            own = self._rows(scored)
+            times = np.empty(len(keys))
+            values = np.empty((len(keys), own.shape[1]))
+            if at_fresh:
+                times[at_fresh], values[at_fresh] = fresh_times, fresh_rows
+            times[at_eager], values[at_eager] = scored.ts, own
         distinct = dict.fromkeys(keys)  # the series, in order of first appearance
         code = {key: at for at, key in enumerate(distinct)}
         index = np.fromiter(map(code.__getitem__, keys), dtype=np.int64, count=len(keys))
         series = list(distinct)
-        scored = self.scorer.score(queries) if queries else None
-        own = None if scored is None else self._rows(scored)
-        if blocks:
-            times, rows = self._block_rows(len(changed), all_times, all_rows, kept, source)
-            if scored is not None:
-                rows[eager], times[eager] = own, scored.ts
-        else:
-            assert scored is not None
-            assert own is not None
-            times, rows = scored.ts, own
         width = len(self.columns)
-        old = [k for k, q in enumerate(queries) if q.contribution is not None]
-        if old:
-            previous = np.stack([queries[k].contribution for k in old])  # type: ignore[misc]
-            were = [eager[k] for k in old]
-            self.store.retract_many(
-                now, series, index[were], times[were], previous[:, :width], previous[:, width:]
-            )
-        self.store.add_many(now, series, index, times, rows[:, :width], rows[:, width:])
-        if own is not None:
+        if queries:
+            old = [k for k, q in enumerate(queries) if q.contribution is not None]
+            if old:
+                previous = np.stack([queries[k].contribution for k in old])  # type: ignore[misc]
+                were = [at_eager[k] for k in old]
+                self.store.retract_many(
+                    now, series, index[were], times[were], previous[:, :width], previous[:, width:]
+                )
+        self.store.add_many(now, series, index, times, values[:, :width], values[:, width:])
+        if queries:
             OpenQuery.scored(queries, own)  # what the message can give again is dropped
 
-    def _score_blocks(self, blocks: Sequence[LazyBlock]) -> tuple[_F64, _F64, dict[int, int]]:
-        """Score every query of the blocks in one pass (a batch whose retrieval events
-        alternate with feedback has many small blocks) and give each block its slice of
-        the rows; returns the times and rows end to end and, per block (by id), where its
-        rows start there."""
-        if not blocks:
-            return np.empty(0), np.empty((0, 0)), {}
+    def _score_fresh(
+        self, tables: Sequence[QueryTable], fresh: Sequence[Rows]
+    ) -> tuple[_F64, _F64]:
+        """Score the rows opened in this batch without a detail, of every table in one pass
+        (from their columns), and keep each row's contribution in its table; returns their
+        times and rows end to end."""
         times: list[float] = []
         tops: list[bytes] = []
-        base: dict[int, int] = {}
-        for block in blocks:
-            base[id(block)] = len(times)
-            times += block.ts
-            tops += block.tops
-        ts = np.array(times, dtype=np.float64)
         ranked: list[bytes | None] | None = None
         judged: list[bytes | None] | None = None
-        if any(block.ranked is not None for block in blocks):  # graded queries among them
-            ranked, judged = [], []
-            for block in blocks:
-                if block.ranked is None:
-                    ranked += [None] * len(block)
-                    judged += [None] * len(block)
-                else:
-                    assert block.judged is not None
-                    ranked += block.ranked
-                    judged += block.judged
-        scored = self.scorer.blocks(ts, tops, ranked, judged)
-        rows = self._rows(scored)
-        for block in blocks:
-            start = base[id(block)]
-            block.rows = rows[start : start + len(block)]
-        return ts, rows, base
-
-    @staticmethod
-    def _block_rows(
-        n: int, all_times: _F64, all_rows: _F64, kept: _Positions, source: Sequence[int] | None
-    ) -> tuple[_F64, _F64]:
-        """Times and rows of `n` changed queries with those of the queries kept in blocks
-        filled in (at ``kept``, from the blocks' times and rows end to end at ``source``,
-        None: all of them, in order); the others are the caller's to fill. When every one
-        is kept in a block, in order (the usual batch), the blocks' arrays themselves."""
-        if source is None and n == all_rows.shape[0]:
-            return all_times, all_rows
-        rows = np.empty((n, all_rows.shape[1]))
-        times = np.empty(n)
-        if source is None:
-            rows[kept], times[kept] = all_rows, all_times
-        else:
-            rows[kept], times[kept] = all_rows[source], all_times[source]
-        return times, rows
+        for table, rows in zip(tables, fresh, strict=True):
+            if not len(rows):
+                continue
+            ts, top, graded, judgments = table.columns(rows)
+            if graded is not None and ranked is None:
+                ranked, judged = [None] * len(times), [None] * len(times)
+            if ranked is not None:
+                assert judged is not None
+                ranked += [None] * len(rows) if graded is None else graded
+                judged += [None] * len(rows) if judgments is None else judgments
+            times += ts
+            tops += top
+        if not times:
+            return np.empty(0), np.empty((0, 0))
+        ts_all = np.array(times, dtype=np.float64)
+        rows_all = self._rows(self.scorer.blocks(ts_all, tops, ranked, judged))
+        start = 0
+        for table, rows in zip(tables, fresh, strict=True):
+            table.store(rows, rows_all[start : start + len(rows)])
+            start += len(rows)
+        return ts_all, rows_all
 
     def _rows(self, scored: ScoredQueries) -> _F64:
         """One row per query (see `RowLayout.rows`)."""
@@ -548,26 +505,31 @@ class Engine:
             if pruned and self.sequential is not None:
                 self.sequential.prune(set(self.store.series()))
         final: list[OpenQuery] = []
-        items: Sequence[OpenQuery | LazyEntry]
+        rows: dict[tuple[int, tuple[str, ...]], list[_F64]] = {}
         if self.config.report_final:
             unlabeled = self.config.final_unlabeled
-            items = final = [
-                q for join in self._joins() for q in join.advance(now, unlabeled=unlabeled)
-            ]
-        else:  # the labeled ones, those kept in blocks as (block, position)
-            items = [item for join in self._joins() for item in join.advance_labeled(now)]
-        rows: dict[tuple[int, tuple[str, ...]], list[_F64]] = {}
-        for item in items:
-            if type(item) is tuple:  # labeled, kept in its block
-                kept, at = item
-                if kept.rows is not None:
-                    key = (kept.partition, kept.labelsets[at])
-                    rows.setdefault(key, []).append(kept.rows[at])
-            else:
-                query: OpenQuery = item  # type: ignore[assignment]
+            final = [q for join in self._joins() for q in join.advance(now, unlabeled=unlabeled)]
+            for query in final:
                 if query.contribution is not None and query.labels:
                     key = (query.partition, query.labelset)
                     rows.setdefault(key, []).append(query.contribution)
+        else:  # the labeled rows, read from the tables
+            for join in self._joins():
+                final_rows = join.advance_rows(now)  # first: it may cut the table's front
+                table = join.table
+                held, base, scored = table.rows, table.base, table.scored
+                detail, ranked, partition = table.detail, table.ranked, table.partition
+                for row in final_rows:
+                    at = row - base
+                    labeled = detail.get(row)
+                    if labeled is not None:
+                        if labeled.contribution is not None and labeled.labels:
+                            key = (partition, labeled.labelset)
+                            rows.setdefault(key, []).append(labeled.contribution)
+                    elif scored[at] and ranked is not None and ranked[at] is not None:
+                        assert held is not None
+                        key = (partition, table.labelsets[at])
+                        rows.setdefault(key, []).append(held[at])
         merged: dict[tuple[int, tuple[str, ...]], list[_F64]] = {}
         for (partition, labelset), contributions in rows.items():
             block = np.stack(contributions)[:, : self._final_columns]
@@ -798,7 +760,7 @@ class Engine:
         self.store = store
         self.partitions = {}
         for p, join in data["joins"].items():  # the joins first: visited in this order
-            self.partitions[int(p)] = PartitionState(int(p), join=LabelJoin.restore(join))
+            self.partitions[int(p)] = PartitionState(int(p), join=LabelJoin.restore(join, int(p)))
         for p, tally in data["tallies"].items():
             self._state(int(p)).tally = PartitionTally.restore(tally)
         self.labelsets.restore_state(data["labelsets"])

@@ -100,16 +100,17 @@ class JoinLimits:
     max_open: int
     max_pending: int
 
-    def new_join(self) -> LabelJoin:
+    def new_join(self, partition: int) -> LabelJoin:
         return LabelJoin(
+            partition=partition,
             label_ttl=self.label_ttl,
             pending_ttl=self.pending_ttl,
             max_open=self.max_open,
             max_pending=self.max_pending,
         )
 
-    def restore_join(self, data: Mapping[str, Any]) -> LabelJoin:
-        """A join from `LabelJoin.snapshot` output, with these TTLs and caps."""
+    def restore_join(self, data: Mapping[str, Any], partition: int) -> LabelJoin:
+        """A partition's join from `LabelJoin.snapshot` output, with these TTLs and caps."""
         return LabelJoin.restore(
             {
                 **data,
@@ -117,7 +118,8 @@ class JoinLimits:
                 "pending_ttl": self.pending_ttl,
                 "max_open": self.max_open,
                 "max_pending": self.max_pending,
-            }
+            },
+            partition,
         )
 
 
@@ -178,7 +180,7 @@ class PartitionState:
         windows = state["windows"]
         shares.store.import_partition(dict(windows))
         data = state.get("join")
-        join = None if data is None else limits.restore_join(data)
+        join = None if data is None else limits.restore_join(data, partition)
         if shares.traces is not None:  # open traces (absent from older records)
             shares.traces.adopt(partition, state.get("traces"))
         if shares.sequential is not None:  # other drift settings: its detectors start afresh

@@ -84,7 +84,8 @@ class Scorer:
         ranked: Sequence[bytes | None] | None,
         judged: Sequence[bytes | None] | None,
     ) -> ScoredQueries:
-        """Rows of queries kept in blocks (`ragstream.join.LazyBlock`), from their leading
+        """Rows of queries scored from their table's columns (`ragstream.join.QueryTable`),
+        from their leading
         document times as the scanner keeps them (C doubles, at most `TOP_DOCS`, which must
         cover the largest cutoff) and, for those the scanner graded (``ranked[i]`` and
         ``judged[i]`` not None, see `Scanned.ranked`; None: none was), the kernels on their

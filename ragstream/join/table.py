@@ -1,0 +1,307 @@
+"""The open queries of one partition as one table: a row per query, its columns side by side.
+
+Every query of the partition has a row, numbered in the order the queries opened (row
+numbers never change: the table keeps the number of its first kept row, `base`). The
+columns are what every query needs: its id, label set, time and expiry, and once scored the
+row it put in the windows (`rows`, one matrix; `scored` says which are set; a row with a
+detail keeps it there instead). Most retrieval
+events never get a label: for them the table also keeps the times of the leading documents
+as the compiled scanner gives them (`tops`, for the mean ages), the message (`raws`, to
+decode the ranking again if a label comes after all) and, for an event the scanner graded
+(`Scanned.ranked`, `Scanned.judged`), its grades and times as the kernels read them.
+
+A query with labels of its own (inline labels the scanner did not grade, a label that came
+later, one opened from a decoded event or a snapshot) has an `OpenQuery` in the sparse map
+`detail`: its labels, their times and its ranking. Such a row is scored from it; every
+other row from its columns, all of them at once.
+
+Rows leave from the front: a final row is `closed` once the caller has read it, and the
+closed rows before the first open one are cut off when they are many.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from operator import attrgetter
+
+import numpy as np
+from numpy.typing import NDArray
+
+from ragstream.events.scanner import Scanned
+from ragstream.join.query import OpenQuery
+
+__all__ = ["QueryTable", "Rows"]
+
+_TOP = attrgetter("top")
+_RANKED = attrgetter("ranked")
+_JUDGED = attrgetter("judged")
+_COMPACT = 4096
+"""Closed rows at the front before they are cut off (when they are also at least half)."""
+
+Rows = range | list[int]
+"""Row numbers: a run of them, or any in a given order."""
+
+
+class QueryTable:
+    """The open queries of one partition, a row each; see the module docstring."""
+
+    __slots__ = (
+        "_fresh_detail",
+        "base",
+        "closed",
+        "detail",
+        "expires",
+        "fresh",
+        "ids",
+        "judged",
+        "labelsets",
+        "partition",
+        "ranked",
+        "raws",
+        "rows",
+        "scored",
+        "tops",
+        "ts",
+    )
+
+    def __init__(self, partition: int) -> None:
+        self.partition = partition
+        self.base = 0
+        """The number of the first row kept (index 0 of the columns)."""
+        self.ids: list[str] = []
+        self.labelsets: list[tuple[str, ...]] = []
+        self.ts: list[float] = []
+        """The queries' times on the clock."""
+        self.expires: list[float] = []
+        """Event time after which each query is final."""
+        self.tops: list[bytes | None] = []
+        """Raw times of each query's leading documents, as the scanner gives them (C
+        doubles; fewer than the cutoff when the ranking is shorter); None for a row opened
+        with its `detail`."""
+        self.raws: list[bytes | None] = []
+        """Each query's message, to decode its ranking again (None: not kept)."""
+        self.ranked: list[bytes | None] | None = None
+        """Per row, its grades and times for the kernels as the scanner grades them
+        (`Scanned.ranked`), None for a row without; None: no row has any."""
+        self.judged: list[bytes | None] | None = None
+        """Per row, its judged documents' grades and times (`Scanned.judged`), as
+        `ranked`."""
+        self.rows: NDArray[np.float64] | None = None
+        """The row each query put in the windows (valid where `scored`); allocated at the
+        first store, with room for more rows than the table holds."""
+        self.scored = bytearray()
+        """1 where `rows` holds the query's contribution."""
+        self.closed = bytearray()
+        """1 for a final row the caller has read (it may be cut off)."""
+        self.detail: dict[int, OpenQuery] = {}
+        """Row -> its `OpenQuery`, for the rows with labels of their own (see the module
+        docstring)."""
+        self.fresh = 0
+        """The first row opened since the last `take_fresh`."""
+        self._fresh_detail: list[int] = []
+        """Rows from `fresh` on given a detail (they are not scored from their columns)."""
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    @property
+    def end(self) -> int:
+        """The number the next row gets."""
+        return self.base + len(self.ids)
+
+    # -- rows in -------------------------------------------------------------------------
+
+    def extend(
+        self,
+        ids: Sequence[str],
+        labelsets: Sequence[tuple[str, ...]],
+        ts: Sequence[float],
+        ttl: float,
+        raws: Sequence[bytes],
+        events: Sequence[Scanned],
+    ) -> int:
+        """Rows for scanned retrieval events, in order (their leading document times and
+        grades from the scanner's records); returns the first one's number."""
+        first, n = self.end, len(ids)
+        self.ids += ids
+        self.labelsets += labelsets
+        self.ts += ts
+        self.expires += [t + ttl for t in ts]
+        self.tops += map(_TOP, events)
+        self.raws += raws
+        ranked = list(map(_RANKED, events))
+        if self.ranked is not None or ranked.count(None) < n:
+            if self.ranked is None:
+                self.ranked, self.judged = (
+                    [None] * (len(self.ids) - n),
+                    [None] * (len(self.ids) - n),
+                )
+            assert self.judged is not None
+            self.ranked += ranked
+            self.judged += map(_JUDGED, events)
+        self.scored += bytes(n)
+        self.closed += bytes(n)
+        return first
+
+    def add(self, query: OpenQuery) -> int:
+        """A row for a query opened as an object (its `detail`); returns its number."""
+        row = self.end
+        self.ids.append(query.query_id)
+        self.labelsets.append(query.labelset)
+        self.ts.append(query.ts)
+        self.expires.append(query.expires_at)
+        self.tops.append(None)
+        self.raws.append(None)
+        if self.ranked is not None:
+            assert self.judged is not None
+            self.ranked.append(None)
+            self.judged.append(None)
+        self.scored.append(0)
+        self.closed.append(0)
+        self.give_detail(row, query)
+        return row
+
+    def give_detail(self, row: int, query: OpenQuery) -> None:
+        """Keep ``query`` as the row's detail: the row is scored from it from now on, and
+        its contribution is the query's (`OpenQuery.contribution`), no longer `rows`."""
+        self.detail[row] = query
+        if row >= self.fresh:
+            self._fresh_detail.append(row)
+
+    # -- reading rows --------------------------------------------------------------------
+
+    def labeled(self, row: int) -> bool:
+        """Whether the row has any label."""
+        query = self.detail.get(row)
+        if query is not None:
+            return bool(query.labels)
+        ranked = self.ranked
+        return ranked is not None and ranked[row - self.base] is not None
+
+    def contribution(self, row: int) -> NDArray[np.float64] | None:
+        """A copy of the row a query without detail has in the windows (None before it is
+        scored)."""
+        at = row - self.base
+        if not self.scored[at]:
+            return None
+        assert self.rows is not None
+        row_values: NDArray[np.float64] = self.rows[at].copy()
+        return row_values
+
+    def query(self, row: int) -> OpenQuery:
+        """The row as an `OpenQuery`: its detail, or one made in the state an eagerly
+        opened query has (scored: a copy of its row and its message; before that, its
+        leading document times to be scored from; one the scanner graded, with its labels
+        from its message)."""
+        query = self.detail.get(row)
+        if query is not None:
+            return query
+        contribution = self.contribution(row)
+        at = row - self.base
+        ts, raw = self.ts[at], self.raws[at]
+        assert raw is not None
+        if self.labeled(row):  # its labels from its message, as the scanner read them
+            ttl = self.expires[at] - ts
+            query = OpenQuery.from_message(raw, self.partition, self.labelsets[at], ts, ttl)
+            if contribution is not None:
+                query.contribution = contribution
+                query.release()
+            return query
+        query = OpenQuery(
+            self.ids[at],
+            self.partition,
+            self.labelsets[at],
+            ts,
+            self.expires[at],
+            results=None,
+            raw=raw,
+            contribution=contribution,
+        )
+        if contribution is None:
+            top = self.tops[at]
+            assert top is not None
+            query.keep_top(top)
+        return query
+
+    # -- scoring -------------------------------------------------------------------------
+
+    def take_fresh(self) -> Rows:
+        """The rows opened since the last call that are scored from their columns (not
+        given a detail), in order."""
+        fresh, end = self.fresh, self.end
+        self.fresh = end
+        if not self._fresh_detail:
+            return range(fresh, end)
+        given = set(self._fresh_detail)
+        self._fresh_detail = []
+        return [row for row in range(fresh, end) if row not in given]
+
+    def columns(
+        self, rows: Rows
+    ) -> tuple[list[float], list[bytes], list[bytes | None] | None, list[bytes | None] | None]:
+        """Times, leading document times and grades (None: no row has any) of rows scored
+        from their columns."""
+        base = self.base
+        ranked, judged = self.ranked, self.judged
+        if type(rows) is range:
+            lo, hi = rows.start - base, rows.stop - base
+            tops = self.tops[lo:hi]
+            if ranked is not None:
+                assert judged is not None
+                ranked, judged = ranked[lo:hi], judged[lo:hi]
+            return self.ts[lo:hi], tops, ranked, judged  # type: ignore[return-value]
+        at = [row - base for row in rows]
+        if ranked is not None:
+            assert judged is not None
+            ranked, judged = [ranked[i] for i in at], [judged[i] for i in at]
+        ts, all_tops = self.ts, self.tops
+        return [ts[i] for i in at], [all_tops[i] for i in at], ranked, judged  # type: ignore[misc]
+
+    def store(self, rows: Rows, values: NDArray[np.float64]) -> None:
+        """Keep each row's new contribution (one row of ``values`` each, in order)."""
+        if not len(rows):
+            return
+        held = self.rows
+        need = len(self.ids)
+        if held is None or held.shape[0] < need or held.shape[1] != values.shape[1]:
+            grown = np.empty((max(2 * need, 1024), values.shape[1]))
+            if held is not None and held.shape[1] == values.shape[1]:
+                grown[: held.shape[0]] = held
+            held = self.rows = grown
+        base, scored = self.base, self.scored
+        if type(rows) is range:
+            lo, hi = rows.start - base, rows.stop - base
+            held[lo:hi] = values
+            scored[lo:hi] = b"\x01" * (hi - lo)
+            return
+        at = [row - base for row in rows]
+        held[at] = values
+        for i in at:
+            scored[i] = 1
+
+    # -- rows out ------------------------------------------------------------------------
+
+    def close(self, rows: Sequence[int]) -> None:
+        """The caller has read these final rows: they may be cut off."""
+        base, closed, detail = self.base, self.closed, self.detail
+        for row in rows:
+            closed[row - base] = 1
+            detail.pop(row, None)
+
+    def compact(self) -> None:
+        """Cut off the closed rows before the first open one, when they are many."""
+        cut = self.closed.find(0)
+        if cut < 0:
+            cut = len(self.ids)
+        if cut < _COMPACT or 2 * cut < len(self.ids):
+            return
+        del self.ids[:cut], self.labelsets[:cut], self.ts[:cut], self.expires[:cut]
+        del self.tops[:cut], self.raws[:cut], self.scored[:cut], self.closed[:cut]
+        if self.ranked is not None:
+            assert self.judged is not None
+            del self.ranked[:cut], self.judged[:cut]
+            if self.ranked.count(None) == len(self.ranked):
+                self.ranked = self.judged = None
+        if self.rows is not None:
+            self.rows = self.rows[cut:].copy()
+        self.base += cut
