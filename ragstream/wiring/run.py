@@ -20,7 +20,7 @@ async def run_agent(settings: Settings) -> None:
     co-partitioned."""
     security = client_security(settings.kafka.security)  # one token provider for all clients
     # the agent reads no final query from the batch reports (the engine keeps their
-    # histograms): queries kept in blocks need not become objects to be finalized
+    # histograms): the queries' table rows need not become objects to be finalized
     engine = Engine(engine_config(settings, final_unlabeled=False, report_final=False))
     handover = state_handover(settings, engine, security)
     source = kafka_source(settings, engine, handover, security)
