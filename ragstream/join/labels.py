@@ -120,7 +120,7 @@ class LabelJoin:
         if min(self.max_open, self.max_pending, self.recent_final) < 1:
             raise ValueError("max_open, max_pending and recent_final must be >= 1")
         self._final = RecentFinal(self.recent_final)
-        self.table = QueryTable(self.partition)
+        self.table = QueryTable(self.partition, self.label_ttl)
 
     # -- input ---------------------------------------------------------------
 
@@ -186,7 +186,7 @@ class LabelJoin:
         ):  # duplicates, labels waiting or the cap: one at a time, in arrival order
             return self._open_each(events, ids, labelsets, times, raws, lazy)
         n, ttl, partition, table = len(ids), self.label_ttl, self.table.partition, self.table
-        first = table.extend(ids, labelsets, times, ttl, raws, events)
+        first = table.extend(ids, labelsets, times, raws, events)
         if lazy:  # the queries that came with labels the scanner did not grade
             eager = [i for i, got in enumerate(map(_IDS, events)) if got is not None]
         else:
@@ -199,7 +199,7 @@ class LabelJoin:
         rows = range(first, first + n)
         opened.update(zip(ids, rows, strict=True))
         self._dirty.update(dict.fromkeys(rows))
-        self._expiry.push_many(table.expires[first - table.base :], ids)
+        self._expiry.push_many([t + ttl for t in times], ids)
         self.counters.opened += n
         return 0
 
@@ -226,9 +226,8 @@ class LabelJoin:
                 and scanned.ids is None  # no label of its own, or graded ones
                 and not (pending and query_id in pending)
             ):
-                one = [labelsets[i]], [times[i]], ttl, [raws[i]], [scanned]
-                row = table.extend([query_id], *one)
-                self._keep(query_id, row, table.expires[row - table.base])
+                row = table.extend([query_id], [labelsets[i]], [times[i]], [raws[i]], [scanned])
+                self._keep(query_id, row, times[i] + ttl)
                 continue
             self._register(
                 OpenQuery.from_scanned(scanned, partition, labelsets[i], times[i], ttl, raws[i])

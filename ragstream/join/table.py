@@ -2,9 +2,9 @@
 
 Every query of the partition has a row, numbered in the order the queries opened (row
 numbers never change: the table keeps the number of its first kept row, `base`). The
-columns are what every query needs: its id, label set, time and expiry, and once scored the
-row it put in the windows (`rows`, one matrix; `scored` says which are set; a row with a
-detail keeps it there instead). Most retrieval
+columns are what every query needs: its id, label set and time (it expires `ttl` later),
+and once scored the row it put in the windows (a matrix per batch of rows scored together,
+`contribution`; a row with a detail keeps it there instead). Most retrieval
 events never get a label: for them the table also keeps the times of the leading documents
 as the compiled scanner gives them (`tops`, for the mean ages), the message (`raws`, to
 decode the ranking again if a label comes after all) and, for an event the scanner graded
@@ -21,6 +21,7 @@ closed rows before the first open one are cut off when they are many.
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from collections.abc import Sequence
 from operator import attrgetter
 
@@ -50,7 +51,6 @@ class QueryTable:
         "base",
         "closed",
         "detail",
-        "expires",
         "fresh",
         "ids",
         "judged",
@@ -58,22 +58,24 @@ class QueryTable:
         "partition",
         "ranked",
         "raws",
-        "rows",
-        "scored",
+        "starts",
         "tops",
         "ts",
+        "ttl",
+        "values",
     )
 
-    def __init__(self, partition: int) -> None:
+    def __init__(self, partition: int, ttl: float) -> None:
         self.partition = partition
+        self.ttl = ttl
+        """Seconds a row without detail stays open after its time (a detail has its own
+        `expires_at`)."""
         self.base = 0
         """The number of the first row kept (index 0 of the columns)."""
         self.ids: list[str] = []
         self.labelsets: list[tuple[str, ...]] = []
         self.ts: list[float] = []
         """The queries' times on the clock."""
-        self.expires: list[float] = []
-        """Event time after which each query is final."""
         self.tops: list[bytes | None] = []
         """Raw times of each query's leading documents, as the scanner gives them (C
         doubles; fewer than the cutoff when the ranking is shorter); None for a row opened
@@ -86,11 +88,10 @@ class QueryTable:
         self.judged: list[bytes | None] | None = None
         """Per row, its judged documents' grades and times (`Scanned.judged`), as
         `ranked`."""
-        self.rows: NDArray[np.float64] | None = None
-        """The row each query put in the windows (valid where `scored`); allocated at the
-        first store, with room for more rows than the table holds."""
-        self.scored = bytearray()
-        """1 where `rows` holds the query's contribution."""
+        self.values: list[NDArray[np.float64]] = []
+        """The rows the queries without detail put in the windows: a matrix per run of
+        rows scored together, the first of them at the same place in `starts`."""
+        self.starts: list[int] = []
         self.closed = bytearray()
         """1 for a final row the caller has read (it may be cut off)."""
         self.detail: dict[int, OpenQuery] = {}
@@ -116,7 +117,6 @@ class QueryTable:
         ids: Sequence[str],
         labelsets: Sequence[tuple[str, ...]],
         ts: Sequence[float],
-        ttl: float,
         raws: Sequence[bytes],
         events: Sequence[Scanned],
     ) -> int:
@@ -126,7 +126,6 @@ class QueryTable:
         self.ids += ids
         self.labelsets += labelsets
         self.ts += ts
-        self.expires += [t + ttl for t in ts]
         self.tops += map(_TOP, events)
         self.raws += raws
         ranked = list(map(_RANKED, events))
@@ -139,7 +138,6 @@ class QueryTable:
             assert self.judged is not None
             self.ranked += ranked
             self.judged += map(_JUDGED, events)
-        self.scored += bytes(n)
         self.closed += bytes(n)
         return first
 
@@ -149,14 +147,12 @@ class QueryTable:
         self.ids.append(query.query_id)
         self.labelsets.append(query.labelset)
         self.ts.append(query.ts)
-        self.expires.append(query.expires_at)
         self.tops.append(None)
         self.raws.append(None)
         if self.ranked is not None:
             assert self.judged is not None
             self.ranked.append(None)
             self.judged.append(None)
-        self.scored.append(0)
         self.closed.append(0)
         self.give_detail(row, query)
         return row
@@ -179,13 +175,13 @@ class QueryTable:
         return ranked is not None and ranked[row - self.base] is not None
 
     def contribution(self, row: int) -> NDArray[np.float64] | None:
-        """A copy of the row a query without detail has in the windows (None before it is
-        scored)."""
-        at = row - self.base
-        if not self.scored[at]:
+        """The row a query without detail has in the windows (a view; None before it is
+        scored: every row before `fresh` is)."""
+        if row >= self.fresh:
             return None
-        assert self.rows is not None
-        row_values: NDArray[np.float64] = self.rows[at].copy()
+        starts = self.starts
+        i = bisect_right(starts, row) - 1
+        row_values: NDArray[np.float64] = self.values[i][row - starts[i]]
         return row_values
 
     def query(self, row: int) -> OpenQuery:
@@ -197,12 +193,14 @@ class QueryTable:
         if query is not None:
             return query
         contribution = self.contribution(row)
+        if contribution is not None:
+            contribution = contribution.copy()
         at = row - self.base
         ts, raw = self.ts[at], self.raws[at]
         assert raw is not None
         if self.labeled(row):  # its labels from its message, as the scanner read them
-            ttl = self.expires[at] - ts
-            query = OpenQuery.from_message(raw, self.partition, self.labelsets[at], ts, ttl)
+            labelset = self.labelsets[at]
+            query = OpenQuery.from_message(raw, self.partition, labelset, ts, self.ttl)
             if contribution is not None:
                 query.contribution = contribution
                 query.release()
@@ -212,7 +210,7 @@ class QueryTable:
             self.partition,
             self.labelsets[at],
             ts,
-            self.expires[at],
+            ts + self.ttl,
             results=None,
             raw=raw,
             contribution=contribution,
@@ -258,26 +256,17 @@ class QueryTable:
         return [ts[i] for i in at], [all_tops[i] for i in at], ranked, judged  # type: ignore[misc]
 
     def store(self, rows: Rows, values: NDArray[np.float64]) -> None:
-        """Keep each row's new contribution (one row of ``values`` each, in order)."""
+        """Keep the contributions of the rows `take_fresh` gave (one row of ``values``
+        each, in order)."""
         if not len(rows):
             return
-        held = self.rows
-        need = len(self.ids)
-        if held is None or held.shape[0] < need or held.shape[1] != values.shape[1]:
-            grown = np.empty((max(2 * need, 1024), values.shape[1]))
-            if held is not None and held.shape[1] == values.shape[1]:
-                grown[: held.shape[0]] = held
-            held = self.rows = grown
-        base, scored = self.base, self.scored
-        if type(rows) is range:
-            lo, hi = rows.start - base, rows.stop - base
-            held[lo:hi] = values
-            scored[lo:hi] = b"\x01" * (hi - lo)
-            return
-        at = [row - base for row in rows]
-        held[at] = values
-        for i in at:
-            scored[i] = 1
+        start = rows[0]
+        if type(rows) is not range:  # rows with a detail among them: left NaN here
+            held = np.full((rows[-1] + 1 - start, values.shape[1]), np.nan)
+            held[[row - start for row in rows]] = values
+            values = held
+        self.starts.append(start)
+        self.values.append(values)
 
     # -- rows out ------------------------------------------------------------------------
 
@@ -295,13 +284,15 @@ class QueryTable:
             cut = len(self.ids)
         if cut < _COMPACT or 2 * cut < len(self.ids):
             return
-        del self.ids[:cut], self.labelsets[:cut], self.ts[:cut], self.expires[:cut]
-        del self.tops[:cut], self.raws[:cut], self.scored[:cut], self.closed[:cut]
+        del self.ids[:cut], self.labelsets[:cut], self.ts[:cut]
+        del self.tops[:cut], self.raws[:cut], self.closed[:cut]
         if self.ranked is not None:
             assert self.judged is not None
             del self.ranked[:cut], self.judged[:cut]
             if self.ranked.count(None) == len(self.ranked):
                 self.ranked = self.judged = None
-        if self.rows is not None:
-            self.rows = self.rows[cut:].copy()
         self.base += cut
+        starts = self.starts
+        gone = bisect_right(starts, self.base) - 1  # the matrices wholly before the base
+        if gone > 0:
+            del starts[:gone], self.values[:gone]

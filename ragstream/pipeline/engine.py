@@ -517,19 +517,22 @@ class Engine:
             for join in self._joins():
                 final_rows = join.advance_rows(now)  # first: it may cut the table's front
                 table = join.table
-                held, base, scored = table.rows, table.base, table.scored
-                detail, ranked, partition = table.detail, table.ranked, table.partition
+                detail, ranked, base = table.detail, table.ranked, table.base
+                if ranked is None:  # the labeled ones have a detail
+                    final_rows = list(filter(detail.__contains__, final_rows))
                 for row in final_rows:
-                    at = row - base
                     labeled = detail.get(row)
                     if labeled is not None:
                         if labeled.contribution is not None and labeled.labels:
-                            key = (partition, labeled.labelset)
+                            key = (table.partition, labeled.labelset)
                             rows.setdefault(key, []).append(labeled.contribution)
-                    elif scored[at] and ranked is not None and ranked[at] is not None:
-                        assert held is not None
-                        key = (partition, table.labelsets[at])
-                        rows.setdefault(key, []).append(held[at])
+                        continue
+                    assert ranked is not None
+                    if ranked[row - base] is not None:  # graded
+                        contribution = table.contribution(row)
+                        if contribution is not None:
+                            key = (table.partition, table.labelsets[row - base])
+                            rows.setdefault(key, []).append(contribution)
         merged: dict[tuple[int, tuple[str, ...]], list[_F64]] = {}
         for (partition, labelset), contributions in rows.items():
             block = np.stack(contributions)[:, : self._final_columns]
