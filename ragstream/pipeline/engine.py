@@ -51,7 +51,7 @@ from ragstream.pipeline.partitions import (
     state_config,
 )
 from ragstream.pipeline.scoring import ScoredQueries, Scorer
-from ragstream.pipeline.sequential import SequentialDrift
+from ragstream.pipeline.sequential import Held, SequentialDrift
 from ragstream.pipeline.tally import PartitionTally, merge_final, sum_counters
 from ragstream.pipeline.windowed_drift import WindowedDrift
 from ragstream.traces import OTLP_FORMATS, TraceMapping, TraceReader
@@ -178,7 +178,9 @@ class Engine:
             None if config.drift is None else ResolvedDrift.of(config.drift, layout, config.windows)
         )
         drift = self.drift
-        sequential = None if drift is None else SequentialDrift(drift.config, drift.columns)
+        sequential = (
+            None if drift is None else SequentialDrift(drift.config, drift.columns, self._detectors)
+        )
         self.sequential = sequential if sequential else None
         """Page-Hinkley and ADWIN on final per-query values, per partition (None: off)."""
         windowed = None if drift is None else WindowedDrift(drift)
@@ -538,7 +540,7 @@ class Engine:
             block = np.stack(contributions)[:, : self._final_columns]
             merged.setdefault((partition, labelset), []).append(block)
             if self.sequential is not None:  # in finalization order, per partition
-                self.sequential.feed(partition, labelset, block)
+                self.sequential.feed(self._state(partition).detectors, labelset, block)
         for (partition, labelset), blocks in merged.items():  # one add per series and batch
             tally = self._tally(partition)
             aggregate = tally.final.get(labelset)
@@ -564,6 +566,10 @@ class Engine:
     def _shares(self) -> Shares:
         """The holders that keep a share of each partition beside its `PartitionState`."""
         return Shares(self.store, self.sequential, self.traces, self.sides)
+
+    def _detectors(self) -> dict[int, Held]:
+        """The sequential drift detectors of each held partition."""
+        return {p: state.detectors for p, state in self.partitions.items()}
 
     def drop_partitions(self, partitions: set[int]) -> None:
         """Forget everything about revoked partitions, their counts too (another replica
@@ -782,7 +788,8 @@ class Engine:
         if data is None:
             return
         if self.sequential is not None and data.get("sequential") is not None:
-            self.sequential.restore(data["sequential"])
+            for partition, held in self.sequential.restore(data["sequential"]).items():
+                self._state(partition).detectors = held
         windowed, saved = self.windowed_drift, data.get("windowed") or {}
         if windowed is None:
             return

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from ragstream.join import LabelJoin
-from ragstream.pipeline.sequential import SequentialDrift
+from ragstream.pipeline.sequential import Held, SequentialDrift
 from ragstream.pipeline.tally import PartitionTally
 from ragstream.traces import TraceReader
 from ragstream.windows import WindowSpec, WindowStore
@@ -125,8 +125,9 @@ class JoinLimits:
 
 @dataclass(frozen=True, slots=True)
 class Shares:
-    """The engine-wide holders that keep a share per partition: the shared window store,
-    the sequential drift detectors, the trace reader and the sides (the judge)."""
+    """What a partition's record is written and read with besides its own state: the
+    shared window store, the sequential drift detectors' settings, the trace reader and
+    the sides (the judge), the last two holding a share per partition."""
 
     store: WindowStore
     sequential: SequentialDrift | None
@@ -136,8 +137,6 @@ class Shares:
     def drop(self, partition: int) -> None:
         """Forget the partition's share in every holder."""
         self.store.drop_partition(partition)
-        if self.sequential is not None:
-            self.sequential.drop(partition)
         if self.traces is not None:
             self.traces.drop({partition})
         for side in self.sides.values():
@@ -146,13 +145,16 @@ class Shares:
 
 @dataclass(slots=True)
 class PartitionState:
-    """One held partition: its join (None before its first event) and its tally."""
+    """One held partition: its join (None before its first event), its tally and its
+    sequential drift detectors."""
 
     partition: int
     tally: PartitionTally = field(default_factory=PartitionTally)
     """Its cumulative counts and final-query histograms."""
     join: LabelJoin | None = None
     """Its open queries and waiting labels."""
+    detectors: Held = field(default_factory=dict)
+    """Its sequential drift detectors (`ragstream.pipeline.sequential`), by label set."""
 
     def export(self, shares: Shares) -> dict[str, Any]:
         """The partition's record without its header (`Engine.export_partitions` adds the
@@ -163,7 +165,9 @@ class PartitionState:
             "windows": shares.store.export_partition(p),
             "join": None if self.join is None else self.join.snapshot(),
             "traces": None if shares.traces is None else shares.traces.export(p),
-            "drift": None if shares.sequential is None else shares.sequential.export(p),
+            "drift": None
+            if shares.sequential is None
+            else shares.sequential.export(self.detectors),
             "tally": self.tally.snapshot(),
             "sides": {name: side.export_partition(p) for name, side in shares.sides.items()},
         }
@@ -183,13 +187,14 @@ class PartitionState:
         join = None if data is None else limits.restore_join(data, partition)
         if shares.traces is not None:  # open traces (absent from older records)
             shares.traces.adopt(partition, state.get("traces"))
+        detectors: Held = {}
         if shares.sequential is not None:  # other drift settings: its detectors start afresh
-            shares.sequential.adopt(partition, state.get("drift"))
+            detectors = shares.sequential.adopt(state.get("drift"))
         tally = PartitionTally.restore(state.get("tally"))
         sides = state.get("sides") or {}
         for name, side in shares.sides.items():  # absent: that side starts afresh
             side.adopt_partition(partition, sides.get(name))
-        return cls(partition, tally, join)
+        return cls(partition, tally, join, detectors)
 
     @staticmethod
     def labelsets(state: Mapping[str, Any]) -> list[Sequence[str]]:

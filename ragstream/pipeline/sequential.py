@@ -2,8 +2,9 @@
 final per-query values, per metric, label set and partition.
 
 They are fed where queries are finalized (`Engine._advance`), in finalization order, and
-kept per partition so that their state moves with the partition between replicas
-(`export` / `adopt`, through `ragstream.pipeline.partitions`). Read per (metric, detector,
+each partition's are held by its `PartitionState` (`ragstream.pipeline.partitions`), so
+that they move with the partition between replicas (`export` / `adopt` here write and read
+them). `SequentialDrift` makes, feeds, writes and reads them. Read per (metric, detector,
 label set) over the partitions held here: the largest score, and the alarm when any
 partition's detector has one. Detections are counted here, by the engine that saw them:
 the count never goes down when a partition leaves and never jumps when one arrives.
@@ -12,7 +13,7 @@ the count never goes down when a partition leaves and never jumps when one arriv
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -22,7 +23,7 @@ from numpy.typing import NDArray
 from ragstream.drift import Adwin, PageHinkley
 from ragstream.pipeline.drift_config import DriftConfig
 
-__all__ = ["SequentialDrift", "SequentialRead"]
+__all__ = ["Held", "SequentialDrift", "SequentialRead"]
 
 _F64 = NDArray[np.float64]
 LabelSet = tuple[str, ...]
@@ -31,6 +32,8 @@ _KINDS: dict[str, type[PageHinkley] | type[Adwin]] = {
     "page_hinkley": PageHinkley,
     "adwin": Adwin,
 }
+Held = dict[LabelSet, list[list[Detector]]]
+"""One partition's detectors: label set -> [metric][kind]."""
 VERSION = 1
 
 
@@ -50,15 +53,25 @@ class SequentialRead:
 class SequentialDrift:
     """Detectors keyed (label set, metric, kind) per partition; see the module docstring."""
 
-    def __init__(self, config: DriftConfig, columns: tuple[int, ...]) -> None:
+    def __init__(
+        self,
+        config: DriftConfig,
+        columns: tuple[int, ...],
+        held: Callable[[], Mapping[int, Held]],
+    ) -> None:
+        """``held``: the detectors each held partition has (its `PartitionState`'s)."""
         self.metrics = tuple(config.metrics)
         self.columns = np.asarray(columns, dtype=np.int64)
         self.kinds = config.sequential()
         self.state_config = config.sequential_state_config()
-        self.partitions: dict[int, dict[LabelSet, list[list[Detector]]]] = {}
-        """partition -> label set -> [metric][kind] detectors."""
+        self._held = held
         self.detections: Counter[tuple[str, str, LabelSet]] = Counter()
         """(metric, detector, label set) -> detections seen by this engine."""
+
+    @property
+    def partitions(self) -> dict[int, Held]:
+        """partition -> its detectors, for the held partitions that have any."""
+        return {p: held for p, held in self._held().items() if held}
 
     def __bool__(self) -> bool:
         return bool(self.kinds) and bool(self.metrics)
@@ -68,10 +81,10 @@ class SequentialDrift:
 
     # -- feeding ---------------------------------------------------------------------------
 
-    def feed(self, partition: int, labelset: LabelSet, rows: _F64) -> None:
-        """Final contribution rows of one partition and label set, in finalization order
-        (NaN values, e.g. of an unlabeled metric, are skipped by the detectors)."""
-        held = self.partitions.setdefault(partition, {})
+    def feed(self, held: Held, labelset: LabelSet, rows: _F64) -> None:
+        """Final contribution rows of one partition (``held``, its detectors) and label
+        set, in finalization order (NaN values, e.g. of an unlabeled metric, are skipped by
+        the detectors)."""
         detectors = held.get(labelset)
         if detectors is None:
             detectors = held[labelset] = self._new()
@@ -106,22 +119,15 @@ class SequentialDrift:
 
     # -- partitions ------------------------------------------------------------------------
 
-    def drop(self, partition: int) -> None:
-        self.partitions.pop(partition, None)
-
     def prune(self, keep: set[tuple[int, LabelSet]]) -> None:
         """Forget the detectors of (partition, label set) pairs not in ``keep`` (the series
         the windows still hold)."""
-        for partition in list(self.partitions):
-            held = self.partitions[partition]
+        for partition, held in self._held().items():
             for labelset in [ls for ls in held if (partition, ls) not in keep]:
                 del held[labelset]
-            if not held:
-                del self.partitions[partition]
 
-    def export(self, partition: int) -> dict[str, Any]:
+    def export(self, held: Held) -> dict[str, Any]:
         """One partition's detectors, JSON-friendly."""
-        held = self.partitions.get(partition, {})
         return {
             "version": VERSION,
             "config": self.state_config,
@@ -134,16 +140,15 @@ class SequentialDrift:
             ],
         }
 
-    def adopt(self, partition: int, data: Mapping[str, Any] | None) -> bool:
-        """Replace one partition's detectors by exported ones. With none, or kept with
-        other drift settings (metrics, detectors or their parameters), the partition's
-        detectors start afresh instead (returns False); the windows are adopted anyway."""
-        self.partitions.pop(partition, None)
+    def adopt(self, data: Mapping[str, Any] | None) -> Held:
+        """One partition's detectors from `export` output. With none, or kept with other
+        drift settings (metrics, detectors or their parameters), they start afresh
+        instead (none); the windows are adopted anyway."""
+        held: Held = {}
         if data is None or data.get("version") != VERSION:
-            return False
+            return held
         if data.get("config") != self.state_config:
-            return False
-        held: dict[LabelSet, list[list[Detector]]] = {}
+            return held
         for item in data["series"]:
             rows = item["detectors"]
             if len(rows) != len(self.metrics):
@@ -155,19 +160,21 @@ class SequentialDrift:
                 ]
                 for row in rows
             ]
-        if held:
-            self.partitions[partition] = held
-        return True
+        return held
 
     def snapshot(self) -> dict[str, Any]:
         return {
-            "partitions": {str(p): self.export(p) for p in sorted(self.partitions)},
+            "partitions": {
+                str(p): self.export(held) for p, held in sorted(self.partitions.items())
+            },
             "detections": [
                 [m, k, list(ls), n] for (m, k, ls), n in sorted(self.detections.items())
             ],
         }
 
-    def restore(self, data: Mapping[str, Any]) -> None:
-        for partition, exported in data["partitions"].items():
-            self.adopt(int(partition), exported)
+    def restore(self, data: Mapping[str, Any]) -> dict[int, Held]:
+        """Continue from `snapshot` output: its detection counts; returns the partitions'
+        detectors (`adopt`), for their states."""
+        out = {int(p): self.adopt(exported) for p, exported in data["partitions"].items()}
         self.detections = Counter({(m, k, tuple(ls)): int(n) for m, k, ls, n in data["detections"]})
+        return out
