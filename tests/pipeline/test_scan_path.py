@@ -295,3 +295,24 @@ def test_batches_grouped_by_partition_as_getmany_gives_them() -> None:
         assert batches >= 5
         finals = [_report(BatchReport(final=e.finish()), e) for e in engines]
         assert finals[0] == finals[1]
+
+
+def test_the_tables_cut_their_closed_rows_and_stay_equal() -> None:
+    """Long enough for the join's tables to cut their closed rows off the front (a short
+    label TTL: most rows close soon): every batch still equal to the msgspec engine's, and
+    the rows kept bounded by the open queries, not by the events."""
+    traffic = SyntheticTraffic(SyntheticConfig(seed=3, rate=5.0, click_share=0.2))
+    messages = [
+        Message(event.value, partition=int(event.key[-1]) % 3, offset=i)
+        for i, event in enumerate(traffic.take(40_000))
+    ]
+    options: dict[str, Any] = {"label_ttl": 20.0, "report_final": False}
+    _run_both(messages, 499, **options)
+    engine = Engine(_config(True, **options), wall=lambda: WALL)
+    for start in range(0, len(messages), 499):
+        engine.apply(messages[start : start + 499])
+    assert all(join.table.base > 4096 for join in engine.joins.values())  # each cut its front
+    for join in engine.joins.values():
+        assert join.counters.opened > 2 * len(join.table)
+        assert len(join.table) <= 2 * join.open_count + 2 * 4096 + 499
+        assert len(join.table.values) <= 2 * len(join.table)  # matrices cut with their rows
