@@ -307,16 +307,6 @@ class LabelJoin:
 
     # -- output --------------------------------------------------------------
 
-    def take_dirty(self) -> list[OpenQuery]:
-        """Queries opened or relabelled since the last call (each once), in arrival order,
-        when each has its detail (`open`, `open_scanned(lazy=False)`); else see
-        `take_changed`."""
-        table = self.table
-        changed = self.take_changed()
-        if any(row not in table.detail for row in changed):
-            raise RuntimeError("rows without detail changed: take them with take_changed")
-        return [table.query(row) for row in changed]
-
     def take_changed(self) -> list[int]:
         """The rows opened or relabelled since the last call, in arrival order, each once
         (the caller scores them: `QueryTable.take_fresh` gives those scored from their

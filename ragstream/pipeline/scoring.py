@@ -224,10 +224,7 @@ class Scorer:
         tops = [query.top_doc_times(width) for query in queries]
         sizes = list(map(len, tops))
         length = np.array(sizes, dtype=np.int64).reshape(n)
-        packed = _packed(tops) if n and min(sizes) == width else None
-        if packed is not None:  # `width` documents each, as C doubles
-            times = np.frombuffer(packed, dtype=np.float64).reshape(n, width).copy()
-        elif n and min(sizes) == width:
+        if n and min(sizes) == width:
             times = np.array(tops, dtype=np.float64).reshape(n, width)  # None -> NaN
         else:
             flat = np.array(list(chain.from_iterable(tops)), dtype=np.float64)
@@ -278,14 +275,6 @@ def _positions(doc_ids: Sequence[str], labels: Mapping[str, float]) -> list[tupl
 
 
 _SCAN_LABELS = 8
-
-
-def _packed(rows: list[Sequence[float | None]]) -> bytes | None:
-    """The rows' bytes end to end when every row is a buffer of C doubles, else None."""
-    try:
-        return b"".join(rows)  # type: ignore[arg-type]
-    except TypeError:
-        return None
 
 
 def _offsets(lengths: Sequence[int] | NDArray[np.int64]) -> NDArray[np.int64]:

@@ -7,9 +7,14 @@ import json
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ragstream.join import LabelJoin, LabelOutcome, RankedDoc, dedupe_ranking
+from ragstream.join import LabelJoin, LabelOutcome, OpenQuery, RankedDoc, dedupe_ranking
 
 LS = ("support",)
+
+
+def _changed(join: LabelJoin) -> list[OpenQuery]:
+    """The queries opened or relabelled since the last call, in arrival order."""
+    return [join.table.query(row) for row in join.take_changed()]
 
 
 def _open(join: LabelJoin, qid: str, ts: float, docs: list[RankedDoc], **kw: object) -> None:
@@ -48,18 +53,18 @@ def test_open_merges_qrels_then_inline_labels_and_fixes_doc_times() -> None:
     assert query.doc_times == (50.0, 100.0, 100.0)  # future t_doc clamped, missing -> ts
     assert query.label_times == {"a": 50.0, "z": 10.0, "y": 100.0}
     assert query.expires_at == 200.0
-    assert [q.query_id for q in join.take_dirty()] == ["q"]
-    assert join.take_dirty() == []
+    assert [q.query_id for q in _changed(join)] == ["q"]
+    assert _changed(join) == []
 
 
 def test_labels_apply_in_arrival_order_and_mark_dirty_once() -> None:
     join = LabelJoin(label_ttl=100.0)
     _open(join, "q", 0.0, [RankedDoc(doc_id="a"), RankedDoc(doc_id="b")])
-    join.take_dirty()
+    _changed(join)
     assert join.label("q", "a", 2, ts=10, t_now=10) is LabelOutcome.APPLIED
     assert join.label("q", "a", 0, ts=5, t_now=11) is LabelOutcome.APPLIED  # later arrival wins
     assert join.label("q", "b", 1, ts=12, t_now=12) is LabelOutcome.APPLIED
-    dirty = join.take_dirty()
+    dirty = _changed(join)
     assert [q.query_id for q in dirty] == ["q"]
     assert dirty[0].labels == {"a": 0, "b": 1}
     assert join.counters.labels_applied == 3
