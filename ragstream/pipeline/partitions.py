@@ -3,9 +3,9 @@
 Everything the agent knows about one Kafka partition moves with it between replicas and
 survives a restart: its open queries and waiting labels (the join), its cumulative counts
 (the tally), its drift detectors, its open traces and the judge's share. A `PartitionState`
-holds the join and the tally itself, and reaches the shares the engine-wide holders keep
-per partition (the shared window store, the drift detectors, the trace reader and the
-sides such as the judge) through `Shares`; its `export`, `adopt` and `drop` are the one
+holds the join, the tally and the sequential drift detectors itself, and reaches the shares
+the engine-wide holders keep per partition (the shared window store, the trace reader and
+the sides such as the judge) through `Shares`; its `export`, `adopt` and `drop` are the one
 place where a partition's record is written, read or forgotten.
 """
 
