@@ -364,7 +364,7 @@ class LabelJoin:
         return changed, fresh
 
     def _unblock(self, query_id: str) -> OpenQuery:
-        """The query kept in a block as an open `OpenQuery` (a label came, or a lookup);
+        """The query kept in a block as an open `OpenQuery` (a label came for it);
         changed when its block has not been scored, so that it is scored as one."""
         block, at = self._lazy.pop(query_id)
         query = self._open[query_id] = block.query(at)
@@ -457,10 +457,17 @@ class LabelJoin:
     def pending_count(self) -> int:
         return self._pending_count
 
+    def holds(self, query_id: str) -> bool:
+        """Whether the query is open here (as an object or kept in a block)."""
+        return query_id in self._open or query_id in self._lazy
+
     def get(self, query_id: str) -> OpenQuery | None:
+        """The open query with this id; a read only: one kept in a block stays there and
+        is given as a copy in the state an eagerly opened query has (`LazyBlock.query`)."""
         query = self._open.get(query_id)
         if query is None and query_id in self._lazy:
-            query = self._unblock(query_id)
+            block, at = self._lazy[query_id]
+            query = block.query(at)
         return query
 
     def snapshot(self) -> dict[str, Any]:
@@ -482,10 +489,8 @@ class LabelJoin:
 
     def _snapshot_of(self, query_id: str) -> dict[str, Any]:
         """One open query's snapshot, a query kept in a block left there."""
-        query = self._open.get(query_id)
-        if query is None:
-            block, at = self._lazy[query_id]
-            query = block.query(at)
+        query = self.get(query_id)
+        assert query is not None
         return query.snapshot()
 
     @classmethod

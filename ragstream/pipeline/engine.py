@@ -214,7 +214,8 @@ class Engine:
         """Page-Hinkley and ADWIN on final per-query values, per partition (None: off)."""
         windowed = None if drift is None else WindowedDrift(drift)
         self.windowed_drift = windowed if windowed else None
-        """Z-score and PSI of window pairs, evaluated at reads (None: off)."""
+        """Z-score and PSI of window pairs, evaluated on the engine's clock by `apply`
+        and read by the exporter (None: off)."""
         self.reader = BatchReader(
             config.limits,
             scan=config.scan,
@@ -247,6 +248,8 @@ class Engine:
         now = self.clock.now()
         self._rescore(now)
         report.final = self._advance(now)
+        if self.windowed_drift is not None:  # on the engine's clock, never at a read
+            self.windowed_drift.advance(self.store, now)
         return report
 
     def _decode(
@@ -735,7 +738,8 @@ class Engine:
     # -- lookups from the side (judging) -------------------------------------------------------
 
     def find_query(self, query_id: str) -> OpenQuery | None:
-        """The open query with this id, on whichever partition it lives."""
+        """The open query with this id, on whichever partition it lives; a read only
+        (`LabelJoin.get`): the judge's lookups change no state."""
         join = self._join_of(query_id)
         return None if join is None else join.get(query_id)
 
@@ -752,7 +756,7 @@ class Engine:
     def _join_of(self, query_id: str) -> LabelJoin | None:
         """The join of the partition where this query is open."""
         for join in self.joins.values():
-            if join.get(query_id) is not None:
+            if join.holds(query_id):
                 return join
         return None
 

@@ -1,6 +1,14 @@
 """The windowed drift detectors of an engine: z-score and PSI of each configured (short,
-long) window pair, per metric and label set, evaluated when the windows are read (at a
-scrape) from the totals of every label set at once.
+long) window pair, per metric and label set, evaluated on the engine's clock (`advance`,
+from the batch path) from the totals of every label set at once, and read (`read`, at a
+scrape) without being evaluated: how often and by how many servers the agent is scraped
+changes no alarm.
+
+The engine evaluates at its first batch in each step of its clock, a step being one
+bucket of the shortest short window (5 s for 5m with 60 buckets), and whenever the
+windows' read cut (`until`) has moved: at most once per step and cut, however many
+batches come, and at least once per step while batches come (an idle source still
+hands over empty batches).
 
 The windows are read without their newest `settle` seconds (`WindowStore.read_totals`
 with `until`, to the long window's last bucket boundary before `now - settle`, so that
@@ -14,7 +22,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 from numpy.typing import NDArray
@@ -52,7 +60,8 @@ class WindowedDriftRead:
 
 
 class WindowedDrift:
-    """Evaluate with `evaluate(store, now)`; the banks keep the alarms between calls."""
+    """Advance with `advance(store, now)` (or evaluate with `evaluate(store, now)`), read
+    the last evaluation with `read()`; the banks keep the alarms between evaluations."""
 
     def __init__(self, resolved: ResolvedDrift) -> None:
         self.resolved = resolved
@@ -75,8 +84,43 @@ class WindowedDrift:
             else PsiBank((pairs, len(resolved.hist_metrics)), **p)
         )
 
+        self._evaluated: tuple[int, tuple[float, ...]] | None = None
+        """(step, cuts) of the last evaluation by `advance`."""
+
     def __bool__(self) -> bool:
         return bool(self.resolved.pairs) and (self.zscore is not None or self.psi is not None)
+
+    def advance(self, store: WindowStore, now: float) -> bool:
+        """Evaluate at ``now`` (the engine's clock) when it is in a step, or the windows'
+        read cut is at a place, not evaluated yet (see the module docstring); returns
+        whether it evaluated."""
+        if not math.isfinite(now):
+            return False
+        spec = store.spec
+        step = min(spec.width(spec.windows[pair.short]) for pair in self.resolved.pairs)
+        at = (math.floor(now / step), tuple(self.until(spec, p, now) for p in self.resolved.pairs))
+        if at == self._evaluated:
+            return False
+        self.evaluate(store, now)
+        self._evaluated = at
+        return True
+
+    def read(self) -> WindowedDriftRead:
+        """The last evaluation, as the banks hold it; changes nothing. A bank whose label
+        sets are not those of the others (one restored afresh from a snapshot kept with
+        other settings) is left out until the next evaluation."""
+        banks = [
+            ("zscore", self.resolved.metrics, self.zscore),
+            ("psi", self.resolved.hist_metrics, self.psi),
+        ]
+        held = [(kind, metrics, bank) for kind, metrics, bank in banks if bank is not None]
+        if not held:
+            return WindowedDriftRead([], self.resolved.pairs, ())
+        keys = held[0][2].keys
+        results = tuple(
+            self._result(kind, metrics, bank) for kind, metrics, bank in held if bank.keys == keys
+        )
+        return WindowedDriftRead(cast("list[LabelSet]", list(keys)), self.resolved.pairs, results)
 
     def until(self, spec: WindowSpec, pair: WindowPair, now: float) -> float:
         """Where a pair's windows are read to (`WindowStore.read_totals(until=...)`): the

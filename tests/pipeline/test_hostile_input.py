@@ -104,5 +104,8 @@ def test_a_query_nested_to_the_limit_is_decoded_again_when_a_label_comes() -> No
     assert query.contribution is not None
     engine.apply([Message(label, offset=1)])
     assert engine.invalid == {}
+    query = engine.find_query("q1")  # the lookup is a read: the query as it is now
+    assert query is not None
+    assert query.contribution is not None
     assert query.doc_ids == ("a", "b")
     assert engine.layout.unpack(query.contribution).plain[0] == 0.5  # rr: relevant at rank 2
