@@ -11,10 +11,11 @@ from ragstream.cli import main
 from ragstream.config import load_settings
 from ragstream.events import Message
 from ragstream.pipeline.drift_config import DriftConfig
-from ragstream.pipeline.engine import Engine, EngineConfig
+from ragstream.pipeline.engine import Engine
 from ragstream.report.console import render_drift
 from ragstream.sources.synthetic import SyntheticConfig, SyntheticTraffic
 from ragstream.wiring.demo import demo_agent
+from tests.support.defaults import engine_config
 
 
 def _demo(**settings: object) -> Engine:
@@ -64,7 +65,7 @@ def test_the_summary_lists_the_raised_alarms() -> None:
         page_hinkley=(("min_instances", 150),),
     )
     engine = Engine(
-        EngineConfig(
+        engine_config(
             windows=(60.0, 600.0),
             clock="event",
             label_keys=("app",),

@@ -76,10 +76,10 @@ class JoinCounters:
 class LabelJoin:
     """Open queries of one partition and the labels waiting for them.
 
-    `label_ttl`: seconds a query stays open after its retrieval event (default 15 min).
-    `pending_ttl`: seconds a label waits for its retrieval event (default 60 s).
+    `label_ttl`: seconds a query stays open after its retrieval event.
+    `pending_ttl`: seconds a label waits for its retrieval event.
     `max_open` / `max_pending`: caps; beyond them the oldest is finalized early or dropped,
-    and counted.
+    and counted. (Their defaults are the `join` settings'.)
 
     Final query ids are remembered for `label_ttl` after their query closed (its
     `expires_at`), at most `recent_final` of them (the oldest go first), so that a label or
@@ -92,11 +92,12 @@ class LabelJoin:
     id waits `pending_ttl` and expires, like any unmatched label.
     """
 
-    label_ttl: float = 900.0
-    pending_ttl: float = 60.0
-    max_open: int = 100_000
-    max_pending: int = 100_000
-    recent_final: int = 100_000
+    label_ttl: float
+    pending_ttl: float
+    max_open: int
+    max_pending: int
+    recent_final: int
+    """Final ids remembered at most (the engine gives `max_open`: as many as are open)."""
     counters: JoinCounters = field(default_factory=JoinCounters)
     _open: dict[str, OpenQuery] = field(default_factory=dict)
     _expiry: ExpiryQueue = field(default_factory=ExpiryQueue)

@@ -22,7 +22,6 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ragstream.events import (
-    DEFAULT_LIMITS,
     BatchReader,
     DecodedAnswer,
     DecodedFeedback,
@@ -35,11 +34,11 @@ from ragstream.events import (
 from ragstream.events.scanner import Scanned
 from ragstream.join import LabelJoin, LabelOutcome, LazyBlock, LazyEntry, OpenQuery
 from ragstream.join.query import TOP_DOCS
-from ragstream.metrics import DEFAULT_CUTOFFS, Gain
+from ragstream.metrics import Gain
 from ragstream.pipeline import partitions
 from ragstream.pipeline.drift_config import DriftConfig, ResolvedDrift
 from ragstream.pipeline.labelsets import LabelSetMapper
-from ragstream.pipeline.layout import DEFAULT_HALF_LIVES, RowLayout
+from ragstream.pipeline.layout import RowLayout
 from ragstream.pipeline.scoring import ScoredQueries, Scorer
 from ragstream.pipeline.sequential import SequentialDrift
 from ragstream.pipeline.tally import PartitionTally, merge_final, sum_counters
@@ -74,38 +73,40 @@ _Run = tuple[list[Scanned], list[tuple[str, ...]], list[float], list[bytes]]
 
 @dataclass(frozen=True, slots=True)
 class EngineConfig:
-    """Everything the engine is built from (the app wiring fills it from the settings)."""
+    """Everything the engine is built from; the app wiring fills it from the settings
+    (`ragstream.wiring.engine`), where the defaults are."""
 
-    cutoffs: tuple[int, ...] = DEFAULT_CUTOFFS
-    half_lives: tuple[float, ...] = DEFAULT_HALF_LIVES
-    windows: tuple[float, ...] = (60.0, 300.0, 3600.0, 86400.0)
-    buckets: int = 60
-    bins: int = 20
-    clock: str = "wall"
-    future_tolerance: float = 60.0
-    label_keys: tuple[str, ...] = ()
-    max_label_values: int = 50
-    label_ttl: float = 900.0
-    pending_ttl: float = 60.0
-    max_open: int = 200_000
-    max_pending: int = 100_000
-    gain: Gain = "linear"
-    relevance_threshold: float = 1.0
-    limits: Limits = DEFAULT_LIMITS
-    scan: bool = True
+    cutoffs: tuple[int, ...]
+    half_lives: tuple[float, ...]
+    windows: tuple[float, ...]
+    buckets: int
+    bins: int
+    clock: str
+    future_tolerance: float
+    label_keys: tuple[str, ...]
+    max_label_values: int
+    label_ttl: float
+    pending_ttl: float
+    max_open: int
+    """Open queries per partition; also the final query ids each remembers."""
+    max_pending: int
+    gain: Gain
+    relevance_threshold: float
+    limits: Limits
+    scan: bool
     """Read retrieval events of the common shape with the compiled scanner when it is
     built (`ragstream.events.scanner`); False: msgspec reads every message. Same results."""
-    formats: tuple[tuple[str, str], ...] = ()
+    formats: tuple[tuple[str, str], ...]
     """(topic, format) for topics that do not carry ragstream events: `otlp_proto` or
     `otlp_json`, OpenTelemetry traces (`ragstream.traces`)."""
-    traces: TraceMapping = field(default_factory=TraceMapping)
+    traces: TraceMapping
     """How spans of the OTLP topics become events."""
-    drift: DriftConfig | None = None
+    drift: DriftConfig | None
     """Drift detection (docs/drift.md, "In the agent"); None: off."""
-    final_unlabeled: bool = True
+    final_unlabeled: bool
     """Report every final query in `BatchReport.final`; False: only those with a label
     (unlabeled queries then never become objects)."""
-    report_final: bool = True
+    report_final: bool
     """False: `BatchReport.final` and `finish` give no query (the agent, which reads
     none): the labeled queries kept in blocks are then finalized from their rows without
     becoming objects."""
@@ -460,6 +461,7 @@ class Engine:
             pending_ttl=c.pending_ttl,
             max_open=c.max_open,
             max_pending=c.max_pending,
+            recent_final=c.max_open,
         )
         self.joins[partition] = join
         return join

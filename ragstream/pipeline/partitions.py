@@ -206,6 +206,7 @@ def _adopt_join(engine: EngineParts, partition: int, data: Mapping[str, Any] | N
             "pending_ttl": c.pending_ttl,
             "max_open": c.max_open,
             "max_pending": c.max_pending,
+            "recent_final": c.max_open,
         }
     )
     engine.joins[partition] = join

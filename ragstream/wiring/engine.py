@@ -14,6 +14,7 @@ from ragstream.config import (
     TraceSettings,
     WindowSettings,
 )
+from ragstream.events import DEFAULT_LIMITS
 from ragstream.pipeline.drift_config import DriftConfig, Params
 from ragstream.pipeline.engine import EngineConfig
 from ragstream.traces import TraceMapping
@@ -103,6 +104,8 @@ def engine_config_of(
         max_pending=j.max_pending,
         gain=m.gain,
         relevance_threshold=m.relevance_threshold,
+        limits=DEFAULT_LIMITS,
+        scan=True,
         formats=tuple(sorted((formats or {}).items())),
         traces=trace_mapping(traces or TraceSettings()),
         drift=drift_config((drift or DriftSettings()).fitted(w.sizes)),

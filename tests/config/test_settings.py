@@ -11,6 +11,7 @@ from click.testing import CliRunner
 
 from ragstream.cli import main
 from ragstream.config import format_duration, load_settings, parse_duration
+from tests.support.defaults import engine_config
 
 
 @pytest.mark.parametrize(
@@ -149,13 +150,12 @@ def test_the_engine_config_from_default_settings_is_the_engines_default() -> Non
     detectors' own defaults."""
     from ragstream.config import DriftSettings
     from ragstream.pipeline.drift_config import DriftConfig
-    from ragstream.pipeline.engine import EngineConfig
     from ragstream.wiring import engine_config_of
 
-    assert engine_config_of(drift=DriftSettings(enabled=False)) == EngineConfig()
+    assert engine_config_of(drift=DriftSettings(enabled=False)) == engine_config()
     config = engine_config_of()
     assert config.drift is not None
-    assert dataclasses.replace(config, drift=None) == EngineConfig()
+    assert dataclasses.replace(config, drift=None) == engine_config()
     defaults = DriftConfig()
     assert (config.drift.metrics, config.drift.pairs, config.drift.settle) == (
         defaults.metrics,
@@ -200,11 +200,11 @@ def test_an_unknown_setting_from_the_environment_names_its_variable(
 
 
 def test_the_fetch_size_reaches_the_kafka_consumer(monkeypatch: pytest.MonkeyPatch) -> None:
-    from ragstream.pipeline.engine import Engine, EngineConfig
+    from ragstream.pipeline.engine import Engine
     from ragstream.sources.kafka import KafkaSourceConfig
     from ragstream.wiring.kafka import kafka_source
 
-    engine = Engine(EngineConfig())
+    engine = Engine(engine_config())
     default = kafka_source(load_settings(None, {}), engine).config.fetch_partition_bytes
     assert default == KafkaSourceConfig("b", ("t",)).fetch_partition_bytes == 4 << 20
     monkeypatch.setenv("RAGSTREAM_KAFKA__FETCH_PARTITION_BYTES", "1048576")

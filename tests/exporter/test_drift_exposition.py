@@ -15,6 +15,7 @@ from ragstream.exporter.collector import EngineCollector
 from ragstream.pipeline.drift_config import DriftConfig
 from ragstream.pipeline.engine import Engine, EngineConfig
 from ragstream.sources.synthetic import SyntheticConfig, SyntheticTraffic
+from tests.support.defaults import engine_config
 
 START = 1_767_225_600.0
 PARTITIONS = 4
@@ -28,7 +29,7 @@ Samples = dict[tuple[str, frozenset[tuple[str, str]]], float]
 
 
 def _config(drift: DriftConfig | None = DRIFT) -> EngineConfig:
-    return EngineConfig(
+    return engine_config(
         cutoffs=(1, 10),
         half_lives=(3600.0, 604_800.0),
         windows=(60.0, 600.0, 3600.0),

@@ -14,8 +14,9 @@ from prometheus_client.parser import text_string_to_metric_families
 from ragstream.events import Message
 from ragstream.exporter.collector import EngineCollector
 from ragstream.pipeline.drift_config import DriftConfig
-from ragstream.pipeline.engine import Engine, EngineConfig
+from ragstream.pipeline.engine import Engine
 from ragstream.sources.synthetic import SyntheticConfig, SyntheticTraffic
+from tests.support.defaults import engine_config
 
 START = 1_767_225_600.0
 DRIFT = DriftConfig(
@@ -25,7 +26,7 @@ DRIFT = DriftConfig(
     psi=(("min_count", 100), ("min_reference", 300)),
     page_hinkley=(("min_instances", 150),),
 )
-CONFIG = EngineConfig(
+CONFIG = engine_config(
     cutoffs=(1, 10),
     windows=(60.0, 600.0),
     clock="event",

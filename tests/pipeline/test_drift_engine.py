@@ -18,6 +18,7 @@ from ragstream.pipeline.drift_config import DriftConfig, ResolvedDrift
 from ragstream.pipeline.engine import Engine, EngineConfig
 from ragstream.pipeline.layout import RowLayout
 from ragstream.sources.synthetic import SyntheticConfig, SyntheticTraffic
+from tests.support.defaults import engine_config
 
 START = 1_767_225_600.0
 WALL = START + 86_400.0
@@ -43,7 +44,7 @@ def _config(drift: DriftConfig | None = DRIFT, **overrides: Any) -> EngineConfig
         "drift": drift,
         **overrides,
     }
-    return EngineConfig(**options)
+    return engine_config(**options)
 
 
 def _messages(n: int, drift_at: float | None = 300.0, seed: int = 4) -> list[Message]:

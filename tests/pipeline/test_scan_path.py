@@ -24,6 +24,7 @@ from ragstream.events.limits import DEFAULT_LIMITS
 from ragstream.events.scanner import AVAILABLE, bounds_of, scan_retrievals
 from ragstream.pipeline.engine import BatchReport, Engine, EngineConfig
 from ragstream.sources.synthetic import SyntheticConfig, SyntheticTraffic
+from tests.support.defaults import engine_config
 
 pytestmark = pytest.mark.skipif(not AVAILABLE, reason="the compiled scanner is not built")
 
@@ -39,7 +40,7 @@ def _config(scan: bool, **options: Any) -> EngineConfig:
         "clock": "event",
         "label_ttl": 120.0,
     }
-    return EngineConfig(**{**base, **options}, scan=scan)
+    return engine_config(**{**base, **options}, scan=scan)
 
 
 def _twist(value: bytes, rng: random.Random) -> bytes:

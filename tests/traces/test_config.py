@@ -14,10 +14,11 @@ from pydantic import ValidationError
 
 from ragstream.cli import main
 from ragstream.config import Settings, load_settings
-from ragstream.pipeline.engine import Engine, EngineConfig
+from ragstream.pipeline.engine import Engine
 from ragstream.traces import TraceMapping, TraceReader, TraceSupportError
 from ragstream.wiring import engine_config
 from ragstream.wiring.engine import trace_mapping
+from tests.support import defaults
 from tests.traces._rag import RagApp, per_trace
 
 CONFIG = """
@@ -79,7 +80,7 @@ def test_an_otlp_proto_topic_without_the_protobuf_definitions_is_a_clear_error(
     monkeypatch.delitem(sys.modules, "ragstream.traces.otlp_proto", raising=False)
     monkeypatch.setitem(sys.modules, "google.protobuf.message", None)  # as if not installed
     with pytest.raises(TraceSupportError, match=r"pip install 'ragstream\[otlp\]'"):
-        Engine(EngineConfig(formats=(("spans", "otlp_proto"),)))
+        Engine(defaults.engine_config(formats=(("spans", "otlp_proto"),)))
     reader = TraceReader({"spans": "otlp_json"}, TraceMapping())  # OTLP/JSON needs no extra
     assert reader.formats == {"spans": "otlp_json"}
 

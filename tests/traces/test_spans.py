@@ -19,8 +19,9 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.trace import Span as OtelSpan
 
 from ragstream.events import DECODE_REASONS, Message
-from ragstream.pipeline.engine import BatchReport, Engine, EngineConfig
+from ragstream.pipeline.engine import BatchReport, Engine
 from ragstream.traces import TraceMapping
+from tests.support.defaults import engine_config
 from tests.traces._rag import CollectorFormat
 
 T = 1_790_000_000.0  # in the past: later times would be clamped to the wall clock
@@ -97,7 +98,7 @@ def _chain(question: str, answer: str) -> dict[str, Any]:
 
 def _engine(mapping: TraceMapping | None = None, encoding: str = "otlp_proto") -> Engine:
     return Engine(
-        EngineConfig(
+        engine_config(
             clock="event",
             label_keys=("service", "env"),
             formats=((TOPIC, encoding), ("events", "ragstream")),
