@@ -10,11 +10,11 @@ from click.testing import CliRunner
 from ragstream.cli import main
 from ragstream.config import load_settings
 from ragstream.events import Message
-from ragstream.pipeline.drift_config import DriftConfig
 from ragstream.pipeline.engine import Engine
 from ragstream.report.console import render_drift
 from ragstream.sources.synthetic import SyntheticConfig, SyntheticTraffic
 from ragstream.wiring.demo import demo_agent
+from tests.support import defaults
 from tests.support.defaults import engine_config
 
 
@@ -47,7 +47,7 @@ def test_the_demo_runs_with_drift_detection_on() -> None:
     )
     assert short.spec.names == ("20s", "90s")
     assert short.drift is not None
-    assert short.drift.config.adwin is None
+    assert short.drift.config.params("adwin") is None
     assert short.drift.config.settle == 8.0
 
 
@@ -58,7 +58,7 @@ def test_demo_settings_that_do_not_fit_are_explained() -> None:
 
 
 def test_the_summary_lists_the_raised_alarms() -> None:
-    drift = DriftConfig(
+    drift = defaults.drift_config(
         pairs=((60.0, 600.0),),
         settle=5.0,
         zscore=(("min_count", 100), ("min_reference", 300)),

@@ -11,7 +11,6 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
-from ragstream.drift import PsiBank, ZScoreBank
 from ragstream.join import LabelJoin
 from ragstream.pipeline.labelsets import LabelSetMapper
 from ragstream.pipeline.sequential import SequentialDrift
@@ -234,10 +233,9 @@ def snapshot(engine: EngineParts) -> dict[str, Any]:
 
 def _drift_snapshot(engine: EngineParts) -> dict[str, Any]:
     windowed = engine.windowed_drift
-    banks = {} if windowed is None else {"zscore": windowed.zscore, "psi": windowed.psi}
     return {
         "sequential": None if engine.sequential is None else engine.sequential.snapshot(),
-        "windowed": {kind: bank.snapshot() for kind, bank in banks.items() if bank is not None},
+        "windowed": {} if windowed is None else windowed.snapshot(),
     }
 
 
@@ -248,17 +246,8 @@ def _drift_restore(engine: EngineParts, data: Mapping[str, Any] | None) -> None:
         return
     if engine.sequential is not None and data.get("sequential") is not None:
         engine.sequential.restore(data["sequential"])
-    windowed, saved = engine.windowed_drift, data.get("windowed") or {}
-    if windowed is None:
-        return
-    if windowed.zscore is not None and "zscore" in saved:
-        zscore = ZScoreBank.restore(saved["zscore"])
-        if zscore.config() == windowed.zscore.config():
-            windowed.zscore = zscore
-    if windowed.psi is not None and "psi" in saved:
-        psi = PsiBank.restore(saved["psi"])
-        if psi.config() == windowed.psi.config():
-            windowed.psi = psi
+    if engine.windowed_drift is not None:
+        engine.windowed_drift.restore(data.get("windowed") or {})
 
 
 def restore(engine: EngineParts, data: Mapping[str, Any]) -> None:

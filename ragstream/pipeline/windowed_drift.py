@@ -21,13 +21,15 @@ hysteresis lives in the detector banks of `ragstream.drift` between evaluations.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, cast
 
 import numpy as np
 from numpy.typing import NDArray
 
-from ragstream.drift import Moments, PsiBank, ZScoreBank
+from ragstream.drift import WINDOWED, Moments
+from ragstream.drift.registry import WindowedBank
 from ragstream.pipeline.drift_config import ResolvedDrift, WindowPair
 from ragstream.windows import WindowSpec, WindowStore
 
@@ -68,27 +70,23 @@ class WindowedDrift:
         config = resolved.config
         self.settle = config.settle
         pairs = len(resolved.pairs)
-        self._short = np.asarray([p.short for p in resolved.pairs], dtype=np.int64)
-        self._long = np.asarray([p.long for p in resolved.pairs], dtype=np.int64)
         self._columns = np.asarray(resolved.columns, dtype=np.int64)
         self._hist = np.asarray(resolved.hist_columns, dtype=np.int64)
-        z, p = config.params("zscore"), config.params("psi")
-        self.zscore = (
-            None
-            if z is None or not resolved.metrics
-            else ZScoreBank((pairs, len(resolved.metrics)), **z)
-        )
-        self.psi = (
-            None
-            if p is None or not resolved.hist_metrics
-            else PsiBank((pairs, len(resolved.hist_metrics)), **p)
-        )
-
+        self.banks: dict[str, WindowedBank] = {}
+        """Registered name -> its bank, cells ``(pairs, metrics read)``."""
+        self.metrics: dict[str, tuple[str, ...]] = {}
+        """Registered name -> the metrics its bank reads."""
+        for name, params in config.windowed():
+            kind = WINDOWED[name]
+            metrics = resolved.metrics if kind.reads == "moments" else resolved.hist_metrics
+            if metrics:
+                self.banks[name] = kind.build((pairs, len(metrics)), params)
+                self.metrics[name] = metrics
         self._evaluated: tuple[int, tuple[float, ...]] | None = None
         """(step, cuts) of the last evaluation by `advance`."""
 
     def __bool__(self) -> bool:
-        return bool(self.resolved.pairs) and (self.zscore is not None or self.psi is not None)
+        return bool(self.resolved.pairs) and bool(self.banks)
 
     def advance(self, store: WindowStore, now: float) -> bool:
         """Evaluate at ``now`` (the engine's clock) when it is in a step, or the windows'
@@ -109,18 +107,26 @@ class WindowedDrift:
         """The last evaluation, as the banks hold it; changes nothing. A bank whose label
         sets are not those of the others (one restored afresh from a snapshot kept with
         other settings) is left out until the next evaluation."""
-        banks = [
-            ("zscore", self.resolved.metrics, self.zscore),
-            ("psi", self.resolved.hist_metrics, self.psi),
-        ]
-        held = [(kind, metrics, bank) for kind, metrics, bank in banks if bank is not None]
-        if not held:
+        if not self.banks:
             return WindowedDriftRead([], self.resolved.pairs, ())
-        keys = held[0][2].keys
+        keys = next(iter(self.banks.values())).keys
         results = tuple(
-            self._result(kind, metrics, bank) for kind, metrics, bank in held if bank.keys == keys
+            self._result(name, bank) for name, bank in self.banks.items() if bank.keys == keys
         )
         return WindowedDriftRead(cast("list[LabelSet]", list(keys)), self.resolved.pairs, results)
+
+    def snapshot(self) -> dict[str, Any]:
+        """Each bank's snapshot, by registered name."""
+        return {name: bank.snapshot() for name, bank in self.banks.items()}
+
+    def restore(self, saved: Mapping[str, Any]) -> None:
+        """Continue the banks of `snapshot` output kept with the same settings (the others
+        start afresh)."""
+        for name, bank in self.banks.items():
+            if name in saved:
+                restored = WINDOWED[name].restore(saved[name])
+                if restored.config() == bank.config():
+                    self.banks[name] = restored
 
     def until(self, spec: WindowSpec, pair: WindowPair, now: float) -> float:
         """Where a pair's windows are read to (`WindowStore.read_totals(until=...)`): the
@@ -135,22 +141,22 @@ class WindowedDrift:
 
     def evaluate(self, store: WindowStore, now: float) -> WindowedDriftRead:
         """One evaluation of every label set the store holds, at ``now``."""
+        reads_of = {WINDOWED[name].reads for name in self.banks}
+        histograms = "histograms" in reads_of
         # one read per cut, of the windows of the pairs that end there
         cuts = [self.until(store.spec, pair, now) for pair in self.resolved.pairs]
         wanted: dict[float, set[int]] = {}
         for until, pair in zip(cuts, self.resolved.pairs, strict=True):
             wanted.setdefault(until, set()).update((pair.short, pair.long))
         reads = {
-            until: store.read_totals(
-                now, until=until, histograms=self.psi is not None, windows=windows
-            )
+            until: store.read_totals(now, until=until, histograms=histograms, windows=windows)
             for until, windows in wanted.items()
         }
         per_pair = [reads[until] for until in cuts]
         labelsets = per_pair[0].labelsets if per_pair else store.labelsets()
         pairs = list(zip(self.resolved.pairs, per_pair, strict=True))
-        results: list[WindowedResult] = []
-        if self.zscore is not None:
+        inputs: dict[str, tuple[Any, Any]] = {}
+        if "moments" in reads_of:
             cols = self._columns
 
             def pick(name: str, long: bool) -> NDArray[Any]:
@@ -171,9 +177,8 @@ class WindowedDrift:
                 np.where(ok, pick("total", True), 0.0),
                 np.where(ok, pick("total_sq", True), 0.0),
             )
-            self.zscore.update(labelsets, short, long)
-            results.append(self._result("zscore", self.resolved.metrics, self.zscore))
-        if self.psi is not None:
+            inputs["moments"] = (short, long)
+        if histograms:
             shape = (len(labelsets), len(pairs), len(self._hist), store.spec.bins)
 
             def hist(long: bool) -> NDArray[Any]:
@@ -185,10 +190,12 @@ class WindowedDrift:
 
             h_s, h_l = hist(False), hist(True)
             fits: _B = np.all(h_l >= h_s, axis=-1, keepdims=True)
-            self.psi.update(labelsets, np.where(fits, h_s, 0), np.where(fits, h_l, 0))
-            results.append(self._result("psi", self.resolved.hist_metrics, self.psi))
+            inputs["histograms"] = (np.where(fits, h_s, 0), np.where(fits, h_l, 0))
+        results: list[WindowedResult] = []
+        for name, bank in self.banks.items():
+            bank.update(labelsets, *inputs[WINDOWED[name].reads])
+            results.append(self._result(name, bank))
         return WindowedDriftRead(list(labelsets), self.resolved.pairs, tuple(results))
 
-    @staticmethod
-    def _result(kind: str, metrics: tuple[str, ...], bank: ZScoreBank | PsiBank) -> WindowedResult:
-        return WindowedResult(kind, metrics, bank.score, bank.alarm, bank.detections)
+    def _result(self, name: str, bank: WindowedBank) -> WindowedResult:
+        return WindowedResult(name, self.metrics[name], bank.score, bank.alarm, bank.detections)

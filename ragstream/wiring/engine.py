@@ -15,7 +15,7 @@ from ragstream.config import (
     WindowSettings,
 )
 from ragstream.events import DEFAULT_LIMITS
-from ragstream.pipeline.drift_config import DriftConfig, Params
+from ragstream.pipeline.drift_config import DriftConfig
 from ragstream.pipeline.engine import EngineConfig
 from ragstream.traces import TraceMapping
 
@@ -57,15 +57,8 @@ def drift_config(settings: DriftSettings) -> DriftConfig | None:
         metrics=tuple(settings.metrics),
         pairs=tuple((float(s), float(lo)) for s, lo in settings.window_pairs),
         settle=settings.settle,
-        zscore=_params(settings.zscore.enabled, settings.zscore.params()),
-        psi=_params(settings.psi.enabled, settings.psi.params()),
-        page_hinkley=_params(settings.page_hinkley.enabled, settings.page_hinkley.params()),
-        adwin=_params(settings.adwin.enabled, settings.adwin.params()),
+        detectors=settings.detectors(),
     )
-
-
-def _params(enabled: bool, values: dict[str, object]) -> Params | None:
-    return tuple(sorted(values.items())) if enabled else None
 
 
 def engine_config_of(

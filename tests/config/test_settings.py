@@ -11,6 +11,7 @@ from click.testing import CliRunner
 
 from ragstream.cli import main
 from ragstream.config import format_duration, load_settings, parse_duration
+from tests.support import defaults
 from tests.support.defaults import engine_config
 
 
@@ -149,18 +150,17 @@ def test_the_engine_config_from_default_settings_is_the_engines_default() -> Non
     """With drift detection on (the agent's default; the engine's is off), at the
     detectors' own defaults."""
     from ragstream.config import DriftSettings
-    from ragstream.pipeline.drift_config import DriftConfig
     from ragstream.wiring import engine_config_of
 
     assert engine_config_of(drift=DriftSettings(enabled=False)) == engine_config()
     config = engine_config_of()
     assert config.drift is not None
     assert dataclasses.replace(config, drift=None) == engine_config()
-    defaults = DriftConfig()
+    at_defaults = defaults.drift_config()
     assert (config.drift.metrics, config.drift.pairs, config.drift.settle) == (
-        defaults.metrics,
-        defaults.pairs,
-        defaults.settle,
+        at_defaults.metrics,
+        at_defaults.pairs,
+        at_defaults.settle,
     )
 
 

@@ -7,18 +7,33 @@ every argument. A test states the values it is about and takes the rest from her
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Iterable
 from typing import Any
 
 from ragstream.config import DriftSettings, JoinSettings
+from ragstream.config.drift import AdwinSettings, PageHinkleySettings, PsiSettings, ZScoreSettings
+from ragstream.drift import DETECTORS, Adwin, PageHinkley, Psi, PsiBank, ZScore, ZScoreBank
 from ragstream.join import LabelJoin
+from ragstream.pipeline.drift_config import DriftConfig
 from ragstream.pipeline.engine import EngineConfig
 from ragstream.wiring.engine import engine_config_of
 
-__all__ = ["engine_config", "label_join"]
+__all__ = [
+    "adwin",
+    "drift_config",
+    "engine_config",
+    "label_join",
+    "page_hinkley",
+    "psi",
+    "psi_bank",
+    "zscore",
+    "zscore_bank",
+]
 
 _ENGINE = engine_config_of(drift=DriftSettings(enabled=False))
 """The agent's engine at the default settings, drift detection off (a test that watches
 drift gives its own `drift`)."""
+_DRIFT = DriftSettings()
 
 
 def engine_config(**overrides: Any) -> EngineConfig:
@@ -39,3 +54,55 @@ def label_join(**overrides: Any) -> LabelJoin:
     }
     arguments.setdefault("recent_final", arguments["max_open"])
     return LabelJoin(**arguments)
+
+
+def drift_config(
+    *,
+    metrics: tuple[str, ...] = tuple(_DRIFT.metrics),
+    pairs: tuple[tuple[float, float], ...] = tuple(_DRIFT.window_pairs),
+    settle: float = _DRIFT.settle,
+    **detectors: Iterable[tuple[str, Any]] | None,
+) -> DriftConfig:
+    """Drift detection at the `drift` defaults; per registered detector (keyword of its
+    name) the parameters that differ from its defaults as (name, value) pairs, or None to
+    leave it off (not given: on at its defaults)."""
+    unknown = set(detectors) - set(DETECTORS)
+    if unknown:
+        raise TypeError(f"no detector {sorted(unknown)}")
+    on = []
+    for name in DETECTORS:
+        given = detectors.get(name, ())
+        if given is not None:
+            defaults = getattr(_DRIFT, name).params()
+            on.append((name, dataclasses.replace(defaults, **dict(given))))
+    return DriftConfig(metrics=metrics, pairs=pairs, settle=settle, detectors=tuple(on))
+
+
+def zscore(**overrides: Any) -> ZScore:
+    """A `ZScore` at the `drift.zscore` defaults, with ``overrides``."""
+    return ZScore.from_params(dataclasses.replace(ZScoreSettings().params(), **overrides))
+
+
+def psi(**overrides: Any) -> Psi:
+    """A `Psi` at the `drift.psi` defaults, with ``overrides``."""
+    return Psi.from_params(dataclasses.replace(PsiSettings().params(), **overrides))
+
+
+def page_hinkley(**overrides: Any) -> PageHinkley:
+    """A `PageHinkley` at the `drift.page_hinkley` defaults, with ``overrides``."""
+    return PageHinkley.from_params(dataclasses.replace(PageHinkleySettings().params(), **overrides))
+
+
+def adwin(**overrides: Any) -> Adwin:
+    """An `Adwin` at the `drift.adwin` defaults, with ``overrides``."""
+    return Adwin.from_params(dataclasses.replace(AdwinSettings().params(), **overrides))
+
+
+def zscore_bank(cells: tuple[int, ...] = (), **overrides: Any) -> ZScoreBank:
+    """A `ZScoreBank` over ``cells`` at the `drift.zscore` defaults, with ``overrides``."""
+    return ZScoreBank(cells, dataclasses.replace(ZScoreSettings().params(), **overrides))
+
+
+def psi_bank(cells: tuple[int, ...] = (), **overrides: Any) -> PsiBank:
+    """A `PsiBank` over ``cells`` at the `drift.psi` defaults, with ``overrides``."""
+    return PsiBank(cells, dataclasses.replace(PsiSettings().params(), **overrides))
