@@ -6,12 +6,11 @@ import asyncio
 
 from ragstream.config.judging import JudgeSettings, SamplingSettings
 from ragstream.events import Message
-from ragstream.judging.results import JudgeResults
 from ragstream.pipeline.engine import Engine
-from ragstream.pipeline.layout import RowLayout
 from ragstream.report.console import render_generation, render_summary
 from ragstream.sources.synthetic import SyntheticConfig, SyntheticTraffic
 from ragstream.wiring import judging_service
+from tests.support import defaults
 from tests.support.defaults import engine_config
 
 
@@ -31,7 +30,7 @@ def test_summary_has_one_row_per_label_set_and_window_with_aligned_columns() -> 
 
 def test_generation_table_says_when_nothing_was_judged() -> None:
     assert (
-        render_generation(JudgeResults(), RowLayout(label_keys=("app",)), 0.0)
+        render_generation(defaults.judge_results(), defaults.row_layout(label_keys=("app",)), 0.0)
         == "(no judged answers yet)"
     )
 

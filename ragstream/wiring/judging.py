@@ -95,6 +95,7 @@ def judging_service(
     windows: Sequence[float] = tuple(_WINDOWS.sizes),
     buckets: int = _WINDOWS.buckets,
     bins: int = _METRICS.histogram_bins,
+    horizon: float = _WINDOWS.future_tolerance,
     lookup: RetrievalLookup | None = None,
     on_labels: LabelSink | None = None,
     bootstrap_servers: str | None = None,
@@ -106,8 +107,8 @@ def judging_service(
 ) -> JudgingService:
     """A judging service built from the `judge` section; ``bootstrap_servers`` is needed
     only to publish judgments; gold verdicts join their answers within ``label_ttl`` and
-    wait ``pending_ttl`` for them (the join's settings). The windows, buckets, bins and
-    TTLs not given are the settings' defaults (those of the agent)."""
+    wait ``pending_ttl`` for them (the join's settings). The windows, buckets, bins,
+    horizon and TTLs not given are the settings' defaults (those of the agent)."""
     publisher = None
     if settings.publish_topic is not None:
         if bootstrap_servers is None:
@@ -125,6 +126,7 @@ def judging_service(
             windows=windows,
             buckets=buckets,
             bins=bins,
+            horizon=horizon,
             gold_window=settings.gold.window,
         ),
         queue_size=settings.queue_size,

@@ -13,7 +13,7 @@ from ragstream.events import Message
 from ragstream.exporter.collector import EngineCollector, metric_for_column
 from ragstream.exporter.http import Health, MetricsServer
 from ragstream.pipeline.engine import Engine
-from ragstream.pipeline.layout import RowLayout
+from tests.support import defaults
 from tests.support.defaults import engine_config
 
 T0 = 1_767_225_600.0
@@ -63,7 +63,7 @@ def _key(name: str, **labels: str) -> tuple[str, frozenset[tuple[str, str]]]:
 
 
 def test_metric_names_follow_the_contract() -> None:
-    layout = RowLayout(cutoffs=(5, 10), half_lives=(3600.0,))
+    layout = defaults.row_layout(cutoffs=(5, 10), half_lives=(3600.0,))
     column = layout.column
     assert metric_for_column(column("rr")) == ("retrieval_mrr", {})
     assert metric_for_column(column("ndcg@10")) == ("retrieval_ndcg", {"k": "10"})

@@ -17,7 +17,6 @@ from ragstream.events import Message
 from ragstream.join import OpenQuery
 from ragstream.pipeline.drift_config import DriftConfig, ResolvedDrift
 from ragstream.pipeline.engine import Engine, EngineConfig
-from ragstream.pipeline.layout import RowLayout
 from ragstream.sources.synthetic import SyntheticConfig, SyntheticTraffic
 from tests.support import defaults
 from tests.support.defaults import engine_config
@@ -296,7 +295,7 @@ def test_no_false_alarm_without_a_drop_at_the_default_settings() -> None:
 
 
 def test_drift_settings_that_do_not_fit_the_engine_are_refused() -> None:
-    layout = RowLayout(cutoffs=(1, 10))
+    layout = defaults.row_layout(cutoffs=(1, 10))
     windows = (60.0, 600.0)
     with pytest.raises(ValueError, match="ndcg@5"):
         ResolvedDrift.of(defaults.drift_config(metrics=("ndcg@5",)), layout, windows)

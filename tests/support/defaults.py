@@ -10,22 +10,31 @@ import dataclasses
 from collections.abc import Iterable
 from typing import Any
 
-from ragstream.config import DriftSettings, JoinSettings
+from ragstream.config import DriftSettings, JoinSettings, TraceSettings
 from ragstream.config.drift import AdwinSettings, PageHinkleySettings, PsiSettings, ZScoreSettings
 from ragstream.drift import DETECTORS, Adwin, PageHinkley, Psi, PsiBank, ZScore, ZScoreBank
 from ragstream.join import LabelJoin
+from ragstream.judging.results import JudgeResults
 from ragstream.pipeline.drift_config import DriftConfig
 from ragstream.pipeline.engine import EngineConfig
+from ragstream.pipeline.layout import RowLayout
+from ragstream.traces import TraceMapping
+from ragstream.windows import WindowSpec
 from ragstream.wiring.engine import engine_config_of
+from ragstream.wiring.engine import trace_mapping as mapping_of
 
 __all__ = [
     "adwin",
     "drift_config",
     "engine_config",
+    "judge_results",
     "label_join",
     "page_hinkley",
     "psi",
     "psi_bank",
+    "row_layout",
+    "trace_mapping",
+    "window_spec",
     "zscore",
     "zscore_bank",
 ]
@@ -106,3 +115,44 @@ def zscore_bank(cells: tuple[int, ...] = (), **overrides: Any) -> ZScoreBank:
 def psi_bank(cells: tuple[int, ...] = (), **overrides: Any) -> PsiBank:
     """A `PsiBank` over ``cells`` at the `drift.psi` defaults, with ``overrides``."""
     return PsiBank(cells, dataclasses.replace(PsiSettings().params(), **overrides))
+
+
+def trace_mapping(**overrides: Any) -> TraceMapping:
+    """How spans become events at the `traces` defaults, with ``overrides``."""
+    return dataclasses.replace(mapping_of(TraceSettings()), **overrides)
+
+
+def row_layout(**overrides: Any) -> RowLayout:
+    """The agent's row layout at the `metrics` and `labels` defaults, with ``overrides``."""
+    arguments: dict[str, Any] = {
+        "cutoffs": _ENGINE.cutoffs,
+        "half_lives": _ENGINE.half_lives,
+        "label_keys": _ENGINE.label_keys,
+        **overrides,
+    }
+    return RowLayout(**arguments)
+
+
+def window_spec(**overrides: Any) -> WindowSpec:
+    """A window spec at the `windows` and `metrics` defaults (the agent's windows, buckets,
+    histogram bins and future tolerance), with ``overrides``; give its ``columns``."""
+    arguments: dict[str, Any] = {
+        "windows": _ENGINE.windows,
+        "buckets": _ENGINE.buckets,
+        "bins": _ENGINE.bins,
+        "horizon": _ENGINE.future_tolerance,
+        **overrides,
+    }
+    return WindowSpec(**arguments)
+
+
+def judge_results(**overrides: Any) -> JudgeResults:
+    """The judge's windows at the agent's window defaults, with ``overrides``."""
+    arguments: dict[str, Any] = {
+        "windows": _ENGINE.windows,
+        "buckets": _ENGINE.buckets,
+        "bins": _ENGINE.bins,
+        "horizon": _ENGINE.future_tolerance,
+        **overrides,
+    }
+    return JudgeResults(**arguments)

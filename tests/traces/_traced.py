@@ -11,7 +11,7 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 
 from ragstream.events import DecodedAnswer, Message
 from ragstream.pipeline.engine import Engine
-from ragstream.traces import TraceMapping
+from tests.support import defaults
 from tests.support.defaults import engine_config
 from tests.traces._rag import CollectorFormat
 
@@ -41,7 +41,7 @@ class Traced:
 
 def engine(encoding: str = "otlp_proto", wait: float | None = None) -> Engine:
     """An engine on the event clock reading `TOPIC` in `encoding`."""
-    mapping = TraceMapping() if wait is None else TraceMapping(wait=wait)
+    mapping = defaults.trace_mapping() if wait is None else defaults.trace_mapping(wait=wait)
     return Engine(
         engine_config(
             clock="event",

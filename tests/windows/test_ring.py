@@ -11,13 +11,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ragstream.windows import SlidingWindow, WindowSet, WindowSpec
+from ragstream.windows import SlidingWindow, WindowSet
+from tests.support import defaults
 
 from .reference import RefWindow, Row, bin_of, decayed, plain
 
 T0 = 1_700_000_000.0
 
-SPEC = WindowSpec(
+SPEC = defaults.window_spec(
     columns=("a", "b"),
     decayed=("d",),
     half_lives=(1.0, 30.0),
@@ -48,7 +49,7 @@ def one(values: float = 0.5) -> list[float]:
     ],
 )
 def test_bucket_boundaries(now: float, t: float, inside: bool) -> None:
-    spec = WindowSpec(columns=("x",), windows=(60.0,), buckets=60, horizon=60.0)
+    spec = defaults.window_spec(columns=("x",), windows=(60.0,), buckets=60, horizon=60.0)
     ring = SlidingWindow(spec, 60.0)
     assert ring.slots == 60 + 1 + 60
     landed = ring.add(now, [t], [[1.0]])
@@ -57,7 +58,7 @@ def test_bucket_boundaries(now: float, t: float, inside: bool) -> None:
 
 
 def test_window_rotates_as_time_advances() -> None:
-    spec = WindowSpec(columns=("x",), windows=(60.0,), buckets=60)
+    spec = defaults.window_spec(columns=("x",), windows=(60.0,), buckets=60)
     ring = SlidingWindow(spec, 60.0)
     ring.add(1000.0, [990.0, 995.5, 1000.0], [[0.1], [0.2], [0.3]])
     assert ring.aggregate(1000.0).count.tolist() == [3]
@@ -86,7 +87,9 @@ def test_rows_beyond_the_horizon_move_the_ring() -> None:
 
 
 def test_memory_is_fixed_whatever_the_number_of_events() -> None:
-    windows = WindowSet(WindowSpec(columns=("a", "b", "c"), decayed=("d",), half_lives=(60.0,)))
+    windows = WindowSet(
+        defaults.window_spec(columns=("a", "b", "c"), decayed=("d",), half_lives=(60.0,))
+    )
     before = windows.nbytes
     slots = [ring.slots for ring in windows.windows.values()]
     rng = np.random.default_rng(7)
