@@ -1,8 +1,8 @@
 """The engine alone, for side-by-side comparisons: CPU time per event, no broker.
 
 Usage: `python -m bench.engine_bench [--events N] [--traffic plain|keys|labeled]
-[--repeat R] [--interleaved] [--extra-fields]` (or `scripts/bench.sh engine`). See
-docs/benchmarks.md, "Bulk steps in the join" and "Extra fields".
+[--repeat R] [--interleaved]` (or `scripts/bench.sh engine`). See docs/benchmarks.md,
+"Streaming pipeline".
 
 It generates the streaming benchmark's retrieval events (`bench.pipeline_data`, the
 partition Kafka's partitioner gives each key), cuts them into batches of 5000 grouped by
@@ -12,10 +12,6 @@ labeled final queries only), R times, with the garbage collector tuned as `ragst
 tunes it. It prints the CPU time of `Engine.apply` alone: the best pass and the median,
 per event. Process CPU time leaves out the other jobs of a shared machine better than wall
 time; alternate two trees' runs to compare them.
-
-`--extra-fields`: the same events also with two fields the schema does not know at the
-top and two in each result (`DataConfig.extra_fields`), measured in the same run, the two
-streams' passes alternated, and the ratio of their rates (best pass to best pass).
 
 For a figure that does not move with the machine, count instructions: valgrind's
 callgrind, `--repeat 1` minus `--repeat 0` (the same process without a pass), divided by
@@ -36,7 +32,7 @@ from ragstream.events import Message
 from ragstream.pipeline.engine import Engine, EngineConfig
 from ragstream.pipeline.gc import tune_gc
 
-__all__ = ["main"]
+__all__ = ["batches", "cpu_pass", "main"]
 
 
 def _parse(argv: list[str] | None) -> argparse.Namespace:
@@ -51,31 +47,26 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
         action="store_true",
         help="batches in arrival order (partitions mixed) instead of grouped by partition",
     )
-    p.add_argument(
-        "--extra-fields",
-        action="store_true",
-        help="also the same events with 2 unknown fields at the top and 2 in each result, "
-        "alternated with them, and the ratio",
-    )
     return p.parse_args(argv)
 
 
-def _batches(
-    args: argparse.Namespace, probe_share: float, extra_fields: bool = False
+def batches(
+    data: DataConfig, events: int, partitions: int, interleaved: bool = False
 ) -> list[list[Message]]:
-    data = DataConfig(seed=args.seed, probe_share=probe_share, extra_fields=extra_fields)
+    """The first `events` events of `data` in batches of `BATCH`, each grouped by partition
+    as `KafkaSource` hands them over (`interleaved`: in arrival order)."""
     messages: list[Message] = []
-    for block in blocks(data, args.events):
+    for block in blocks(data, events):
         for key, value in block:
-            partition = partition_of(key, args.partitions)
+            partition = partition_of(key, partitions)
             messages.append(Message(value, partition, len(messages), "bench", key))
-    batches = [messages[i : i + BATCH] for i in range(0, len(messages), BATCH)]
-    if not args.interleaved:  # one run per partition, in offset order, as getmany gives them
-        batches = [sorted(batch, key=lambda m: m.partition) for batch in batches]
-    return batches
+    cut = [messages[i : i + BATCH] for i in range(0, len(messages), BATCH)]
+    if not interleaved:  # one run per partition, in offset order, as getmany gives them
+        cut = [sorted(batch, key=lambda m: m.partition) for batch in cut]
+    return cut
 
 
-def _pass(config: EngineConfig, batches: list[list[Message]]) -> float:
+def cpu_pass(config: EngineConfig, batches: list[list[Message]]) -> float:
     """CPU seconds of `Engine.apply` over every batch, on a fresh engine."""
     engine = Engine(config)
     cpu = 0.0
@@ -99,16 +90,14 @@ def _report(label: str, events: int, passes: list[float]) -> None:
 def main(argv: list[str] | None = None) -> int:
     args = _parse(argv)
     traffic = TRAFFICS[args.traffic]
-    streams = {"": _batches(args, traffic.probe_share)}
-    if args.extra_fields:
-        streams = {"plain:        ": streams[""]}
-        streams["extra fields: "] = _batches(args, traffic.probe_share, extra_fields=True)
+    data = DataConfig(seed=args.seed, probe_share=traffic.probe_share)
+    streams = {"": batches(data, args.events, args.partitions, args.interleaved)}
     config = engine_config({"label_keys": traffic.label_keys, "label_ttl": 900.0})
     tune_gc()
     passes: dict[str, list[float]] = {label: [] for label in streams}
     for _ in range(args.repeat):
-        for label, batches in streams.items():
-            passes[label].append(_pass(config, batches))
+        for label, stream in streams.items():
+            passes[label].append(cpu_pass(config, stream))
     shape = "interleaved" if args.interleaved else "grouped by partition"
     print(
         f"engine alone, traffic {args.traffic}, {args.events:,} events in batches of {BATCH} "
@@ -117,9 +106,6 @@ def main(argv: list[str] | None = None) -> int:
     if args.repeat:
         for label, times in passes.items():
             _report(label, args.events, times)
-    if args.extra_fields and args.repeat:
-        plain, extra = (min(times) for times in passes.values())
-        print(f"extra fields / plain (best passes): {plain / extra:.3f} (target >= 0.9)")
     return 0
 
 

@@ -4,11 +4,10 @@ Usage: `python -m bench.eval_bench [--queries N] [--docs D]` (or `scripts/bench.
 
 Each tool runs in its own fresh Python process that times its whole flow -- parse both
 files, then compute the per-query metrics -- and reports its peak memory (`ru_maxrss`).
-`ragstream` is timed four times: the library function `evaluate_files` inside a worker
+`ragstream` is timed three times: the library function `evaluate_files` inside a worker
 (by default, i.e. with the compiled scanner `ragstream.trec._scan`; then with the numpy
-path, `engine="numpy"`; then with the numpy path and the optional pyarrow reader), and
-the `ragstream eval` command run as a subprocess of a worker (default path; wall time,
-interpreter start-up and imports included).
+path, `engine="numpy"`), and the `ragstream eval` command run as a subprocess of a worker
+(default path; wall time, interpreter start-up and imports included).
 ranx compiles its kernels with numba on first use; its worker times parsing, the first
 (cold) `evaluate` call, and a second (warm) call on the same objects: "ranx (warm)" is
 parse + warm compute, what a long-lived process would pay after the first file.
@@ -58,24 +57,20 @@ def _work_ragstream(qrels: str, run: str) -> tuple[dict[str, float], Values]:
 
     if not AVAILABLE:
         raise SystemExit("ragstream.trec._scan is not built: run `pip install -e .`")
-    return _evaluate(qrels, run, "numpy", "compiled")
+    return _evaluate(qrels, run, "compiled")
 
 
 def _work_ragstream_numpy(qrels: str, run: str) -> tuple[dict[str, float], Values]:
-    return _evaluate(qrels, run, "numpy", "numpy")
-
-
-def _work_ragstream_arrow(qrels: str, run: str) -> tuple[dict[str, float], Values]:
-    return _evaluate(qrels, run, "arrow", "numpy")
+    return _evaluate(qrels, run, "numpy")
 
 
 def _evaluate(
-    qrels: str, run: str, reader: Literal["numpy", "arrow"], engine: Literal["compiled", "numpy"]
+    qrels: str, run: str, engine: Literal["compiled", "numpy"]
 ) -> tuple[dict[str, float], Values]:
     from ragstream.trec import evaluate_files
 
     start = time.perf_counter()
-    result = evaluate_files(qrels, run, METRICS, reader=reader, engine=engine)
+    result = evaluate_files(qrels, run, METRICS, engine=engine)
     seconds = time.perf_counter() - start
     values = {m: dict(zip(result.qids, result.per_query[m].tolist(), strict=True)) for m in METRICS}
     return {"seconds": seconds}, values
@@ -201,7 +196,6 @@ def _max_diff(values: Values, reference: Values) -> tuple[float, int]:
 _NAMES = {
     "ragstream": "ragstream (compiled)",
     "ragstream-numpy": "ragstream (numpy)",
-    "ragstream-arrow": "ragstream (numpy, pyarrow)",
 }
 
 _BASELINE = "RAGSTREAM_BENCH_BASELINE"
@@ -217,7 +211,6 @@ _CHILD_ROWS = {
 _WORKERS = {
     "ragstream": _work_ragstream,
     "ragstream-numpy": _work_ragstream_numpy,
-    "ragstream-arrow": _work_ragstream_arrow,
     "pytrec_eval": _work_pytrec,
     "ranx": _work_ranx,
 }
@@ -241,7 +234,7 @@ def _same_text(ours: Path, theirs: Path) -> str:
     return f"DIFFERENT lengths: {len(lines_a):,} vs {len(lines_b):,} lines"
 
 
-_ROWS = ("ragstream", "ragstream-numpy", "ragstream-arrow", "cli", "cli-baseline", "ranx")
+_ROWS = ("ragstream", "ragstream-numpy", "cli", "cli-baseline", "ranx")
 
 
 def _median(results: list[dict[str, Any]]) -> dict[str, Any]:
@@ -298,7 +291,7 @@ def main(argv: list[str] | None = None) -> int:
     lines = args.queries * args.docs
     print(f"files: {data.run} ({data.run.stat().st_size / 1e6:.0f} MB, ~{lines:,} run lines)")
     print(f"       {data.qrels} (ready in {time.perf_counter() - start:.1f} s)")
-    tools = ["pytrec_eval", "ragstream", "ragstream-numpy", "ragstream-arrow", "cli"]
+    tools = ["pytrec_eval", "ragstream", "ragstream-numpy", "cli"]
     tools += [] if args.baseline is None else ["cli-baseline"]
     tools += [] if args.no_ranx else ["ranx"]
     if args.only is not None:

@@ -1,7 +1,7 @@
 """Streaming benchmark: Kafka in, windowed metrics out, against a plain consumer.
 
 Usage: `python -m bench.pipeline_bench [--events N | --quick] [--partitions P]
-[--processes N] [--extra-fields] ...`
+[--processes N] ...`
 (or `scripts/bench.sh pipeline`). See docs/benchmarks.md, "Streaming pipeline".
 
 It starts its own single-node Kafka broker (`tests.support.KafkaBroker`) and measures each
@@ -22,9 +22,6 @@ one table with targets and pass/miss and one for the N processes, with the load 
 around every figure, and then one summary row per traffic. The broker is stopped on exit,
 on errors and on Ctrl-C/SIGTERM.
 
-`--extra-fields`: the same events with two fields the schema does not know at the top and
-two in each result (`DataConfig.extra_fields`); compared with a run without it
-(docs/benchmarks.md, "Extra fields").
 """
 
 from __future__ import annotations
@@ -57,7 +54,7 @@ from bench.pipeline_report import (
 from ragstream.sources.kafka import KafkaSourceConfig
 from tests.support import KafkaBroker, fetch_kafka_jars
 
-__all__ = ["main"]
+__all__ = ["main", "produce", "run_stage"]
 
 _TOPIC = "ragstream-bench"
 _BATCH_BYTES = 512 * 1024
@@ -104,12 +101,6 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
         "instead of --traffic",
     )
     p.add_argument("--seed", type=int, default=7)
-    p.add_argument(
-        "--extra-fields",
-        action="store_true",
-        help="the same events with 2 unknown fields at the top and 2 in each result "
-        "(DataConfig.extra_fields); compare with a run without",
-    )
     p.add_argument("--repeat", type=int, default=1, help="runs of the baselines and pipeline")
     p.add_argument("--profile-events", type=int, default=200_000, help="0: no profile")
     p.add_argument("--heap", default="512m", help="the broker's JVM heap")
@@ -140,7 +131,7 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
     return args
 
 
-def _stage(stage: str, args: dict[str, Any]) -> dict[str, Any]:
+def run_stage(stage: str, args: dict[str, Any]) -> dict[str, Any]:
     """Run one stage in a fresh interpreter; the load average before and after it."""
     before = os.getloadavg()[0]
     cmd = [sys.executable, "-m", "bench.pipeline_stages", stage, json.dumps(args)]
@@ -167,7 +158,7 @@ def _rate(result: dict[str, Any]) -> float:
     return float(result["events"]) / float(result["seconds"])
 
 
-async def _produce(bootstrap: str, topic: str, data: DataConfig, n: int, partitions: int) -> Any:
+async def produce(bootstrap: str, topic: str, data: DataConfig, n: int, partitions: int) -> Any:
     """Produce pre-encoded records in 512 KiB batches per partition; bytes, seconds,
     seconds generating, and the records per partition."""
     producer = AIOKafkaProducer(
@@ -247,20 +238,18 @@ def _topics(args: argparse.Namespace, broker: KafkaBroker, traffic: Traffic, k: 
         seed=args.seed,
         rate=args.rate,
         probe_share=traffic.probe_share,
-        extra_fields=args.extra_fields,
     )
     topic = _TOPIC if k == 0 else f"{_TOPIC}-p{k}"
     bootstrap = broker.bootstrap_servers
     asyncio.run(broker.create_topic(topic, partitions=args.partitions))
     print(
         f"broker {bootstrap}, topic {topic} ({args.partitions} partitions, probe share "
-        f"{traffic.probe_share:g}); producing {args.events:,} events"
-        f"{' with extra fields' if args.extra_fields else ''} ...",
+        f"{traffic.probe_share:g}); producing {args.events:,} events ...",
         flush=True,
     )
     load = os.getloadavg()[0]
     size, seconds, generating, counts = asyncio.run(
-        _produce(bootstrap, topic, data, args.events, args.partitions)
+        produce(bootstrap, topic, data, args.events, args.partitions)
     )
     stages = set(args.stages.split(","))
     grouped = stages & {"group", "baseline-group"}
@@ -284,7 +273,6 @@ def _measure(
         "label_ttl": args.label_ttl,
         "label_keys": traffic.label_keys,
         "probe_share": traffic.probe_share,
-        "extra_fields": args.extra_fields,
         "bootstrap": broker.bootstrap_servers,
     }
     run = Run(
@@ -308,13 +296,13 @@ def _measure(
             # orjson-fetch: for reference, the plain consumer with the agent's fetch size
             fetch = {"fetch_bytes": AGENT_FETCH_BYTES} if parser == "orjson-fetch" else {}
             run.baselines[parser].append(
-                _stage(
+                run_stage(
                     "baseline",
                     {**common, "parser": parser.partition("-")[0], "group": group, **fetch},
                 )
             )
         if "pipeline" in stages:
-            run.pipelines.append(_stage("pipeline", {**common, "group": f"pipeline-{name}-{r}"}))
+            run.pipelines.append(run_stage("pipeline", {**common, "group": f"pipeline-{name}-{r}"}))
         if topic.group is not None:
             group_topic, ends = topic.group
             on_group = {**common, "topic": group_topic}
@@ -324,10 +312,10 @@ def _measure(
             if "group" in stages:
                 run.groups.append(_group(args, "pipeline", on_group, ends, f"{name}-{r}"))
     if "engine" in stages:
-        run.engine = _stage("engine", common)
+        run.engine = run_stage("engine", common)
     if args.profile_events and "profile" in stages:
         n = min(args.profile_events, args.events)
-        run.profile = _stage("profile", {**common, "events": n, "top": 10})
+        run.profile = run_stage("profile", {**common, "events": n, "top": 10})
     return run
 
 
@@ -348,7 +336,7 @@ def _group_topic(
     asyncio.run(broker.create_topic(topic, partitions=args.group_partitions))
     print(f"topic {topic} ({args.group_partitions} partitions) for the group row ...", flush=True)
     *_, counts = asyncio.run(
-        _produce(broker.bootstrap_servers, topic, data, args.events, args.group_partitions)
+        produce(broker.bootstrap_servers, topic, data, args.events, args.group_partitions)
     )
     return topic, counts
 

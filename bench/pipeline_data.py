@@ -83,6 +83,10 @@ class DataConfig:
     producer adds them: two at the top (`trace_id`, 32 hex digits; `retriever`, an object)
     and two in each result (`chunk_id`, a string; `page`, an integer). Otherwise the same
     events."""
+    padded: bool = False
+    """Retrieval events as long as with `extra_fields`, without them: the query text ends
+    in as many spaces as the extra fields take bytes. The control that tells what the extra
+    fields cost from what their bytes cost (the Kafka fetch goes with the bytes)."""
 
 
 def _encode(event: dict[str, Any]) -> bytes:
@@ -176,6 +180,8 @@ def _block(
             ]
         if c.extra_fields:
             _add_extra_fields(event, q)
+        elif c.padded:
+            _pad_like_extra_fields(event, q)
         out.append((event["query_id"].encode(), _encode(event)))
     if c.feedback_share <= 0 and c.answer_share <= 0:
         return out, []
@@ -245,6 +251,13 @@ def _add_extra_fields(event: dict[str, Any], q: int) -> None:
     for rank, doc in enumerate(event["results"]):
         doc["chunk_id"] = f"{doc['doc_id']}#c{rank % 4}"
         doc["page"] = 1 + rank * 7 % 40
+
+
+def _pad_like_extra_fields(event: dict[str, Any], q: int) -> None:
+    """Spaces at the end of the query text, as many as `_add_extra_fields` adds bytes."""
+    extra = {**event, "results": [dict(doc) for doc in event["results"]]}
+    _add_extra_fields(extra, q)
+    event["query"] += " " * (len(_encode(extra)) - len(_encode(event)))
 
 
 def _answer(

@@ -134,22 +134,27 @@ async def _baseline(args: Args) -> Args:
     loads = _loads(args)
     consumer = _plain_consumer(args, args["topic"])
     await consumer.start()
-    probe, n, count, first = _Probe(None), int(args["events"]), 0, 0.0
+    probe, n, count, first, cpu_first = _Probe(None), int(args["events"]), 0, 0.0, 0.0
     try:
         while count < n:
             data = await consumer.getmany(timeout_ms=500, max_records=BATCH)
             if data and not first:
-                first = time.perf_counter()
+                first, cpu_first = time.perf_counter(), time.process_time()
             for records in data.values():
                 for record in records:
                     loads(record.value)
                 count += len(records)
             probe.seen(count)
-        seconds = time.perf_counter() - first
+        seconds, cpu_seconds = time.perf_counter() - first, time.process_time() - cpu_first
     finally:
         await consumer.stop()
     probe.seen(count, last=True)
-    return {"events": count, "seconds": seconds, "memory": probe.points}
+    return {
+        "events": count,
+        "seconds": seconds,
+        "cpu_seconds": cpu_seconds,
+        "memory": probe.points,
+    }
 
 
 class _MemberListener(ConsumerRebalanceListener):  # type: ignore[misc]

@@ -8,7 +8,7 @@ that never crashed on one replica.
 Which series the stream decides, and how replicas combine, is stated here once:
 
 - counters and histograms (`_total`, `_bucket`, `_sum`, `_count`) add up over replicas;
-- gauges that are sums or counts (`ragstream_window_sum`, `_count`, `_queries`, open
+- gauges that are sums or counts (`ragstream_window_sums`, `_counts`, `_queries`, open
   queries, pending labels, series, open traces, judged answers) add up too;
 - `ragstream_last_event_timestamp_seconds` is the newest over replicas;
 - windowed means (`ragstream_retrieval_*`, `ragstream_generation_*`) and the drift scores
@@ -52,8 +52,8 @@ PROCESS_FAMILIES = (
 )
 """Name prefixes of the series that describe one process's work, not the stream."""
 _ADDITIVE_GAUGES = (
-    "ragstream_window_sum",
-    "ragstream_window_count",
+    "ragstream_window_sums",
+    "ragstream_window_counts",
     "ragstream_window_queries",
     "ragstream_open_queries",
     "ragstream_pending_labels",

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-TYPE_CHECKING = False  # not typing's: `ragstream eval` begins before typing is imported
+from typing import TYPE_CHECKING
 
 __all__ = ["__version__"]
 
@@ -12,9 +12,8 @@ if TYPE_CHECKING:
 
 def __getattr__(name: str) -> str:
     """`__version__`, read from the installed package's metadata (pyproject.toml's
-    `version`, the one place it is written) the first time it is asked for: importing
-    importlib.metadata costs tens of milliseconds, which every command would pay if it
-    were read at import (`ragstream eval` on a small file takes less than that)."""
+    `version`, the one place it is written) the first time it is asked for, so that the
+    commands that do not print it do not import importlib.metadata."""
     if name != "__version__":
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     from importlib.metadata import PackageNotFoundError, version

@@ -1,5 +1,5 @@
 """`python -m ragstream` runs the command line."""
 
-from ragstream.cli import entry
+from ragstream.cli import main
 
-entry()
+main()

@@ -45,6 +45,7 @@ class Agent:
         start_source: Callable[[], Awaitable[None]] | None = None,
         lag: Callable[[], Awaitable[Mapping[tuple[str, int], int]]] | None = None,
         assigned: Callable[[], int] | None = None,
+        starting: Callable[[], str | None] | None = None,
         dead_letters: DeadLetterSink | None = None,
         caught_up_lag: int = 10_000,
         drain_timeout: float = 10.0,
@@ -68,6 +69,8 @@ class Agent:
         self._unreachable: str | None = None
         """Why the last lag read failed (the brokers did not answer), None after a success."""
         self._assigned = assigned
+        self._starting = starting
+        """Why the source is not started yet (e.g. its brokers do not answer), or None."""
         self._caught_up_lag = caught_up_lag
         self._drain_timeout = drain_timeout
         self._batch_timeout = batch_timeout
@@ -97,7 +100,8 @@ class Agent:
         """Ready once consuming, with the source answering, partitions assigned and the lag
         below the bound (docs/deploy.md: what a sidecar makes of it)."""
         if not self._started:
-            return Health(False, "connecting to the source")
+            why = self._starting() if self._starting is not None else None
+            return Health(False, why or "connecting to the source")
         if self._unreachable is not None:
             return Health(False, self._unreachable)
         if self._assigned is not None and self._assigned() == 0:

@@ -23,6 +23,8 @@ def parse_duration(value: object) -> float:
         seconds = float(value)
     elif isinstance(value, str):
         match = _PATTERN.match(value)
+        if match is None and _PATTERN.match(value.strip().removeprefix("-")) is not None:
+            raise ValueError(f"{value!r} is a negative duration: a duration is >= 0, e.g. '10m'")
         if match is None:
             raise ValueError(
                 f"cannot read {value!r} as a duration: use a number and a unit "

@@ -1,45 +1,104 @@
 #!/usr/bin/env bash
-# Fuzzes the compiled event scanner (ragstream/events/_scan.c) with libFuzzer under
-# AddressSanitizer and UBSan, for a bounded time: builds tests/fuzz/events_scan.c with
-# Debian's clang (clang-14 and its sanitizer and libFuzzer runtimes, installed with apt-get
-# when missing), seeds it with the test suite's messages, and runs it. A crash, a sanitizer
-# report or a difference from msgspec stops it with the input saved in build/fuzz/.
-# Usage: scripts/fuzz.sh [SECONDS] [LIBFUZZER-ARGS...]   (default 300 seconds)
-# Not part of scripts/test.sh: a run of minutes, for changes to the C (docs/testing.md).
+# Fuzzes the four C extensions with libFuzzer under AddressSanitizer and UBSan, each target
+# a differential one (the compiled result against the Python or msgspec one):
+#   events_scan     ragstream/events/_scan.c   (tests/fuzz/events_scan.c: against msgspec)
+#   drift_kernels   ragstream/drift/_kernels.c (mutated detector snapshots, then values)
+#   metrics_ragged  ragstream/metrics/_ragged.c (CSR rankings and cutoffs, against numpy)
+#   trec_scan       ragstream/trec/_scan.c with _ragged.c (qrels and run files, against numpy)
+# (the last three: tests/fuzz/<target>.c and tests/fuzz/targets.py). Builds them with Debian's
+# clang (clang-14 and its sanitizer and libFuzzer runtimes, installed with apt-get when
+# missing) into build/fuzz/<target>/ (rebuilt when a source changes), seeds each with valid
+# inputs (tests/fuzz/seed.py) and runs it. A crash, a sanitizer report or a difference stops
+# it with the input saved in build/fuzz/<target>/crashes/.
+#
+# Usage: scripts/fuzz.sh [SECONDS] [TARGET...]   each target for SECONDS (default 300)
+#        scripts/fuzz.sh runs N [TARGET...]       each target for N inputs (tests/fuzz/test_fuzz.py)
+#        scripts/fuzz.sh build [TARGET...]        only build (scripts/test.sh)
+# With no TARGET, all four. Not part of scripts/test.sh beyond `build`: a run of minutes,
+# for changes to the C (docs/testing.md).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-seconds="${1:-300}"
-[ "$#" -gt 0 ] && shift
+
+mode=seconds
+limit=300
+case "${1:-}" in
+  build) mode=build; shift ;;
+  runs) mode=runs; limit="$2"; shift 2 ;;
+  '' | *[!0-9]*) ;;
+  *) limit="$1"; shift ;;
+esac
+targets=("$@")
+[ "${#targets[@]}" -gt 0 ] || targets=(events_scan drift_kernels metrics_ragged trec_scan)
+
+sources() {  # the C a target is built from
+  case "$1" in
+    events_scan) echo tests/fuzz/events_scan.c ;;  # includes ragstream/events/_scan.c
+    drift_kernels) echo tests/fuzz/drift_kernels.c ragstream/drift/_kernels.c ;;
+    metrics_ragged) echo tests/fuzz/metrics_ragged.c ragstream/metrics/_ragged.c ;;
+    trec_scan) echo tests/fuzz/trec_scan.c ragstream/trec/_scan.c ragstream/metrics/_ragged.c ;;
+    *) echo "fuzz.sh: unknown target $1 (events_scan, drift_kernels, metrics_ragged, trec_scan)" >&2
+       exit 2 ;;
+  esac
+}
 
 source scripts/_apt.sh
 clang=clang-14
 if ! command -v "$clang" >/dev/null || [ -z "$("$clang" -print-file-name=libclang_rt.fuzzer-x86_64.a | grep /)" ]; then
   apt_install clang-14 libclang-rt-14-dev
 fi
-scripts/bootstrap.sh test >/dev/null  # the embedded interpreter imports ragstream and msgspec
+# the embedded interpreter imports ragstream, numpy, msgspec and the tests' helpers
+if ! .venv/bin/python -c "import ragstream, numpy, msgspec, hypothesis" 2>/dev/null; then
+  scripts/bootstrap.sh test >/dev/null
+fi
 
-out=build/fuzz/events_scan
-mkdir -p "$out/corpus" "$out/crashes"
 py=.venv/bin/python
 include="$($py -c 'import sysconfig; print(sysconfig.get_paths()["include"])')"
 libdir="$($py -c 'import sysconfig; print(sysconfig.get_config_var("LIBDIR"))')"
 pylib="$($py -c 'import sysconfig; print("python" + sysconfig.get_config_var("LDVERSION"))')"
-echo "== building $out/fuzzer ($clang, -fsanitize=fuzzer,address,undefined)"
-"$clang" -g -O1 -fno-omit-frame-pointer -fsanitize=fuzzer,address,undefined \
-  -fno-sanitize-recover=all -I"$include" tests/fuzz/events_scan.c \
-  -L"$libdir" -l"$pylib" -Wl,-rpath,"$libdir" -o "$out/fuzzer"
+flags=(-g -O1 -fno-omit-frame-pointer -fsanitize=fuzzer,address,undefined
+  -fno-sanitize-recover=all -pthread -I"$include")
 
-echo "== seeding $out/corpus with the tests' messages"
-$py -m tests.fuzz.seed "$out/corpus"
+build() {  # build/fuzz/$1/fuzzer, unless it is built from these very sources and flags
+  local out="build/fuzz/$1" stamp
+  read -r -a files <<<"$(sources "$1")"
+  stamp="$(cat "${files[@]}" tests/fuzz/harness.h ragstream/metrics/_ragged.h \
+    <(echo "$clang ${flags[*]} $libdir $pylib") | sha256sum | cut -c1-16)"
+  mkdir -p "$out/corpus" "$out/crashes"
+  if [ -x "$out/fuzzer" ] && [ "$(cat "$out/stamp" 2>/dev/null)" = "$stamp" ]; then
+    echo "== $out/fuzzer is up to date"
+    return
+  fi
+  echo "== building $out/fuzzer ($clang, -fsanitize=fuzzer,address,undefined)"
+  "$clang" "${flags[@]}" "${files[@]}" -L"$libdir" -l"$pylib" -lm -Wl,-rpath,"$libdir" \
+    -o "$out/fuzzer.new"
+  mv "$out/fuzzer.new" "$out/fuzzer"
+  echo "$stamp" >"$out/stamp"
+}
 
-echo "== fuzzing for $seconds s"
-# PYTHONMALLOC=malloc: Python's memory (the scanner's work space too) through the sanitized
-# malloc, so that an overflow of a small block is caught. Leak checks are off: the embedded
-# interpreter keeps objects alive on purpose (caches, interned strings).
+for target in "${targets[@]}"; do build "$target"; done
+[ "$mode" = build ] && exit 0
+
+# PYTHONMALLOC=malloc: Python's memory (the extensions' work space too) through the
+# sanitized malloc, so that an overflow of a small block is caught. Leak checks are off: the
+# embedded interpreter keeps objects alive on purpose (caches, interned strings).
 export PYTHONMALLOC=malloc PYTHONHOME="$($py -c 'import sys; print(sys.base_prefix)')"
 export PYTHONPATH="$PWD:$($py -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')"
 export ASAN_OPTIONS="detect_leaks=0:abort_on_error=1:symbolize=1"
 export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
-"$out/fuzzer" -max_total_time="$seconds" -max_len=8192 -timeout=10 -rss_limit_mb=2048 \
-  -print_final_stats=1 -dict=tests/fuzz/events_scan.dict -artifact_prefix="$out/crashes/" \
-  "$@" "$out/corpus"
+for target in "${targets[@]}"; do
+  out="build/fuzz/$target"
+  $py -m tests.fuzz.seed "$target" "$out/corpus" | sed "s/^/== $target: /"
+  max_len=65536 args=()
+  if [ "$target" = events_scan ]; then
+    max_len=8192 args=(-dict=tests/fuzz/events_scan.dict)
+  fi
+  if [ "$mode" = runs ]; then
+    args+=(-runs="$limit" -seed=1)
+    echo "== fuzzing $target for $limit inputs"
+  else
+    args+=(-max_total_time="$limit")
+    echo "== fuzzing $target for $limit s"
+  fi
+  "$out/fuzzer" -max_len="$max_len" -timeout=20 -rss_limit_mb=4096 -print_final_stats=1 \
+    -artifact_prefix="$out/crashes/" "${args[@]}" "$out/corpus"
+done

@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Writes grafana/ragstream-dashboard.json: the Grafana dashboard of ragstream's series.
+"""Writes grafana/ragstream-dashboard.json: the Grafana dashboard of ragstream's series,
+built as typed code with Grafana's own builders (`grafana-foundation-sdk`).
 
 The service label keys (the agent's `labels.keys`) are the one thing that differs between
 installations: every key becomes a dashboard variable read from the data, a filter in
@@ -8,8 +9,10 @@ every per-label-set query, a `by` clause and a legend field. Give them here, onc
     scripts/grafana_dashboard.py                        # the demo's keys: app,index
     scripts/grafana_dashboard.py --labels app,region    # your agent's labels.keys
     scripts/grafana_dashboard.py --config ragstream.yaml   # read labels.keys from the file
+    scripts/grafana_dashboard.py --runbook-url URL      # where your copy of docs/runbook.md is
     scripts/grafana_dashboard.py --check                # fail if the checked-in file differs
 
+Every query is scoped by the `cluster` and `job` variables, as the monitoring mixins do.
 Retrieval means come from the recording rule `ragstream:window_mean` (deploy/prometheus/
 ragstream.rules.yml), which divides the replicas' summed sums by their summed counts, so a
 label set is one line however many replicas serve it. See docs/dashboard.md.
@@ -22,26 +25,48 @@ import json
 import re
 import sys
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from grafana_foundation_sdk.builders import common as gc
+from grafana_foundation_sdk.builders import dashboard as gd
+from grafana_foundation_sdk.builders import prometheus as gp
+from grafana_foundation_sdk.builders import statetimeline, table, timeseries
+from grafana_foundation_sdk.cog.encoder import JSONEncoder
+from grafana_foundation_sdk.models import common as mc
+from grafana_foundation_sdk.models import dashboard as md
+from grafana_foundation_sdk.models import prometheus as mp
+from grafana_foundation_sdk.models import table as mt
 
 ROOT = Path(__file__).resolve().parents[1]
 OUTPUT = ROOT / "grafana" / "ragstream-dashboard.json"
 DEFAULT_LABEL_KEYS = ("app", "index")
 """The demo's service labels (`labels.keys` of deploy/ragstream.example.yaml)."""
+RUNBOOK_URL = "https://github.com/ragstream/ragstream/blob/main/docs/runbook.md"
+"""docs/runbook.md, as the rule file's `runbook_url` annotations name it."""
 
-DATASOURCE = {"type": "prometheus", "uid": "${datasource}"}
+DATASOURCE = md.DataSourceRef(type_val="prometheus", uid="${datasource}")
 WIDTH = 24  # Grafana's grid
 Z = 1.96
 """The agent's Wilson interval is at 95% (ragstream/judging/results.py)."""
+SCOPE = ("cluster", "job")
+"""The variables every query is filtered by: which Prometheus job in which cluster."""
+OWN_VARIABLES = {"datasource", *SCOPE, "window", "k", "half_life", "drift_metric", "instance"}
+
+# The series the retrieval panels read: the recording rules over the agents'
+# `ragstream_window_sum` / `ragstream_window_count` (a rename of those is the rule file's).
+WINDOW_MEAN = "ragstream:window_mean"
+WINDOW_COUNT = "ragstream:window_count"
 
 Json = dict[str, Any]
+PanelBuilder = timeseries.Panel | statetimeline.Panel | table.Panel
 
 
 @dataclass(frozen=True, slots=True)
 class Labels:
-    """The service label keys and the PromQL fragments made from them."""
+    """The service label keys and the PromQL fragments made from them; every selector
+    begins with the `cluster` and `job` scope."""
 
     keys: tuple[str, ...]
 
@@ -58,151 +83,106 @@ class Labels:
         return " ".join(f"{{{{{k}}}}}" for k in (*self.keys, *extra))
 
     def select(self, **fixed: str) -> str:
-        """A selector body: fixed labels first, then the label-set matchers."""
-        parts = [f'{k}="{v}"' for k, v in fixed.items()]
+        """A selector body: the scope, fixed labels, then the label-set matchers."""
+        parts = [scope(), *(f'{k}="{v}"' for k, v in fixed.items())]
         if self.keys:
             parts.append(self.matchers())
         return ",".join(parts)
 
 
+def scope() -> str:
+    """`cluster=~"$cluster",job=~"$job"`: the matchers of every query."""
+    return ",".join(f'{k}=~"${k}"' for k in SCOPE)
+
+
+def runbook(base: str, alert: str) -> gd.DashboardLink:
+    """A panel link to the runbook section of an alert (GitHub's heading anchor)."""
+    return (
+        gd.DashboardLink(f"Runbook: {alert}")
+        .type(md.DashboardLinkType.LINK)
+        .url(f"{base}#{alert.lower()}")
+        .target_blank(True)
+    )
+
+
 @dataclass(frozen=True, slots=True)
-class Target:
+class Query:
+    """One Prometheus query of a panel: a range query, or an instant one as a table."""
+
     expr: str
     legend: str
-    ref: str = "A"
     instant: bool = False
-    table: bool = False
 
-    def json(self) -> Json:
-        out: Json = {
-            "datasource": DATASOURCE,
-            "editorMode": "code",
-            "expr": self.expr,
-            "legendFormat": self.legend,
-            "range": not self.instant,
-            "instant": self.instant,
-            "refId": self.ref,
-        }
-        if self.table:
-            out["format"] = "table"
-        return out
-
-
-def targets(*pairs: tuple[str, str]) -> list[Target]:
-    """Targets A, B, ... from (expr, legend) pairs."""
-    return [Target(expr, legend, chr(ord("A") + i)) for i, (expr, legend) in enumerate(pairs)]
-
-
-@dataclass(slots=True)
-class Panel:
-    title: str
-    description: str
-    targets: list[Target]
-    unit: str = "percentunit"
-    kind: str = "timeseries"
-    width: int = 8
-    height: int = 8
-    minimum: float | None = 0.0
-    maximum: float | None = None
-    overrides: list[Json] = field(default_factory=list)
-    repeat: str | None = None
-    mappings: list[Json] = field(default_factory=list)
-    custom: Json = field(default_factory=dict)
-
-
-@dataclass(slots=True)
-class Row:
-    title: str
-    panels: list[Panel]
-
-
-def _timeseries_custom(extra: Json) -> Json:
-    custom: Json = {
-        "drawStyle": "line",
-        "lineWidth": 2,
-        "fillOpacity": 0,
-        "showPoints": "never",
-        "spanNulls": False,
-        "axisPlacement": "auto",
-    }
-    custom.update(extra)
-    return custom
-
-
-def _options(kind: str) -> Json:
-    legend = {"displayMode": "list", "placement": "bottom", "showLegend": True, "calcs": []}
-    tooltip = {"mode": "multi", "sort": "desc"}
-    if kind == "timeseries":
-        return {"legend": legend, "tooltip": tooltip}
-    if kind == "state-timeline":
-        return {
-            "legend": legend,
-            "tooltip": tooltip,
-            "showValue": "never",
-            "rowHeight": 0.8,
-            "mergeValues": True,
-            "alignValue": "left",
-        }
-    if kind == "table":
-        return {"showHeader": True, "frameIndex": 0, "cellHeight": "sm"}
-    raise ValueError(f"no options for panel type {kind!r}")
-
-
-def _panel_json(panel: Panel, pid: int, x: int, y: int) -> Json:
-    defaults: Json = {"unit": panel.unit}
-    if panel.minimum is not None:
-        defaults["min"] = panel.minimum
-    if panel.maximum is not None:
-        defaults["max"] = panel.maximum
-    if panel.mappings:
-        defaults["mappings"] = panel.mappings
-    if panel.kind == "timeseries":
-        defaults["custom"] = _timeseries_custom(panel.custom)
-    elif panel.custom:
-        defaults["custom"] = panel.custom
-    out: Json = {
-        "id": pid,
-        "type": panel.kind,
-        "title": panel.title,
-        "description": panel.description,
-        "datasource": DATASOURCE,
-        "gridPos": {"x": x, "y": y, "w": panel.width, "h": panel.height},
-        "fieldConfig": {"defaults": defaults, "overrides": panel.overrides},
-        "options": _options(panel.kind),
-        "targets": [t.json() for t in panel.targets],
-    }
-    if panel.repeat is not None:
-        out["repeat"] = panel.repeat
-        out["repeatDirection"] = "h"
-        out["maxPerRow"] = 3
-    return out
-
-
-def _layout(rows: Sequence[Row]) -> list[Json]:
-    """Rows and their panels on Grafana's 24-column grid, left to right, top to bottom."""
-    out: list[Json] = []
-    pid, y = 1, 0
-    for row in rows:
-        out.append(
-            {
-                "id": pid,
-                "type": "row",
-                "title": row.title,
-                "collapsed": False,
-                "gridPos": {"x": 0, "y": y, "w": WIDTH, "h": 1},
-                "panels": [],
-            }
+    def builder(self, ref: str) -> gp.Dataquery:
+        query = (
+            gp.Dataquery()
+            .datasource(DATASOURCE)
+            .editor_mode(mp.QueryEditorMode.CODE)
+            .expr(self.expr)
+            .legend_format(self.legend)
+            .ref_id(ref)
         )
-        pid, y = pid + 1, y + 1
-        x, line_height = 0, 0
-        for panel in row.panels:
-            if x + panel.width > WIDTH:
-                x, y, line_height = 0, y + line_height, 0
-            out.append(_panel_json(panel, pid, x, y))
-            pid, x = pid + 1, x + panel.width
-            line_height = max(line_height, panel.height)
-        y += line_height
-    return out
+        if self.instant:
+            return query.instant().format(mp.PromQueryFormat.TABLE)
+        return query.range()
+
+
+def _legend() -> gc.VizLegendOptions:
+    return (
+        gc.VizLegendOptions()
+        .display_mode(mc.LegendDisplayMode.LIST)
+        .placement(mc.LegendPlacement.BOTTOM)
+        .show_legend(True)
+        .calcs([])
+    )
+
+
+def _tooltip() -> gc.VizTooltipOptions:
+    return gc.VizTooltipOptions().mode(mc.TooltipDisplayMode.MULTI).sort(mc.SortOrder.DESCENDING)
+
+
+def _targets(panel: PanelBuilder, queries: Sequence[Query]) -> None:
+    for i, query in enumerate(queries):
+        panel.with_target(query.builder(chr(ord("A") + i)))
+
+
+def graph(
+    title: str,
+    description: str,
+    queries: Sequence[Query],
+    *,
+    unit: str = "percentunit",
+    width: int = 8,
+    minimum: float | None = 0.0,
+    maximum: float | None = None,
+    links: Sequence[gd.DashboardLink] = (),
+) -> timeseries.Panel:
+    """A time series panel: one line per series, no points, nulls not bridged."""
+    panel = (
+        timeseries.Panel()
+        .title(title)
+        .description(description)
+        .datasource(DATASOURCE)
+        .unit(unit)
+        .span(width)
+        .height(8)
+        .legend(_legend())
+        .tooltip(_tooltip())
+        .draw_style(mc.GraphDrawStyle.LINE)
+        .line_width(2)
+        .fill_opacity(0)
+        .show_points(mc.VisibilityMode.NEVER)
+        .span_nulls(False)
+        .axis_placement(mc.AxisPlacement.AUTO)
+    )
+    if minimum is not None:
+        panel.min(minimum)
+    if maximum is not None:
+        panel.max(maximum)
+    if links:
+        panel.links(list(links))
+    _targets(panel, queries)
+    return panel
 
 
 # --- the queries ---------------------------------------------------------------------------
@@ -210,101 +190,7 @@ def _layout(rows: Sequence[Row]) -> list[Json]:
 
 def window_mean(labels: Labels, metric: str, **fixed: str) -> str:
     """The mean over every replica's queries: the recording rule, one series per label set."""
-    return f"ragstream:window_mean{{{labels.select(metric=metric, window='$window', **fixed)}}}"
-
-
-def _retrieval(labels: Labels) -> Row:
-    legend = labels.legend()
-
-    def mean_panel(title: str, metric: str, what: str) -> Panel:
-        return Panel(
-            title,
-            f"{what}, the mean over the labeled queries of the window `$window` of every "
-            "replica (recording rule `ragstream:window_mean`: summed sums / summed counts).",
-            targets((window_mean(labels, metric), legend)),
-            maximum=1.0,
-        )
-
-    count = f"ragstream:window_count{{{labels.select(metric='rr', window='$window')}}}"
-    every_sel = labels.select(kind="all", window="$window")
-    every = f"sum by ({labels.by()}) (ragstream_window_queries{{{every_sel}}})"
-    median = (
-        "histogram_quantile(0.5, "
-        f"sum by ({labels.by('le')}) "
-        f"(rate(ragstream_query_ndcg_bucket{{{labels.select(k='$k')}}}[$__rate_interval])))"
-    )
-    return Row(
-        "Retrieval quality",
-        [
-            mean_panel("MRR", "rr", "Mean reciprocal rank of the first relevant document"),
-            mean_panel("nDCG@$k", "ndcg@$k", "Normalized DCG at cutoff $k"),
-            mean_panel("Precision@$k", "precision@$k", "Relevant documents in the top $k / $k"),
-            mean_panel("Recall@$k", "recall@$k", "Relevant documents in the top $k / all relevant"),
-            mean_panel(
-                "Hit rate@$k",
-                "hit_rate@$k",
-                "Share of queries with a relevant document in the top $k",
-            ),
-            Panel(
-                "Queries behind the means",
-                "Labeled queries behind the retrieval means (summed over replicas), and every "
-                "query of the window, labeled or not.",
-                targets((count, f"{legend} labeled"), (every, f"{legend} all")),
-                unit="short",
-            ),
-            Panel(
-                "Median final nDCG@$k",
-                "Median of the final per-query nDCG@$k (after the label TTL) from the "
-                "histograms summed over replicas, over the rate interval.",
-                targets((median, legend)),
-                width=WIDTH,
-                maximum=1.0,
-            ),
-        ],
-    )
-
-
-def _recency(labels: Labels) -> Row:
-    legend = labels.legend()
-
-    def decayed_panel(title: str, decayed: str, plain: str | None, what: str) -> Panel:
-        pairs = [(window_mean(labels, decayed, half_life="$half_life"), f"{legend} decayed")]
-        if plain is not None:
-            pairs.append((window_mean(labels, plain), f"{legend} plain"))
-        return Panel(
-            title,
-            f"{what}; every document weighted by exp(-ln 2 · age / $half_life). "
-            "From `ragstream:window_mean`, over every replica.",
-            targets(*pairs),
-            maximum=1.0,
-        )
-
-    return Row(
-        "Recency",
-        [
-            decayed_panel(
-                "nDCG@$k decayed (half-life $half_life) and plain",
-                "ndcg_decayed@$k",
-                "ndcg@$k",
-                "nDCG@$k on decayed gains beside the plain nDCG@$k",
-            ),
-            decayed_panel("MRR decayed (half-life $half_life)", "rr_decayed", "rr", "Mean w_r / r"),
-            decayed_panel(
-                "Precision@$k decayed (half-life $half_life)",
-                "precision_decayed@$k",
-                "precision@$k",
-                "Mean of the relevant top-$k documents' weights / $k",
-            ),
-            Panel(
-                "Mean age of the top $k documents",
-                "Mean age of the top-$k retrieved documents at scrape time, over every "
-                "replica's queries (`ragstream:window_mean`).",
-                targets((window_mean(labels, "doc_age_seconds@$k"), legend)),
-                unit="s",
-                width=WIDTH,
-            ),
-        ],
-    )
+    return f"{WINDOW_MEAN}{{{labels.select(metric=metric, window='$window', **fixed)}}}"
 
 
 def pooled_hallucinations(labels: Labels, keys: Sequence[str]) -> tuple[str, str]:
@@ -332,85 +218,214 @@ def wilson(k: str, n: str, sign: str) -> str:
     return f"clamp_max(clamp_min({bound}, 0), 1)"
 
 
-def _generation(labels: Labels) -> Row:
+DRIFT_KEYS = ("metric", "detector", "window", "reference")
+"""The labels of a drift series besides the service labels: one detector of one metric,
+on one window pair (`window` against `reference`; both absent for a sequential one)."""
+
+
+def drift_alarms(labels: Labels) -> str:
+    """1 while the alarm of a detector is on in any replica, per label set and window pair."""
+    return (
+        f"max by ({labels.by(*DRIFT_KEYS)}) "
+        f'(ragstream_drift_alarm{{{labels.select()},metric=~"$drift_metric"}})'
+    )
+
+
+# --- the rows ------------------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class Row:
+    """A row's title and panels; the SDK lays them out left to right."""
+
+    title: str
+    panels: list[PanelBuilder]
+
+
+def _retrieval(labels: Labels, base: str) -> Row:
+    legend = labels.legend()
+    drift = [runbook(base, "RagstreamRetrievalQualityDrift")]
+
+    def mean_panel(title: str, metric: str, what: str) -> timeseries.Panel:
+        return graph(
+            title,
+            f"{what}, the mean over the labeled queries of the window `$window` of every "
+            f"replica (recording rule `{WINDOW_MEAN}`: summed sums / summed counts).",
+            [Query(window_mean(labels, metric), legend)],
+            maximum=1.0,
+            links=drift,
+        )
+
+    count = f"{WINDOW_COUNT}{{{labels.select(metric='rr', window='$window')}}}"
+    every_sel = labels.select(kind="all", window="$window")
+    every = f"sum by ({labels.by()}) (ragstream_window_queries{{{every_sel}}})"
+    median = (
+        "histogram_quantile(0.5, "
+        f"sum by ({labels.by('le')}) "
+        f"(rate(ragstream_query_ndcg_bucket{{{labels.select(k='$k')}}}[$__rate_interval])))"
+    )
+    return Row(
+        "Retrieval quality",
+        [
+            mean_panel("MRR", "rr", "Mean reciprocal rank of the first relevant document"),
+            mean_panel("nDCG@$k", "ndcg@$k", "Normalized DCG at cutoff $k"),
+            mean_panel("Precision@$k", "precision@$k", "Relevant documents in the top $k / $k"),
+            mean_panel("Recall@$k", "recall@$k", "Relevant documents in the top $k / all relevant"),
+            mean_panel(
+                "Hit rate@$k",
+                "hit_rate@$k",
+                "Share of queries with a relevant document in the top $k",
+            ),
+            graph(
+                "Queries behind the means",
+                "Labeled queries behind the retrieval means (summed over replicas), and every "
+                "query of the window, labeled or not.",
+                [Query(count, f"{legend} labeled"), Query(every, f"{legend} all")],
+                unit="short",
+            ),
+            graph(
+                "Median final nDCG@$k",
+                "Median of the final per-query nDCG@$k (after the label TTL) from the "
+                "histograms summed over replicas, over the rate interval.",
+                [Query(median, legend)],
+                width=WIDTH,
+                maximum=1.0,
+                links=drift,
+            ),
+        ],
+    )
+
+
+def _recency(labels: Labels, base: str) -> Row:
+    legend = labels.legend()
+    freshness = [runbook(base, "RagstreamFreshnessDecay")]
+
+    def decayed_panel(title: str, decayed: str, plain: str | None, what: str) -> timeseries.Panel:
+        queries = [Query(window_mean(labels, decayed, half_life="$half_life"), f"{legend} decayed")]
+        if plain is not None:
+            queries.append(Query(window_mean(labels, plain), f"{legend} plain"))
+        return graph(
+            title,
+            f"{what}; every document weighted by exp(-ln 2 · age / $half_life). "
+            f"From `{WINDOW_MEAN}`, over every replica.",
+            queries,
+            maximum=1.0,
+            links=freshness,
+        )
+
+    return Row(
+        "Recency",
+        [
+            decayed_panel(
+                "nDCG@$k decayed (half-life $half_life) and plain",
+                "ndcg_decayed@$k",
+                "ndcg@$k",
+                "nDCG@$k on decayed gains beside the plain nDCG@$k",
+            ),
+            decayed_panel("MRR decayed (half-life $half_life)", "rr_decayed", "rr", "Mean w_r / r"),
+            decayed_panel(
+                "Precision@$k decayed (half-life $half_life)",
+                "precision_decayed@$k",
+                "precision@$k",
+                "Mean of the relevant top-$k documents' weights / $k",
+            ),
+            graph(
+                "Mean age of the top $k documents",
+                "Mean age of the top-$k retrieved documents at scrape time, over every "
+                f"replica's queries (`{WINDOW_MEAN}`).",
+                [Query(window_mean(labels, "doc_age_seconds@$k"), legend)],
+                unit="s",
+                width=WIDTH,
+                links=freshness,
+            ),
+        ],
+    )
+
+
+def _fixed(color: str) -> md.DynamicConfigValue:
+    return md.DynamicConfigValue(id_val="color", value={"mode": "fixed", "fixedColor": color})
+
+
+def _generation(labels: Labels, base: str) -> Row:
     legend = labels.legend()
     sel = labels.select(window="$window")
+    hallucination = [runbook(base, "RagstreamHallucinationRatioHigh")]
     head = labels.keys[:1]
     k, n = pooled_hallucinations(labels, head)
-    band_name = f"${head[0]}" if head else "all"
-    band = Panel(
-        f"Hallucination ratio with its 95% interval: {band_name}",
+    band = graph(
+        f"Hallucination ratio with its 95% interval: {f'${head[0]}' if head else 'all'}",
         "Share of judged answers with an unsupported claim, pooled over every replica "
         "(and over the selected label sets of this panel): k = Σ hallucinated answers, "
         "n = Σ judged answers. The band is the Wilson 95% interval of k/n, the interval "
         "the agent computes for its own share, here of the pooled sample.",
-        targets(
-            (f"({k}) / ({n})", "ratio"),
-            (wilson(k, n, "-"), "lower"),
-            (wilson(k, n, "+"), "upper"),
-        ),
+        [
+            Query(f"({k}) / ({n})", "ratio"),
+            Query(wilson(k, n, "-"), "lower"),
+            Query(wilson(k, n, "+"), "upper"),
+        ],
         maximum=1.0,
-        repeat=head[0] if head else None,
-        overrides=[
-            {
-                "matcher": {"id": "byName", "options": "upper"},
-                "properties": [
-                    {"id": "custom.fillBelowTo", "value": "lower"},
-                    {"id": "custom.lineWidth", "value": 0},
-                    {"id": "custom.fillOpacity", "value": 25},
-                    {"id": "color", "value": {"mode": "fixed", "fixedColor": "orange"}},
-                ],
-            },
-            {
-                "matcher": {"id": "byName", "options": "lower"},
-                "properties": [
-                    {"id": "custom.lineWidth", "value": 0},
-                    {"id": "color", "value": {"mode": "fixed", "fixedColor": "orange"}},
-                ],
-            },
-            {
-                "matcher": {"id": "byName", "options": "ratio"},
-                "properties": [
-                    {"id": "color", "value": {"mode": "fixed", "fixedColor": "red"}},
-                ],
-            },
+        width=WIDTH,  # Grafana divides the row among the repeated copies (at most 3 a line)
+        links=hallucination,
+    )
+    band.override_by_name(
+        "upper",
+        [
+            md.DynamicConfigValue(id_val="custom.fillBelowTo", value="lower"),
+            md.DynamicConfigValue(id_val="custom.lineWidth", value=0),
+            md.DynamicConfigValue(id_val="custom.fillOpacity", value=25),
+            _fixed("orange"),
         ],
     )
+    band.override_by_name(
+        "lower", [md.DynamicConfigValue(id_val="custom.lineWidth", value=0), _fixed("orange")]
+    )
+    band.override_by_name("ratio", [_fixed("red")])
+    if head:
+        band.repeat(head[0]).repeat_direction("h").max_per_row(3)
+
     instance_legend = labels.legend("instance")
     bound = "ragstream_generation_hallucination_ratio_bound"
-    lower = f"{bound}{{{labels.select(bound='lower', window='$window')}}}"
-    upper = f"{bound}{{{labels.select(bound='upper', window='$window')}}}"
-    per_replica = Panel(
+    per_replica = graph(
         "Hallucination ratio interval per replica",
         "Each replica's own Wilson 95% interval of its share (the exported bounds), one "
         "pair of lines per replica and label set: a replica that judges few answers shows "
         "a wide interval here.",
-        targets((lower, f"{instance_legend} lower"), (upper, f"{instance_legend} upper")),
+        [
+            Query(
+                f"{bound}{{{labels.select(bound='lower', window='$window')}}}",
+                f"{instance_legend} lower",
+            ),
+            Query(
+                f"{bound}{{{labels.select(bound='upper', window='$window')}}}",
+                f"{instance_legend} upper",
+            ),
+        ],
         maximum=1.0,
         width=WIDTH,
+        links=hallucination,
     )
-
     fixed = "ragstream_generation_hallucination_ratio_corrected"
-    corrected = Panel(
+    corrected = graph(
         "Corrected hallucination ratio per replica",
         "Each replica's hallucination ratio corrected for the judge's sensitivity and "
         "specificity measured on gold verdicts (Rogan-Gladen), with its 95% interval, which "
         "carries the window's sampling error and that of Se and Sp; the hallucination alert "
         "pages on its lower bound. No line and the interval [0, 1]: no gold verdicts of both "
         "kinds, or a judge whose verdict tells nothing (Se + Sp <= 1).",
-        targets(
-            (f"{fixed}{{{sel}}}", f"{instance_legend} corrected"),
-            (
+        [
+            Query(f"{fixed}{{{sel}}}", f"{instance_legend} corrected"),
+            Query(
                 f"{fixed}_bound{{{labels.select(bound='lower', window='$window')}}}",
                 f"{instance_legend} lower",
             ),
-            (
+            Query(
                 f"{fixed}_bound{{{labels.select(bound='upper', window='$window')}}}",
                 f"{instance_legend} upper",
             ),
-        ),
+        ],
         maximum=1.0,
         width=WIDTH,
+        links=hallucination,
     )
 
     def weighted(metric: str) -> str:
@@ -421,27 +436,28 @@ def _generation(labels: Labels) -> Row:
             f" / sum by ({labels.by()}) ({judged} and {value})"
         )
 
-    scores = Panel(
+    scores = graph(
         "Faithfulness and relevance",
         "Mean judge scores, each replica's mean weighted by its judged answers.",
-        targets(
-            (weighted("faithfulness"), f"{legend} faithfulness"),
-            (weighted("answer_relevance"), f"{legend} answer relevance"),
-            (weighted("context_relevance"), f"{legend} context relevance"),
-        ),
+        [
+            Query(weighted("faithfulness"), f"{legend} faithfulness"),
+            Query(weighted("answer_relevance"), f"{legend} answer relevance"),
+            Query(weighted("context_relevance"), f"{legend} context relevance"),
+        ],
         maximum=1.0,
         width=16,
+        links=[runbook(base, "RagstreamFaithfulnessDrift"), runbook(base, "RagstreamRefusalSpike")],
     )
-    judged = Panel(
+    judged = graph(
         "Judged answers",
         "Answers judged in the window, summed over replicas (recording rule "
         "`ragstream:generation_judged_queries`): the sample size behind the generation panels.",
-        targets(
-            (
+        [
+            Query(
                 f"sum by ({labels.by()}) (ragstream:generation_judged_queries{{{sel}}})",
                 legend,
             )
-        ),
+        ],
         unit="short",
     )
     return Row("Generation quality", [band, per_replica, corrected, scores, judged])
@@ -461,20 +477,9 @@ DETECTORS = (
 )
 
 
-DRIFT_KEYS = ("metric", "detector", "window", "reference")
-"""The labels of a drift series besides the service labels: one detector of one metric,
-on one window pair (`window` against `reference`; both absent for a sequential one)."""
-
-
-def drift_alarms(labels: Labels) -> str:
-    """1 while the alarm of a detector is on in any replica, per label set and window pair."""
-    sel = labels.select()
-    body = f'{sel},metric=~"$drift_metric"' if sel else 'metric=~"$drift_metric"'
-    return f"max by ({labels.by(*DRIFT_KEYS)}) (ragstream_drift_alarm{{{body}}})"
-
-
-def _drift(labels: Labels) -> Row:
-    panels = []
+def _drift(labels: Labels, base: str) -> Row:
+    links = [runbook(base, "RagstreamRetrievalQualityDrift")]
+    panels: list[PanelBuilder] = []
     for detector, what in DETECTORS:
         sel = labels.select(detector=detector)
         expr = (
@@ -482,43 +487,54 @@ def _drift(labels: Labels) -> Row:
             f'(ragstream_drift_score{{{sel},metric=~"$drift_metric"}})'
         )
         panels.append(
-            Panel(
+            graph(
                 f"Drift score: {detector}",
                 f"{what}. The highest score over the replicas (each replica's detectors see "
                 "its own partitions; scores do not add up).",
-                targets((expr, labels.legend("metric", "window", "reference"))),
+                [Query(expr, labels.legend("metric", "window", "reference"))],
                 unit="short",
                 width=12,
                 minimum=None,
+                links=links,
             )
         )
-    panels.append(
-        Panel(
-            "Drift alarms",
-            "1 while a detector's alarm is on in any replica (the highest over replicas).",
-            targets((drift_alarms(labels), labels.legend(*DRIFT_KEYS))),
-            unit="short",
-            kind="state-timeline",
-            width=WIDTH,
-            height=10,
-            mappings=[
-                {
-                    "type": "value",
-                    "options": {
-                        "0": {"text": "quiet", "color": "green", "index": 0},
-                        "1": {"text": "alarm", "color": "red", "index": 1},
-                    },
-                }
-            ],
-            custom={"fillOpacity": 70, "lineWidth": 0},
-            maximum=1.0,
+    alarms = (
+        statetimeline.Panel()
+        .title("Drift alarms")
+        .description("1 while a detector's alarm is on in any replica (the highest over replicas).")
+        .datasource(DATASOURCE)
+        .unit("short")
+        .span(WIDTH)
+        .height(10)
+        .min(0)
+        .max(1)
+        .legend(_legend())
+        .tooltip(_tooltip())
+        .show_value(mc.VisibilityMode.NEVER)
+        .row_height(0.8)
+        .merge_values(True)
+        .align_value(mc.TimelineValueAlignment.LEFT)
+        .fill_opacity(70)
+        .line_width(0)
+        .mappings(
+            [
+                md.ValueMap(
+                    options={
+                        "0": md.ValueMappingResult(text="quiet", color="green", index=0),
+                        "1": md.ValueMappingResult(text="alarm", color="red", index=1),
+                    }
+                )
+            ]
         )
+        .links(list(links))
     )
+    _targets(alarms, [Query(drift_alarms(labels), labels.legend(*DRIFT_KEYS))])
+    panels.append(alarms)
     return Row("Drift", panels)
 
 
-def _health() -> Row:
-    inst = 'instance=~"$instance"'
+def _health(base: str) -> Row:
+    inst = f'{scope()},instance=~"$instance"'
 
     def rate(name: str, extra: str = "") -> str:
         sel = f"{inst},{extra}" if extra else inst
@@ -527,272 +543,358 @@ def _health() -> Row:
     failed = rate("ragstream_judge_requests_total", 'outcome!="ok"')
     judge_failures = f"sum({failed}) / sum({rate('ragstream_judge_requests_total')})"
     latency = "sum by (le) ({})".format(rate("ragstream_judge_latency_seconds_bucket"))
+    judge = [runbook(base, "RagstreamJudgeFailures")]
+    build = (
+        table.Panel()
+        .title("Build")
+        .description("Version and Python of every replica.")
+        .datasource(DATASOURCE)
+        .unit("short")
+        .span(8)
+        .height(8)
+        .min(0)
+        .show_header(True)
+        .frame_index(0)
+        .cell_height(mc.TableCellHeight.SM)
+    )
+    _targets(build, [Query(f"ragstream_build_info{{{inst}}}", "", instant=True)])
     return Row(
         "Agent health",
         [
-            Panel(
+            graph(
                 "Events by outcome",
                 "Events read per second by type and outcome (processed, late, duplicate, invalid).",
-                targets(
-                    (
+                [
+                    Query(
                         f"sum by (type, outcome) ({rate('ragstream_events_total')})",
                         "{{type}} {{outcome}}",
                     )
-                ),
+                ],
                 unit="reqps",
             ),
-            Panel(
+            graph(
                 "Invalid events by reason",
                 "Malformed messages per second by reason; each is counted and dead-lettered.",
-                targets(
-                    (f"sum by (reason) ({rate('ragstream_invalid_events_total')})", "{{reason}}")
-                ),
+                [
+                    Query(
+                        f"sum by (reason) ({rate('ragstream_invalid_events_total')})", "{{reason}}"
+                    )
+                ],
                 unit="reqps",
+                links=[runbook(base, "RagstreamInvalidEventsSpike")],
             ),
-            Panel(
+            graph(
                 "Consumer lag",
                 "Messages behind the high watermark per partition (the replica that owns it).",
-                targets(
-                    (
+                [
+                    Query(
                         f"max by (topic, partition) (ragstream_consumer_lag{{{inst}}})",
                         "{{topic}} {{partition}}",
                     )
-                ),
+                ],
                 unit="short",
+                links=[runbook(base, "RagstreamConsumerLagHigh")],
             ),
-            Panel(
+            graph(
                 "Age of the newest event",
                 "Seconds since the event time of the newest event of each type, per replica: "
                 "a line that climbs is stalled input.",
-                targets(
-                    (
+                [
+                    Query(
                         "time() - max by (instance, type) "
                         f"(ragstream_last_event_timestamp_seconds{{{inst}}})",
                         "{{instance}} {{type}}",
                     )
-                ),
+                ],
                 unit="s",
+                links=[runbook(base, "RagstreamInputStalled")],
             ),
-            Panel(
+            graph(
                 "Open queries and pending labels",
                 "Queries whose labels may still change, and labels waiting for their "
                 "retrieval event, per replica.",
-                targets(
-                    (f"sum by (instance) (ragstream_open_queries{{{inst}}})", "{{instance}} open"),
-                    (
+                [
+                    Query(
+                        f"sum by (instance) (ragstream_open_queries{{{inst}}})", "{{instance}} open"
+                    ),
+                    Query(
                         f"sum by (instance) (ragstream_pending_labels{{{inst}}})",
                         "{{instance}} pending",
                     ),
-                ),
+                ],
                 unit="short",
             ),
-            Panel(
+            graph(
                 "Judge requests by outcome",
                 "Finished judgments per second: ok or the failure reason; and the answers "
                 "dropped unjudged, by reason.",
-                targets(
-                    (f"sum by (outcome) ({rate('ragstream_judge_requests_total')})", "{{outcome}}"),
-                    (
+                [
+                    Query(
+                        f"sum by (outcome) ({rate('ragstream_judge_requests_total')})",
+                        "{{outcome}}",
+                    ),
+                    Query(
                         f"sum by (reason) ({rate('ragstream_judge_dropped_total')})",
                         "dropped {{reason}}",
                     ),
-                ),
+                ],
                 unit="reqps",
+                links=judge,
             ),
-            Panel(
+            graph(
                 "Judge failure ratio",
                 "Share of judgments that failed (never averaged into the scores).",
-                targets((judge_failures, "failed")),
+                [Query(judge_failures, "failed")],
                 maximum=1.0,
+                links=judge,
             ),
-            Panel(
+            graph(
                 "Judge latency",
                 "Seconds per judgment (successful or not), from the latency histogram "
                 "summed over replicas.",
-                targets(
-                    (f"histogram_quantile(0.5, {latency})", "p50"),
-                    (f"histogram_quantile(0.95, {latency})", "p95"),
-                ),
+                [
+                    Query(f"histogram_quantile(0.5, {latency})", "p50"),
+                    Query(f"histogram_quantile(0.95, {latency})", "p95"),
+                ],
                 unit="s",
+                links=judge,
             ),
-            Panel(
-                "Build",
-                "Version and Python of every replica.",
-                [Target(f"ragstream_build_info{{{inst}}}", "", instant=True, table=True)],
-                unit="short",
-                kind="table",
-            ),
+            build,
         ],
     )
 
 
-# --- variables and the dashboard -----------------------------------------------------------
+# --- variables, annotations and the dashboard ----------------------------------------------
 
 
 def _query_variable(
     name: str,
     query: str,
     label: str,
+    description: str,
     *,
     multi: bool,
     current: str | None = None,
-    sort: int = 1,
-    description: str = "",
-) -> Json:
-    variable: Json = {
-        "name": name,
-        "label": label,
-        "description": description,
-        "type": "query",
-        "datasource": DATASOURCE,
-        "query": query,
-        "refresh": 2,
-        "sort": sort,
-        "multi": multi,
-        "includeAll": multi,
-    }
+    sort: md.VariableSort = md.VariableSort.ALPHABETICAL_ASC,
+) -> gd.QueryVariable:
+    variable = (
+        gd.QueryVariable(name)
+        .label(label)
+        .description(description)
+        .datasource(DATASOURCE)
+        .query(query)
+        .refresh(md.VariableRefresh.ON_TIME_RANGE_CHANGED)
+        .sort(sort)
+        .multi(multi)
+        .include_all(multi)
+    )
     if multi:
         # `.*` rather than Grafana's alternation of the values it knows: also matches a
         # series without the label (an event that lacked the key) and values new since
         # the variable was last refreshed.
-        variable["allValue"] = ".*"
-        variable["current"] = {"text": "All", "value": "$__all"}
+        variable.all_value(".*").current(md.VariableOption(text="All", value="$__all"))
     elif current is not None:
-        variable["current"] = {"text": current, "value": current}
+        variable.current(md.VariableOption(text=current, value=current))
     return variable
 
 
-def variables(labels: Labels) -> list[Json]:
-    out: list[Json] = [
-        {
-            "name": "datasource",
-            "label": "Prometheus",
-            "type": "datasource",
-            "query": "prometheus",
-            "current": {"text": "Prometheus", "value": "prometheus"},
-        }
+def variables(labels: Labels) -> list[gd.QueryVariable | gd.DatasourceVariable]:
+    out: list[gd.QueryVariable | gd.DatasourceVariable] = [
+        gd.DatasourceVariable("datasource")
+        .label("Prometheus")
+        .type("prometheus")
+        .current(md.VariableOption(text="Prometheus", value="prometheus")),
+        _query_variable(
+            "cluster",
+            "label_values(ragstream_build_info, cluster)",
+            "cluster",
+            "The `cluster` label of the series (a target or external label); empty when "
+            "the Prometheus has none, which matches every series",
+            multi=False,
+        ),
+        _query_variable(
+            "job",
+            'label_values(ragstream_build_info{cluster=~"$cluster"}, job)',
+            "job",
+            "The Prometheus job that scrapes the agents",
+            multi=True,
+        ),
     ]
     for i, key in enumerate(labels.keys):
-        # each key's values among the label sets the keys before it select
-        scope = Labels(labels.keys[:i]).matchers()
-        metric = f"ragstream_window_queries{{{scope}}}" if scope else "ragstream_window_queries"
+        # each key's values among the label sets the scope and the keys before it select
+        matchers = ",".join([scope(), *(f'{k}=~"${k}"' for k in labels.keys[:i])])
         out.append(
             _query_variable(
                 key,
-                f"label_values({metric}, {key})",
+                f"label_values(ragstream_window_queries{{{matchers}}}, {key})",
                 key,
+                f"Service label `{key}` (labels.keys of the agent)",
                 multi=True,
-                description=f"Service label `{key}` (labels.keys of the agent)",
             )
         )
+    scoped = f"{{{scope()}}}"
     out += [
         _query_variable(
             "window",
-            "label_values(ragstream_window_queries, window)",
+            f"label_values(ragstream_window_queries{scoped}, window)",
             "window",
+            "The agent's window behind every windowed value",
             multi=False,
             current="5m",
-            description="The agent's window behind every windowed value",
         ),
         _query_variable(
             "k",
-            "label_values(ragstream_retrieval_ndcg, k)",
+            f"label_values(ragstream_retrieval_ndcg{scoped}, k)",
             "cutoff k",
+            "Rank cutoff of the @k metrics (metrics.cutoffs)",
             multi=False,
             current="10",
-            sort=3,
-            description="Rank cutoff of the @k metrics (metrics.cutoffs)",
+            sort=md.VariableSort.NUMERICAL_ASC,
         ),
         _query_variable(
             "half_life",
-            "label_values(ragstream_retrieval_mrr_decayed, half_life)",
+            f"label_values(ragstream_retrieval_mrr_decayed{scoped}, half_life)",
             "half-life",
+            "Recency half-life of the decayed metrics (metrics.half_lives)",
             multi=False,
             current="1w",
-            description="Recency half-life of the decayed metrics (metrics.half_lives)",
         ),
         _query_variable(
             "drift_metric",
-            "label_values(ragstream_drift_score, metric)",
+            f"label_values(ragstream_drift_score{scoped}, metric)",
             "drift metric",
+            "Metrics the drift detectors watch",
             multi=True,
-            description="Metrics the drift detectors watch",
         ),
         _query_variable(
             "instance",
-            "label_values(ragstream_build_info, instance)",
+            f"label_values(ragstream_build_info{scoped}, instance)",
             "replica",
+            "Replicas, for the agent-health row",
             multi=True,
-            description="Replicas, for the agent-health row",
         ),
     ]
     return out
 
 
-def dashboard_annotations(labels: Labels) -> list[Json]:
+DRIFT_ANNOTATION = "Drift alarms"
+
+
+def annotation_queries(labels: Labels) -> Sequence[gd.AnnotationQuery]:
     return [
-        {
-            "builtIn": 1,
-            "datasource": {"type": "grafana", "uid": "-- Grafana --"},
-            "enable": True,
-            "hide": True,
-            "iconColor": "rgba(0, 211, 255, 1)",
-            "name": "Annotations & Alerts",
-            "type": "dashboard",
-        },
-        {
-            "datasource": DATASOURCE,
-            "enable": True,
-            "hide": False,
-            "iconColor": "red",
-            "name": "Drift alarms",
-            "target": {"refId": "Anno", "expr": drift_alarms(labels), "interval": "15s"},
-            "titleFormat": "Drift: {{detector}} on {{metric}}",
-            "textFormat": labels.legend("window", "reference"),
-            "tagKeys": ",".join((*labels.keys, *DRIFT_KEYS)),
-            "useValueForTime": False,
-        },
+        gd.AnnotationQuery()
+        .name("Annotations & Alerts")
+        .built_in(1)
+        .datasource(md.DataSourceRef(type_val="grafana", uid="-- Grafana --"))
+        .enable(True)
+        .hide(True)
+        .icon_color("rgba(0, 211, 255, 1)")
+        .type("dashboard"),
+        gd.AnnotationQuery()
+        .name(DRIFT_ANNOTATION)
+        .datasource(DATASOURCE)
+        .enable(True)
+        .hide(False)
+        .icon_color("red")
+        .expr(drift_alarms(labels)),
     ]
 
 
-def rows(labels: Labels) -> list[Row]:
-    return [_retrieval(labels), _recency(labels), _generation(labels), _drift(labels), _health()]
+def _prometheus_annotation(annotation: Json, labels: Labels) -> None:
+    """What the SDK's `AnnotationQuery` cannot say: the query as a Prometheus query in
+    `target`, and the event fields Grafana's Prometheus data source reads beside it."""
+    annotation["target"] = {"refId": "Anno", "expr": annotation.pop("expr"), "interval": "15s"}
+    annotation["titleFormat"] = "Drift: {{detector}} on {{metric}}"
+    annotation["textFormat"] = labels.legend("window", "reference")
+    annotation["tagKeys"] = ",".join((*labels.keys, *DRIFT_KEYS))
+    annotation["useValueForTime"] = False
+    del annotation["builtIn"]
 
 
-def build(label_keys: Sequence[str]) -> Json:
-    """The dashboard for an agent whose `labels.keys` are `label_keys`."""
+def rows(labels: Labels, base: str) -> list[Row]:
+    return [
+        _retrieval(labels, base),
+        _recency(labels, base),
+        _generation(labels, base),
+        _drift(labels, base),
+        _health(base),
+    ]
+
+
+def _check_keys(label_keys: Sequence[str]) -> None:
     for key in label_keys:
         if not re.fullmatch(r"[a-zA-Z_][a-zA-Z0-9_]*", key) or key.startswith("__"):
             raise ValueError(f"{key!r} is not a Prometheus label name")
-    reserved = {"window", "k", "half_life", "drift_metric", "instance", "datasource"}
-    if clash := reserved & set(label_keys):
+    if clash := OWN_VARIABLES & set(label_keys):
         raise ValueError(f"label keys {sorted(clash)} clash with the dashboard's own variables")
     if len(set(label_keys)) != len(label_keys):
         raise ValueError("label keys repeat")
+
+
+def builder(label_keys: Sequence[str], runbook_url: str = RUNBOOK_URL) -> gd.Dashboard:
+    """The dashboard for an agent whose `labels.keys` are `label_keys`, as SDK builders."""
+    _check_keys(label_keys)
     labels = Labels(tuple(label_keys))
-    return {
-        "uid": "ragstream",
-        "title": "ragstream: RAG quality",
-        "description": "Retrieval and generation quality, recency, drift and agent health "
-        "from ragstream's Prometheus series (docs/dashboard.md).",
-        "tags": ["ragstream", "rag"],
-        "editable": True,
-        "graphTooltip": 1,
-        "schemaVersion": 41,
-        "version": 1,
-        "refresh": "30s",
-        "time": {"from": "now-3h", "to": "now"},
-        "timepicker": {},
-        "timezone": "browser",
-        "links": [],
-        "annotations": {"list": dashboard_annotations(labels)},
-        "templating": {"list": variables(labels)},
-        "panels": _layout(rows(labels)),
-    }
+    dashboard = (
+        gd.Dashboard("ragstream: RAG quality")
+        .uid("ragstream")
+        .description(
+            "Retrieval and generation quality, recency, drift and agent health "
+            "from ragstream's Prometheus series (docs/dashboard.md)."
+        )
+        .tags(["ragstream", "rag"])
+        .editable()
+        .tooltip(md.DashboardCursorSync.CROSSHAIR)
+        .version(1)
+        .refresh("30s")
+        .time("now-3h", "now")
+        .timezone("browser")
+        .link(
+            gd.DashboardLink("Runbook")
+            .type(md.DashboardLinkType.LINK)
+            .icon("doc")
+            .tooltip("What each ragstream alert means and what to do (docs/runbook.md)")
+            .url(runbook_url)
+            .target_blank(True)
+        )
+        .variables(list(variables(labels)))
+        .annotations(list(annotation_queries(labels)))
+    )
+    panel_id = 1
+    for row in rows(labels, runbook_url):
+        dashboard.with_row(gd.Row(row.title).id(panel_id))
+        panel_id += 1
+        for panel in row.panels:
+            dashboard.with_panel(panel.id(panel_id))
+            panel_id += 1
+    return dashboard
+
+
+def _without_stale_defaults(model: md.Dashboard) -> md.Dashboard:
+    """Leave out what the SDK writes by default and Grafana's current schema no longer
+    has: the interval variable's `auto`, `auto_min` and `auto_count` on every variable,
+    and the table's `footer` (Grafana 12 replaced it by per-field footers)."""
+    for variable in model.templating.list_val or []:
+        variable.auto = variable.auto_min = variable.auto_count = None
+    for panel in model.panels or []:
+        if isinstance(panel, md.Panel) and isinstance(panel.options, mt.Options):
+            panel.options.footer = None
+    return model
+
+
+def build(label_keys: Sequence[str], runbook_url: str = RUNBOOK_URL) -> Json:
+    """The dashboard's JSON model for an agent whose `labels.keys` are `label_keys`."""
+    typed = _without_stale_defaults(builder(label_keys, runbook_url).build())
+    model: Json = json.loads(json.dumps(typed, cls=JSONEncoder))
+    labels = Labels(tuple(label_keys))
+    for annotation in model["annotations"]["list"]:
+        if annotation["name"] == DRIFT_ANNOTATION:
+            _prometheus_annotation(annotation, labels)
+    return model
 
 
 def expressions(dashboard: Json) -> Iterator[tuple[str, str]]:
-    """(where, PromQL) of every query of a dashboard: panels, annotations, variables."""
+    """(where, PromQL) of every query of a dashboard: panels, annotations."""
     for panel in dashboard["panels"]:
         for target in panel.get("targets", []):
             yield f"panel {panel['title']!r} {target['refId']}", target["expr"]
@@ -821,6 +923,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="the agent's labels.keys, comma-separated (default: %(default)s)",
     )
     source.add_argument("--config", type=Path, help="read labels.keys from this agent config")
+    parser.add_argument(
+        "--runbook-url", default=RUNBOOK_URL, help="the runbook the panels link to (%(default)s)"
+    )
     parser.add_argument("--output", type=Path, default=OUTPUT, help="default: %(default)s")
     parser.add_argument(
         "--check", action="store_true", help="exit 1 if --output differs from what it would be"
@@ -830,7 +935,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         keys = _keys_from_config(args.config)
     else:
         keys = [k.strip() for k in args.labels.split(",") if k.strip()]
-    text = render(build(keys))
+    text = render(build(keys, args.runbook_url))
     if args.check:
         current = args.output.read_text() if args.output.exists() else ""
         if current != text:

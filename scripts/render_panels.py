@@ -193,6 +193,8 @@ def render(
 ) -> None:
     dashboard = json.loads(DASHBOARD.read_text())
     values = {
+        "cluster": "",  # this Prometheus attaches none: `cluster=~""` matches every series
+        "job": "$__all",
         "app": "$__all",
         "index": "$__all",
         "window": "1m",

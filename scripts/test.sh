@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The one test command: installs everything the tests need on a fresh machine
 # (Python packages, the Kafka broker's jars, Prometheus, Grafana's dashboard schema,
-# the OpenTelemetry Collector, trec_eval), then runs ruff, mypy, import-linter and the
-# whole pytest suite. Extra arguments go to pytest.
+# the OpenTelemetry Collector, helm and kustomize, trec_eval, the sanitized fuzz targets,
+# podman and the image's base), then runs ruff, mypy, import-linter and the whole pytest
+# suite. Extra arguments go to pytest.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -15,8 +16,15 @@ echo "== Grafana's dashboard schema (npm's @grafana/schema and TypeScript, pinne
 scripts/grafana_schema.sh
 echo "== the OpenTelemetry Collector (otlp receiver, kafka exporter), built once from Go modules with the Collector Builder into ~/.cache/ragstream"
 scripts/otelcol.sh fetch >/dev/null
+echo "== helm and kustomize, built once from Go modules into ~/.cache/ragstream (the chart's and the kustomization's tests)"
+scripts/kube_tools.sh fetch helm >/dev/null
+scripts/kube_tools.sh fetch kustomize >/dev/null
+echo "== podman, buildah, runc and mmdebstrap (Debian's packages, installed once) and the image's Debian base (built once with mmdebstrap into ~/.cache/ragstream)"
+scripts/image.sh fetch >/dev/null
 echo "== NIST's trec_eval, the reference for \`ragstream eval\` (fetched once with Maven)"
 scripts/trec_eval.sh fetch >/dev/null
+echo "== the C extensions' sanitized fuzz targets (clang-14 from Debian; built once into build/fuzz)"
+scripts/fuzz.sh build >/dev/null
 
 echo "== ruff"
 .venv/bin/ruff check .

@@ -1,8 +1,8 @@
 """State records: one partition's state as compressed, chunked Kafka records, and back.
 
-A snapshot of input partition ``p`` is zlib-compressed JSON (msgspec: several times faster
-than the standard library on states of many open queries; zlib level 1, about 4x smaller
-than the JSON and four times faster than the default level) of a :class:`PartitionSnapshot`
+A snapshot of input partition ``p`` is zlib-compressed JSON (written by msgspec; zlib
+level 1, which compresses states of many open queries well at a fraction of the default
+level's cost) of a :class:`PartitionSnapshot`
 (format version, partition, the next input offset per topic, when it was taken, and the
 engine's state of the partition). Compressed, it is cut into chunks of at most
 ``chunk_bytes``, so that no record exceeds Kafka's default 1 MB message size:

@@ -13,9 +13,22 @@ import yaml
 
 from ragstream.config import Settings, explain_error, load_settings
 
-__all__ = ["file_settings_options", "settings_from_flags", "settings_options", "with_settings"]
+__all__ = [
+    "CommandLineError",
+    "file_settings_options",
+    "settings_from_flags",
+    "settings_options",
+    "with_settings",
+]
 
 F = TypeVar("F", bound=Callable[..., Any])
+
+
+class CommandLineError(click.ClickException):
+    """A problem the command line can fix (a taken port): one line, exit 2 as click's
+    usage errors."""
+
+    exit_code = 2
 
 
 _CONFIG = click.option(

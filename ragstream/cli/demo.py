@@ -11,9 +11,10 @@ from pathlib import Path
 
 import click
 
-from ragstream.cli._settings import file_settings_options, settings_from_flags
+from ragstream.cli._settings import CommandLineError, file_settings_options, settings_from_flags
 from ragstream.config import Settings
 from ragstream.durations import format_duration
+from ragstream.exporter.http import AddressInUseError
 from ragstream.report.console import render_drift, render_generation, render_summary
 from ragstream.wiring.demo import demo_agent
 
@@ -32,9 +33,16 @@ __all__ = ["demo"]
     type=int,
     default=9464,
     show_default=True,
-    help="HTTP port for /metrics (0 picks a free one).",
+    envvar="RAGSTREAM_HTTP__PORT",
+    help="HTTP port for /metrics (0 picks a free one; env RAGSTREAM_HTTP__PORT, as for `run`).",
 )
-@click.option("--host", default="127.0.0.1", show_default=True, help="HTTP address for /metrics.")
+@click.option(
+    "--host",
+    default="127.0.0.1",
+    show_default=True,
+    envvar="RAGSTREAM_HTTP__HOST",
+    help="HTTP address for /metrics (env RAGSTREAM_HTTP__HOST; the image sets 0.0.0.0).",
+)
 @click.option(
     "--rate",
     type=click.FloatRange(min=0.1),
@@ -113,7 +121,13 @@ def demo(
     options = _Options(
         duration, port, host, rate, drift_at, refresh, label_ttl, judge_rate, gold_share, seed
     )
-    asyncio.run(_demo(options, settings))
+    try:
+        asyncio.run(_demo(options, settings))
+    except AddressInUseError as error:
+        raise CommandLineError(
+            f"cannot serve /metrics: {error.strerror} (another demo?); choose another port"
+            " with --port, or --port 0 for a free one"
+        ) from None
 
 
 @dataclass(frozen=True, slots=True)

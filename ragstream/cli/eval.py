@@ -2,14 +2,10 @@
 
 from __future__ import annotations
 
-import gc
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, cast
 
 import click
-
-from ragstream.cli import _exit, _prefetch, _process
 
 if TYPE_CHECKING:  # numpy and the evaluator are imported when the command runs, not for --help
     from ragstream.metrics import MetricSpec
@@ -18,7 +14,6 @@ if TYPE_CHECKING:  # numpy and the evaluator are imported when the command runs,
 
 __all__ = ["eval_command"]
 
-# paths as str: pathlib (with urllib.parse, which it imports) is 3 ms of the command's start
 _FILE = click.Path(exists=True, dir_okay=False, readable=True)
 
 
@@ -109,20 +104,12 @@ def _digits(value: str) -> int | None:
     help="Smallest grade that counts as relevant (trec_eval -l).",
 )
 @click.option(
-    "--reader",
-    type=click.Choice(["numpy", "arrow"]),
-    default="numpy",
-    show_default=True,
-    help="How --engine numpy reads the files: numpy's vectorized parser, or pyarrow's CSV "
-    "reader (extra fast-eval) for uniformly separated files. Same results.",
-)
-@click.option(
     "--engine",
     type=click.Choice(["auto", "compiled", "numpy"]),
     default="auto",
     show_default=True,
     help="compiled: one C pass over both files (needs the built extension); numpy: the "
-    "reference implementation; auto: compiled when built and --reader is numpy. Same results.",
+    "reference implementation; auto: compiled when built. Same results.",
 )
 @click.option(
     "--keep-best",
@@ -140,7 +127,6 @@ def eval_command(
     digits: str,
     gain: str,
     relevance_level: int,
-    reader: str,
     engine: str,
     keep_best: bool,
 ) -> None:
@@ -150,67 +136,46 @@ def eval_command(
     (descending, byte order); the rank column is ignored. The mean is over the queries
     in both files, or over all qrels queries with -c.
     """
-    with _no_collector():
-        _process.prepare()  # before numpy is imported and the join allocates
-        from ragstream.trec import TrecFormatError, start_join
-        from ragstream.trec._pending import AVAILABLE
+    from ragstream.trec import TrecFormatError, start_join
+    from ragstream.trec._pending import AVAILABLE
 
-        if engine == "compiled" and not AVAILABLE:
-            raise click.BadParameter(
-                "the compiled scanner is not built (a C compiler is needed when installing)",
-                param_hint="--engine",
-            )
-        # The compiled join starts reading the files now, in threads of its own, while numpy
-        # and the metrics are imported (a tenth of a second); it is told how much of each
-        # ranking to keep once the metrics are parsed.
-        compiled = engine == "compiled" or (engine == "auto" and reader == "numpy")
-        started = None
-        if compiled:  # begun by the console script already when it guessed these files
-            started = _prefetch.take(qrels, run, keep_best) or start_join(
-                qrels, run, keep_best=keep_best, background=True
-            )
-        from ragstream.metrics import trec_name
-        from ragstream.trec import evaluate_files
-        from ragstream.trec.report import render
+    if engine == "compiled" and not AVAILABLE:
+        raise click.BadParameter(
+            "the compiled scanner is not built (a C compiler is needed when installing)",
+            param_hint="--engine",
+        )
+    # The compiled join starts reading the files now, in threads of its own, while numpy
+    # and the metrics are imported; it is told how much of each
+    # ranking to keep once the metrics are parsed.
+    started = None
+    if engine in ("compiled", "auto"):
+        started = start_join(qrels, run, keep_best=keep_best, background=True)
+    from ragstream.metrics import trec_name
+    from ragstream.trec import evaluate_files
+    from ragstream.trec.report import render
 
-        specs = _metrics(metrics)
-        places = _digits(digits)
-        if fmt == "trec":
-            for spec in specs:
-                try:
-                    trec_name(spec)
-                except ValueError as error:
-                    raise click.BadParameter(
-                        f"{error}; use --format table or json", param_hint="--metrics"
-                    ) from None
-        try:
-            result = evaluate_files(
-                qrels,
-                run,
-                specs,
-                gain="exponential" if gain == "exponential" else "linear",
-                relevance_level=relevance_level,
-                complete=complete,
-                keep_best=keep_best,
-                reader="arrow" if reader == "arrow" else "numpy",
-                engine=cast("Engine", engine),  # click.Choice admits only these
-                started=started,
-            )
-        except TrecFormatError as error:
-            raise click.ClickException(str(error)) from None
-        click.echo(render(result, fmt, per_query=per_query, digits=places), nl=False)
-        _exit.request(keep=result)
-
-
-@contextmanager
-def _no_collector() -> Iterator[None]:
-    """Python's garbage collector off for a one-shot command (no cycles worth its passes
-    over numpy's objects), and on again after it for an in-process caller; left off when
-    the process ends at once (`ragstream.cli._exit.ending`)."""
-    collecting = gc.isenabled()
-    gc.disable()
+    specs = _metrics(metrics)
+    places = _digits(digits)
+    if fmt == "trec":
+        for spec in specs:
+            try:
+                trec_name(spec)
+            except ValueError as error:
+                raise click.BadParameter(
+                    f"{error}; use --format table or json", param_hint="--metrics"
+                ) from None
     try:
-        yield
-    finally:
-        if collecting and not _exit.ending():
-            gc.enable()
+        result = evaluate_files(
+            qrels,
+            run,
+            specs,
+            gain="exponential" if gain == "exponential" else "linear",
+            relevance_level=relevance_level,
+            complete=complete,
+            keep_best=keep_best,
+            engine=cast("Engine", engine),  # click.Choice admits only these
+            started=started,
+        )
+    except TrecFormatError as error:
+        raise click.ClickException(str(error)) from None
+    click.echo(render(result, fmt, per_query=per_query, digits=places), nl=False)

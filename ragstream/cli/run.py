@@ -7,8 +7,9 @@ import logging
 
 import click
 
-from ragstream.cli._settings import settings_options, with_settings
+from ragstream.cli._settings import CommandLineError, settings_options, with_settings
 from ragstream.config import SecretFileError, Settings
+from ragstream.exporter.http import AddressInUseError
 from ragstream.sources.kafka import CoPartitionError, KafkaAuthError
 from ragstream.traces import TraceSupportError
 from ragstream.wiring.run import run_agent
@@ -32,3 +33,8 @@ def run(settings: Settings) -> None:
         asyncio.run(run_agent(settings))
     except (CoPartitionError, KafkaAuthError, SecretFileError, TraceSupportError) as error:
         raise click.ClickException(str(error)) from error
+    except AddressInUseError as error:
+        raise CommandLineError(
+            f"cannot serve /metrics: {error.strerror}; choose another port with --port"
+            " (or http.port)"
+        ) from None

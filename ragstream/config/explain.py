@@ -77,24 +77,31 @@ def explain_error(
 
     An unknown setting is named with the closest known one (or those known at its level),
     and with its environment variable only if that variable is set (`environ`, default
-    the process environment); every other problem names the variable that would set it.
+    the process environment); a rule across fields (a section's validator) is its own
+    message, which names the settings and what to write; every other problem names the
+    variable that would set it.
     """
     environ = os.environ if environ is None else environ
     if isinstance(error, ValidationError):
-        lines = [f"the configuration has {error.error_count()} problem(s):"]
+        lines: list[str] = []
         for item in error.errors(include_url=False):
             location = tuple(item["loc"])
             if item["type"] == "extra_forbidden" and location:
                 lines.append(f"  - {_unknown(model, location, environ)}")
                 continue
-            dotted = ".".join(str(part) for part in location) or "(top level)"
             given = item.get("input")
-            shown = "" if isinstance(given, dict) else f" (given: {given!r})"
             message = str(item["msg"]).removeprefix("Value error, ")
+            if isinstance(given, dict):  # a rule across fields: its message names them
+                lines.append(f"  - {message}")
+                continue
+            dotted = ".".join(str(part) for part in location)
             if item["type"] == "missing":
                 message = "is required"
-            lines.append(f"  - {dotted}{shown}: {message}  [env: {_env_name(location)}]")
-        return "\n".join(lines)
+            lines.append(
+                f"  - {dotted} (given: {given!r}): {message}  [env: {_env_name(location)}]"
+            )
+        count = sum(line.startswith("  - ") for line in "\n".join(lines).splitlines())
+        return "\n".join([f"the configuration has {count} problem(s):", *lines])
     if isinstance(error, FileNotFoundError):
         return str(error)
     if isinstance(error, yaml.YAMLError | json.JSONDecodeError | ValueError):

@@ -103,7 +103,7 @@ class KafkaSecurity(_Section):
             ("ssl_password", "ssl_password_file"),
         ):
             if getattr(self, value) is not None and getattr(self, file) is not None:
-                raise ValueError(f"give {value} or {file}, not both")
+                raise ValueError(f"kafka.security: give {value} or {file}, not both")
         if not self.protocol.startswith("SASL"):
             return self
         if self.sasl_mechanism == "OAUTHBEARER":
@@ -114,8 +114,8 @@ class KafkaSecurity(_Section):
             or (self.sasl_password is None and self.sasl_password_file is None)
         ):
             raise ValueError(
-                f"protocol {self.protocol} needs sasl_mechanism, sasl_username and"
-                " sasl_password (or sasl_password_file)"
+                f"kafka.security: protocol {self.protocol} needs sasl_mechanism, sasl_username"
+                " and sasl_password (or sasl_password_file)"
             )
         return self
 
@@ -123,17 +123,19 @@ class KafkaSecurity(_Section):
         file, endpoint = self.sasl_oauth_token_file, self.sasl_oauth_token_endpoint
         if (file is None) == (endpoint is None):
             raise ValueError(
-                "sasl_mechanism OAUTHBEARER needs sasl_oauth_token_file or"
+                "kafka.security: sasl_mechanism OAUTHBEARER needs sasl_oauth_token_file or"
                 " sasl_oauth_token_endpoint (one of them)"
             )
         if endpoint is not None:
             if not endpoint.startswith(("https://", "http://")):
-                raise ValueError(f"sasl_oauth_token_endpoint {endpoint!r} is not an http(s) URL")
+                raise ValueError(
+                    f"kafka.security: sasl_oauth_token_endpoint {endpoint!r} is not an http(s) URL"
+                )
             if self.sasl_oauth_client_id is None or (
                 self.sasl_oauth_client_secret is None and self.sasl_oauth_client_secret_file is None
             ):
                 raise ValueError(
-                    "sasl_oauth_token_endpoint needs sasl_oauth_client_id and"
+                    "kafka.security: sasl_oauth_token_endpoint needs sasl_oauth_client_id and"
                     " sasl_oauth_client_secret (or sasl_oauth_client_secret_file)"
                 )
         return self
@@ -213,7 +215,8 @@ class KafkaSettings(_Section):
         if stray:
             raise ValueError(
                 f"kafka.formats names {', '.join(stray)}, not in kafka.topics "
-                f"({', '.join(self.topics)})"
+                f"({', '.join(self.topics)}): add it to kafka.topics or leave it out of"
+                " kafka.formats"
             )
         return self
 
@@ -389,19 +392,33 @@ class Settings(BaseSettings):
             object.__setattr__(self, "drift", fitted)
             drift = fitted
         problems = []
+        sizes = self.windows.sizes
         for short, long in drift.window_pairs:
             pair = f"{format_duration(short)}/{format_duration(long)}"
-            missing = [format_duration(w) for w in (short, long) if w not in self.windows.sizes]
+            missing = [w for w in (short, long) if w not in sizes]
             if missing:
-                problems.append(f"window pair {pair}: {', '.join(missing)} not in windows.sizes")
+                wanted = ", ".join(format_duration(w) for w in sorted({*sizes, *missing}))
+                problems.append(
+                    f"drift.window_pairs: window pair {pair}:"
+                    f" {', '.join(map(format_duration, missing))} not in windows.sizes;"
+                    f" write windows.sizes: [{wanted}], or leave the pair out"
+                )
             elif drift.settle >= short:
-                problems.append(f"settle must be shorter than the short window of {pair}")
+                problems.append(
+                    f"drift.settle ({format_duration(drift.settle)}): settle must be shorter"
+                    f" than the short window of {pair}; write a drift.settle below"
+                    f" {format_duration(short)}"
+                )
         for name in drift.metrics:
             k = parse_metric(name).k
             if k is not None and k not in self.metrics.cutoffs:
-                problems.append(f"metric {name}: cutoff {k} not in metrics.cutoffs")
+                wanted = ", ".join(map(str, sorted({*self.metrics.cutoffs, k})))
+                problems.append(
+                    f"drift.metrics: metric {name}: cutoff {k} not in metrics.cutoffs;"
+                    f" write metrics.cutoffs: [{wanted}], or watch a configured cutoff"
+                )
         if problems:
-            raise ValueError("drift: " + "; ".join(problems))
+            raise ValueError("\n  - ".join(problems))
         return self
 
     @classmethod

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from ragstream.drift._restore import count_in
+
 __all__ = ["Hold"]
 
 
@@ -42,7 +44,8 @@ class Hold:
 
     @classmethod
     def from_state(cls, state: dict[str, Any]) -> Hold:
-        out = cls(state["hold"])
-        out.detections = int(state["detections"])
-        out.since = None if state["since"] is None else int(state["since"])
+        """The hold of a snapshot, its counts checked (ValueError when out of range)."""
+        out = cls(count_in(state, "hold", low=1))
+        out.detections = count_in(state, "detections")
+        out.since = None if state["since"] is None else count_in(state, "since")
         return out

@@ -21,6 +21,7 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <math.h>
+#include <limits.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,13 +34,14 @@
 #endif
 
 enum { DOWN = 0, UP = 1, BOTH = 2 };
-#define MAX_ROWS 64 /* a row holds buckets of 2**row values: the window is below 2**63 */
+#define MAX_ROWS 63 /* a row holds buckets of 2**row values: the window is below 2**63 */
+#define MAX_COUNT (1LL << 62) /* tick, width and their sums stay below 2**63 */
 
 /* ---- ADWIN ------------------------------------------------------------------------------ */
 
 typedef struct {
-    double *tot, *m2; /* row r's buckets at r * stride, oldest first */
-    size_t stride;    /* max_buckets + 1: a row holds one more before it is compressed */
+    double *tot[MAX_ROWS], *m2[MAX_ROWS]; /* row r's buckets, oldest first */
+    long long cap[MAX_ROWS];              /* room of row r's arrays (grown as it fills) */
     long long count[MAX_ROWS];
     int rows;
     long long width;
@@ -47,10 +49,37 @@ typedef struct {
     long long limit, max_window;
 } Window;
 
-static inline double *tot_at(const Window *w, int row) {
-    return w->tot + (size_t)row * w->stride;
+static inline double *tot_at(const Window *w, int row) { return w->tot[row]; }
+static inline double *m2_at(const Window *w, int row) { return w->m2[row]; }
+
+/* Room for `need` buckets in row `row` (a row holds at most max_buckets + 1, which may be
+ * large: the room grows as Python's lists do). -1 with MemoryError. */
+static int reserve(Window *w, int row, long long need) {
+    if (need <= w->cap[row]) return 0;
+    long long cap = w->cap[row] ? w->cap[row] : 8;
+    while (cap < need) cap = cap > LLONG_MAX / 2 ? need : cap * 2;
+    if ((unsigned long long)cap > PY_SSIZE_T_MAX / sizeof(double)) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    double *t = realloc(w->tot[row], (size_t)cap * sizeof(double));
+    if (t) w->tot[row] = t;
+    double *m = t ? realloc(w->m2[row], (size_t)cap * sizeof(double)) : NULL;
+    if (m) w->m2[row] = m;
+    if (!t || !m) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    w->cap[row] = cap;
+    return 0;
 }
-static inline double *m2_at(const Window *w, int row) { return w->m2 + (size_t)row * w->stride; }
+
+static void window_free(Window *w) {
+    for (int r = 0; r < MAX_ROWS; r++) {
+        free(w->tot[r]);
+        free(w->m2[r]);
+    }
+}
 
 static void window_reset(Window *w) {
     w->rows = 1;
@@ -60,10 +89,12 @@ static void window_reset(Window *w) {
     w->variance = 0.0;
 }
 
-static inline void push(Window *w, int row, double total, double m2) {
+static inline int push(Window *w, int row, double total, double m2) {
+    if (w->count[row] >= w->cap[row] && reserve(w, row, w->count[row] + 1) < 0) return -1;
     tot_at(w, row)[w->count[row]] = total;
     m2_at(w, row)[w->count[row]] = m2;
     w->count[row]++;
+    return 0;
 }
 
 static inline void shift_out(Window *w, int row, long long n) {
@@ -76,6 +107,10 @@ static inline void shift_out(Window *w, int row, long long n) {
 /* Adwin._drop_oldest. -1 with ZeroDivisionError where Python raises it. */
 static int drop_oldest(Window *w) {
     int last = w->rows - 1;
+    if (!w->count[last]) { /* rows_in refuses an empty row: never, but never a bad shift */
+        PyErr_SetString(PyExc_ValueError, "adwin: an empty bucket row");
+        return -1;
+    }
     double n = (double)(1LL << last);
     double u = tot_at(w, last)[0], v = m2_at(w, last)[0];
     shift_out(w, last, 1);
@@ -103,7 +138,7 @@ static int insert(Window *w, const double *xs, Py_ssize_t start, Py_ssize_t stop
         }
         w->width += 1;
         w->total += value;
-        push(w, 0, value, 0.0);
+        if (push(w, 0, value, 0.0) < 0) return -1;
         if (w->count[0] > w->limit) {
             int idx = 0;
             for (;;) {
@@ -122,7 +157,7 @@ static int insert(Window *w, const double *xs, Py_ssize_t start, Py_ssize_t stop
                     w->count[idx] = 0;
                     w->rows++;
                 }
-                push(w, idx, merged_total, merged_m2);
+                if (push(w, idx, merged_total, merged_m2) < 0) return -1;
                 if (w->count[idx] <= w->limit) break;
             }
         }
@@ -209,13 +244,17 @@ static PyObject *rows_out(const Window *w) {
     return rows;
 }
 
-/* The rows from Python: -1 with an exception when they do not fit the configuration. */
+/* The rows from Python, checked as Adwin.restore checks a snapshot's: 1 to 63 rows of
+ * equal-length lists of floats, at most max_buckets a row, none empty but a lone row 0,
+ * their sizes adding up to the width. -1 with ValueError otherwise: the loop's shifts
+ * and drops rely on it. */
 static int rows_in(Window *w, PyObject *rows) {
     if (!PyList_Check(rows) || PyList_GET_SIZE(rows) < 1 || PyList_GET_SIZE(rows) > MAX_ROWS) {
-        PyErr_SetString(PyExc_ValueError, "adwin rows: a list of 1 to 64 (totals, m2s) pairs");
+        PyErr_SetString(PyExc_ValueError, "adwin rows: a list of 1 to 63 (totals, m2s) pairs");
         return -1;
     }
     w->rows = (int)PyList_GET_SIZE(rows);
+    long long width = 0;
     for (int r = 0; r < w->rows; r++) {
         PyObject *pair = PyList_GET_ITEM(rows, r);
         if (!PyTuple_Check(pair) || PyTuple_GET_SIZE(pair) != 2) {
@@ -224,17 +263,33 @@ static int rows_in(Window *w, PyObject *rows) {
         }
         PyObject *t = PyTuple_GET_ITEM(pair, 0), *m = PyTuple_GET_ITEM(pair, 1);
         if (!PyList_Check(t) || !PyList_Check(m) || PyList_GET_SIZE(t) != PyList_GET_SIZE(m) ||
-            PyList_GET_SIZE(t) > w->limit) {
-            PyErr_SetString(PyExc_ValueError, "adwin rows: lists of equal length, max_buckets");
+            PyList_GET_SIZE(t) > w->limit || (PyList_GET_SIZE(t) == 0 && w->rows > 1)) {
+            PyErr_SetString(PyExc_ValueError,
+                            "adwin rows: lists of equal length, 1 to max_buckets long");
             return -1;
         }
-        w->count[r] = PyList_GET_SIZE(t);
-        double *tr = tot_at(w, r), *mr = m2_at(w, r);
-        for (Py_ssize_t k = 0; k < PyList_GET_SIZE(t); k++) {
-            tr[k] = PyFloat_AsDouble(PyList_GET_ITEM(t, k));
-            mr[k] = PyFloat_AsDouble(PyList_GET_ITEM(m, k));
-            if ((tr[k] == -1.0 || mr[k] == -1.0) && PyErr_Occurred()) return -1;
+        const long long n = PyList_GET_SIZE(t);
+        if (n > (MAX_COUNT - width) >> r) {
+            PyErr_SetString(PyExc_ValueError, "adwin rows: too many values");
+            return -1;
         }
+        width += n << r;
+        if (reserve(w, r, n + 1) < 0) return -1;
+        w->count[r] = n;
+        double *tr = tot_at(w, r), *mr = m2_at(w, r);
+        for (Py_ssize_t k = 0; k < n; k++) { /* floats only: no Python code runs meanwhile */
+            PyObject *a = PyList_GET_ITEM(t, k), *b = PyList_GET_ITEM(m, k);
+            if (!PyFloat_Check(a) || !PyFloat_Check(b)) {
+                PyErr_SetString(PyExc_TypeError, "adwin rows: lists of floats");
+                return -1;
+            }
+            tr[k] = PyFloat_AS_DOUBLE(a);
+            mr[k] = PyFloat_AS_DOUBLE(b);
+        }
+    }
+    if (width != w->width) {
+        PyErr_SetString(PyExc_ValueError, "adwin rows: sizes do not add up to the width");
+        return -1;
     }
     return 0;
 }
@@ -260,26 +315,26 @@ static PyObject *adwin_update(PyObject *self, PyObject *args) {
                           &w.max_window, &min_length, &delta, &direction))
         return NULL;
     PyObject *result = NULL, *offsets = NULL, *out_rows = NULL;
-    if (values.len % (Py_ssize_t)sizeof(double) || clock < 1 || w.limit < 2 || min_length < 1 ||
-        w.width < 0 || tick < 0) {
+    const Py_ssize_t n = values.len / (Py_ssize_t)sizeof(double);
+    if (values.len % (Py_ssize_t)sizeof(double) || (uintptr_t)values.buf % _Alignof(double) ||
+        clock < 1 || w.limit < 2 || min_length < 1 || grace < 0 ||
+        w.width < 0 || w.width > w.max_window || tick < 0 || tick > MAX_COUNT - n ||
+        !(delta > 0.0 && delta < 1.0) || direction < DOWN || direction > BOTH) {
         PyErr_SetString(PyExc_ValueError, "adwin_update: bad arguments");
         goto done;
     }
-    w.stride = (size_t)w.limit + 1;
-    w.tot = malloc(MAX_ROWS * w.stride * sizeof(double));
-    w.m2 = malloc(MAX_ROWS * w.stride * sizeof(double));
     offsets = PyList_New(0);
-    if (!w.tot || !w.m2) {
-        PyErr_NoMemory();
-        goto done;
-    }
     if (!offsets || rows_in(&w, rows) < 0) goto done;
     const double *xs = values.buf;
-    const Py_ssize_t n = values.len / (Py_ssize_t)sizeof(double);
+    for (Py_ssize_t i = 0; i < n; i++)
+        if (!isfinite(xs[i])) {
+            PyErr_SetString(PyExc_ValueError, "adwin_update: values must be finite");
+            goto done;
+        }
     const double lmin = (double)min_length;
     for (Py_ssize_t i = 0; i < n;) {
-        Py_ssize_t stop = i + (Py_ssize_t)(clock - tick % clock);
-        if (stop > n) stop = n;
+        const long long room = clock - tick % clock; /* >= 1; i + room may pass 2**63 */
+        const Py_ssize_t stop = room < (long long)(n - i) ? i + (Py_ssize_t)room : n;
         if (insert(&w, xs, i, stop) < 0) goto done;
         tick += stop - i;
         i = stop;
@@ -305,8 +360,7 @@ static PyObject *adwin_update(PyObject *self, PyObject *args) {
 done:
     Py_XDECREF(out_rows);
     Py_XDECREF(offsets);
-    free(w.tot);
-    free(w.m2);
+    window_free(&w);
     PyBuffer_Release(&values);
     return result;
 }
@@ -359,7 +413,8 @@ static PyObject *ph_segment(PyObject *self, PyObject *args) {
         return NULL;
     const double *x = values.buf;
     const Py_ssize_t m = values.len / (Py_ssize_t)sizeof(double);
-    if (m < 1 || values.len % (Py_ssize_t)sizeof(double) || n0 < 0) {
+    if (m < 1 || values.len % (Py_ssize_t)sizeof(double) ||
+        (uintptr_t)values.buf % _Alignof(double) || n0 < 0 || n0 > MAX_COUNT - m) {
         PyBuffer_Release(&values);
         PyErr_SetString(PyExc_ValueError, "ph_segment: bad arguments");
         return NULL;
@@ -399,7 +454,12 @@ static PyObject *ph_segment(PyObject *self, PyObject *args) {
     /* Python's `cs ** 2` is libm's pow(cs, 2.0), which may differ from cs * cs in the last
      * bit: the exponent is read from memory so that the compiler does not make it cs * cs */
     volatile double two = 2.0;
-    const double m2 = m2_0 + cs2 - pow(cs, two) / (double)total;
+    const double square = pow(cs, two);
+    if (isinf(square) && isfinite(cs)) { /* Python's float ** raises where libm overflows */
+        PyErr_SetString(PyExc_OverflowError, "(34, 'Numerical result out of range')");
+        return NULL;
+    }
+    const double m2 = m2_0 + cs2 - square / (double)total;
     return Py_BuildValue("(nLdddd)", (Py_ssize_t)-1, total, mean, m2,
                          any_active && watch_down ? down.out : g_down0,
                          any_active && watch_up ? up.out : g_up0);

@@ -41,6 +41,7 @@ import numpy.typing as npt
 
 from ragstream.drift._common import I64, Direction, as_values, check_version
 from ragstream.drift._hold import Hold
+from ragstream.drift._restore import count_in, finite_in
 
 try:
     from ragstream.drift import _kernels
@@ -49,6 +50,9 @@ except ImportError:  # not built (no C compiler at install time): the Python loo
 
 __all__ = ["Adwin", "AdwinParams"]
 
+_MAX_ROWS = 63
+"""Rows of buckets at most: row ``i`` holds buckets of ``2**i`` values, and a window
+holds fewer than ``2**63``."""
 _DIRECTION_CODE = {Direction.DOWN: 0, Direction.UP: 1, Direction.BOTH: 2}
 
 
@@ -364,28 +368,56 @@ class Adwin:
 
     @classmethod
     def restore(cls, snapshot: dict[str, Any]) -> Self:
+        """The detector of a snapshot, every number checked first (ValueError when one is
+        out of range or the bucket rows are not ones `update` could have left): the
+        compiled loop trusts the rows it is given."""
         check_version(snapshot, cls.kind)
         det = cls(
-            delta=snapshot["delta"],
-            clock=snapshot["clock"],
-            max_buckets=snapshot["max_buckets"],
-            min_window_length=snapshot["min_window_length"],
-            grace_period=snapshot["grace_period"],
-            max_window=snapshot["max_window"],
+            delta=finite_in(snapshot, "delta"),
+            clock=count_in(snapshot, "clock", low=1),
+            max_buckets=count_in(snapshot, "max_buckets", low=2),
+            min_window_length=count_in(snapshot, "min_window_length", low=1),
+            grace_period=count_in(snapshot, "grace_period"),
+            max_window=count_in(snapshot, "max_window", low=2),
             direction=snapshot["direction"],
-            hold=snapshot["hold"],
+            hold=count_in(snapshot, "hold", low=1),
         )
-        rows = [([float(a) for a in t], [float(b) for b in v]) for t, v in snapshot["rows"]]
-        if not rows or any(len(t) != len(v) or len(t) > det.max_buckets for t, v in rows):
-            raise ValueError("adwin snapshot has malformed bucket rows")
-        width = sum(len(t) << i for i, (t, _) in enumerate(rows))
-        if width != int(snapshot["width"]) or width > det.max_window:
+        det._rows = _rows_in(snapshot["rows"], det.max_buckets)
+        width = sum(len(t) << i for i, (t, _) in enumerate(det._rows))
+        if width != count_in(snapshot, "width") or width > det.max_window:
             raise ValueError("adwin snapshot: bucket sizes do not add up to its width")
-        det._rows = rows
         det._width = width
-        det._total = float(snapshot["total"])
-        det._variance = float(snapshot["variance"])
-        det._tick = int(snapshot["tick"])
-        det._score = float(snapshot["score"])
+        det._total = finite_in(snapshot, "total")
+        det._variance = finite_in(snapshot, "variance")
+        det._tick = count_in(snapshot, "tick")
+        det._score = finite_in(snapshot, "score")
         det._hold = Hold.from_state(snapshot)
         return det
+
+
+def _rows_in(rows: Any, max_buckets: int) -> list[tuple[list[float], list[float]]]:
+    """The bucket rows of a snapshot as `update` leaves them: 1 to 63 rows of equal-length
+    (totals, m2s) lists of finite numbers, at most ``max_buckets`` buckets a row, and every
+    row holding at least one bucket but a lone empty row 0 (an emptied window). ValueError
+    otherwise."""
+    malformed = ValueError("adwin snapshot has malformed bucket rows")
+    if not isinstance(rows, list) or not 1 <= len(rows) <= _MAX_ROWS:
+        raise malformed
+    out: list[tuple[list[float], list[float]]] = []
+    for row in rows:
+        if not isinstance(row, list | tuple) or len(row) != 2:
+            raise malformed
+        totals, m2s = row
+        if not isinstance(totals, list) or not isinstance(m2s, list):
+            raise malformed
+        if len(totals) != len(m2s) or len(totals) > max_buckets:
+            raise malformed
+        if not totals and len(rows) > 1:
+            raise ValueError("adwin snapshot has an empty bucket row")
+        out.append((_finite(totals), _finite(m2s)))
+    return out
+
+
+def _finite(values: list[Any]) -> list[float]:
+    """The numbers of a bucket row as floats; ValueError when one is not a finite number."""
+    return [finite_in({"bucket": v}, "bucket") for v in values]

@@ -26,7 +26,6 @@ docs/drift.md.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import Any, ClassVar, Self
 
@@ -35,6 +34,7 @@ import numpy.typing as npt
 
 from ragstream.drift._common import F64, I64, Direction, as_values, check_version
 from ragstream.drift._hold import Hold
+from ragstream.drift._restore import count_in, finite_in
 
 try:
     from ragstream.drift import _kernels
@@ -253,21 +253,21 @@ class PageHinkley:
 
     @classmethod
     def restore(cls, snapshot: dict[str, Any]) -> Self:
+        """The detector of a snapshot, every number checked first (ValueError when one is
+        out of range): the compiled loop trusts the state it is given."""
         check_version(snapshot, cls.kind)
         det = cls(
-            delta=snapshot["delta"],
-            threshold=snapshot["threshold"],
-            min_instances=snapshot["min_instances"],
+            delta=finite_in(snapshot, "delta"),
+            threshold=finite_in(snapshot, "threshold"),
+            min_instances=count_in(snapshot, "min_instances", low=2),
             direction=snapshot["direction"],
-            hold=snapshot["hold"],
-            min_std=snapshot["min_std"],
+            hold=count_in(snapshot, "hold", low=1),
+            min_std=finite_in(snapshot, "min_std"),
         )
-        det._n = int(snapshot["n"])
-        det._mean = float(snapshot["mean"])
-        det._m2 = float(snapshot["m2"])
-        det._g_down = float(snapshot["g_down"])
-        det._g_up = float(snapshot["g_up"])
+        det._n = count_in(snapshot, "n")
+        det._mean = finite_in(snapshot, "mean")
+        det._m2 = finite_in(snapshot, "m2")
+        det._g_down = finite_in(snapshot, "g_down")
+        det._g_up = finite_in(snapshot, "g_up")
         det._hold = Hold.from_state(snapshot)
-        if not all(math.isfinite(v) for v in (det._mean, det._m2, det._g_down, det._g_up)):
-            raise ValueError("page_hinkley snapshot holds a non-finite number")
         return det

@@ -327,13 +327,15 @@ static inline int digit_runs(const char **pp, const char *end, uint64_t *mantiss
 }
 #endif
 
+#define MAX_EXPONENT INT64_C(1000000000000000) /* 10^15: far beyond any message's length */
+
 static int number(const char **pp, const char *end, double *out) {
     const char *p = *pp, *start = p;
     int negative = 0, is_int = 1;
     uint64_t mantissa = 0;
     int digits = 0;      /* significant digits taken into the mantissa */
     int dropped = 0;     /* significant digits beyond 19 (the value then goes the slow way) */
-    long exp10 = 0;      /* decimal exponent of the mantissa */
+    int64_t exp10 = 0;   /* decimal exponent of the mantissa */
     if (p < end && *p == '-') {
         negative = 1;
         p++;
@@ -378,7 +380,7 @@ static int number(const char **pp, const char *end, double *out) {
         }
     }
     if (p < end && (*p == 'e' || *p == 'E')) {
-        long e = 0;
+        int64_t e = 0;
         int e_negative = 0;
         is_int = 0;
         p++;
@@ -388,9 +390,10 @@ static int number(const char **pp, const char *end, double *out) {
         }
         if (p >= end || *p < '0' || *p > '9')
             return DECLINE;
+        /* saturated, not clamped: an exponent past 10^15 leaves a value that no fraction
+         * brings back to the fast path's range, which then declines */
         while (p < end && *p >= '0' && *p <= '9') {
-            if (e < 100000)
-                e = e * 10 + (*p - '0');
+            e = e < MAX_EXPONENT ? e * 10 + (*p - '0') : MAX_EXPONENT;
             p++;
         }
         exp10 += e_negative ? -e : e;
@@ -1465,12 +1468,19 @@ static PyObject *scan(PyObject *module, PyObject *args) {
         PyErr_SetString(PyExc_ValueError, "top must be >= 0");
         return NULL;
     }
+    if (b.max_bytes < 0 || b.max_results < 0 || b.max_qrels < 0 || b.max_text < 0 ||
+        b.max_id < 0 || b.max_labels < 0 || b.max_label < 0) {
+        PyErr_SetString(PyExc_ValueError, "bounds: the counts must be >= 0");
+        return NULL;
+    }
     if (keys_arg != Py_None) {
         if (read_keys(keys_arg, &keys_read) < 0)
             return NULL;
         keys = &keys_read; /* keys_arg holds the key strings for the call */
     }
-    PyObject *seq = PySequence_Fast(values, "values must be a sequence");
+    /* a tuple of its own: each message held, and the same, while its record is built (an
+     * allocation can run a collection, whose finalizers could change a list) */
+    PyObject *seq = PySequence_Tuple(values);
     if (seq == NULL) {
         if (keys != NULL)
             release_keys(keys);

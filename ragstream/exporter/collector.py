@@ -109,7 +109,7 @@ class EngineCollector(Collector):
 
     def _health(self) -> Iterator[Metric]:
         engine = self.engine
-        held = [(p, str(p), engine.tallies.get(p)) for p in engine.held_partitions()]
+        held = [(p, str(p), engine.partition_tally(p)) for p in engine.held_partitions()]
         events = CounterMetricFamily(
             PREFIX + "events",
             "Events read, by type and outcome, per input partition.",

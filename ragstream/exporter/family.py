@@ -1,8 +1,8 @@
 """Metric families as the exporter builds them, and their two renderings: prometheus_client
 metric families (`to_metrics`, for OpenMetrics and any registry user) and the Prometheus
-text format written directly (`render_text`): at 10 000 series prometheus_client's generic
-encoder costs several times the rest of a scrape, while these families have fixed, already
-valid names.
+text format written directly (`TextRenderer`, what `/metrics` serves for the text format):
+prometheus_client's generic encoder validates and escapes every sample, while these
+families have fixed, already valid names.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from prometheus_client.core import (
     Metric,
 )
 
-__all__ = ["PREFIX", "Family", "TextRenderer", "render_text", "to_metrics"]
+__all__ = ["PREFIX", "Family", "TextRenderer", "to_metrics"]
 
 PREFIX = "ragstream_"
 
@@ -68,21 +68,15 @@ def _value(value: float) -> str:
     return _SPECIAL.get(text, text)
 
 
-def render_text(families: Sequence[Family]) -> str:
-    """The Prometheus text format (version 0.0.4) of the families, with no memory of earlier
-    renderings (`TextRenderer` keeps the label strings from one scrape to the next)."""
-    return TextRenderer().render(families)
-
-
 # the text format's spellings of the values that `repr` spells otherwise
 _SPECIAL = {"inf": "+Inf", "-inf": "-Inf", "nan": "NaN"}
 _Pairs = dict[tuple[str, ...], dict[tuple[str, ...], str]]
 
 
 class TextRenderer:
-    """Writes families in the Prometheus text format, keeping each series' label string
-    from one rendering to the next: between two scrapes the series are nearly all the same
-    and only their values change, so a scrape formats numbers and little else.
+    """Writes families in the Prometheus text format (version 0.0.4), keeping each series'
+    label string from one rendering to the next: between two scrapes the series are nearly
+    all the same and only their values change, so a scrape formats numbers and little else.
 
     The strings kept are those of the latest rendering only (each rendering starts a new
     generation and takes over the strings it uses), so the memory follows the series

@@ -7,6 +7,7 @@ consumer never waits on a slow client (aiohttp writes the response asynchronousl
 
 from __future__ import annotations
 
+import errno
 import socket
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -15,7 +16,11 @@ from aiohttp import web
 from prometheus_client.exposition import choose_encoder
 from prometheus_client.registry import CollectorRegistry
 
-__all__ = ["Health", "MetricsServer"]
+__all__ = ["AddressInUseError", "Health", "MetricsServer"]
+
+
+class AddressInUseError(OSError):
+    """The HTTP address is taken: another process (often another agent) listens on it."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,7 +75,14 @@ class MetricsServer:
 
     async def start(self) -> None:
         """Bind and serve; `port` 0 picks a free port (read it back from `.port`)."""
-        sock = socket.create_server((self.host, self.port), reuse_port=False)
+        try:
+            sock = socket.create_server((self.host, self.port), reuse_port=False)
+        except OSError as error:
+            if error.errno != errno.EADDRINUSE:
+                raise
+            raise AddressInUseError(
+                errno.EADDRINUSE, f"{self.host}:{self.port} is already in use by another process"
+            ) from None
         self.port = int(sock.getsockname()[1])
         self._runner = web.AppRunner(self.app(), access_log=None, handle_signals=False)
         await self._runner.setup()

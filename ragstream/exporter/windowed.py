@@ -75,8 +75,8 @@ def _gauges(engine: Engine, totals: WindowTotals, now: float) -> list[Family]:
         PREFIX + "window_queries", _QUERIES_HELP, ("kind", "window", *keys)
     )
     sum_labels = ("metric", "half_life", "window", *keys)
-    sums = Family(PREFIX + "window_sum", _SUM_HELP, sum_labels)
-    counts = Family(PREFIX + "window_count", _COUNT_HELP, sum_labels)
+    sums = Family(PREFIX + "window_sums", _SUM_HELP, sum_labels)
+    counts = Family(PREFIX + "window_counts", _COUNT_HELP, sum_labels)
     windows = engine.spec.names
     rr = layout.index("rr")
     event = layout.index(EVENT_TIME)

@@ -316,10 +316,18 @@ class OpenQuery:
 
     def release(self) -> None:
         """Drop what can be derived from the message again (decoded documents, ranking):
-        call it once the query is scored. No effect without the message."""
-        if self._raw is not None:
-            self._results = self._top = self._doc_ids = self._doc_times = None
-            self._raw_times = None
+        call it once the query is scored. No effect without the message. A labeled query
+        keeps its ranking (doc ids and effective times, not the decoded documents): its
+        next label reads it instead of decoding the message again (labeled queries are
+        few; the many unlabeled ones drop everything)."""
+        if self._raw is None:
+            return
+        if self.labels:  # `doc_times` builds the ranking (`doc_ids` too) if it is not yet
+            self._doc_times = self.doc_times
+            self._results, self._top, self._raw_times = (), None, None
+            return
+        self._results = self._top = self._doc_ids = self._doc_times = None
+        self._raw_times = None
 
     @staticmethod
     def scored(queries: Sequence[OpenQuery], rows: NDArray[np.float64]) -> None:
@@ -327,7 +335,11 @@ class OpenQuery:
         instead of a call per query."""
         for query, row in zip(queries, rows, strict=True):
             query.contribution = row
-            if query._raw is not None:  # as `release`
+            if query._raw is None:
+                continue
+            if query.labels:
+                query.release()
+            else:  # as `release`
                 query._results = query._top = query._doc_ids = query._doc_times = None
                 query._raw_times = None
 

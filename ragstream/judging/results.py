@@ -24,7 +24,6 @@ from typing import Any
 
 import numpy as np
 
-from ragstream.events import FeedbackEvent
 from ragstream.judging.agreement import Confusion, CorrectedRate, corrected_rate, wilson_interval
 from ragstream.judging.model import JudgeError, JudgeInput, Judgment
 from ragstream.windows import WindowSpec, WindowStore
@@ -83,17 +82,6 @@ class JudgeLabel:
     rel: float
     ts: float
     labels: Mapping[str, str]
-
-    def to_feedback(self) -> FeedbackEvent:
-        """As a `feedback` event with source ``judge``."""
-        return FeedbackEvent(
-            query_id=self.query_id,
-            ts=self.ts,
-            labels=dict(self.labels),
-            doc_id=self.doc_id,
-            rel=self.rel,
-            source="judge",
-        )
 
 
 def judge_labels(item: JudgeInput, judgment: Judgment, threshold: float = 0.5) -> list[JudgeLabel]:

@@ -192,7 +192,7 @@ def _running_sum(values: _F64) -> _F64:
     """Row-wise running sums, the bits of np.cumsum(values, axis=1) (each sum is the row's
     previous one plus the value, in order). Narrow rows -- the cutoffs, rankings of a
     retrieval -- are summed a column at a time, in place in `values` (a temporary of the
-    caller's): numpy's cumsum walks them row by row, 2-3 times slower on 10-20 columns."""
+    caller's): numpy's cumsum walks them row by row, which is slower on so few columns."""
     if values.shape[1] > _NARROW:
         return np.cumsum(values, axis=1)
     for i in range(1, values.shape[1]):

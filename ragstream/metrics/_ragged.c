@@ -66,8 +66,8 @@ typedef struct {
     double *dcg, *ideal;
 } Running;
 
-/* max(v, 0.0), as numpy's maximum of a finite grade and 0 */
-static inline double gain(double v) { return v >= 0.0 ? v : 0.0; }
+/* max(v, 0.0), as numpy's maximum of a finite grade and 0 gives it: 0.0 for -0.0 too */
+static inline double gain(double v) { return v > 0.0 ? v : 0.0; }
 
 /* The grades >= threshold among v[0..n). */
 static inline int64_t relevant(const double *v, int64_t n, double threshold) {
@@ -207,6 +207,13 @@ static int query_values(const Plan *p, const Running *x, const double *r, int64_
     return 1;
 }
 
+/* The largest cutoff: the three running values' room, (3 * (k + 1)) * 8 bytes, then fits
+ * in a size_t and a Py_ssize_t (a cutoff that large fails as MemoryError, not a wrap). */
+#define MAX_CUTOFF ((int64_t)(PY_SSIZE_T_MAX / 8 / 3 - 1))
+
+/* The buffer's items can be read as 8-byte numbers where it starts. */
+static inline int aligned8(const Py_buffer *b) { return (uintptr_t)b->buf % 8 == 0; }
+
 /* The plan of these buffers (codes one byte a metric, ks int64, discount float64), its
  * running lengths found; -1 with an exception when they do not make one. */
 static int plan_init(Plan *p, const Py_buffer *codes, const Py_buffer *ks, double threshold,
@@ -220,6 +227,10 @@ static int plan_init(Plan *p, const Py_buffer *codes, const Py_buffer *ks, doubl
         PyErr_SetString(PyExc_ValueError, "one cutoff a metric");
         return -1;
     }
+    if (!aligned8(ks) || !aligned8(discount) || discount->len % 8) {
+        PyErr_SetString(PyExc_ValueError, "cutoffs and discounts: aligned 8-byte items");
+        return -1;
+    }
     const Py_ssize_t n_discount = discount->len / 8;
     for (Py_ssize_t k = 0; k < codes->len; k++) {
         const int code = p->codes[k];
@@ -228,6 +239,10 @@ static int plan_init(Plan *p, const Py_buffer *codes, const Py_buffer *ks, doubl
             return -1;
         }
         const int cut = code != RR && code != AP;
+        if (p->ks[k] > MAX_CUTOFF) { /* the running values' room is counted in bytes */
+            PyErr_Format(PyExc_ValueError, "a cutoff of at most %lld", (long long)MAX_CUTOFF);
+            return -1;
+        }
         if (cut != (p->ks[k] > 0)) {
             PyErr_Format(PyExc_ValueError, "%s takes %s", FAMILIES[code],
                          cut ? "a cutoff >= 1" : "no cutoff");
@@ -289,12 +304,17 @@ static PyObject *ragged(PyObject *self, PyObject *args) {
     const double *r = rel.buf, *j = judged.buf;
     const int64_t *ro = rel_offsets.buf, *jo = judged_offsets.buf;
     if (plan_init(&p, &codes, &ks, threshold, &discount) < 0) goto done;
+    if (!aligned8(&rel) || !aligned8(&rel_offsets) || !aligned8(&judged) ||
+        !aligned8(&judged_offsets) || !aligned8(&out)) {
+        PyErr_SetString(PyExc_ValueError, "grades, offsets and out: aligned 8-byte items");
+        goto done;
+    }
     if (!offsets_ok(ro, rel_offsets.len / 8, start, stop, rel.len / 8) ||
         !offsets_ok(jo, judged_offsets.len / 8, start, stop, judged.len / 8)) {
         PyErr_SetString(PyExc_ValueError, "offsets outside their values or out of order");
         goto done;
     }
-    if (out.len / 8 < codes.len * (stop - start)) {
+    if (codes.len && out.len / 8 / codes.len < stop - start) {
         PyErr_SetString(PyExc_ValueError, "out is too small");
         goto done;
     }

@@ -35,10 +35,18 @@ from ragstream.events.scanner import Scanned
 from ragstream.join import LabelJoin, LabelOutcome, LazyBlock, LazyEntry, OpenQuery
 from ragstream.join.query import TOP_DOCS
 from ragstream.metrics import Gain
-from ragstream.pipeline import partitions
 from ragstream.pipeline.drift_config import DriftConfig, ResolvedDrift
 from ragstream.pipeline.labelsets import LabelSetMapper
 from ragstream.pipeline.layout import RowLayout
+from ragstream.pipeline.partitions import (
+    VERSION,
+    JoinLimits,
+    PartitionConfigError,
+    PartitionState,
+    Shares,
+    SideState,
+    state_config,
+)
 from ragstream.pipeline.scoring import ScoredQueries, Scorer
 from ragstream.pipeline.sequential import SequentialDrift
 from ragstream.pipeline.tally import PartitionTally, merge_final, sum_counters
@@ -63,7 +71,6 @@ _PRUNE_EVERY = 60.0
 _LATE = int(Timing.LATE)
 _FUTURE = int(Timing.FUTURE)
 _EVENT_TS = attrgetter("ts")
-_LABELS = attrgetter("labels")
 _Positions = Sequence[int] | NDArray[np.intp]
 
 _Run = tuple[list[Scanned], list[tuple[str, ...]], list[float], list[bytes]]
@@ -192,11 +199,13 @@ class Engine:
         self.store = WindowStore(self.spec)
         self.scorer = Scorer(layout, gain=config.gain, threshold=config.relevance_threshold)
         self.labelsets = LabelSetMapper(config.label_keys, config.max_label_values)
-        self.joins: dict[int, LabelJoin] = {}
-        self.tallies: dict[int, PartitionTally] = {}
-        """Per held partition: its cumulative counts and final-query histograms (they move
-        with the partition; see `ragstream.pipeline.tally`)."""
-        self.sides: dict[str, partitions.SideState] = {}
+        self.partitions: dict[int, PartitionState] = {}
+        """Per held partition: its join and counts, which move with it (see
+        `ragstream.pipeline.partitions`); the windows are the shared `store`'s."""
+        self._limits = JoinLimits(
+            config.label_ttl, config.pending_ttl, config.max_open, config.max_pending
+        )
+        self.sides: dict[str, SideState] = {}
         """State kept beside the engine per partition (the judge's windows), saved and
         moved with the engine's own (`attach`)."""
         self._final_columns = len(layout.plain)
@@ -293,12 +302,16 @@ class Engine:
         tally.invalid[reason] += 1
         tally.events[("unknown", "invalid")] += 1
 
+    def _state(self, partition: int) -> PartitionState:
+        """The partition's state (a new one on its first event)."""
+        state = self.partitions.get(partition)
+        if state is None:
+            state = self.partitions[partition] = PartitionState(partition)
+        return state
+
     def _tally(self, partition: int) -> PartitionTally:
         """The partition's tally (a new one on its first event)."""
-        tally = self.tallies.get(partition)
-        if tally is None:
-            tally = self.tallies[partition] = PartitionTally()
-        return tally
+        return self._state(partition).tally
 
     def _apply_events(
         self,
@@ -316,7 +329,7 @@ class Engine:
         partitions, for the judge."""
         answers: list[tuple[int, DecodedAnswer]] = []
         verdicts: list[tuple[int, DecodedFeedback]] = []
-        joins = self.joins
+        states = self.partitions
         mapper = self.labelsets if self.config.label_keys else None
         counts: Counter[tuple[int, str, str]] = Counter()
         latest: dict[tuple[int, str], float] = {}
@@ -333,7 +346,7 @@ class Engine:
             newest = max(map(_EVENT_TS, scanned))
             if newest > latest.get((partition, "retrieval"), -math.inf):
                 latest[(partition, "retrieval")] = newest
-            duplicates = joins[partition].open_scanned(
+            duplicates = states[partition].join.open_scanned(  # type: ignore[union-attr]
                 partition, scanned, labelsets or None, stamped, raws, lazy=self._blocks
             )
             counts[(partition, "retrieval", "processed")] += len(scanned) - duplicates
@@ -342,17 +355,15 @@ class Engine:
 
         collapsed: dict[int, Counter[str]] = {}
         """Per partition: its tally's count of values past the cap (looked up once)."""
-        usual = self._usual_runs(events, messages, values, times, timings)
-        if usual is not None:  # the same runs the loop below makes, by slices
-            runs.update(usual)
         each = zip(events, messages, values, times, timings, strict=True)
-        for event, message, value, ts, timing in () if usual is not None else each:
+        for event, message, value, ts, timing in each:
             partition = message.partition
             if timing or type(event) is not Scanned:
                 kind = "retrieval" if isinstance(event, Scanned) else event.type
                 if event.ts > latest.get((partition, kind), -math.inf):
                     latest[(partition, kind)] = event.ts
-                join = joins.get(partition) or self._new_join(partition)
+                state = states.get(partition)
+                join = (None if state is None else state.join) or self._new_join(partition)
                 if timing:
                     if timing == _FUTURE:
                         self._tally(partition).clamped[kind] += 1
@@ -400,7 +411,8 @@ class Engine:
             run = runs.get(partition)
             if run is None:
                 run = runs[partition] = ([], [], [], [])
-                if partition not in joins:
+                state = states.get(partition)
+                if state is None or state.join is None:
                     self._new_join(partition)
             run[0].append(event)
             run[2].append(ts)
@@ -419,52 +431,17 @@ class Engine:
             self._tally(p).seen({type_: seen})
         return answers, verdicts
 
-    def _usual_runs(
-        self,
-        events: Sequence[Read],
-        messages: Sequence[Record],
-        values: Sequence[bytes],
-        times: Sequence[float],
-        timings: Sequence[int],
-    ) -> dict[int, _Run] | None:
-        """The runs of the usual batch, in which every event is a scanned retrieval event on
-        time and each partition's messages come together (as `getmany` hands them over):
-        per partition its slice of the batch, made without a step per event in Python;
-        None for any other batch."""
-        n = len(events)
-        if not n or timings.count(0) != n or not all(type(e) is Scanned for e in events):
-            return None
-        partitions = [m.partition for m in messages]
-        starts = [0, *(i for i in range(1, n) if partitions[i] != partitions[i - 1])]
-        if len(starts) != len(set(partitions)):  # a partition in two places
-            return None
-        mapper = self.labelsets if self.config.label_keys else None
-        runs: dict[int, _Run] = {}
-        for start, stop in zip(starts, [*starts[1:], n], strict=True):
-            partition = partitions[start]
-            if partition not in self.joins:
-                self._new_join(partition)
-            scanned: list[Scanned] = events[start:stop]  # type: ignore[assignment]
-            labelsets: list[tuple[str, ...]] = []
-            if mapper is not None:
-                # tuples, not None: the reader asks for the label keys the mapper maps
-                given: list[tuple[str, ...]] = list(map(_LABELS, scanned))
-                labelsets = mapper.of_many(given, self._tally(partition).collapsed)
-            raws = list(values[start:stop])
-            runs[partition] = (list(scanned), labelsets, list(times[start:stop]), raws)
-        return runs
-
     def _new_join(self, partition: int) -> LabelJoin:
-        c = self.config
-        join = LabelJoin(
-            label_ttl=c.label_ttl,
-            pending_ttl=c.pending_ttl,
-            max_open=c.max_open,
-            max_pending=c.max_pending,
-            recent_final=c.max_open,
-        )
-        self.joins[partition] = join
+        """A new join for the partition; its state moves last, so that the joins are
+        visited in the order they were made."""
+        state = self.partitions.pop(partition, None) or PartitionState(partition)
+        self.partitions[partition] = state
+        join = state.join = self._limits.new_join()
         return join
+
+    def _joins(self) -> list[LabelJoin]:
+        """The held partitions' joins (those that saw an event), in the order held."""
+        return [state.join for state in self.partitions.values() if state.join is not None]
 
     # -- windows -----------------------------------------------------------------------------
 
@@ -474,7 +451,7 @@ class Engine:
         order (queries opened in blocks are scored per block)."""
         changed: list[OpenQuery | LazyEntry] = []
         blocks: list[LazyBlock] = []
-        for join in self.joins.values():
+        for join in self._joins():
             items, fresh = join.take_changed()
             changed += items
             blocks += fresh
@@ -523,11 +500,10 @@ class Engine:
             times += block.ts
             tops += block.tops
         ts = np.array(times, dtype=np.float64)
-        if all(block.ranked is None for block in blocks):
-            scored = self.scorer.unlabeled(ts, tops)
-        else:  # graded queries among them
-            ranked: list[bytes | None] = []
-            judged: list[bytes | None] = []
+        ranked: list[bytes | None] | None = None
+        judged: list[bytes | None] | None = None
+        if any(block.ranked is not None for block in blocks):  # graded queries among them
+            ranked, judged = [], []
             for block in blocks:
                 if block.ranked is None:
                     ranked += [None] * len(block)
@@ -536,7 +512,7 @@ class Engine:
                     assert block.judged is not None
                     ranked += block.ranked
                     judged += block.judged
-            scored = self.scorer.graded(ts, tops, ranked, judged)
+        scored = self.scorer.blocks(ts, tops, ranked, judged)
         rows = self._rows(scored)
         for block in blocks:
             start = base[id(block)]
@@ -579,10 +555,10 @@ class Engine:
         if self.config.report_final:
             unlabeled = self.config.final_unlabeled
             items = final = [
-                q for join in self.joins.values() for q in join.advance(now, unlabeled=unlabeled)
+                q for join in self._joins() for q in join.advance(now, unlabeled=unlabeled)
             ]
         else:  # the labeled ones, those kept in blocks as (block, position)
-            items = [item for join in self.joins.values() for item in join.advance_labeled(now)]
+            items = [item for join in self._joins() for item in join.advance_labeled(now)]
         rows: dict[tuple[int, tuple[str, ...]], list[_F64]] = {}
         for item in items:
             if type(item) is tuple:  # labeled, kept in its block
@@ -623,71 +599,83 @@ class Engine:
 
     # -- partitions and state -----------------------------------------------------------------
 
+    def _shares(self) -> Shares:
+        """The holders that keep a share of each partition beside its `PartitionState`."""
+        return Shares(self.store, self.sequential, self.traces, self.sides)
+
     def drop_partitions(self, partitions: set[int]) -> None:
         """Forget everything about revoked partitions, their counts too (another replica
         consumes them now, and exports their counts from their state)."""
-        if self.traces is not None:
-            self.traces.drop(partitions)
+        shares = self._shares()
         for partition in partitions:
-            self.store.drop_partition(partition)
-            if self.sequential is not None:
-                self.sequential.drop(partition)
-            self.joins.pop(partition, None)
-            self.tallies.pop(partition, None)
-        for side in self.sides.values():
-            side.drop_partitions(partitions)
+            self.partitions.pop(partition, None)
+            shares.drop(partition)
 
     def hold_partitions(self, partitions: set[int]) -> None:
         """Partitions assigned to this engine: their counts are exported (at 0 until their
         first event or their adopted state)."""
         for partition in partitions:
-            self._tally(partition)
+            self._state(partition)
 
     def held_partitions(self) -> list[int]:
         """The partitions whose state this engine holds, in order."""
-        return sorted(self.tallies.keys() | self.joins.keys())
+        return sorted(self.partitions)
 
-    def attach(self, name: str, side: partitions.SideState) -> None:
+    def partition_tally(self, partition: int) -> PartitionTally | None:
+        """One held partition's counts (None when it is not held)."""
+        state = self.partitions.get(partition)
+        return None if state is None else state.tally
+
+    @property
+    def joins(self) -> dict[int, LabelJoin]:
+        """The held partitions' joins (those that saw an event), by partition; read only."""
+        return {p: s.join for p, s in self.partitions.items() if s.join is not None}
+
+    def attach(self, name: str, side: SideState) -> None:
         """Keep ``side``'s per-partition state in this engine's partition states and
         snapshots, under ``name`` (e.g. the judge's windows and queue)."""
         self.sides[name] = side
 
     def join_counters(self) -> dict[str, int]:
         """The label joins' counters summed over held partitions."""
-        return dict(sum_counters(join.counters.as_dict() for join in self.joins.values()))
+        return dict(sum_counters(join.counters.as_dict() for join in self._joins()))
 
     def partition_join_counters(self, partition: int) -> dict[str, int]:
         """One held partition's label-join counters (empty before its first event)."""
-        join = self.joins.get(partition)
+        state = self.partitions.get(partition)
+        join = None if state is None else state.join
         return {} if join is None else join.counters.as_dict()
 
-    # the cumulative counts of the held partitions, summed (each partition's in `tallies`)
+    # the cumulative counts of the held partitions, summed (each partition's in its tally)
+
+    def _tallies(self) -> list[PartitionTally]:
+        return [state.tally for state in self.partitions.values()]
 
     @property
     def events(self) -> Counter[tuple[str, str]]:
         """(type, outcome) -> count over held partitions (a fresh counter)."""
-        return sum_counters(t.events for t in self.tallies.values())
+        return sum_counters(t.events for t in self._tallies())
 
     @property
     def invalid(self) -> Counter[str]:
         """Invalid messages by reason over held partitions (a fresh counter)."""
-        return sum_counters(t.invalid for t in self.tallies.values())
+        return sum_counters(t.invalid for t in self._tallies())
 
     @property
     def clamped(self) -> Counter[str]:
         """Events clamped to t_now, by type, over held partitions (a fresh counter)."""
-        return sum_counters(t.clamped for t in self.tallies.values())
+        return sum_counters(t.clamped for t in self._tallies())
 
     @property
     def collapsed(self) -> Counter[str]:
         """Events with a label value past the cap, by key, over held partitions."""
-        return sum_counters(t.collapsed for t in self.tallies.values())
+        return sum_counters(t.collapsed for t in self._tallies())
 
     @property
     def last_event_time(self) -> dict[str, float]:
         """Event time of the newest event seen by type, over held partitions."""
         out: dict[str, float] = {}
-        for tally in self.tallies.values():
+        for tally in self._tallies():
             for kind, ts in tally.last_event_time.items():
                 out[kind] = max(ts, out.get(kind, -math.inf))
         return out
@@ -696,29 +684,92 @@ class Engine:
     def final(self) -> dict[tuple[str, ...], Aggregate]:
         """Per label set: the final-query histograms of the held partitions, merged (read
         only: an aggregate may be a partition's own)."""
-        return merge_final([self.tallies[p] for p in sorted(self.tallies)])
+        return merge_final([self.partitions[p].tally for p in sorted(self.partitions)])
 
     def state_config(self) -> dict[str, Any]:
         """What a partition's state depends on besides the events (see
         `ragstream.pipeline.partitions.state_config`)."""
-        return partitions.state_config(self)
+        return state_config(self.spec, self.config)
 
     def export_partitions(self, parts: Sequence[int] | set[int]) -> dict[int, dict[str, Any]]:
-        """Each partition's windows and open queries, JSON-friendly, for the replica that
-        takes the partition over (`adopt_partition`). Take it between batches: labels given
-        from the side since the last batch are scored first, so that none is left behind."""
+        """Each partition's record (`PartitionState.export`) with the version, the
+        configuration it was kept with and the clock, for the replica that takes the
+        partition over (`adopt_partition`) or a restart. Take it between batches: labels
+        given from the side since the last batch are scored first, so that none is left
+        behind."""
         self._rescore(self.clock.now())  # a no-op unless labels came from the side
-        return partitions.export_partitions(self, parts)
+        config = self.state_config()
+        clock_now = self.clock.snapshot()["now"]
+        shares = self._shares()
+        out: dict[int, dict[str, Any]] = {}
+        for partition in sorted(parts):
+            state = self.partitions.get(partition) or PartitionState(partition)
+            record = state.export(shares)
+            if partition not in self.partitions:
+                record["tally"] = None
+            out[partition] = {
+                "version": VERSION,
+                "partition": partition,
+                "config": config,
+                "clock_now": clock_now,
+                **record,
+            }
+        return out
 
     def adopt_partition(self, state: Mapping[str, Any]) -> None:
-        """Take over one partition exported by `export_partitions`; raises
-        `PartitionConfigError` before changing anything when it was kept with another
-        configuration (see `ragstream.pipeline.partitions.adopt_partition`)."""
-        partitions.adopt_partition(self, state)
+        """Take over one partition exported by `export_partitions` (the engine's own state
+        of that partition, if any, is replaced).
+
+        The rings are keyed by absolute bucket index, so they line up with this engine's
+        whatever its clock: buckets that have aged out of a window by this engine's
+        position are left out, and the decay landmark is rebased. With the event clock,
+        `t_now` moves up to the exporter's (it has seen those events). The join keeps its
+        open queries but takes this engine's caps and TTLs for what comes next (see
+        `PartitionState.adopt`). The exporter drops the partition's counts, so that each
+        event is counted once over all replicas. Raises `PartitionConfigError` (a
+        `ValueError`), before changing anything, when the state was kept with another
+        configuration; a damaged state may raise after a partial import (drop the
+        partition then)."""
+        if state.get("version") != VERSION:
+            raise ValueError(f"unsupported partition state version {state.get('version')!r}")
+        theirs, ours = state.get("config") or {}, self.state_config()
+        differs = [name for name in ours if theirs.get(name) != ours[name]]
+        if differs:
+            raise PartitionConfigError(differs)
+        partition = int(state["partition"])
+        if int(state["windows"]["partition"]) != partition:
+            raise ValueError("the partition state's windows belong to another partition")
+        self.drop_partitions({partition})
+        adopted = PartitionState.adopt(partition, state, self._shares(), self._limits)
+        self.partitions[partition] = adopted
+        for labelset in PartitionState.labelsets(state):
+            self.labelsets.admit(labelset)
+        clock_now = state.get("clock_now")
+        if self.config.clock == "event" and clock_now is not None:
+            clock = self.clock.snapshot()
+            if clock["now"] is None or float(clock_now) > clock["now"]:
+                clock["now"] = float(clock_now)
+                self.clock = Clock.restore(clock, wall=self.clock.wall)
 
     def snapshot(self) -> dict[str, Any]:
         """Everything the engine knows, JSON-friendly; take it between batches."""
-        return partitions.snapshot(self)
+        windowed = self.windowed_drift
+        held = sorted(self.partitions.items())
+        return {
+            "version": VERSION,
+            "clock": self.clock.snapshot(),
+            "store": self.store.snapshot(),
+            "joins": {str(p): s.join.snapshot() for p, s in held if s.join is not None},
+            "labelsets": self.labelsets.snapshot(),
+            "tallies": {str(p): s.tally.snapshot() for p, s in held},
+            "next_prune": self.next_prune if math.isfinite(self.next_prune) else None,
+            "traces": None if self.traces is None else self.traces.snapshot(),
+            "drift": {
+                "sequential": None if self.sequential is None else self.sequential.snapshot(),
+                "windowed": {} if windowed is None else windowed.snapshot(),
+            },
+            "sides": {name: side.snapshot() for name, side in self.sides.items()},
+        }
 
     @classmethod
     def restore(
@@ -727,15 +778,50 @@ class Engine:
         snapshot: Mapping[str, Any],
         *,
         wall: Callable[[], float] | None = None,
-        sides: Mapping[str, partitions.SideState] | None = None,
+        sides: Mapping[str, SideState] | None = None,
     ) -> Engine:
-        """An engine built from `config` that continues from `snapshot`, with ``sides``
-        attached first (`attach`) so that they continue from it too."""
+        """An engine built from `config` that continues from `snapshot` (its wall clock is
+        kept), with ``sides`` attached first (`attach`) so that they continue from it too."""
         engine = cls(config, wall=wall)
         for name, side in (sides or {}).items():
             engine.attach(name, side)
-        partitions.restore(engine, snapshot)
+        engine._restore(snapshot)
         return engine
+
+    def _restore(self, data: Mapping[str, Any]) -> None:
+        if "tallies" not in data:
+            raise ValueError(
+                "the snapshot was taken by an older version (counts not per partition)"
+            )
+        self.clock = Clock.restore(data["clock"], wall=self.clock.wall)
+        store = WindowStore.restore(data["store"])
+        if store.spec != self.spec:
+            raise ValueError("the snapshot was taken with other windows or metrics")
+        self.store = store
+        self.partitions = {}
+        for p, join in data["joins"].items():  # the joins first: visited in this order
+            self.partitions[int(p)] = PartitionState(int(p), join=LabelJoin.restore(join))
+        for p, tally in data["tallies"].items():
+            self._state(int(p)).tally = PartitionTally.restore(tally)
+        self.labelsets.restore_state(data["labelsets"])
+        next_prune = data.get("next_prune")  # absent from older snapshots: at the next batch
+        self.next_prune = -math.inf if next_prune is None else float(next_prune)
+        saved = data.get("sides") or {}
+        for name, side in self.sides.items():
+            side.restore(saved.get(name))
+        if self.traces is not None:  # open traces (absent from older snapshots)
+            self.traces.restore(data.get("traces"))
+        self._restore_drift(data.get("drift"))
+
+    def _restore_drift(self, data: Mapping[str, Any] | None) -> None:
+        """The detectors of a snapshot, where this engine runs the same ones (others start
+        afresh); absent from older snapshots."""
+        if data is None:
+            return
+        if self.sequential is not None and data.get("sequential") is not None:
+            self.sequential.restore(data["sequential"])
+        if self.windowed_drift is not None:
+            self.windowed_drift.restore(data.get("windowed") or {})
 
     # -- lookups from the side (judging) -------------------------------------------------------
 
@@ -757,7 +843,7 @@ class Engine:
 
     def _join_of(self, query_id: str) -> LabelJoin | None:
         """The join of the partition where this query is open."""
-        for join in self.joins.values():
+        for join in self._joins():
             if join.holds(query_id):
                 return join
         return None
@@ -766,11 +852,11 @@ class Engine:
 
     @property
     def open_queries(self) -> int:
-        return sum(join.open_count for join in self.joins.values())
+        return sum(join.open_count for join in self._joins())
 
     @property
     def pending_labels(self) -> int:
-        return sum(join.pending_count for join in self.joins.values())
+        return sum(join.pending_count for join in self._joins())
 
     def now(self) -> float:
         return self.clock.now()

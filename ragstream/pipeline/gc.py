@@ -17,10 +17,8 @@ def tune_gc(threshold: int = 500_000) -> None:
 
     The threshold is above a batch's containers: a batch of 5 000 labeled events makes
     over 100 000 (records, labels, queries), and a collection every 50 000 walked most of
-    them while they were still alive, 2 ms each time: 3.4 us an event, 12% of the engine
-    on label-heavy traffic. At 500 000 most die (by reference count) before one runs: the
-    engine alone went from 29.0 to 24.9 us an event there, and from 11.2-12.0 to 10.7-10.8
-    with two label keys, with the same peak memory (docs/benchmarks.md).
+    them while they were still alive. At 500 000 most die (by reference count) before one
+    runs, with the same peak memory.
     """
     gc.collect()
     gc.freeze()

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, MutableMapping, Sequence
+from collections.abc import Callable, Mapping, MutableMapping, Sequence
 from dataclasses import dataclass, field
 from operator import itemgetter
 from typing import Any
@@ -73,19 +73,6 @@ class LabelSetMapper:
         if known is not None:
             return known
         return self._admit(given, collapsed)
-
-    def of_many(
-        self,
-        given: Iterable[tuple[str, ...]],
-        collapsed: MutableMapping[str, int] | None = None,
-    ) -> list[tuple[str, ...]]:
-        """`of_values` of each, in order: a C lookup each for the label sets already
-        known (a run of events takes one Python step only for a new one)."""
-        known, admit = self._known.get, self._admit
-        return [
-            found if (found := known(values)) is not None else admit(values, collapsed)
-            for values in given
-        ]
 
     def _admit(
         self, given: tuple[str, ...], collapsed: MutableMapping[str, int] | None

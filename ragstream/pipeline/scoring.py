@@ -77,10 +77,35 @@ class Scorer:
         doc_age = self._doc_ages(queries, ts)
         return ScoredQueries(labeled, ts, plain, ratio, decayed, doc_age)
 
-    def unlabeled(self, ts: _F64, tops: Sequence[bytes]) -> ScoredQueries:
-        """Rows of unlabeled queries from their leading document times as the scanner
-        keeps them (C doubles, at most `TOP_DOCS`, which must cover the largest cutoff):
-        what `score` gives for the same queries opened one by one."""
+    def blocks(
+        self,
+        ts: _F64,
+        tops: Sequence[bytes],
+        ranked: Sequence[bytes | None] | None,
+        judged: Sequence[bytes | None] | None,
+    ) -> ScoredQueries:
+        """Rows of queries kept in blocks (`ragstream.join.LazyBlock`), from their leading
+        document times as the scanner keeps them (C doubles, at most `TOP_DOCS`, which must
+        cover the largest cutoff) and, for those the scanner graded (``ranked[i]`` and
+        ``judged[i]`` not None, see `Scanned.ranked`; None: none was), the kernels on their
+        grades: what `score` gives for the same queries opened one by one."""
+        scored = self._unlabeled(ts, tops)
+        if ranked is None or judged is None:
+            return scored
+        chosen = [i for i, grades in enumerate(ranked) if grades is not None]
+        if chosen:
+            at = np.array(chosen, dtype=np.intp)
+            p, r, d = self._graded_kernels(
+                [ranked[i] for i in chosen],  # type: ignore[misc]
+                [judged[i] for i in chosen],  # type: ignore[misc]
+                ts[at],
+            )
+            scored.plain[at], scored.ratio[at], scored.decayed[at] = p, r, d
+            scored.labeled[at] = True
+        return scored
+
+    def _unlabeled(self, ts: _F64, tops: Sequence[bytes]) -> ScoredQueries:
+        """`blocks` of queries without labels: the mean ages only."""
         n = len(tops)
         layout = self.layout
         h = len(self._rates)
@@ -102,29 +127,6 @@ class Scorer:
             np.full((n, h, len(layout.decayed)), np.nan),
             self._ages(times, length, ts),
         )
-
-    def graded(
-        self,
-        ts: _F64,
-        tops: Sequence[bytes],
-        ranked: Sequence[bytes | None],
-        judged: Sequence[bytes | None],
-    ) -> ScoredQueries:
-        """Rows of queries kept in blocks: `unlabeled` for all of them, and the kernels for
-        those the scanner graded (``ranked[i]`` and ``judged[i]`` not None, see
-        `Scanned.ranked`): what `score` gives for the same queries opened one by one."""
-        scored = self.unlabeled(ts, tops)
-        chosen = [i for i, grades in enumerate(ranked) if grades is not None]
-        if chosen:
-            at = np.array(chosen, dtype=np.intp)
-            p, r, d = self._graded_kernels(
-                [ranked[i] for i in chosen],  # type: ignore[misc]
-                [judged[i] for i in chosen],  # type: ignore[misc]
-                ts[at],
-            )
-            scored.plain[at], scored.ratio[at], scored.decayed[at] = p, r, d
-            scored.labeled[at] = True
-        return scored
 
     def _graded_kernels(
         self, ranked: Sequence[bytes], judged: Sequence[bytes], ts: _F64

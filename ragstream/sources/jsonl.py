@@ -1,4 +1,4 @@
-"""A JSONL file as a source: one event per line, line numbers as offsets.
+"""A JSONL file read as messages: one event per line, line numbers as offsets.
 
 A blank line -- nothing but JSON's blanks (spaces, tabs, a carriage return) -- is not a
 message: files end with one, and people separate groups of lines with them. It is skipped
@@ -9,14 +9,14 @@ a byte order mark goes to the decoder, which counts it as invalid (`bad_json`).
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Generator, Sequence
+from collections.abc import Generator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
-from ragstream.events import Message, Record
+from ragstream.events import Message
 
-__all__ = ["JsonlSource", "LineCounts", "read_jsonl"]
+__all__ = ["LineCounts", "read_jsonl"]
 
 _BLANKS = b" \t\r"
 
@@ -66,28 +66,3 @@ def read_jsonl(
                 batch = []
     if batch:
         yield batch
-
-
-class JsonlSource:
-    """Replays a JSONL file as one partition; `commit` records the last line applied."""
-
-    def __init__(self, path: Path, batch_size: int = 5000) -> None:
-        self.path = path
-        self.batch_size = batch_size
-        self.committed_line = 0
-        self.counts = LineCounts()
-        """Lines read and blank lines skipped."""
-        self._stopped = False
-
-    async def batches(self) -> AsyncIterator[Sequence[Record]]:
-        for batch in read_jsonl(self.path, self.batch_size, self.counts):
-            if self._stopped:
-                return
-            yield batch
-
-    async def commit(self, batch: Sequence[Record]) -> None:
-        if batch:
-            self.committed_line = batch[-1].offset
-
-    async def stop(self) -> None:
-        self._stopped = True

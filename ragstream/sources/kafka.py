@@ -95,9 +95,8 @@ class KafkaSourceConfig:
     max_batch: int = 5000
     fetch_partition_bytes: int = 4 << 20
     """Bytes a fetch brings at most per partition (Kafka's `max.partition.fetch.bytes`;
-    aiokafka's default is 1 MiB): with 1 MiB a `getmany` held about 2 200 retrieval events
-    of 1.4 kB from 3 partitions, with 4 MiB about 4 300, and the engine's work per batch is
-    spread over twice the events (docs/benchmarks.md)."""
+    aiokafka's default is 1 MiB): a larger fetch fills a `getmany` of `max_batch` records,
+    so that the engine's work per batch is spread over more events."""
     poll_timeout: float = 0.5
     retry_backoff_max: float = 30.0
     commit_interval: float = 1.0
@@ -232,6 +231,9 @@ class KafkaSource:
         self._commit_log = RateLimitedLog(rate=1 / 30, burst=3)
         self.connected = False
         self.connect_attempts = 0
+        self.unreachable: str | None = None
+        """Why the last connection attempt failed (`Kafka at HOST:PORT unreachable (...)`),
+        None once connected: the agent's `/readyz` says it while it retries."""
 
     # -- lifecycle ---------------------------------------------------------------------------
 
@@ -253,9 +255,16 @@ class KafkaSource:
                     await self._check_copartitioned()
                     await self._start_state()
                     await self._connect()
-                except KafkaConnectionError:
-                    await self._refused()  # a wrong password is not retried, an outage is
+                except (KafkaError, OSError) as error:
+                    if isinstance(error, KafkaConnectionError):
+                        await self._refused()  # a wrong password is not retried, an outage is
+                    self.unreachable = (
+                        f"Kafka at {c.bootstrap_servers} unreachable"
+                        f" ({type(error).__name__}: {error})"
+                    )
+                    _log.warning("%s; retrying", self.unreachable)
                     raise
+                self.unreachable = None
 
     async def _refused(self) -> None:
         """Raise `KafkaAuthError` when the first bootstrap server refuses this client's
@@ -298,7 +307,6 @@ class KafkaSource:
         try:
             await consumer.start()
         except Exception:
-            _log.warning("Kafka at %s not reachable; retrying", c.bootstrap_servers)
             await consumer.stop()
             raise
         missing = missing_codecs()

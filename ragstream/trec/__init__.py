@@ -10,11 +10,10 @@ JSON, or trec_eval's own `-q` layout. See docs/eval.md.
 from __future__ import annotations
 
 import importlib
+from typing import TYPE_CHECKING
 
 from ragstream.trec._pending import PendingJoin, start_join
 from ragstream.trec.errors import TrecFormatError
-
-TYPE_CHECKING = False  # not typing's: `ragstream eval` begins before typing is imported
 
 if TYPE_CHECKING:
     from ragstream.trec.evaluate import (

@@ -1,19 +1,18 @@
 """A compiled join begun before the metrics are known (no numpy here).
 
-`ragstream eval` spends a tenth of a second importing numpy and the metric registry before
-it knows the metrics, and so how much of each ranking to keep (`ranking_depth`). It starts
-the join first, in a thread (`start_join(..., background=True)`): the scanner's own
-threads read the files without the GIL while the command imports, and `cut` tells them the
-depth as soon as it is known, with the metrics' compiled kernel: from then on each query
-is evaluated as soon as it is joined (`ragstream.trec._scan`). Rankings joined before keep
-all their grades, which give the same values, and are evaluated when their thread ends.
-Without `background`, the join runs in `result`, after `cut`.
+`ragstream eval` imports numpy and the metric registry before it knows the metrics, and so
+how much of each ranking to keep (`ranking_depth`). It starts the join first, in a thread
+(`start_join(..., background=True)`): the scanner's own threads read the files without the
+GIL while the command imports, and `cut` tells them the depth as soon as it is known, with
+the metrics' compiled kernel: from then on each query is evaluated as soon as it is joined
+(`ragstream.trec._scan`). Rankings joined before keep all their grades, which give the same
+values, and are evaluated when their thread ends. Without `background`, the join runs in
+`result`, after `cut`.
 
 The files are memory-mapped here, and the mappings stay open until the join is done. The
 scanner's threads map in the pages of the pieces they read, and drop the run's once read
-(`ragstream.trec._scan.join`'s `mapped`): mapping the whole run in first took one thread
-25-30 ms before any was read, and unmapping its pages at the end held the process's
-memory map for 10-15 ms while the command allocated.
+(`ragstream.trec._scan.join`'s `mapped`), so that no thread maps the whole run in before
+reading and nothing is left to unmap at the end.
 """
 
 from __future__ import annotations
@@ -22,8 +21,7 @@ import math
 import mmap
 import os
 import threading
-
-TYPE_CHECKING = False  # not typing's: `ragstream eval` begins before typing is imported
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from typing_extensions import Buffer

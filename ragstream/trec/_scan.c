@@ -352,6 +352,7 @@ static int64_t registry_index(Registry *r, const char *id, uint32_t len, const c
 /* Scores: OK with *out set; DECLINE when not [+-]digits[.digits][(e|E)[+-]digits];
  * 2 when the spelling is valid but needs the slow, correctly rounded conversion. */
 enum { SLOW = 2 };
+#define MAX_EXPONENT INT64_C(1000000000000000) /* 10^15 */
 
 static int parse_long_score(const char *s, size_t n, double *out);
 
@@ -366,8 +367,10 @@ static inline int score_tail(const char *p, const char *end, int negative, uint6
         if (p < end && (*p == '+' || *p == '-')) exp_negative = *p++ == '-';
         const char *first = p;
         int64_t exponent = 0;
+        /* saturated, not clamped: past 10^15 no count of fraction digits brings the value
+         * back to the fast path's range (a file of 10^15 bytes is not mapped) */
         for (; p < end && (unsigned char)(*p - '0') < 10; p++)
-            if (exponent < 100000) exponent = exponent * 10 + (*p - '0');
+            exponent = exponent < MAX_EXPONENT ? exponent * 10 + (*p - '0') : MAX_EXPONENT;
         if (p == first) return DECLINE;
         e10 += exp_negative ? -exponent : exponent;
     }
@@ -2528,6 +2531,13 @@ static PyTypeObject CutType = {
     .tp_getset = cut_getset,
 };
 
+/* The buffer is a read-only mmap.mmap's (ACCESS_READ: a shared mapping of a file). */
+static int file_mapping(const Py_buffer *b) {
+    if (!b->readonly || !b->obj) return 0;
+    PyTypeObject *type = Py_TYPE(b->obj);
+    return strcmp(type->tp_name, "mmap.mmap") == 0;
+}
+
 static PyObject *join(PyObject *self, PyObject *args) {
     (void)self;
     Py_buffer qbuf, rbuf;
@@ -2542,6 +2552,14 @@ static PyObject *join(PyObject *self, PyObject *args) {
     if (cut && !PyObject_TypeCheck(cut, &CutType)) {
         PyErr_Format(PyExc_TypeError, "join() argument 5 must be a Cut or None, not %.50s",
                      Py_TYPE(cut)->tp_name);
+        PyBuffer_Release(&qbuf);
+        PyBuffer_Release(&rbuf);
+        return NULL;
+    }
+    if (mapped && !(file_mapping(&qbuf) && file_mapping(&rbuf))) {
+        /* their pages are dropped as they are read (MADV_DONTNEED): only a read-only
+         * mapping of a file gives them back, other memory would come back as zeros */
+        PyErr_SetString(PyExc_ValueError, "join(): mapped buffers must be read-only mmap.mmap");
         PyBuffer_Release(&qbuf);
         PyBuffer_Release(&rbuf);
         return NULL;

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from itertools import pairwise
 from typing import TYPE_CHECKING, Literal, TypeVar
 
@@ -41,7 +41,6 @@ if TYPE_CHECKING:  # the numpy readers and kernels' chunks are imported when use
     from ragstream.trec._chunks import Chunk
     from ragstream.trec._pending import PendingJoin
     from ragstream.trec.records import TrecTable
-    from ragstream.trec.table import Reader
 
 __all__ = ["DEFAULT_METRICS", "Engine", "TrecEvaluation", "evaluate_files", "evaluate_tables"]
 
@@ -58,9 +57,9 @@ DEFAULT_METRICS: tuple[str, ...] = (
 
 Engine = Literal["auto", "compiled", "numpy"]
 """How `evaluate_files` joins the files: "compiled" (the C scanner; RuntimeError when it is
-not built), "numpy" (the reference path, with `reader`), or "auto" (the default): compiled
-when built and `reader` is "numpy", numpy otherwise. Every path gives the same results
-and errors: the compiled one hands unusual files to numpy."""
+not built), "numpy" (the reference path), or "auto" (the default): compiled when built,
+numpy otherwise. Every path gives the same results and errors: the compiled one hands
+unusual files to numpy."""
 
 _I64 = NDArray[np.int64]
 _F64 = NDArray[np.float64]
@@ -84,6 +83,9 @@ class TrecEvaluation:
     """The mean's denominator: evaluated queries, or all qrels queries when complete."""
     complete: bool
     """True when missing qrels queries counted as 0 (trec_eval -c)."""
+    missing: tuple[str, ...] = ()
+    """With `complete`: the qrels queries the run lacks, in byte order of their ids; each
+    counts 0 in every metric (trec_eval 10 prints a line of zeros for each with -q -c)."""
 
 
 def evaluate_files(
@@ -95,24 +97,21 @@ def evaluate_files(
     relevance_level: int = 1,
     complete: bool = False,
     keep_best: bool = False,
-    reader: Reader = "numpy",
     engine: Engine = "auto",
     started: PendingJoin | None = None,
 ) -> TrecEvaluation:
-    """Read both files and evaluate (see `evaluate_tables`); `reader` as in `read_table`,
-    `engine` as in `Engine`. `started`: the compiled join of these files begun with
-    `ragstream.trec.start_join` (the command begins it before importing numpy), finished
-    here when the compiled engine is the one used."""
+    """Read both files and evaluate (see `evaluate_tables`); `engine` as in `Engine`.
+    `started`: the compiled join of these files begun with `ragstream.trec.start_join` (the
+    command begins it before importing numpy), finished here when the compiled engine is
+    the one used."""
     if engine == "compiled" and not AVAILABLE:
         raise RuntimeError("the compiled scanner ragstream.trec._scan is not built")
     specs = _specs(metrics, relevance_level)  # before reading: a bad name costs no scan
     ranked = None
-    if engine == "compiled" or (engine == "auto" and reader == "numpy"):
+    if engine in ("compiled", "auto"):
         # the metrics computed by the join's threads as they join each query, when the
         # compiled kernels can compute them; the rankings kept for numpy's otherwise
         plan = ragged_plan(specs, gain=gain, threshold=float(relevance_level))
-        if started is not None and plan is None:  # the join runs, and this thread waits:
-            import concurrent.futures  # noqa: F401  # what the kernels' threads take after it (5 ms)
         joined = join_files(
             qrels,
             run,
@@ -127,17 +126,37 @@ def evaluate_files(
             if joined.error is not None:
                 raise joined.error
             if joined.values is not None:
-                return _evaluation(specs, joined.ranked, joined.values, complete)
+                result = _evaluation(specs, joined.ranked, joined.values, complete)
+                return _with_missing(result, joined.ranked, qrels)
             ranked = joined.ranked
     if ranked is None:
-        ranked = _read_and_join(qrels, run, reader, keep_best, complete)
-    return _evaluate(ranked, specs, gain, relevance_level, complete)
+        ranked = _read_and_join(qrels, run, keep_best, complete)
+    result = _evaluate(ranked, specs, gain, relevance_level, complete)
+    return _with_missing(result, ranked, qrels)
+
+
+def _with_missing(
+    result: TrecEvaluation,
+    ranked: Ranked,
+    qrels: str | os.PathLike[str] | TrecTable,
+) -> TrecEvaluation:
+    """`result` with its `missing` queries, when complete and the run lacks some: the
+    qrels file's query ids are read again then (only then)."""
+    if not result.complete or ranked.num_qrels_queries == len(ranked.qids):
+        return result
+    if isinstance(qrels, str | os.PathLike):
+        from ragstream.trec.qrels import read_qrels
+
+        qrels = read_qrels(qrels)
+    evaluated = set(ranked.qids)
+    raw = sorted(set(qrels.qids.texts(np.arange(qrels.qids.size, dtype=np.int64))))
+    text = (qid.decode("utf-8", "replace") for qid in raw)  # as the joins decode them
+    return replace(result, missing=tuple(qid for qid in text if qid not in evaluated))
 
 
 def _read_and_join(
     qrels: str | os.PathLike[str],
     run: str | os.PathLike[str],
-    reader: Reader,
     keep_best: bool,
     complete: bool,
 ) -> Ranked:
@@ -147,7 +166,7 @@ def _read_and_join(
     from ragstream.trec.qrels import read_qrels
     from ragstream.trec.run import read_run
 
-    tables = read_qrels(qrels, reader=reader), read_run(run, reader=reader)
+    tables = read_qrels(qrels), read_run(run)
     return join_tables(*tables, keep_best=keep_best, complete=complete)
 
 
@@ -169,7 +188,7 @@ def evaluate_tables(
 
     specs = _specs(metrics, relevance_level)
     ranked = join_tables(qrels, run, keep_best=keep_best, complete=complete)
-    return _evaluate(ranked, specs, gain, relevance_level, complete)
+    return _with_missing(_evaluate(ranked, specs, gain, relevance_level, complete), ranked, qrels)
 
 
 def _specs(metrics: Sequence[str | MetricSpec], relevance_level: int) -> tuple[MetricSpec, ...]:

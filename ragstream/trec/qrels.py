@@ -13,7 +13,7 @@ import os
 
 from ragstream.trec._tokenize import Layout
 from ragstream.trec.records import TrecTable
-from ragstream.trec.table import Reader, read_table
+from ragstream.trec.table import read_table
 
 __all__ = ["QRELS_LAYOUT", "read_qrels"]
 
@@ -27,8 +27,6 @@ QRELS_LAYOUT = Layout(
 """The shape of a qrels line."""
 
 
-def read_qrels(path: str | os.PathLike[str], *, reader: Reader = "numpy") -> TrecTable:
-    """Parse a qrels file; `values` are the int64 grades. Raises TrecFormatError.
-
-    `reader="arrow"` tries the optional pyarrow reader (see `read_table`)."""
-    return read_table(path, QRELS_LAYOUT, "int", reader=reader)
+def read_qrels(path: str | os.PathLike[str]) -> TrecTable:
+    """Parse a qrels file; `values` are the int64 grades. Raises TrecFormatError."""
+    return read_table(path, QRELS_LAYOUT, "int")

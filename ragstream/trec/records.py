@@ -1,4 +1,4 @@
-"""The records of one TREC file as arrays: what both readers (numpy and pyarrow) return."""
+"""The records of one TREC file as arrays: what the numpy reader returns."""
 
 from __future__ import annotations
 

@@ -5,12 +5,15 @@ one per measure with qid `all` for the mean, measure names padded to 22 characte
 values printed with `%6.4f` -- byte for byte what trec_eval prints (`%-22s\\t%s\\t%6.4f`),
 measures in trec_eval's own order (its measure table: map, recip_rank, P, recall, ndcg_cut,
 success; cutoffs ascending), whatever order they were asked for in.
+With -c (`complete`), each qrels query the run lacks gets its lines too, all 0, among the
+others in byte order of the ids, as trec_eval 10 prints them (9.x prints none).
 `digits` changes the number of decimals; `None` prints every digit (`repr`, round-trips).
 `json`: always full precision.
 """
 
 from __future__ import annotations
 
+import json
 from typing import Any, Literal
 
 from ragstream.metrics import MetricSpec, trec_name
@@ -35,8 +38,6 @@ def render(
     if fmt == "trec":
         return _trec(result, per_query, digits)
     if fmt == "json":
-        import json  # here: the other formats do without it (1 ms of the command's start)
-
         return json.dumps(_json(result, per_query), indent=2) + "\n"
     return _table(result, per_query, digits)
 
@@ -47,14 +48,29 @@ def _trec_position(spec: MetricSpec) -> tuple[int, int]:
     return spec.row.trec_position, spec.k or 0
 
 
+def _rows(result: TrecEvaluation) -> list[tuple[str, int | None]]:
+    """The per-query rows: each evaluated query with its index into `per_query`, and with
+    -c each qrels query the run lacks (None: all its values are 0), in byte order of the
+    ids, as trec_eval prints them."""
+    rows: list[tuple[str, int | None]] = [(qid, i) for i, qid in enumerate(result.qids)]
+    if not result.missing:
+        return rows
+    rows += [(qid, None) for qid in result.missing]
+    return sorted(rows, key=lambda row: row[0].encode("utf-8", "surrogateescape"))
+
+
+def _value(result: TrecEvaluation, name: str, row: int | None) -> float:
+    return 0.0 if row is None else float(result.per_query[name][row])
+
+
 def _trec(result: TrecEvaluation, per_query: bool, digits: int | None) -> str:
     ordered = sorted(result.metrics, key=_trec_position)
     names = [(spec.name, trec_name(spec)) for spec in ordered]
     lines: list[str] = []
     if per_query:
-        for i, qid in enumerate(result.qids):
+        for qid, row in _rows(result):
             for name, measure in names:
-                value = format_value(result.per_query[name][i], digits)
+                value = format_value(_value(result, name, row), digits)
                 lines.append(f"{measure:<22}\t{qid}\t{value}")
     for name, measure in names:
         lines.append(f"{measure:<22}\tall\t{format_value(result.mean[name], digits)}")
@@ -71,8 +87,8 @@ def _json(result: TrecEvaluation, per_query: bool) -> dict[str, Any]:
     }
     if per_query:
         out["per_query"] = {
-            qid: {spec.name: float(result.per_query[spec.name][i]) for spec in result.metrics}
-            for i, qid in enumerate(result.qids)
+            qid: {spec.name: _value(result, spec.name, row) for spec in result.metrics}
+            for qid, row in _rows(result)
         }
     return out
 
@@ -82,8 +98,8 @@ def _table(result: TrecEvaluation, per_query: bool, digits: int | None) -> str:
     rows: list[list[str]] = []
     if per_query:
         rows = [
-            [qid, *(format_value(result.per_query[s.name][i], digits) for s in result.metrics)]
-            for i, qid in enumerate(result.qids)
+            [qid, *(format_value(_value(result, s.name, row), digits) for s in result.metrics)]
+            for qid, row in _rows(result)
         ]
     rows.append(["all", *(format_value(result.mean[s.name], digits) for s in result.metrics)])
     widths = [max(len(row[c]) for row in [header, *rows]) for c in range(len(header))]

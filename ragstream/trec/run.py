@@ -14,7 +14,7 @@ import os
 
 from ragstream.trec._tokenize import Layout
 from ragstream.trec.records import TrecTable
-from ragstream.trec.table import Reader, read_table
+from ragstream.trec.table import read_table
 
 __all__ = ["RUN_LAYOUT", "read_run"]
 
@@ -28,8 +28,6 @@ RUN_LAYOUT = Layout(
 """The shape of a run line."""
 
 
-def read_run(path: str | os.PathLike[str], *, reader: Reader = "numpy") -> TrecTable:
-    """Parse a run file; `values` are the float64 scores. Raises TrecFormatError.
-
-    `reader="arrow"` tries the optional pyarrow reader (see `read_table`)."""
-    return read_table(path, RUN_LAYOUT, "float", reader=reader)
+def read_run(path: str | os.PathLike[str]) -> TrecTable:
+    """Parse a run file; `values` are the float64 scores. Raises TrecFormatError."""
+    return read_table(path, RUN_LAYOUT, "float")

@@ -13,20 +13,13 @@ from typing import Literal
 import numpy as np
 from numpy.typing import NDArray
 
-from ragstream.trec._arrow import read_table_arrow
 from ragstream.trec._columns import field_bytes, field_ids, parse_decimals
 from ragstream.trec._ids import Ids, concat, from_fields
 from ragstream.trec._tokenize import PAD, Chunk, Layout, read_blocks, tokenize
 from ragstream.trec.errors import TrecFormatError, quote
 from ragstream.trec.records import TrecTable
 
-__all__ = ["Reader", "read_table"]
-
-Reader = Literal["numpy", "arrow"]
-"""Which parser reads a file: "numpy" (the default) always uses numpy; "arrow" uses
-pyarrow's CSV reader (the optional `fast-eval` extra) on uniformly separated files and
-numpy otherwise. Both give the same table; on the 2-vCPU machine of docs/benchmarks.md
-pyarrow was not faster overall, so it is opt-in."""
+__all__ = ["read_table"]
 
 _U64 = NDArray[np.uint64]
 _I64 = NDArray[np.int64]
@@ -39,23 +32,15 @@ def read_table(
     *,
     workers: int | None = None,
     block_bytes: int = 1 << 23,
-    reader: Reader = "numpy",
 ) -> TrecTable:
     """Parse a file, keeping the fields `qid`, `docid` and `score` (run) or `rel` (qrels).
 
-    With `reader="arrow"` a uniformly separated file is read by pyarrow when it is
-    installed (see `_arrow`); both readers give the same table.
-    Otherwise, and whenever the fast reader declines, blocks of about `block_bytes` are
-    parsed by `workers` threads (default: one per CPU, up to 4); numpy releases the GIL, so
-    they run in parallel.
+    Blocks of about `block_bytes` are parsed by `workers` threads (default: one per CPU, up
+    to 4); numpy releases the GIL, so they run in parallel.
     Raises TrecFormatError naming the first malformed line; a file without records is an
     error too.
     """
     name = os.fspath(path)
-    if reader == "arrow":
-        fast = read_table_arrow(name, layout, value)
-        if fast is not None:
-            return fast
     n_workers = workers or min(4, os.cpu_count() or 1)
     parts: list[_Block] = []
     lines_before = 0

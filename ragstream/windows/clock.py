@@ -55,12 +55,6 @@ class Stamped:
     now: float
     """``t_now`` after the batch."""
 
-    @property
-    def accepted(self) -> npt.NDArray[np.bool_]:
-        """Events to aggregate (all but the late ones)."""
-        out: npt.NDArray[np.bool_] = self.timing != Timing.LATE
-        return out
-
 
 class Clock:
     """``t_now`` in wall or event mode, with late and future events counted."""

@@ -11,26 +11,16 @@ per rebase, so reads stay exact to about 1e-15 relative.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, Self
+from typing import Self
 
 import numpy as np
 import numpy.typing as npt
 
 from ragstream.durations import decay_rate
-from ragstream.windows._scatter import (
-    Digest,
-    add_into,
-    as_rows,
-    as_times,
-    decay_to,
-    decayed_sums,
-    settle,
-)
+from ragstream.windows._scatter import decay_to, settle
 from ragstream.windows.spec import F64, I64
 
 __all__ = ["ForwardDecay", "decay_rates"]
-
-_ZERO_SLOT = np.zeros(1, dtype=np.int64)
 
 
 def decay_rates(half_lives: Sequence[float]) -> F64:
@@ -39,11 +29,9 @@ def decay_rates(half_lives: Sequence[float]) -> F64:
 
 
 class ForwardDecay:
-    """Decayed sums of ``D`` columns, each with its own rate ``λ_d``, plus their counts.
-
-    ``add(t, v)`` stamps ``v`` at ``t``; ``value(t)`` reads ``Σ v_i · exp(-λ(t - t_i))``.
-    NaN means "no value" in that column. Retracting ``(t, v)`` removes exactly what adding it
-    put in, across any rebase. Merging aligns both to the later landmark.
+    """Decayed sums of ``D`` columns, each with its own rate ``λ_d``, plus their counts, as
+    a window holds them (`SlidingWindow.decay`): ``value(t)`` reads
+    ``Σ v_i · exp(-λ(t - t_i))``. Merging aligns both to the later landmark.
     """
 
     __slots__ = ("_count", "_sum", "landmark", "max_exponent", "rates")
@@ -70,41 +58,6 @@ class ForwardDecay:
         acc._count[0] = count
         acc._sum[0] = total
         return acc
-
-    # -- updates ---------------------------------------------------------------------------
-
-    def add(self, times: npt.ArrayLike, values: npt.ArrayLike) -> None:
-        """Stamp one row ``(D,)`` or a batch ``(n, D)`` at ``times`` (scalar or ``(n,)``)."""
-        self._apply(times, values, 1)
-
-    def retract(self, times: npt.ArrayLike, values: npt.ArrayLike) -> None:
-        """Remove rows added before with the same times and values."""
-        self._apply(times, values, -1)
-
-    def _apply(self, times: npt.ArrayLike, values: npt.ArrayLike, sign: int) -> None:
-        rows = as_rows(values, self.rates.size, "ForwardDecay")
-        stamps = as_times(times, rows.shape[0])
-        if not stamps.size:
-            return
-        self.ensure_landmark(float(stamps.max()))
-        local = np.zeros(rows.shape[0], dtype=np.int64)
-        count, total = decayed_sums(local, 1, stamps, Digest.of(rows), self.rates, self.landmark)
-        add_into(self._count, _ZERO_SLOT, count, sign)
-        add_into(self._sum, _ZERO_SLOT, total, sign)
-        if sign < 0:
-            settle(self._count, self._sum)
-
-    def ensure_landmark(self, t: float) -> None:
-        """Rebase to ``t`` if a value stamped at ``t`` would pass ``max_exponent``."""
-        if float(self.rates.max(initial=0.0)) * (t - self.landmark) > self.max_exponent:
-            self.rebase(t)
-
-    def rebase(self, landmark: float) -> None:
-        """Move the landmark to a later time: ``S ← S · exp(-λ(L' - L))``; reads are unchanged."""
-        if landmark < self.landmark:
-            raise ValueError("the landmark only moves forward")
-        self._sum[0] = decay_to(self._sum[0], self.rates, landmark - self.landmark)
-        self.landmark = float(landmark)
 
     # -- merging ---------------------------------------------------------------------------
 
@@ -149,31 +102,6 @@ class ForwardDecay:
         with np.errstate(invalid="ignore", divide="ignore"):
             out: F64 = np.where(n > 0, self.value(t) / n, np.nan)
         return out
-
-    # -- persistence -----------------------------------------------------------------------
-
-    def snapshot(self) -> dict[str, Any]:
-        """JSON-friendly state."""
-        return {
-            "version": 1,
-            "rates": self.rates.tolist(),
-            "landmark": self.landmark,
-            "max_exponent": self.max_exponent,
-            "count": self._count[0].tolist(),
-            "sum": self._sum[0].tolist(),
-        }
-
-    @classmethod
-    def restore(cls, snapshot: dict[str, Any]) -> Self:
-        """Inverse of :meth:`snapshot`."""
-        rates = np.asarray(snapshot["rates"], dtype=np.float64)
-        return cls.from_arrays(
-            rates,
-            float(snapshot["landmark"]),
-            np.asarray(snapshot["count"], dtype=np.int64).reshape(rates.size),
-            np.asarray(snapshot["sum"], dtype=np.float64).reshape(rates.size),
-            float(snapshot["max_exponent"]),
-        )
 
     def __repr__(self) -> str:
         return f"ForwardDecay(rates={self.rates.tolist()!r}, landmark={self.landmark})"

@@ -133,11 +133,6 @@ class SlidingWindow:
         """The ring position for a read or write at ``now`` (never behind an earlier one)."""
         return max(self._top, math.floor(now / self.width))
 
-    def live_range(self, now: float) -> tuple[int, int]:
-        """First and last live bucket index at ``now`` (inclusive)."""
-        top = self.position(now)
-        return top - self.spec.buckets, top + self.ahead
-
     def _live_keys(self, top: int) -> npt.NDArray[np.bool_]:
         if top == _NO_KEY:
             return np.zeros(self.slots, dtype=np.bool_)
@@ -178,33 +173,6 @@ class SlidingWindow:
 
     # -- updates ---------------------------------------------------------------------------
 
-    def add(
-        self,
-        now: float,
-        times: npt.ArrayLike,
-        values: npt.ArrayLike,
-        decayed: npt.ArrayLike | None = None,
-        series: npt.ArrayLike | None = None,
-    ) -> npt.NDArray[np.bool_]:
-        """Add rows stamped at ``times`` into their buckets (of series ``series[i]``, default
-        0); returns which rows landed. Rows whose bucket is no longer live are skipped. A
-        row further ahead than the horizon moves the ring forward to make room for it."""
-        rows = prepare_rows(self.spec, times, values, decayed)
-        return self.apply_rows(now, *rows, 1, _series(series, rows[0].size))
-
-    def retract(
-        self,
-        now: float,
-        times: npt.ArrayLike,
-        values: npt.ArrayLike,
-        decayed: npt.ArrayLike | None = None,
-        series: npt.ArrayLike | None = None,
-    ) -> npt.NDArray[np.bool_]:
-        """Retract rows added before (same times and values); returns which rows were still
-        live. A row whose bucket has rotated out is a no-op (``False``)."""
-        rows = prepare_rows(self.spec, times, values, decayed)
-        return self.apply_rows(now, *rows, -1, _series(series, rows[0].size))
-
     def apply_rows(
         self,
         now: float,
@@ -214,8 +182,11 @@ class SlidingWindow:
         sign: int,
         series: I64 | None = None,
     ) -> npt.NDArray[np.bool_]:
-        """:meth:`add` (``sign=1``) or :meth:`retract` (``-1``) of rows checked by
-        :func:`prepare_rows`; ``series`` (default all 0) must be below :attr:`capacity`."""
+        """Add (``sign=1``) or retract (``-1``) rows checked by :func:`prepare_rows`, stamped
+        at ``stamps``, row i into series ``series[i]`` (default all 0, below
+        :attr:`capacity`); returns which rows landed (were still live, for a retract).
+        Rows whose bucket is no longer live are skipped; a row further ahead than the
+        horizon moves the ring forward to make room for it."""
         spec = self.spec
         keys = np.floor(stamps / self.width).astype(np.int64)
         top = max(self._top, math.floor(now / self.width))
@@ -353,16 +324,6 @@ class SlidingWindow:
         )
         return empty
 
-    def is_empty(self, now: float, series: int = 0) -> bool:
-        """True when no live bucket of the series holds anything."""
-        return bool(self.empty_series(now)[series])
-
-    def live_buckets(self, now: float, series: int = 0) -> I64:
-        """Indices ``k`` of the live buckets that hold something for the series, ascending."""
-        idx = self._held(now)
-        idx = idx[self._nonempty(idx, series)]
-        return np.sort(self._keys[idx])
-
     def _nonempty(self, idx: I64, series: int) -> npt.NDArray[np.bool_]:
         p = self._planes
         out: npt.NDArray[np.bool_] = (
@@ -381,26 +342,14 @@ class SlidingWindow:
 
     # -- merging ---------------------------------------------------------------------------
 
-    def merge(self, other: SlidingWindow) -> SlidingWindow:
-        """A new ring equal to one that saw both streams (position and landmark: the later)."""
-        merged = self.copy()
-        merged.absorb(other)
-        return merged
-
-    def __add__(self, other: SlidingWindow) -> SlidingWindow:
-        return self.merge(other)
-
-    def absorb(self, other: SlidingWindow, series: npt.ArrayLike | None = None) -> None:
+    def absorb(self, other: SlidingWindow, series: npt.ArrayLike) -> None:
         """Add ``other``'s live buckets into this ring, in place: other's series ``i`` into
-        this ring's series ``series[i]`` (distinct ids; default the same id)."""
+        this ring's series ``series[i]`` (distinct ids)."""
         if other.spec != self.spec or other.length != self.length:
             raise ValueError("cannot merge windows of different specs or lengths")
-        if series is None:
-            target = np.arange(other.capacity, dtype=np.int64)
-        else:
-            target = np.asarray(series, dtype=np.int64).reshape(-1)
-            if target.size != other.capacity:
-                raise ValueError("one target series per series of the other ring")
+        target = np.asarray(series, dtype=np.int64).reshape(-1)
+        if target.size != other.capacity:
+            raise ValueError("one target series per series of the other ring")
         self.reserve(int(target.max()) + 1)
         self._advance(max(self._top, other._top))
         if self.spec.decayed_width and other.landmark > self.landmark:
@@ -421,15 +370,6 @@ class SlidingWindow:
             self._totals[name][target] += incoming.sum(axis=0)
         _settle(self._planes, cells)
         _settle(self._totals, target)
-
-    def copy(self) -> SlidingWindow:
-        """An independent copy."""
-        twin = SlidingWindow(self.spec, self.length, self.capacity)
-        twin._top, twin.landmark, twin._moved = self._top, self.landmark, self._moved
-        twin._keys = self._keys.copy()
-        twin._planes = {n: a.copy() for n, a in self._planes.items()}
-        twin._totals = {n: a.copy() for n, a in self._totals.items()}
-        return twin
 
     # -- persistence -----------------------------------------------------------------------
 
@@ -484,29 +424,3 @@ class SlidingWindow:
     def load(self, series: int, state: dict[str, Any]) -> None:
         """Merge one series' :meth:`state` into series ``series`` of this ring."""
         self.absorb(type(self).from_state(self.spec, state), [series])
-
-    def snapshot(self) -> dict[str, Any]:
-        """JSON-friendly state (of series 0) including the spec."""
-        return {"version": 1, "spec": self.spec.to_dict(), **self.state()}
-
-    @classmethod
-    def restore(cls, snapshot: dict[str, Any]) -> Self:
-        """Inverse of :meth:`snapshot`."""
-        return cls.from_state(WindowSpec.from_dict(snapshot["spec"]), snapshot)
-
-    def __repr__(self) -> str:
-        return (
-            f"SlidingWindow(length={self.length}, buckets={self.spec.buckets}, "
-            f"capacity={self.capacity})"
-        )
-
-
-def _series(series: npt.ArrayLike | None, n: int) -> I64 | None:
-    if series is None:
-        return None
-    out = np.asarray(series, dtype=np.int64).reshape(-1)
-    if out.size == 1 and n != 1:
-        out = np.full(n, int(out[0]), dtype=np.int64)
-    if out.shape != (n,):
-        raise ValueError(f"expected {n} series ids, got shape {out.shape}")
-    return out

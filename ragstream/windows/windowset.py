@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Self
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -41,10 +41,6 @@ class WindowRead:
     def stderr(self) -> F64:
         """Standard error of the mean per plain column."""
         return self.aggregate.stderr()
-
-    def decayed_sum(self) -> F64:
-        """``Σ v · exp(-λ(at - t))`` per decayed value, shape ``(half-lives, metrics)``."""
-        return self._grid(self.decay.value(self.at))
 
     def decayed_mean(self) -> F64:
         """Live decayed mean per half-life and metric (NaN where empty)."""
@@ -147,10 +143,6 @@ class WindowSet:
             for name, ring in self.windows.items()
         }
 
-    def is_empty(self, now: float, series: int = 0) -> bool:
-        """True when every window of the series is empty at ``now`` (it can be pruned)."""
-        return bool(self.empty_series(now)[series])
-
     def empty_series(self, now: float) -> npt.NDArray[np.bool_]:
         """Per series id: every window is empty at ``now``."""
         empty: npt.NDArray[np.bool_] | None = None
@@ -170,50 +162,11 @@ class WindowSet:
         """Bytes held by the windows' arrays (fixed by the capacity)."""
         return sum(ring.nbytes for ring in self.windows.values())
 
-    def merge(self, other: WindowSet) -> WindowSet:
-        """A new set equal to one that saw both streams."""
-        merged = self.copy()
-        merged.absorb(other)
-        return merged
-
-    def __add__(self, other: WindowSet) -> WindowSet:
-        return self.merge(other)
-
-    def absorb(self, other: WindowSet, series: npt.ArrayLike | None = None) -> None:
-        """Merge ``other`` into this set, in place (other's series i into ``series[i]``,
-        default the same ids)."""
-        if other.spec != self.spec:
-            raise ValueError("cannot merge window sets of different specs")
-        for name, ring in self.windows.items():
-            ring.absorb(other.windows[name], series)
-
-    def copy(self) -> WindowSet:
-        """An independent copy."""
-        twin = WindowSet(self.spec)
-        twin.windows = {name: ring.copy() for name, ring in self.windows.items()}
-        return twin
-
     def state(self, series: int = 0) -> dict[str, Any]:
         """JSON-friendly state of one series without the spec."""
         return {name: ring.state(series) for name, ring in self.windows.items()}
-
-    @classmethod
-    def from_state(cls, spec: WindowSpec, state: dict[str, Any]) -> Self:
-        """Inverse of :meth:`state`: a one-series set."""
-        windows = cls(spec)
-        windows.windows = {name: SlidingWindow.from_state(spec, state[name]) for name in spec.names}
-        return windows
 
     def load(self, series: int, state: dict[str, Any]) -> None:
         """Merge one series' :meth:`state` into series ``series``."""
         for name, ring in self.windows.items():
             ring.load(series, state[name])
-
-    def snapshot(self) -> dict[str, Any]:
-        """JSON-friendly state (of series 0) including the spec."""
-        return {"version": 1, "spec": self.spec.to_dict(), "windows": self.state()}
-
-    @classmethod
-    def restore(cls, snapshot: dict[str, Any]) -> Self:
-        """Inverse of :meth:`snapshot`."""
-        return cls.from_state(WindowSpec.from_dict(snapshot["spec"]), snapshot["windows"])

@@ -39,6 +39,7 @@ async def run_agent(settings: Settings) -> None:
         start_source=start,
         lag=source.lag,
         assigned=lambda: len(source.assignment()),
+        starting=lambda: source.unreachable,
         dead_letters=letters,
         judging=engine_judging(settings, engine, security),
         handover=None if handover is None else handover.counters,

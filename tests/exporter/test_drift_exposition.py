@@ -123,7 +123,7 @@ def test_no_drift_families_when_drift_detection_is_off() -> None:
     engine = _engine(MESSAGES[:5000], drift=None)
     names = {name for name, _ in _scrape(engine, engine.now())}
     assert not any(name.startswith("ragstream_drift") for name in names)
-    assert "ragstream_window_sum" in names
+    assert "ragstream_window_sums" in names
 
 
 def test_the_fast_text_writer_equals_prometheus_clients_encoding_with_drift() -> None:
@@ -174,8 +174,8 @@ def test_every_mean_is_its_sum_over_its_count() -> None:
     at = engine.now() + 30.0  # decayed sums and ages are valued at the scrape
     samples = _scrape(engine, at)
     means = _mean_gauges(engine, samples)
-    sums = _sums(samples, "ragstream_window_sum")
-    counts = _sums(samples, "ragstream_window_count")
+    sums = _sums(samples, "ragstream_window_sums")
+    counts = _sums(samples, "ragstream_window_counts")
     assert sums.keys() == counts.keys()
     assert len(means) > 100
     assert {k[0] for k in means} >= {"rr", "ndcg@10", "ndcg_decayed@10", "rr_decayed"}
@@ -198,9 +198,9 @@ def test_two_replicas_sums_and_counts_give_the_mean_of_one_that_saw_everything()
     pooled_count: dict[tuple[Any, ...], float] = defaultdict(float)
     for engine in (first, second):
         samples = _scrape(engine, at)
-        for key, v in _sums(samples, "ragstream_window_sum").items():
+        for key, v in _sums(samples, "ragstream_window_sums").items():
             pooled_sum[key] += v
-        for key, v in _sums(samples, "ragstream_window_count").items():
+        for key, v in _sums(samples, "ragstream_window_counts").items():
             pooled_count[key] += v
     assert len(one) > 100
     for key, mean in one.items():

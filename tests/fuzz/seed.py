@@ -1,9 +1,11 @@
-"""Seed inputs for the libFuzzer target of the event scanner (`scripts/fuzz.sh`).
+"""Seed inputs for the libFuzzer targets (`scripts/fuzz.sh`).
 
-Usage: `python -m tests.fuzz.seed DIR`: writes the test suite's messages into DIR, one file
-each, named by content: the scanner's generated cases (`tests.events._scan_cases`), its
-tables of unknown and malformed values, the benchmark's events with and without extra
-fields, and hostile messages (`bench.hostile_data`) of at most 8 KiB.
+Usage: `python -m tests.fuzz.seed TARGET DIR`: writes TARGET's seed inputs into DIR, one
+file each, named by content. For `events_scan`, the test suite's messages: the scanner's
+generated cases (`tests.events._scan_cases`), its tables of unknown and malformed values,
+the benchmark's events with and without extra fields, and hostile messages
+(`bench.hostile_data`) of at most 8 KiB; for the others, `tests.fuzz.targets.seeds`
+(detector snapshots, CSR recipes, qrels and run files).
 """
 
 from __future__ import annotations
@@ -17,10 +19,12 @@ from bench.hostile_data import hostile_messages
 from bench.pipeline_data import DataConfig, blocks
 from tests.events._scan_cases import _case
 from tests.events.test_scan import _MALFORMED, _UNKNOWN, _with_unknown
+from tests.fuzz import targets
 
 __all__ = ["main", "seeds"]
 
-_MAX_LEN = 8192
+_MAX_LEN = 1 << 16  # the largest seed written
+_MESSAGE_LEN = 8192  # the event target reads inputs of at most this (scripts/fuzz.sh)
 
 
 def seeds() -> Iterator[bytes]:
@@ -32,14 +36,14 @@ def seeds() -> Iterator[bytes]:
     for extra in (False, True):
         config = DataConfig(docs=5, probe_share=0.5, extra_fields=extra)
         yield from (value for block in blocks(config, 20) for _, value in block)
-    yield from (m.value for m in hostile_messages(400, seed=3, max_bytes=_MAX_LEN))
+    yield from (m.value for m in hostile_messages(400, seed=3, max_bytes=_MESSAGE_LEN))
 
 
 def main(argv: list[str]) -> None:
-    out = Path(argv[0])
+    target, out = argv[0], Path(argv[1])
     out.mkdir(parents=True, exist_ok=True)
     count = 0
-    for data in seeds():
+    for data in seeds() if target == "events_scan" else targets.seeds(target):
         if 0 < len(data) <= _MAX_LEN:
             (out / hashlib.sha1(data).hexdigest()).write_bytes(data)
             count += 1

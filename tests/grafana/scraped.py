@@ -33,6 +33,9 @@ RULES = ROOT / "deploy" / "prometheus" / "ragstream.rules.yml"
 LABEL_KEYS = ("app", "index")
 RATE_INTERVAL = "1m"
 """`$__rate_interval`: Grafana's is at least four scrape intervals; the test scrapes each second."""
+CLUSTER = "eu-1"
+"""The `cluster` target label Prometheus attaches to both agents' series, as a
+kube-prometheus deployment's relabeling or external labels do."""
 PREFERRED = {"app": "support"}
 """The value a multi-value variable takes when the data has it: the label set that drifts."""
 HISTORY = 2400.0
@@ -151,7 +154,9 @@ def start(broker: KafkaBroker, logs: Path) -> Iterator[Scraped]:
         )
         with (
             LiveTraffic(broker.bootstrap_servers, topic, stream),
-            PrometheusServer([first.target, second.target], rule_files=[RULES]) as prom,
+            PrometheusServer(
+                [first.target, second.target], rule_files=[RULES], labels={"cluster": CLUSTER}
+            ) as prom,
         ):
             # every event of the history applied, then the recording rules evaluated
             applied = 'sum(ragstream_events_total{outcome=~"processed|late|duplicate"})'
@@ -214,8 +219,10 @@ def variable_values(
         if variable.get("multi"):
             preferred = PREFERRED.get(variable["name"])
             chosen[variable["name"]] = preferred if preferred in values else values[0]
-        else:
+        elif "current" in variable:
             chosen[variable["name"]] = variable["current"]["value"]
+        else:  # a single-value variable without a default: Grafana takes the first value
+            chosen[variable["name"]] = values[0]
     return chosen, offered
 
 

@@ -13,10 +13,13 @@ from typing import Any
 import pytest
 
 from tests.grafana.generator import SCRIPT, generator
+from tests.grafana.scraped import selectors
 
 ROOT = Path(__file__).parents[2]
 DASHBOARD = ROOT / "grafana" / "ragstream-dashboard.json"
 BUILTINS = {"__rate_interval", "__interval", "__range"}
+SCOPE = 'cluster=~"$cluster",job=~"$job"'
+RUNBOOK = ROOT / "docs" / "runbook.md"
 
 
 gen = generator()
@@ -79,11 +82,13 @@ def test_every_label_key_is_a_variable_read_from_the_data_and_a_filter(
         assert variable["multi"]
         assert variable["includeAll"]
         assert variable["allValue"] == ".*"
-        # chained: each key's values among the label sets the keys before it select
-        scope = ",".join(f'{k}=~"${k}"' for k in keys[:i])
-        metric = f"ragstream_window_queries{{{scope}}}" if scope else "ragstream_window_queries"
-        assert variable["query"] == f"label_values({metric}, {key})"
-    assert variables["window"]["query"] == "label_values(ragstream_window_queries, window)"
+        # chained: each key's values among the label sets the scope and the keys before
+        # it select
+        matchers = ",".join([SCOPE, *(f'{k}=~"${k}"' for k in keys[:i])])
+        assert variable["query"] == f"label_values(ragstream_window_queries{{{matchers}}}, {key})"
+    assert (
+        variables["window"]["query"] == f"label_values(ragstream_window_queries{{{SCOPE}}}, window)"
+    )
     queries = _label_set_queries(dashboard)
     assert len(queries) >= 25
     for title, expr in queries:
@@ -94,7 +99,7 @@ def test_every_label_key_is_a_variable_read_from_the_data_and_a_filter(
 
 
 def test_label_keys_are_label_names_and_do_not_clash() -> None:
-    for bad in (["app-name"], ["__name__"], ["window"], ["app", "app"], ["1app"]):
+    for bad in (["app-name"], ["__name__"], ["window"], ["job"], ["app", "app"], ["1app"]):
         with pytest.raises(ValueError, match=r"label|clash|repeat"):
             gen.build(bad)
 
@@ -155,3 +160,68 @@ def test_every_series_is_documented() -> None:
             else:
                 base = re.sub(r"_(bucket|count|sum)$", "", name)
                 assert name in documented or base in documented, (where, name)
+
+
+def test_every_selector_of_every_query_is_scoped_by_cluster_and_job() -> None:
+    """The mixins' convention: one dashboard for every cluster and job, chosen above."""
+    dashboard = json.loads(DASHBOARD.read_text())
+    variables = _variables(dashboard)
+    assert variables["cluster"]["type"] == "query"
+    assert not variables["cluster"]["multi"]  # one cluster at a time: no pooling across them
+    assert variables["job"]["multi"]
+    assert variables["job"]["allValue"] == ".*"
+    queries = list(gen.expressions(dashboard))
+    assert len(queries) > 40
+    for where, expr in queries:
+        found = selectors(expr)
+        assert found, where
+        for selector in found:
+            assert SCOPE in selector, (where, selector)
+    assert variables["cluster"]["query"] == "label_values(ragstream_build_info, cluster)"
+    assert variables["job"]["query"] == (
+        'label_values(ragstream_build_info{cluster=~"$cluster"}, job)'
+    )
+    for name, variable in variables.items():
+        if variable["type"] == "query" and name not in ("cluster", "job"):
+            assert SCOPE in variable["query"], (name, variable["query"])
+
+
+def _sections() -> set[str]:
+    """The anchors of docs/runbook.md's alert sections, as GitHub writes them."""
+    return {h.lower() for h in re.findall(r"^## (\w+)$", RUNBOOK.read_text(), re.MULTILINE)}
+
+
+def test_panels_link_to_runbook_sections_that_exist() -> None:
+    dashboard = json.loads(DASHBOARD.read_text())
+    sections = _sections()
+    linked: dict[str, set[str]] = {}
+    for panel in dashboard["panels"]:
+        for link in panel.get("links", []):
+            base, _, anchor = link["url"].partition("#")
+            assert base == gen.RUNBOOK_URL, link
+            assert anchor in sections, (panel["title"], anchor)
+            assert link["title"].lower() == f"runbook: {anchor}"
+            linked.setdefault(panel["title"], set()).add(anchor)
+    assert linked["MRR"] == {"ragstreamretrievalqualitydrift"}
+    assert linked["Consumer lag"] == {"ragstreamconsumerlaghigh"}
+    assert linked["Age of the newest event"] == {"ragstreaminputstalled"}
+    # every alert about what the panels show is reachable from one of them
+    every = set().union(*linked.values())
+    assert every >= {
+        "ragstreamretrievalqualitydrift", "ragstreamfreshnessdecay",
+        "ragstreamhallucinationratiohigh", "ragstreamfaithfulnessdrift", "ragstreamrefusalspike",
+        "ragstreamconsumerlaghigh", "ragstreaminputstalled", "ragstreamjudgefailures",
+        "ragstreaminvalideventsspike",
+    }  # fmt: skip
+    assert [link["url"] for link in dashboard["links"]] == [gen.RUNBOOK_URL]
+
+
+def test_the_runbook_url_is_a_flag(tmp_path: Path) -> None:
+    out = tmp_path / "dashboard.json"
+    base = "https://wiki.example.com/ragstream/runbook"
+    assert _run("--runbook-url", base, "--output", str(out)).returncode == 0
+    urls = [
+        link["url"] for p in json.loads(out.read_text())["panels"] for link in p.get("links", [])
+    ]
+    assert urls
+    assert all(url.startswith(base + "#") for url in urls)

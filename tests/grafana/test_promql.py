@@ -17,6 +17,7 @@ import yaml
 from ragstream.judging.results import wilson_interval
 from tests.grafana.generator import generator
 from tests.grafana.scraped import (
+    CLUSTER,
     RULES,
     Scraped,
     finite,
@@ -36,6 +37,8 @@ VARIABLES = {v["name"]: v for v in DASHBOARD["templating"]["list"]}
 
 
 EXPRESSIONS = dict(generator().expressions(DASHBOARD))
+SCOPE = {"cluster": CLUSTER, "job": "$__all"}
+"""The scope variables as a user of the test's Prometheus sets them."""
 
 
 def _rules() -> dict[str, tuple[str, str]]:
@@ -76,8 +79,9 @@ def values(scraped: Scraped, request: pytest.FixtureRequest) -> dict[str, str]:
 
 @pytest.fixture(scope="module")
 def known(scraped: Scraped) -> set[str]:
-    """Every series name a query may read: the agents' and the rule file's."""
-    return scraped.exported() | scraped.recorded()
+    """Every series name a query may read: the agents', Prometheus's `up` of each scrape
+    target, and the rule file's."""
+    return scraped.exported() | {"up"} | scraped.recorded()
 
 
 @pytest.mark.parametrize("name", [n for n, v in VARIABLES.items() if v["type"] == "query"])
@@ -91,6 +95,8 @@ def test_a_variable_offers_values_read_from_the_data(name: str, scraped: Scraped
 
 def test_the_label_variables_offer_the_label_sets_of_the_traffic(scraped: Scraped) -> None:
     _, offered = variable_values(DASHBOARD, scraped.prom)
+    assert offered["cluster"] == [CLUSTER]
+    assert offered["job"] == ["ragstream"]
     assert offered["app"] == ["docs", "search", "support"]
     assert offered["index"] == ["v7"]  # chained: the index of app=support
     assert offered["window"] == ["1h", "1m", "24h", "5m"]
@@ -155,7 +161,7 @@ def test_the_band_is_the_wilson_interval_of_the_answers_of_every_replica(
     """The hallucination panel's ratio and band equal the agent's own Wilson interval
     (ragstream.judging.results) of every replica's judged answers together: k and n summed
     from the samples Prometheus holds at one instant, at which the panel's queries run."""
-    values = {"app": "support", "index": "v7", "window": "1h"}  # support has one index
+    values = {**SCOPE, "app": "support", "index": "v7", "window": "1h"}  # support: one index
     panel = next(
         p for p in DASHBOARD["panels"] if p["title"].startswith("Hallucination ratio with")
     )
@@ -186,7 +192,7 @@ def test_a_retrieval_panel_draws_one_line_per_label_set_however_many_replicas(
 ) -> None:
     """Both replicas serve every label set: the per-replica gauge has two series per label
     set, the panel one."""
-    values = {"app": "$__all", "index": "$__all", "window": "5m"}
+    values = {**SCOPE, "app": "$__all", "index": "$__all", "window": "5m"}
     panel = next(p for p in DASHBOARD["panels"] if p["title"] == "MRR")
     shown = scraped.prom.query(substitute(panel["targets"][0]["expr"], values, VARIABLES))
     per_replica = scraped.prom.query('ragstream_retrieval_mrr{window="5m"}')
@@ -200,7 +206,7 @@ def test_the_drift_alarms_draw_one_line_per_detector_and_window_pair(scraped: Sc
     """The z-score and PSI run on two window pairs (5m/1h, 1h/24h), each pair its own
     detector with its own alarm: the panel and the annotation keep them apart (and merge
     only the replicas)."""
-    values = {"app": "$__all", "index": "$__all", "drift_metric": "$__all"}
+    values = {**SCOPE, "app": "$__all", "index": "$__all", "drift_metric": "$__all"}
     keys = ("app", "index", "metric", "detector", "window", "reference")
     panel = next(p for p in DASHBOARD["panels"] if p["title"] == "Drift alarms")
     exported = scraped.prom.query("ragstream_drift_alarm")

@@ -310,6 +310,11 @@ async def test_a_broker_that_is_down_is_retried_until_stopped() -> None:
         assert time.monotonic() < deadline
         assert not task.done()
         await asyncio.sleep(0.1)
+    # what /readyz says meanwhile
+    assert source.unreachable is not None
+    assert source.unreachable.startswith(f"Kafka at 127.0.0.1:{port} unreachable ("), (
+        source.unreachable
+    )
     await source.stop()
     await asyncio.wait_for(task, 10)
     assert not source.connected

@@ -124,6 +124,24 @@ def test_released_query_decodes_its_message_again_for_a_late_label() -> None:
     assert kept.repeats == 1
 
 
+def test_a_labeled_query_keeps_its_ranking_when_released() -> None:
+    """Released once scored, a labeled query keeps the ranking it built for its labels (its
+    next label reads it: the message is not decoded again); an unlabeled one drops it and
+    builds it again from the message, equal."""
+    results: list[dict[str, Any]] = [{"doc_id": "a", "t_doc": 10.0}, {"doc_id": "b"}]
+    labeled = _open(_event(results, [{"doc_id": "b", "rel": 1.0}]), keep_raw=True)
+    unlabeled = _open(_event(results), keep_raw=True)
+    ranked = [(query.doc_ids, query.doc_times) for query in (labeled, unlabeled)]
+    for query in (labeled, unlabeled):
+        query.release()
+    assert labeled.doc_ids is ranked[0][0]
+    assert labeled.doc_times is ranked[0][1]
+    assert unlabeled.doc_ids is not ranked[1][0]
+    assert (unlabeled.doc_ids, unlabeled.doc_times) == ranked[1] == ranked[0]
+    labeled.set_label("a", 2.0)
+    assert labeled.label_times == {"a": 10.0, "b": TS}
+
+
 def test_release_without_the_message_keeps_the_documents() -> None:
     query = _open(_event([{"doc_id": "a", "t_doc": 1.0}]), keep_raw=False)
     query.release()

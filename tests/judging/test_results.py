@@ -118,11 +118,4 @@ def test_judge_labels_per_document() -> None:
     j = dataclasses.replace(_judgment(1.0, False), context_scores=(0.2, 0.9, 0.7, 0.4))
     labels = judge_labels(x, j, threshold=0.5)
     assert [(lb.doc_id, lb.rel) for lb in labels] == [("d1", 1.0), ("d2", 0.0)]
-    feedback = labels[0].to_feedback()
-    assert feedback.source == "judge"
-    assert (feedback.query_id, feedback.doc_id, feedback.rel, feedback.ts) == (
-        "q-1",
-        "d1",
-        1.0,
-        x.ts,
-    )
+    assert (labels[0].query_id, labels[0].ts) == ("q-1", x.ts)

@@ -91,11 +91,3 @@ def test_the_values_as_the_scanner_reads_them_give_what_the_labels_give(max_valu
     assert counted[0] == counted[1]
     assert by_values.snapshot() == by_labels.snapshot()
     assert sum(counted[0].values()) > 0 or max_values == 50  # the cap was reached
-    by_many = LabelSetMapper(keys, max_values)  # a run at a time
-    many_counted: dict[str, int] = {}
-    assert [
-        s for at in range(0, 2000, 97) for s in by_many.of_many(values[at : at + 97], many_counted)
-    ] == out
-    assert by_many.collapsed == by_labels.collapsed
-    assert many_counted == counted[0]
-    assert by_many.snapshot() == by_labels.snapshot()

@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 from pathlib import Path
 
-from ragstream.sources.jsonl import JsonlSource, LineCounts, read_jsonl
+from ragstream.sources.jsonl import LineCounts, read_jsonl
 
 _LINES = [
     b'{"a": 1}',
@@ -47,13 +47,6 @@ def test_a_file_without_a_final_newline(tmp_path: Path) -> None:
     messages = [m for b in read_jsonl(_file(tmp_path, b""), counts=counts) for m in b]
     assert len(messages) == 5
     assert counts == LineCounts(lines=8, blank=3, bytes=_file(tmp_path, b"").stat().st_size)
-
-
-async def test_the_source_keeps_the_counts(tmp_path: Path) -> None:
-    source = JsonlSource(_file(tmp_path), batch_size=3)
-    seen = [m.offset async for batch in source.batches() for m in batch]
-    assert seen == [1, 4, 6, 7, 8]
-    assert source.counts == LineCounts(lines=9, blank=4, bytes=_file(tmp_path).stat().st_size)
 
 
 def test_reading_resumes_where_the_counts_stand_and_digests_every_byte(tmp_path: Path) -> None:

@@ -15,7 +15,7 @@ import time
 import urllib.error
 import urllib.parse
 import urllib.request
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -39,6 +39,7 @@ class PrometheusServer(ServerProcess):
         scrape_interval: str = "1s",
         evaluation_interval: str | None = None,
         rule_files: Sequence[Path] = (),
+        labels: Mapping[str, str] | None = None,
         binary: str = "prometheus",
         start_timeout: float = 60.0,
     ) -> None:
@@ -46,6 +47,8 @@ class PrometheusServer(ServerProcess):
         self.scrape_interval = scrape_interval
         self.evaluation_interval = evaluation_interval or scrape_interval
         self.rule_files = [Path(f).resolve() for f in rule_files]
+        self.labels = dict(labels or {})
+        """Target labels of every scraped series (e.g. the `cluster` of a deployment)."""
         self.binary = binary
         self.start_timeout = start_timeout
         self.port = free_port()
@@ -74,6 +77,7 @@ class PrometheusServer(ServerProcess):
             f"    scrape_timeout: {self.scrape_interval}\n"
             "    static_configs:\n"
             f"      - targets: {json.dumps(self.targets)}\n"
+            f"        labels: {json.dumps(self.labels)}\n"
         )
         log = (self._dir / "prometheus.log").open("wb")
         self._proc = subprocess.Popen(

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from collections.abc import Callable
@@ -158,7 +157,6 @@ def test_real_process(files: list[str]) -> None:
     assert bad.returncode == 1
     assert bad.stderr.startswith("Error: ")
     assert ":1: expected 6 fields" in bad.stderr
-    # the process ends at once once its output is out (ragstream.cli._exit): all of it
     per_query = subprocess.run(
         [sys.executable, "-m", "ragstream", "eval", *files, "-q", "--format", "json"],
         capture_output=True,
@@ -167,40 +165,6 @@ def test_real_process(files: list[str]) -> None:
         timeout=60,
     )
     assert (per_query.returncode, per_query.stdout) == _invoke([*files, "-q", "--format", "json"])
-
-
-def test_in_process_the_collector_is_on_again_after_the_command(files: list[str]) -> None:
-    then = (
-        "import gc\nfrom ragstream.cli import _exit\n"
-        "print(gc.isenabled(), _exit._KEPT, file=sys.stderr)\n"
-    )
-    done = _after_the_command(files, then)
-    assert done.returncode == 0, done.stderr
-    assert done.stderr == "True []\n"  # nothing kept either
-
-
-def test_ended_by_the_console_script_the_collector_stays_off(files: list[str]) -> None:
-    # turned on again, it would go over every object of the command just before os._exit
-    script = (
-        "import gc, os, sys\n"
-        "real = os._exit\n"
-        "from ragstream.cli import _exit\n"
-        "def end(code):\n"
-        "    kept = [type(k).__name__ for k in _exit._KEPT]\n"
-        "    print(gc.isenabled(), kept, file=sys.stderr)\n"
-        "    sys.stderr.flush()\n"
-        "    real(code)\n"
-        "os._exit = end\n"
-        f"sys.argv = ['ragstream', 'eval', *{files!r}, '-m', 'rr', '--format', 'trec']\n"
-        "from ragstream.cli import entry\n"
-        "entry()\n"
-    )
-    done = subprocess.run(
-        [sys.executable, "-c", script], capture_output=True, text=True, check=False, timeout=60
-    )
-    # and the result is kept until the end: freeing it first would be work for nothing
-    assert (done.returncode, done.stderr) == (0, "False ['TrecEvaluation']\n")
-    assert done.stdout == "recip_rank            \tall\t0.4167\n"
 
 
 def _after_the_command(
@@ -240,31 +204,6 @@ def test_the_command_imports_only_what_it_reads_with(files: list[str]) -> None:
     assert done.returncode == 0, done.stderr
     assert "all" in done.stdout
     assert done.stderr == "[]\n"
-
-
-@pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="counts threads in /proc")
-def test_the_command_leaves_no_blas_threads_spinning(files: list[str]) -> None:
-    # numpy's OpenBLAS starts a thread per CPU, which spins for a while after the import
-    # and takes CPU from the scanner; the command asks for one (the scanner's own threads
-    # have ended when it returns), unless OPENBLAS_NUM_THREADS is set.
-    threads = "print(len(os.listdir('/proc/self/task')), file=sys.stderr)\n"
-    env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_NUM_THREADS"}
-    done = _after_the_command(files, threads, env)
-    assert done.returncode == 0, done.stderr
-    assert done.stderr == "1\n"
-    env["OPENBLAS_NUM_THREADS"] = "2"
-    done = _after_the_command(files, threads, env)
-    assert done.stderr == "2\n"  # the user's setting wins
-
-
-def test_every_reader_prints_the_same(files: list[str]) -> None:
-    outputs = {
-        reader: _invoke([*files, "-q", "--format", "json", "--reader", reader])
-        for reader in ("arrow", "numpy")
-    }
-    assert {code for code, _ in outputs.values()} == {0}
-    assert outputs["arrow"][1] == outputs["numpy"][1]
-    assert json.loads(outputs["numpy"][1])["num_queries"] == 2
 
 
 def test_engines_print_the_same(files: list[str]) -> None:

@@ -3,14 +3,13 @@
 Generated files -- truncated lines, NUL bytes, invalid UTF-8, control bytes, huge fields,
 NaN and infinite scores, absurd numbers, text after the last field -- give either values
 or a `TrecFormatError` that names the file (and the line, for a line's fault); the
-compiled scanner, the numpy reader and the pyarrow reader give the same outcome; and the
+compiled scanner and the numpy reader give the same outcome; and the
 memory used stays in proportion to the files' size (one long id among many short lines
 once needed the longest id's length for every line: 4.6 GB for a 1.1 MB file).
 """
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import random
@@ -31,10 +30,7 @@ from ragstream.trec import TrecFormatError, evaluate_files
 WriteFile = Callable[[str, str | bytes], Path]
 
 METRICS = ["rr", "ap", "precision@3", "ndcg@10"]
-_ARROW = importlib.util.find_spec("pyarrow") is not None
 _WAYS: list[dict[str, str]] = [{"engine": "compiled"}, {"engine": "numpy"}]
-if _ARROW:
-    _WAYS.append({"engine": "numpy", "reader": "arrow"})
 # Errors about a whole file rather than one of its lines.
 _FILE_ERRORS = ("no run lines", "no qrels lines", "no query id of the run appears")
 

@@ -153,7 +153,6 @@ def _with_trailing_text(run_text: str, seed: int, share: float = 0.5) -> str:
 _WAYS = [
     pytest.param({}, id="compiled"),
     pytest.param({"engine": "numpy"}, id="numpy"),
-    pytest.param({"engine": "numpy", "reader": "arrow"}, id="arrow"),
 ]
 
 

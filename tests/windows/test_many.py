@@ -44,7 +44,7 @@ def same_reads(a: dict[str, WindowRead], b: dict[str, WindowRead]) -> None:
         assert x.decay.count.tolist() == y.decay.count.tolist()
         np.testing.assert_allclose(x.aggregate.total, y.aggregate.total, rtol=1e-9, atol=1e-9)
         np.testing.assert_allclose(x.aggregate.total_sq, y.aggregate.total_sq, rtol=1e-9, atol=1e-9)
-        np.testing.assert_allclose(x.decayed_sum(), y.decayed_sum(), rtol=1e-9, atol=1e-9)
+        np.testing.assert_allclose(x.decay.value(x.at), y.decay.value(y.at), rtol=1e-9, atol=1e-9)
 
 
 def same_state(a: Any, b: Any) -> None:

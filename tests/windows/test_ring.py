@@ -1,8 +1,8 @@
-"""Sliding windows: bucket boundaries, reference after every update, merge, snapshot, memory."""
+"""Sliding windows: bucket boundaries, reference after every update, state, memory."""
 
 from __future__ import annotations
 
-import json
+import dataclasses
 import math
 from typing import cast
 
@@ -11,10 +11,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ragstream.windows import SlidingWindow, WindowSet
+from ragstream.windows import SlidingWindow, WindowSet, WindowSpec
 from tests.support import defaults
 
-from .reference import RefWindow, Row, bin_of, decayed, plain
+from .reference import RefWindow, Row, decayed, plain
 
 T0 = 1_700_000_000.0
 
@@ -34,6 +34,13 @@ def one(values: float = 0.5) -> list[float]:
     return [values, values]
 
 
+def ring_of(spec: WindowSpec, length: float) -> tuple[WindowSet, SlidingWindow]:
+    """A set of the spec's windows and its ring of this length."""
+    windows = WindowSet(spec)
+    name = next(n for n, w in zip(spec.names, spec.windows, strict=True) if w == length)
+    return windows, windows.windows[name]
+
+
 @pytest.mark.parametrize(
     ("now", "t", "inside"),
     [
@@ -50,39 +57,40 @@ def one(values: float = 0.5) -> list[float]:
 )
 def test_bucket_boundaries(now: float, t: float, inside: bool) -> None:
     spec = defaults.window_spec(columns=("x",), windows=(60.0,), buckets=60, horizon=60.0)
-    ring = SlidingWindow(spec, 60.0)
+    windows, ring = ring_of(spec, 60.0)
     assert ring.slots == 60 + 1 + 60
-    landed = ring.add(now, [t], [[1.0]])
+    landed = windows.add(now, [t], [[1.0]])
     assert bool(landed[0]) is inside
     assert ring.aggregate(now).rows == int(inside)
 
 
 def test_window_rotates_as_time_advances() -> None:
     spec = defaults.window_spec(columns=("x",), windows=(60.0,), buckets=60)
-    ring = SlidingWindow(spec, 60.0)
-    ring.add(1000.0, [990.0, 995.5, 1000.0], [[0.1], [0.2], [0.3]])
+    windows, ring = ring_of(spec, 60.0)
+    windows.add(1000.0, [990.0, 995.5, 1000.0], [[0.1], [0.2], [0.3]])
     assert ring.aggregate(1000.0).count.tolist() == [3]
     assert ring.aggregate(1050.999).count.tolist() == [3]
     assert ring.aggregate(1051.0).count.tolist() == [2]  # bucket [990, 991) has rotated out
     assert ring.aggregate(1056.0).count.tolist() == [1]
     assert ring.aggregate(1061.0).count.tolist() == [0]
-    assert ring.live_buckets(1000.0).tolist() == [990, 995, 1000]
+    assert ring.state()["keys"] == [990, 995, 1000]
 
 
 def test_retract_after_rotation_is_a_counted_noop() -> None:
-    ring = SlidingWindow(SPEC, 10.0)  # 2 s buckets
-    ring.add(T0, [T0 - 1.0, T0], [one(), one()], [[1.0, 1.0], [1.0, 1.0]])
-    ring.add(T0 + 11.0, [T0 + 11.0], [one()])
-    done = ring.retract(T0 + 11.0, [T0 - 1.0, T0], [one(), one()], [[1.0, 1.0], [1.0, 1.0]])
+    spec = dataclasses.replace(SPEC, windows=(10.0,))  # 2 s buckets
+    windows, ring = ring_of(spec, 10.0)
+    windows.add(T0, [T0 - 1.0, T0], [one(), one()], [[1.0, 1.0], [1.0, 1.0]])
+    windows.add(T0 + 11.0, [T0 + 11.0], [one()])
+    done = windows.retract(T0 + 11.0, [T0 - 1.0, T0], [one(), one()], [[1.0, 1.0], [1.0, 1.0]])
     assert done.tolist() == [False, True]
     agg = ring.aggregate(T0 + 11.0)
     assert agg.rows == 1
 
 
 def test_rows_beyond_the_horizon_move_the_ring() -> None:
-    ring = SlidingWindow(SPEC, 10.0)
-    ring.add(T0, [T0], [one()])
-    assert ring.add(T0, [T0 + 100.0], [one()]).tolist() == [True]
+    windows, ring = ring_of(SPEC, 10.0)
+    windows.add(T0, [T0], [one()])
+    assert windows.add(T0, [T0 + 100.0], [one()]).tolist() == [True]
     assert ring.aggregate(T0).rows == 1  # the old row was pushed out by the jump
 
 
@@ -100,8 +108,7 @@ def test_memory_is_fixed_whatever_the_number_of_events() -> None:
         windows.add(now, times, rng.uniform(0, 1, (1000, 3)), rng.uniform(0, 1, (1000, 1)))
     assert windows.nbytes == before
     assert [ring.slots for ring in windows.windows.values()] == slots == [121, 73, 62, 62]
-    assert all(len(ring.live_buckets(now)) <= ring.slots for ring in windows.windows.values())
-    state = windows.snapshot()["windows"]
+    state = windows.state()
     assert all(len(state[name]["keys"]) <= 61 for name in state)
 
 
@@ -149,7 +156,7 @@ def check_windows(windows: WindowSet, refs: list[RefWindow], at: float) -> None:
         assert read.decay.count.tolist() == count.tolist()
         got = read.decay.value(at)
         assert np.all(np.abs(got - total) <= 1e-12 * scale + 1e-300), (got, total)
-        assert read.decayed_sum().shape == (2, 1)
+        assert read.decayed_mean().shape == (2, 1)
         ring = windows.windows[name]
         for until in (at - 1.3, at - 7.0, at - ref.length / 2, at + 2.0):
             # the window less the buckets that start after `until`
@@ -205,81 +212,6 @@ def test_matches_reference_after_every_update(
         check_windows(windows, refs, now + read_ahead)
 
 
-def build(rows: list[Row], now: float) -> WindowSet:
-    windows = WindowSet(SPEC)
-    if rows:
-        windows.add(now, [r.t for r in rows], [r.values for r in rows], [r.decayed for r in rows])
-    return windows
-
-
-rows_st = st.lists(
-    st.tuples(st.floats(-70.0, 4.0), st.floats(0.0, 1.0), st.floats(0.0, 3.0)), max_size=20
-)
-
-
-@settings(max_examples=80, deadline=None)
-@given(rows_st, rows_st, st.floats(0.0, 40.0))
-def test_merge_equals_one_set_that_saw_both(
-    left: list[tuple[float, float, float]], right: list[tuple[float, float, float]], gap: float
-) -> None:
-    a_rows = [Row(T0 + o, (v, v), (d, d)) for o, v, d in left]
-    b_rows = [Row(T0 + gap + o, (v, 1 - v), (d, 0.5)) for o, v, d in right]
-    a = build(a_rows, T0)
-    b = build(b_rows, T0 + gap)
-    both = build(a_rows, T0)
-    if b_rows:
-        both.add(
-            T0 + gap, [r.t for r in b_rows], [r.values for r in b_rows], [r.decayed for r in b_rows]
-        )
-    else:
-        both.add(T0 + gap, [], np.zeros((0, 2)), np.zeros((0, 2)))
-    merged = a + b
-    at = T0 + gap + 1.0
-    for name, want in both.read(at).items():
-        got = merged.read(at)[name]
-        assert got.queries == want.queries
-        assert got.aggregate.count.tolist() == want.aggregate.count.tolist()
-        assert got.aggregate.histogram.tolist() == want.aggregate.histogram.tolist()
-        np.testing.assert_allclose(
-            got.aggregate.total, want.aggregate.total, rtol=1e-12, atol=1e-12
-        )
-        assert got.decay.count.tolist() == want.decay.count.tolist()
-        np.testing.assert_allclose(
-            got.decay.value(at), want.decay.value(at), rtol=1e-12, atol=1e-300
-        )
-
-
-@settings(max_examples=60, deadline=None)
-@given(rows_st, rows_st)
-def test_snapshot_round_trip_and_future_behaviour(
-    first: list[tuple[float, float, float]], later: list[tuple[float, float, float]]
-) -> None:
-    windows = build([Row(T0 + o, (v, v), (d, d)) for o, v, d in first], T0)
-    twin = WindowSet.restore(json.loads(json.dumps(windows.snapshot())))
-    assert twin.snapshot() == windows.snapshot()
-    rows = [Row(T0 + 30.0 + o, (v, 0.1), (d, d)) for o, v, d in later]
-    for x in (windows, twin):
-        if rows:
-            x.add(
-                T0 + 30.0, [r.t for r in rows], [r.values for r in rows], [r.decayed for r in rows]
-            )
-            x.retract(T0 + 30.0, [rows[0].t], [rows[0].values], [rows[0].decayed])
-    assert twin.snapshot() == windows.snapshot()
-    for name, read in windows.read(T0 + 31.0).items():
-        other = twin.read(T0 + 31.0)[name]
-        assert read.aggregate.snapshot() == other.aggregate.snapshot()
-        assert read.decay.snapshot() == other.decay.snapshot()
-
-
-def test_single_ring_snapshot_and_copy() -> None:
-    ring = SlidingWindow(SPEC, 60.0)
-    ring.add(T0, [T0 - 5.0, T0], [one(0.2), one(0.9)], [[1.0, 2.0], [3.0, 4.0]])
-    twin = SlidingWindow.restore(json.loads(json.dumps(ring.snapshot())))
-    assert twin.snapshot() == ring.snapshot()
-    assert twin.copy().snapshot() == ring.snapshot()
-    assert bin_of(0.2, 4) == 0
-
-
 def test_large_batch_equals_rows_one_by_one() -> None:
     rng = np.random.default_rng(11)
     n = 1000
@@ -322,20 +254,4 @@ def test_batches_of_any_size_in_one_bucket(n: int) -> None:
         ref.rows = ref.ever = rows
     check_windows(windows, refs, T0 + 1.0)
     windows.retract(T0, T0, values, dvalues)
-    assert all(windows.windows[name].is_empty(T0) for name in SPEC.names)
-
-
-def test_copies_and_merges_are_independent_of_their_sources() -> None:
-    a = build([Row(T0, (0.5, 0.5), (1.0, 1.0))], T0)
-    b = a.copy()
-    merged = a + b
-    b.add(T0, [T0], [[0.1, 0.1]], [[1.0, 1.0]])
-    a.retract(T0, [T0], [[0.5, 0.5]], [[1.0, 1.0]])
-    assert [r.queries for r in a.read(T0).values()] == [0, 0]
-    assert [r.queries for r in b.read(T0).values()] == [2, 2]
-    assert [r.queries for r in merged.read(T0).values()] == [2, 2]
-    ring = b.windows["10s"].copy()
-    b.windows["10s"].add(T0, [T0], [[0.1, 0.1]])
-    assert ring.aggregate(T0).rows == 2
-    assert b.windows["10s"].aggregate(T0).rows == 3
-    assert b.windows["1m"].aggregate(T0).rows == 2
+    assert windows.empty_series(T0).tolist() == [True]
