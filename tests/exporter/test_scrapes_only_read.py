@@ -92,3 +92,21 @@ def test_scraping_often_or_never_gives_the_same_alarms() -> None:
     assert detections["zscore"] > 0  # the drop at 150 s raised the windowed alarm
     windowed = never_state["windowed"]["zscore"]
     assert sum(windowed["alarm"]) > 0
+
+
+def test_the_engine_evaluates_once_per_step_of_its_clock() -> None:
+    """A step is one bucket of the shortest short window (1 s for 1m in 60 buckets here):
+    the first batch in a step evaluates, later ones in it do not."""
+    engine = Engine(CONFIG)
+    windowed = engine.windowed_drift
+    assert windowed is not None
+    step = engine.spec.width(60.0)
+    assert step == 1.0
+    now = START + 1000.0
+    assert windowed.advance(engine.store, now)
+    assert not windowed.advance(engine.store, now)
+    assert not windowed.advance(engine.store, now + 0.4 * step)
+    assert windowed.advance(engine.store, now + step)
+    assert windowed.advance(engine.store, now + 30 * step)  # however many steps passed: one
+    assert not windowed.advance(engine.store, now + 30.5 * step)
+    assert not windowed.advance(engine.store, float("inf"))  # `finish`: no evaluation
