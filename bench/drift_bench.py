@@ -35,9 +35,9 @@ import numpy as np
 import numpy.typing as npt
 from river import drift as river_drift
 
-import ragstream.drift as ours
 from bench.drift_data import MODELS, Model, arrivals
 from bench.drift_windows import Cells
+from tests.support import defaults
 
 F64 = npt.NDArray[np.float64]
 
@@ -68,10 +68,10 @@ class Sequential:
         self.name = name
         self._feed: Callable[[F64], list[int]]
         if name == "page_hinkley":
-            det_ph = ours.PageHinkley()
+            det_ph = defaults.page_hinkley()
             self._feed = lambda x: det_ph.update(x).tolist()
         elif name == "adwin":
-            det_ad = ours.Adwin()
+            det_ad = defaults.adwin()
             self._feed = lambda x: det_ad.update(x).tolist()
         else:
             det = RiverADWIN() if name == "river ADWIN" else RiverPH()
@@ -105,9 +105,9 @@ def windowed_onsets(cells: Cells, at: F64) -> dict[str, F64]:
     for short, s_len, long, l_len in PAIRS:
         s = cells.read(at, s_len)
         lg = cells.read(at, l_len)
-        z = ours.ZScore()
+        z = defaults.zscore()
         out[f"zscore {short}/{long}"] = at[z.update(s.moments(), lg.moments())]
-        p = ours.Psi()
+        p = defaults.psi()
         out[f"psi {short}/{long}"] = at[p.update(s.hist, lg.hist)]
     return out
 

@@ -17,6 +17,7 @@ import numpy as np
 
 from bench.drift_data import MODELS
 from ragstream.drift import Adwin, PageHinkley
+from tests.support import defaults
 
 PH_GRID = [
     (k, float(h)) for k in (0.05, 0.08, 0.1, 0.12) for h in (40, 50, 60, 70, 80, 100, 120, 150, 180)
@@ -30,8 +31,8 @@ Setting = tuple[float, float] | float
 def make(setting: Setting) -> PageHinkley | Adwin:
     """Page-Hinkley for a ``(delta, threshold)`` pair, ADWIN for a ``delta``."""
     if isinstance(setting, tuple):
-        return PageHinkley(delta=setting[0], threshold=setting[1])
-    return Adwin(delta=setting)
+        return defaults.page_hinkley(delta=setting[0], threshold=setting[1])
+    return defaults.adwin(delta=setting)
 
 
 def main(argv: list[str] | None = None) -> int:

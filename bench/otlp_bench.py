@@ -36,6 +36,7 @@ from opentelemetry.proto.trace.v1.trace_pb2 import Span
 
 from ragstream.events import Message
 from ragstream.pipeline.engine import Engine, EngineConfig
+from tests.support.defaults import engine_config
 
 __all__ = ["main"]
 
@@ -254,7 +255,7 @@ def otlp_json(value: bytes) -> bytes:
 
 def _config(fmt: str | None) -> EngineConfig:
     formats = () if fmt is None else ((TOPIC, fmt),)
-    return EngineConfig(clock="event", label_keys=("service",), formats=formats)
+    return engine_config(clock="event", label_keys=("service",), formats=formats)
 
 
 def _run(fmt: str | None, messages: Sequence[Message], batch: int) -> tuple[float, Engine]:

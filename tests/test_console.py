@@ -6,16 +6,16 @@ import asyncio
 
 from ragstream.config.judging import JudgeSettings, SamplingSettings
 from ragstream.events import Message
-from ragstream.judging.results import JudgeResults
-from ragstream.pipeline.engine import Engine, EngineConfig
-from ragstream.pipeline.layout import RowLayout
+from ragstream.pipeline.engine import Engine
 from ragstream.report.console import render_generation, render_summary
 from ragstream.sources.synthetic import SyntheticConfig, SyntheticTraffic
 from ragstream.wiring import judging_service
+from tests.support import defaults
+from tests.support.defaults import engine_config
 
 
 def test_summary_has_one_row_per_label_set_and_window_with_aligned_columns() -> None:
-    config = EngineConfig(label_keys=("app",), clock="event")
+    config = engine_config(label_keys=("app",), clock="event")
     engine = Engine(config, wall=lambda: 1_900_000_000.0)
     events = SyntheticTraffic(SyntheticConfig(seed=2, rate=10.0, drift_at=None)).take(600)
     engine.apply([Message(e.value) for e in events])
@@ -30,13 +30,13 @@ def test_summary_has_one_row_per_label_set_and_window_with_aligned_columns() -> 
 
 def test_generation_table_says_when_nothing_was_judged() -> None:
     assert (
-        render_generation(JudgeResults(), RowLayout(label_keys=("app",)), 0.0)
+        render_generation(defaults.judge_results(), defaults.row_layout(label_keys=("app",)), 0.0)
         == "(no judged answers yet)"
     )
 
 
 async def test_generation_table_shows_the_raw_and_the_corrected_ratio_with_intervals() -> None:
-    config = EngineConfig(label_keys=("app",), clock="event")
+    config = engine_config(label_keys=("app",), clock="event")
     engine = Engine(config)
     service = judging_service(
         JudgeSettings(sampling=SamplingSettings(rate=0.5, max_per_second=None)),

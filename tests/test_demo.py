@@ -10,11 +10,12 @@ from click.testing import CliRunner
 from ragstream.cli import main
 from ragstream.config import load_settings
 from ragstream.events import Message
-from ragstream.pipeline.drift_config import DriftConfig
-from ragstream.pipeline.engine import Engine, EngineConfig
+from ragstream.pipeline.engine import Engine
 from ragstream.report.console import render_drift
 from ragstream.sources.synthetic import SyntheticConfig, SyntheticTraffic
 from ragstream.wiring.demo import demo_agent
+from tests.support import defaults
+from tests.support.defaults import engine_config
 
 
 def _demo(**settings: object) -> Engine:
@@ -46,7 +47,7 @@ def test_the_demo_runs_with_drift_detection_on() -> None:
     )
     assert short.spec.names == ("20s", "90s")
     assert short.drift is not None
-    assert short.drift.config.adwin is None
+    assert short.drift.config.params("adwin") is None
     assert short.drift.config.settle == 8.0
 
 
@@ -57,14 +58,14 @@ def test_demo_settings_that_do_not_fit_are_explained() -> None:
 
 
 def test_the_summary_lists_the_raised_alarms() -> None:
-    drift = DriftConfig(
+    drift = defaults.drift_config(
         pairs=((60.0, 600.0),),
         settle=5.0,
         zscore=(("min_count", 100), ("min_reference", 300)),
         page_hinkley=(("min_instances", 150),),
     )
     engine = Engine(
-        EngineConfig(
+        engine_config(
             windows=(60.0, 600.0),
             clock="event",
             label_keys=("app",),
@@ -72,7 +73,7 @@ def test_the_summary_lists_the_raised_alarms() -> None:
             drift=drift,
         )
     )
-    assert render_drift(engine, engine.now()) == "(no drift alarm)"
+    assert render_drift(engine) == "(no drift alarm)"
     traffic = SyntheticTraffic(
         SyntheticConfig(seed=2, rate=20.0, drift_at=300.0, feedback_delay=(0.5, 3.0))
     )
@@ -80,7 +81,7 @@ def test_the_summary_lists_the_raised_alarms() -> None:
     messages = [Message(e.value, zlib.crc32(e.key) % 2, i) for i, e in enumerate(events)]
     for i in range(0, len(messages), 1000):
         engine.apply(messages[i : i + 1000])
-    text = render_drift(engine, engine.now())
+    text = render_drift(engine)
     lines = text.splitlines()
     assert lines[0].split() == ["label", "set", "metric", "detector", "windows", "score"]
     rows = [line.split() for line in lines[2:]]

@@ -21,10 +21,11 @@ from ragstream.events import Message
 from ragstream.exporter.collector import EngineCollector
 from ragstream.metrics import REGISTRY, MetricFamily, RankingBatch, evaluate, parse_metric
 from ragstream.metrics._context import _column, _Context
-from ragstream.pipeline.engine import Engine, EngineConfig
+from ragstream.pipeline.engine import Engine
 from ragstream.report.console import render_summary
 from ragstream.report.replay import query_record
 from ragstream.trec import evaluate_files
+from tests.support.defaults import engine_config
 
 T0 = 1_767_225_600.0
 
@@ -83,7 +84,7 @@ def _events() -> list[Message]:
 
 
 def test_the_agent_keeps_exports_and_shows_it(relevant: MetricFamily) -> None:
-    config = EngineConfig(cutoffs=(1, 5), clock="event", label_keys=("app",), label_ttl=10.0)
+    config = engine_config(cutoffs=(1, 5), clock="event", label_keys=("app",), label_ttl=10.0)
     engine = Engine(config, wall=lambda: T0 + 100)
     assert "relevant@5" in engine.layout.plain
     engine.apply(_events())

@@ -172,7 +172,7 @@ async def _demo(o: _Options, settings: Settings) -> None:
             )
             table = render_summary(engine, time.time())
             judged = render_generation(judging.results, engine.layout, time.time())
-            drift = render_drift(engine, time.time())
+            drift = render_drift(engine)
             if interactive:
                 click.echo("\x1b[2J\x1b[H", nl=False)
             click.echo(

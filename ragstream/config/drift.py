@@ -1,18 +1,29 @@
 """The `drift` section of the agent's configuration (docs/drift.md, "In the agent").
 
-Each detector's defaults are those of its class in `ragstream.drift` (a test keeps them
-equal); docs/drift.md says why they are what they are. The section is checked against the
+The detectors' defaults are here and nowhere else (the classes of `ragstream.drift` take
+every argument); docs/drift.md says why they are what they are. Each detector registered
+in `ragstream.drift.registry` has a section of its name, whose `params()` gives its typed
+parameters. The section is checked against the
 windows and metrics by `Settings` (a pair's windows must be configured windows, a metric's
 cutoff a configured cutoff).
 """
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from ragstream.config._duration import Duration
+from ragstream.drift import (
+    DETECTORS,
+    AdwinParams,
+    DetectorParams,
+    Direction,
+    PageHinkleyParams,
+    PsiParams,
+    ZScoreParams,
+)
 from ragstream.metrics import REGISTRY, parse_metric
 
 __all__ = [
@@ -23,7 +34,7 @@ __all__ = [
     "ZScoreSettings",
 ]
 
-Direction = Literal["down", "up", "both"]
+Way = Literal["down", "up", "both"]
 
 
 class _Section(BaseModel):
@@ -31,22 +42,35 @@ class _Section(BaseModel):
 
     enabled: bool = True
 
-    def params(self) -> dict[str, Any]:
-        """The detector's keyword arguments (everything but `enabled`)."""
-        return self.model_dump(exclude={"enabled"})
+
+class _Detector(_Section):
+    """A detector's section: `enabled`, and its parameters with their defaults."""
+
+    def params(self) -> DetectorParams:
+        """The detector's typed parameters (everything but `enabled`)."""
+        raise NotImplementedError
 
 
-class ZScoreSettings(_Section):
+class ZScoreSettings(_Detector):
     """Welch z-score of the short window against the rest of the long one."""
 
     threshold: float = Field(5.0, gt=0, description="alarm at |z| >= this, in the direction")
     min_count: int = Field(200, ge=2, description="values in the short window for a signal")
     min_reference: int = Field(1000, ge=2, description="values in the reference for a signal")
-    direction: Direction = "down"
+    direction: Way = "down"
     release: float = Field(0.8, gt=0, le=1, description="the alarm ends under release x threshold")
 
+    def params(self) -> ZScoreParams:
+        return ZScoreParams(
+            self.threshold,
+            self.min_count,
+            self.min_reference,
+            Direction(self.direction),
+            self.release,
+        )
 
-class PsiSettings(_Section):
+
+class PsiSettings(_Detector):
     """Population stability index of the two windows' histograms."""
 
     threshold: float = Field(0.1, gt=0)
@@ -55,18 +79,26 @@ class PsiSettings(_Section):
     eps: float = Field(1e-4, gt=0, lt=1, description="share standing in for an empty bin")
     release: float = Field(0.8, gt=0, le=1)
 
+    def params(self) -> PsiParams:
+        return PsiParams(self.threshold, self.min_count, self.min_reference, self.eps, self.release)
 
-class PageHinkleySettings(_Section):
+
+class PageHinkleySettings(_Detector):
     """Page-Hinkley on the final per-query values, in standard deviations."""
 
     delta: float = Field(0.08, ge=0, description="slack, in standard deviations")
     threshold: float = Field(110.0, gt=0)
     min_instances: int = Field(1000, ge=2, description="values that build the reference")
-    direction: Direction = "down"
+    direction: Way = "down"
     hold: int = Field(1000, ge=1, description="values the alarm stays raised after a detection")
 
+    def params(self) -> PageHinkleyParams:
+        return PageHinkleyParams(
+            self.delta, self.threshold, self.min_instances, Direction(self.direction), self.hold
+        )
 
-class AdwinSettings(_Section):
+
+class AdwinSettings(_Detector):
     """ADWIN on the final per-query values, its window bounded."""
 
     delta: float = Field(1e-5, gt=0, lt=1)
@@ -75,8 +107,20 @@ class AdwinSettings(_Section):
     min_window_length: int = Field(5, ge=1)
     grace_period: int = Field(10, ge=0)
     max_window: int = Field(1_000_000, ge=10, description="values kept at most")
-    direction: Direction = "down"
+    direction: Way = "down"
     hold: int = Field(1000, ge=1)
+
+    def params(self) -> AdwinParams:
+        return AdwinParams(
+            self.delta,
+            self.clock,
+            self.max_buckets,
+            self.min_window_length,
+            self.grace_period,
+            self.max_window,
+            Direction(self.direction),
+            self.hold,
+        )
 
 
 def _default_pairs() -> list[tuple[float, float]]:
@@ -102,6 +146,12 @@ class DriftSettings(_Section):
     psi: PsiSettings = Field(default_factory=PsiSettings)
     page_hinkley: PageHinkleySettings = Field(default_factory=PageHinkleySettings)
     adwin: AdwinSettings = Field(default_factory=AdwinSettings)
+
+    def detectors(self) -> tuple[tuple[str, DetectorParams], ...]:
+        """The registered detectors that are on, with their typed parameters (each from
+        the section of its name)."""
+        sections: list[tuple[str, _Detector]] = [(name, getattr(self, name)) for name in DETECTORS]
+        return tuple((name, section.params()) for name, section in sections if section.enabled)
 
     def fitted(self, sizes: list[float]) -> DriftSettings:
         """These settings for the configured window sizes: pairs left at their default

@@ -325,7 +325,9 @@ class JoinSettings(_Section):
 
     label_ttl: Duration = 900.0
     pending_ttl: Duration = 60.0
-    max_open: int = Field(200_000, ge=1)
+    max_open: int = Field(
+        200_000, ge=1, description="open queries per partition, and final query ids remembered"
+    )
     max_pending: int = Field(100_000, ge=1)
 
 

@@ -33,6 +33,7 @@ the same order: the same bits) when the extension is built, in Python otherwise
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import Any, ClassVar, Self
 
 import numpy as np
@@ -47,12 +48,26 @@ try:
 except ImportError:  # not built (no C compiler at install time): the Python loop serves
     _kernels = None  # type: ignore[assignment]
 
-__all__ = ["Adwin"]
+__all__ = ["Adwin", "AdwinParams"]
 
 _MAX_ROWS = 63
 """Rows of buckets at most: row ``i`` holds buckets of ``2**i`` values, and a window
 holds fewer than ``2**63``."""
 _DIRECTION_CODE = {Direction.DOWN: 0, Direction.UP: 1, Direction.BOTH: 2}
+
+
+@dataclass(frozen=True, slots=True)
+class AdwinParams:
+    """The settings of an :class:`Adwin`."""
+
+    delta: float
+    clock: int
+    max_buckets: int
+    min_window_length: int
+    grace_period: int
+    max_window: int
+    direction: Direction
+    hold: int
 
 
 class Adwin:
@@ -79,14 +94,14 @@ class Adwin:
 
     def __init__(
         self,
-        delta: float = 1e-5,
-        clock: int = 32,
-        max_buckets: int = 5,
-        min_window_length: int = 5,
-        grace_period: int = 10,
-        max_window: int = 1_000_000,
-        direction: Direction | str = Direction.DOWN,
-        hold: int = 1000,
+        delta: float,
+        clock: int,
+        max_buckets: int,
+        min_window_length: int,
+        grace_period: int,
+        max_window: int,
+        direction: Direction | str,
+        hold: int,
     ) -> None:
         if not 0.0 < delta < 1.0:
             raise ValueError("delta must be in (0, 1)")
@@ -104,6 +119,19 @@ class Adwin:
         self._hold = Hold(hold)
         self._score = 0.0
         self._reset()
+
+    @classmethod
+    def from_params(cls, p: AdwinParams) -> Self:
+        return cls(
+            p.delta,
+            p.clock,
+            p.max_buckets,
+            p.min_window_length,
+            p.grace_period,
+            p.max_window,
+            p.direction,
+            p.hold,
+        )
 
     def _reset(self) -> None:
         # _rows[i] = (totals, m2s) of the buckets of 2**i values, oldest first

@@ -21,10 +21,10 @@ from typing import Any, ClassVar, Self
 import numpy as np
 import numpy.typing as npt
 
-from ragstream.drift._common import F64, I64, check_version, float_in, float_out
+from ragstream.drift._common import F64, I64, Direction, check_version, float_in, float_out
 from ragstream.drift._latch import latch_step
-from ragstream.drift.psi import Psi, psi
-from ragstream.drift.zscore import Moments, ZScore, welch_z
+from ragstream.drift.psi import Psi, PsiParams, psi
+from ragstream.drift.zscore import Moments, ZScore, ZScoreParams, welch_z
 
 __all__ = ["PsiBank", "ZScoreBank"]
 
@@ -34,17 +34,20 @@ _B = npt.NDArray[np.bool_]
 class _Bank:
     """Keys, and per key and cell: the last score, the alarm and the onsets counted.
 
-    A subclass names its ``detector`` class, whose keyword arguments (and their defaults)
+    A subclass names its ``detector`` class and that class's ``params`` type, whose value
     the bank takes, and the ``settings`` of it that the bank's config lists.
     """
 
     kind: ClassVar[str]
     detector: ClassVar[type[ZScore] | type[Psi]]
+    params: ClassVar[type[ZScoreParams] | type[PsiParams]]
     settings_names: ClassVar[tuple[str, ...]]
     settings: ZScore | Psi
 
-    def __init__(self, cells: tuple[int, ...] = (), **settings: Any) -> None:
-        self.settings = self.detector(**settings)
+    def __init__(self, cells: tuple[int, ...], params: ZScoreParams | PsiParams) -> None:
+        if not isinstance(params, self.params):
+            raise TypeError(f"{type(self).__name__} takes {self.params.__name__}")
+        self.settings = self.detector.from_params(params)  # type: ignore[arg-type]
         """A detector holding the settings (validated as it validates them)."""
         self.release = float(self.settings.snapshot()["release"])
         self.cells = tuple(int(c) for c in cells)
@@ -97,7 +100,10 @@ class _Bank:
     @classmethod
     def restore(cls, snapshot: dict[str, Any]) -> Self:
         check_version(snapshot, cls.kind)
-        bank = cls(tuple(snapshot["cells"]), **{n: snapshot[n] for n in cls.settings_names})
+        settings = {n: snapshot[n] for n in cls.settings_names}
+        if "direction" in settings:
+            settings["direction"] = Direction(settings["direction"])
+        bank = cls(tuple(snapshot["cells"]), cls.params(**settings))
         bank._load(snapshot)
         return bank
 
@@ -123,10 +129,11 @@ class _Bank:
 
 class ZScoreBank(_Bank):
     """:class:`~ragstream.drift.ZScore` detectors, one per key and cell, with one set of
-    settings (the same keyword arguments as ``ZScore``, after ``cells``)."""
+    settings (a ``ZScoreParams``, after ``cells``)."""
 
     kind: ClassVar[str] = "zscore_bank"
     detector = ZScore
+    params = ZScoreParams
     settings_names = ("threshold", "min_count", "min_reference", "direction", "release")
     settings: ZScore
 
@@ -142,10 +149,11 @@ class ZScoreBank(_Bank):
 
 class PsiBank(_Bank):
     """:class:`~ragstream.drift.Psi` detectors, one per key and cell, with one set of
-    settings (the same keyword arguments as ``Psi``, after ``cells``)."""
+    settings (a ``PsiParams``, after ``cells``)."""
 
     kind: ClassVar[str] = "psi_bank"
     detector = Psi
+    params = PsiParams
     settings_names = ("threshold", "min_count", "min_reference", "eps", "release")
     settings: Psi
 

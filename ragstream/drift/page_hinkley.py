@@ -26,6 +26,7 @@ docs/drift.md.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, ClassVar, Self
 
 import numpy as np
@@ -40,7 +41,7 @@ try:
 except ImportError:  # not built (no C compiler at install time): numpy serves
     _kernels = None  # type: ignore[assignment]
 
-__all__ = ["PageHinkley"]
+__all__ = ["PageHinkley", "PageHinkleyParams"]
 
 _CHUNK = 1 << 20
 
@@ -50,6 +51,17 @@ def _lindley(g0: float, steps: F64) -> F64:
     s = g0 + np.cumsum(steps)
     out: F64 = s - np.minimum(np.minimum.accumulate(s), 0.0)
     return out
+
+
+@dataclass(frozen=True, slots=True)
+class PageHinkleyParams:
+    """The settings of a :class:`PageHinkley`."""
+
+    delta: float
+    threshold: float
+    min_instances: int
+    direction: Direction
+    hold: int
 
 
 class PageHinkley:
@@ -73,11 +85,11 @@ class PageHinkley:
 
     def __init__(
         self,
-        delta: float = 0.08,
-        threshold: float = 110.0,
-        min_instances: int = 1000,
-        direction: Direction | str = Direction.DOWN,
-        hold: int = 1000,
+        delta: float,
+        threshold: float,
+        min_instances: int,
+        direction: Direction | str,
+        hold: int,
         min_std: float = 1e-6,
     ) -> None:
         if delta < 0 or threshold <= 0:
@@ -93,6 +105,10 @@ class PageHinkley:
         self.min_std = float(min_std)
         self._hold = Hold(hold)
         self._reset()
+
+    @classmethod
+    def from_params(cls, p: PageHinkleyParams) -> Self:
+        return cls(p.delta, p.threshold, p.min_instances, p.direction, p.hold)
 
     def _reset(self) -> None:
         self._n = 0

@@ -15,6 +15,7 @@ the short window or ``min_reference`` in the reference. See docs/drift.md.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, ClassVar, Self
 
 import numpy as np
@@ -23,7 +24,7 @@ import numpy.typing as npt
 from ragstream.drift._common import F64, I64, check_version, float_in, float_out
 from ragstream.drift._latch import Latch
 
-__all__ = ["EPSILON", "Psi", "psi"]
+__all__ = ["EPSILON", "Psi", "PsiParams", "psi"]
 
 EPSILON = 1e-4
 
@@ -57,6 +58,17 @@ def psi(
     return out
 
 
+@dataclass(frozen=True, slots=True)
+class PsiParams:
+    """The settings of a :class:`Psi` (and of a :class:`~ragstream.drift.PsiBank`)."""
+
+    threshold: float
+    min_count: int
+    min_reference: int
+    eps: float
+    release: float
+
+
 class Psi:
     """Alarm on the PSI between one metric's short-window and long-window histograms.
 
@@ -72,11 +84,11 @@ class Psi:
 
     def __init__(
         self,
-        threshold: float = 0.1,
-        min_count: int = 1000,
-        min_reference: int = 1000,
-        eps: float = EPSILON,
-        release: float = 0.8,
+        threshold: float,
+        min_count: int,
+        min_reference: int,
+        eps: float,
+        release: float,
     ) -> None:
         if threshold <= 0:
             raise ValueError("threshold must be positive")
@@ -91,6 +103,10 @@ class Psi:
         self._latch = Latch(release)
         self.score = float("nan")
         """The last PSI (NaN: no signal)."""
+
+    @classmethod
+    def from_params(cls, p: PsiParams) -> Self:
+        return cls(p.threshold, p.min_count, p.min_reference, p.eps, p.release)
 
     @property
     def alarm(self) -> bool:

@@ -18,6 +18,7 @@ reference. See docs/drift.md.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, ClassVar, NamedTuple, Self
 
 import numpy as np
@@ -33,7 +34,7 @@ from ragstream.drift._common import (
 )
 from ragstream.drift._latch import Latch
 
-__all__ = ["MIN_STDERR", "Moments", "ZScore", "welch_z"]
+__all__ = ["MIN_STDERR", "Moments", "ZScore", "ZScoreParams", "welch_z"]
 
 MIN_STDERR = 1e-9
 """Floor of the standard error: two windows of one constant value give ``z = 0`` (or a
@@ -83,6 +84,17 @@ def welch_z(short: Moments, long: Moments, *, min_count: int = 2, min_reference:
     return z
 
 
+@dataclass(frozen=True, slots=True)
+class ZScoreParams:
+    """The settings of a :class:`ZScore` (and of a :class:`~ragstream.drift.ZScoreBank`)."""
+
+    threshold: float
+    min_count: int
+    min_reference: int
+    direction: Direction
+    release: float
+
+
 class ZScore:
     """Alarm on the Welch z-score of one metric's short window against its long window.
 
@@ -99,11 +111,11 @@ class ZScore:
 
     def __init__(
         self,
-        threshold: float = 5.0,
-        min_count: int = 200,
-        min_reference: int = 1000,
-        direction: Direction | str = Direction.DOWN,
-        release: float = 0.8,
+        threshold: float,
+        min_count: int,
+        min_reference: int,
+        direction: Direction | str,
+        release: float,
     ) -> None:
         if threshold <= 0:
             raise ValueError("threshold must be positive")
@@ -116,6 +128,10 @@ class ZScore:
         self._latch = Latch(release)
         self.score = float("nan")
         """The last ``z`` (NaN: no signal)."""
+
+    @classmethod
+    def from_params(cls, p: ZScoreParams) -> Self:
+        return cls(p.threshold, p.min_count, p.min_reference, p.direction, p.release)
 
     @property
     def alarm(self) -> bool:

@@ -1,12 +1,13 @@
 """The drift families: `ragstream_drift_score`, `ragstream_drift_alarm` (0/1) and
 `ragstream_drift_detections_total`, per metric, detector and label set.
 
-Windowed detectors (`zscore`, `psi`) are evaluated here, at the scrape, on the windows of
-every label set (`WindowedDrift.evaluate`), with `window` the short window of the pair and
-`reference` the long one. Sequential detectors (`page_hinkley`, `adwin`) were fed the
-final per-query values by the engine; their `window` and `reference` are empty, and a
-label set's score and alarm are those of its partitions held here taken together (the
-largest score; the alarm when any partition's detector has one).
+Windowed detectors (`zscore`, `psi`) were evaluated by the engine on its clock; a scrape
+reads their last evaluation (`WindowedDrift.read`) and changes nothing, with `window` the
+short window of the pair and `reference` the long one. Sequential detectors
+(`page_hinkley`, `adwin`) were fed the final per-query values by the engine; their
+`window` and `reference` are empty, and a label set's score and alarm are those of its
+partitions held here taken together (the largest score; the alarm when any partition's
+detector has one).
 """
 
 from __future__ import annotations
@@ -30,8 +31,9 @@ _ALARM_HELP = (
 _DETECTIONS_HELP = "Alarms raised by the drift detector (an increase is a new detection)."
 
 
-def drift_families(engine: Engine, now: float) -> list[Family]:
-    """The three drift families at ``now`` (none when drift detection is off)."""
+def drift_families(engine: Engine) -> list[Family]:
+    """The three drift families as the engine holds them (none when drift detection is
+    off); a read only."""
     if engine.sequential is None and engine.windowed_drift is None:
         return []
     labels = ("metric", "detector", "window", "reference", *engine.layout.label_keys)
@@ -39,7 +41,7 @@ def drift_families(engine: Engine, now: float) -> list[Family]:
     alarm = Family(PREFIX + "drift_alarm", _ALARM_HELP, labels)
     detections = Family(PREFIX + "drift_detections", _DETECTIONS_HELP, labels, kind="counter")
     if engine.windowed_drift is not None:
-        read = engine.windowed_drift.evaluate(engine.store, now)
+        read = engine.windowed_drift.read()
         for result in read.results:
             scores = result.score.tolist()
             alarms = result.alarm.tolist()

@@ -49,7 +49,7 @@ def build(engine: Engine, now: float) -> list[Family]:
     gc.disable()
     try:
         totals = engine.store.read_totals(now)
-        return [*_gauges(engine, totals, now), *drift_families(engine, now), *_histograms(engine)]
+        return [*_gauges(engine, totals, now), *drift_families(engine), *_histograms(engine)]
     finally:
         if paused:
             gc.enable()

@@ -74,10 +74,10 @@ class JoinCounters:
 class LabelJoin:
     """Open queries of one partition and the labels waiting for them.
 
-    `label_ttl`: seconds a query stays open after its retrieval event (default 15 min).
-    `pending_ttl`: seconds a label waits for its retrieval event (default 60 s).
+    `label_ttl`: seconds a query stays open after its retrieval event.
+    `pending_ttl`: seconds a label waits for its retrieval event.
     `max_open` / `max_pending`: caps; beyond them the oldest is finalized early or dropped,
-    and counted.
+    and counted. (Their defaults are the `join` settings'.)
 
     Final query ids are remembered for `label_ttl` after their query closed (its
     `expires_at`), at most `recent_final` of them (the oldest go first), so that a label or
@@ -90,12 +90,14 @@ class LabelJoin:
     id waits `pending_ttl` and expires, like any unmatched label.
     """
 
-    label_ttl: float = 900.0
-    pending_ttl: float = 60.0
-    max_open: int = 100_000
-    max_pending: int = 100_000
-    recent_final: int = 100_000
+    label_ttl: float
+    pending_ttl: float
+    max_open: int
+    max_pending: int
+    recent_final: int
+    """Final ids remembered at most (the engine gives `max_open`: as many as are open)."""
     partition: int = 0
+    """The partition whose queries these are."""
     counters: JoinCounters = field(default_factory=JoinCounters)
     table: QueryTable = field(init=False)
     """The open queries, a row each (`ragstream.join.table`)."""
@@ -385,18 +387,17 @@ class LabelJoin:
     def pending_count(self) -> int:
         return self._pending_count
 
+    def holds(self, query_id: str) -> bool:
+        """Whether the query is open here."""
+        return query_id in self._open
+
     def get(self, query_id: str) -> OpenQuery | None:
-        """The open query with this id: its row's detail (given one if it has none; the
-        query is not marked changed, its metrics stay as they are)."""
+        """The open query with this id; a read only: a row without detail is given as a
+        copy in the state an eagerly opened query has (`QueryTable.query`)."""
         row = self._open.get(query_id)
         if row is None:
             return None
-        table = self.table
-        query = table.detail.get(row)
-        if query is None:
-            query = table.query(row)
-            table.give_detail(row, query)
-        return query
+        return self.table.query(row)
 
     def snapshot(self) -> dict[str, Any]:
         """A JSON-friendly copy of the state; take dirty and final queries first."""

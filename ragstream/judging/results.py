@@ -26,7 +26,7 @@ import numpy as np
 
 from ragstream.judging.agreement import Confusion, CorrectedRate, corrected_rate, wilson_interval
 from ragstream.judging.model import JudgeError, JudgeInput, Judgment
-from ragstream.windows import DEFAULT_WINDOWS, WindowSpec, WindowStore
+from ragstream.windows import WindowSpec, WindowStore
 
 __all__ = [
     "AGREEMENT_COLUMNS",
@@ -110,10 +110,10 @@ class JudgeResults:
         self,
         *,
         labelset: Callable[[Mapping[str, str]], tuple[str, ...]] = lambda labels: (),
-        windows: Sequence[float] = DEFAULT_WINDOWS,
-        buckets: int = 60,
-        bins: int = 20,
-        horizon: float = 60.0,
+        windows: Sequence[float],
+        buckets: int,
+        bins: int,
+        horizon: float,
         gold_window: float | None = None,
     ) -> None:
         self.spec = WindowSpec(

@@ -3,53 +3,59 @@ from the `drift` settings), and their resolution against the row layout and wind
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any
 
+from ragstream.drift import SEQUENTIAL, WINDOWED, DetectorParams
 from ragstream.durations import format_duration
 from ragstream.pipeline.layout import RowLayout
 
 __all__ = [
-    "SEQUENTIAL_KINDS",
     "DriftConfig",
-    "Params",
     "ResolvedDrift",
     "WindowPair",
 ]
 
-Params = tuple[tuple[str, Any], ...]
-"""A detector's keyword arguments (e.g. `(("threshold", 5.0),)`; empty: its defaults)."""
-
-SEQUENTIAL_KINDS = ("page_hinkley", "adwin")
+Detectors = tuple[tuple[str, DetectorParams], ...]
+"""The detectors that are on: (registered name, its settings), in registration order."""
 
 
 @dataclass(frozen=True, slots=True)
 class DriftConfig:
-    """Drift detection of one engine (see docs/drift.md, "In the agent").
+    """Drift detection of one engine (see docs/drift.md, "In the agent")."""
 
-    A detector whose parameters are None is off; `()` runs it at its defaults.
-    """
-
-    metrics: tuple[str, ...] = ("ndcg@10", "rr")
+    metrics: tuple[str, ...]
     """Plain metric columns watched (canonical names, e.g. `ndcg@10`, `rr`)."""
-    pairs: tuple[tuple[float, float], ...] = ((300.0, 3600.0), (3600.0, 86400.0))
+    pairs: tuple[tuple[float, float], ...]
     """(short, long) window lengths, seconds, for the windowed detectors."""
-    settle: float = 120.0
+    settle: float
     """Seconds: the windowed detectors read each window without its buckets newer than
     this, whose late labels have not all arrived yet."""
-    zscore: Params | None = ()
-    psi: Params | None = ()
-    page_hinkley: Params | None = ()
-    adwin: Params | None = ()
+    detectors: Detectors
+    """The detectors that are on, by their name in `ragstream.drift.registry`, each with
+    its registered parameters type; a detector not listed is off."""
 
-    def params(self, kind: str) -> dict[str, Any] | None:
-        """The keyword arguments of one detector kind, None when it is off."""
-        found: Params | None = getattr(self, kind)
-        return None if found is None else dict(found)
+    def __post_init__(self) -> None:
+        for name, params in self.detectors:
+            kind = WINDOWED.get(name) or SEQUENTIAL.get(name)
+            if kind is None:
+                raise ValueError(f"no drift detector is registered as {name!r}")
+            if not isinstance(params, kind.params):
+                raise TypeError(f"drift detector {name} takes {kind.params.__name__}")
 
-    def sequential(self) -> tuple[tuple[str, dict[str, Any]], ...]:
-        """The sequential detectors that are on, with their arguments."""
-        return tuple((kind, p) for kind in SEQUENTIAL_KINDS if (p := self.params(kind)) is not None)
+    def params(self, name: str) -> DetectorParams | None:
+        """The settings of one detector, None when it is off."""
+        return dict(self.detectors).get(name)
+
+    def windowed(self) -> Detectors:
+        """The windowed detectors that are on, in registration order."""
+        on = dict(self.detectors)
+        return tuple((name, on[name]) for name in WINDOWED if name in on)
+
+    def sequential(self) -> Detectors:
+        """The sequential detectors that are on, in registration order."""
+        on = dict(self.detectors)
+        return tuple((name, on[name]) for name in SEQUENTIAL if name in on)
 
     def sequential_state_config(self) -> dict[str, Any]:
         """What the sequential detectors' state depends on (lists and dicts: equal to
@@ -57,8 +63,13 @@ class DriftConfig:
         engine where this is equal."""
         return {
             "metrics": list(self.metrics),
-            "detectors": {kind: dict(sorted(p.items())) for kind, p in self.sequential()},
+            "detectors": {name: _plain(p) for name, p in self.sequential()},
         }
+
+
+def _plain(params: DetectorParams) -> dict[str, Any]:
+    """A detector's settings as JSON values, by name (an enum as its value)."""
+    return {k: v.value if hasattr(v, "value") else v for k, v in sorted(asdict(params).items())}
 
 
 @dataclass(frozen=True, slots=True)

@@ -21,9 +21,7 @@ from typing import Any, cast
 import numpy as np
 from numpy.typing import NDArray
 
-from ragstream.drift import PsiBank, ZScoreBank
 from ragstream.events import (
-    DEFAULT_LIMITS,
     BatchReader,
     DecodedAnswer,
     DecodedFeedback,
@@ -37,10 +35,10 @@ from ragstream.events.scanner import Scanned
 from ragstream.join import LabelJoin, LabelOutcome, OpenQuery, QueryTable
 from ragstream.join.query import TOP_DOCS
 from ragstream.join.table import Rows
-from ragstream.metrics import DEFAULT_CUTOFFS, Gain
+from ragstream.metrics import Gain
 from ragstream.pipeline.drift_config import DriftConfig, ResolvedDrift
 from ragstream.pipeline.labelsets import LabelSetMapper
-from ragstream.pipeline.layout import DEFAULT_HALF_LIVES, RowLayout
+from ragstream.pipeline.layout import RowLayout
 from ragstream.pipeline.partitions import (
     VERSION,
     JoinLimits,
@@ -82,38 +80,40 @@ _Run = tuple[list[Scanned], list[tuple[str, ...]], list[float], list[bytes]]
 
 @dataclass(frozen=True, slots=True)
 class EngineConfig:
-    """Everything the engine is built from (the app wiring fills it from the settings)."""
+    """Everything the engine is built from; the app wiring fills it from the settings
+    (`ragstream.wiring.engine`), where the defaults are."""
 
-    cutoffs: tuple[int, ...] = DEFAULT_CUTOFFS
-    half_lives: tuple[float, ...] = DEFAULT_HALF_LIVES
-    windows: tuple[float, ...] = (60.0, 300.0, 3600.0, 86400.0)
-    buckets: int = 60
-    bins: int = 20
-    clock: str = "wall"
-    future_tolerance: float = 60.0
-    label_keys: tuple[str, ...] = ()
-    max_label_values: int = 50
-    label_ttl: float = 900.0
-    pending_ttl: float = 60.0
-    max_open: int = 200_000
-    max_pending: int = 100_000
-    gain: Gain = "linear"
-    relevance_threshold: float = 1.0
-    limits: Limits = DEFAULT_LIMITS
-    scan: bool = True
+    cutoffs: tuple[int, ...]
+    half_lives: tuple[float, ...]
+    windows: tuple[float, ...]
+    buckets: int
+    bins: int
+    clock: str
+    future_tolerance: float
+    label_keys: tuple[str, ...]
+    max_label_values: int
+    label_ttl: float
+    pending_ttl: float
+    max_open: int
+    """Open queries per partition; also the final query ids each remembers."""
+    max_pending: int
+    gain: Gain
+    relevance_threshold: float
+    limits: Limits
+    scan: bool
     """Read retrieval events of the common shape with the compiled scanner when it is
     built (`ragstream.events.scanner`); False: msgspec reads every message. Same results."""
-    formats: tuple[tuple[str, str], ...] = ()
+    formats: tuple[tuple[str, str], ...]
     """(topic, format) for topics that do not carry ragstream events: `otlp_proto` or
     `otlp_json`, OpenTelemetry traces (`ragstream.traces`)."""
-    traces: TraceMapping = field(default_factory=TraceMapping)
+    traces: TraceMapping
     """How spans of the OTLP topics become events."""
-    drift: DriftConfig | None = None
+    drift: DriftConfig | None
     """Drift detection (docs/drift.md, "In the agent"); None: off."""
-    final_unlabeled: bool = True
+    final_unlabeled: bool
     """Report every final query in `BatchReport.final`; False: only those with a label
     (unlabeled queries then never become objects)."""
-    report_final: bool = True
+    report_final: bool
     """False: `BatchReport.final` and `finish` give no query (the agent, which reads
     none): the labeled queries are then finalized from their tables' rows without
     becoming objects."""
@@ -185,7 +185,8 @@ class Engine:
         """Page-Hinkley and ADWIN on final per-query values, per partition (None: off)."""
         windowed = None if drift is None else WindowedDrift(drift)
         self.windowed_drift = windowed if windowed else None
-        """Z-score and PSI of window pairs, evaluated at reads (None: off)."""
+        """Z-score and PSI of window pairs, evaluated on the engine's clock by `apply`
+        and read by the exporter (None: off)."""
         self.reader = BatchReader(
             config.limits,
             scan=config.scan,
@@ -218,6 +219,8 @@ class Engine:
         now = self.clock.now()
         self._rescore(now)
         report.final = self._advance(now)
+        if self.windowed_drift is not None:  # on the engine's clock, never at a read
+            self.windowed_drift.advance(self.store, now)
         return report
 
     def _decode(
@@ -722,7 +725,6 @@ class Engine:
     def snapshot(self) -> dict[str, Any]:
         """Everything the engine knows, JSON-friendly; take it between batches."""
         windowed = self.windowed_drift
-        banks = {} if windowed is None else {"zscore": windowed.zscore, "psi": windowed.psi}
         held = sorted(self.partitions.items())
         return {
             "version": VERSION,
@@ -735,7 +737,7 @@ class Engine:
             "traces": None if self.traces is None else self.traces.snapshot(),
             "drift": {
                 "sequential": None if self.sequential is None else self.sequential.snapshot(),
-                "windowed": {k: b.snapshot() for k, b in banks.items() if b is not None},
+                "windowed": {} if windowed is None else windowed.snapshot(),
             },
             "sides": {name: side.snapshot() for name, side in self.sides.items()},
         }
@@ -790,22 +792,14 @@ class Engine:
         if self.sequential is not None and data.get("sequential") is not None:
             for partition, held in self.sequential.restore(data["sequential"]).items():
                 self._state(partition).detectors = held
-        windowed, saved = self.windowed_drift, data.get("windowed") or {}
-        if windowed is None:
-            return
-        if windowed.zscore is not None and "zscore" in saved:
-            zscore = ZScoreBank.restore(saved["zscore"])
-            if zscore.config() == windowed.zscore.config():
-                windowed.zscore = zscore
-        if windowed.psi is not None and "psi" in saved:
-            psi = PsiBank.restore(saved["psi"])
-            if psi.config() == windowed.psi.config():
-                windowed.psi = psi
+        if self.windowed_drift is not None:
+            self.windowed_drift.restore(data.get("windowed") or {})
 
     # -- lookups from the side (judging) -------------------------------------------------------
 
     def find_query(self, query_id: str) -> OpenQuery | None:
-        """The open query with this id, on whichever partition it lives."""
+        """The open query with this id, on whichever partition it lives; a read only
+        (`LabelJoin.get`): the judge's lookups change no state."""
         join = self._join_of(query_id)
         return None if join is None else join.get(query_id)
 
@@ -822,7 +816,7 @@ class Engine:
     def _join_of(self, query_id: str) -> LabelJoin | None:
         """The join of the partition where this query is open."""
         for join in self._joins():
-            if join.get(query_id) is not None:
+            if join.holds(query_id):
                 return join
         return None
 

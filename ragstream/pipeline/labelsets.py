@@ -25,7 +25,7 @@ class LabelSetMapper:
     """
 
     keys: Sequence[str]
-    max_values: int = 50
+    max_values: int
     collapsed: dict[str, int] = field(default_factory=dict)
     _seen: dict[str, set[str]] = field(default_factory=dict)
     _known: dict[tuple[str, ...], tuple[str, ...]] = field(default_factory=dict)

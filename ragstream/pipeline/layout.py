@@ -25,7 +25,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ragstream.durations import format_duration
-from ragstream.metrics import DEFAULT_CUTOFFS, REGISTRY, MetricFamily, MetricSpec
+from ragstream.metrics import REGISTRY, MetricFamily, MetricSpec
 
 __all__ = [
     "DOC_AGE_GAUGE",
@@ -44,7 +44,6 @@ EVENT_TIME_BASE = 1_600_000_000.0
 _DOC_AGE = "doc_age_seconds"
 DOC_AGE_GAUGE = ("retrieval_doc_age_seconds", "Mean age of the top-k documents at scrape time.")
 """The document age's gauge (after `ragstream_`) and help."""
-DEFAULT_HALF_LIVES: tuple[float, ...] = (604_800.0,)
 
 Part = Literal["plain", "ratio", "doc_age", "event_time", "decayed"]
 
@@ -107,11 +106,12 @@ class RowParts:
 
 @dataclass(frozen=True)
 class RowLayout:
-    """The columns of the agent's rows for given cutoffs, half-lives and label keys."""
+    """The columns of the agent's rows for given cutoffs, half-lives and label keys (the
+    `metrics` and `labels` settings)."""
 
-    cutoffs: tuple[int, ...] = DEFAULT_CUTOFFS
-    half_lives: tuple[float, ...] = DEFAULT_HALF_LIVES
-    label_keys: tuple[str, ...] = ()
+    cutoffs: tuple[int, ...]
+    half_lives: tuple[float, ...]
+    label_keys: tuple[str, ...]
     """The configured service labels, in order: what a label set's values are of."""
 
     # -- names ---------------------------------------------------------------------------------

@@ -107,6 +107,7 @@ class JoinLimits:
             pending_ttl=self.pending_ttl,
             max_open=self.max_open,
             max_pending=self.max_pending,
+            recent_final=self.max_open,
         )
 
     def restore_join(self, data: Mapping[str, Any], partition: int) -> LabelJoin:
@@ -118,6 +119,7 @@ class JoinLimits:
                 "pending_ttl": self.pending_ttl,
                 "max_open": self.max_open,
                 "max_pending": self.max_pending,
+                "recent_final": self.max_open,
             },
             partition,
         )

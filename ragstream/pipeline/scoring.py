@@ -53,7 +53,7 @@ class ScoredQueries:
 class Scorer:
     """Turns open queries into metric rows with the batch kernels."""
 
-    def __init__(self, layout: RowLayout, *, gain: Gain = "linear", threshold: float = 1.0):
+    def __init__(self, layout: RowLayout, *, gain: Gain, threshold: float):
         self.layout = layout
         self.gain: Gain = gain
         self.threshold = threshold

@@ -20,18 +20,14 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from ragstream.drift import Adwin, PageHinkley
+from ragstream.drift import SEQUENTIAL
+from ragstream.drift.registry import SequentialDetector as Detector
 from ragstream.pipeline.drift_config import DriftConfig
 
 __all__ = ["Held", "SequentialDrift", "SequentialRead"]
 
 _F64 = NDArray[np.float64]
 LabelSet = tuple[str, ...]
-Detector = PageHinkley | Adwin
-_KINDS: dict[str, type[PageHinkley] | type[Adwin]] = {
-    "page_hinkley": PageHinkley,
-    "adwin": Adwin,
-}
 Held = dict[LabelSet, list[list[Detector]]]
 """One partition's detectors: label set -> [metric][kind]."""
 VERSION = 1
@@ -77,7 +73,9 @@ class SequentialDrift:
         return bool(self.kinds) and bool(self.metrics)
 
     def _new(self) -> list[list[Detector]]:
-        return [[_KINDS[kind](**params) for kind, params in self.kinds] for _ in self.metrics]
+        return [
+            [SEQUENTIAL[kind].build(params) for kind, params in self.kinds] for _ in self.metrics
+        ]
 
     # -- feeding ---------------------------------------------------------------------------
 
@@ -155,7 +153,7 @@ class SequentialDrift:
                 raise ValueError("the partition's drift state holds other metrics")
             held[tuple(item["labels"])] = [
                 [
-                    _KINDS[kind].restore(snapshot)
+                    SEQUENTIAL[kind].restore(snapshot)
                     for (kind, _), snapshot in zip(self.kinds, row, strict=True)
                 ]
                 for row in rows

@@ -1,6 +1,14 @@
 """The windowed drift detectors of an engine: z-score and PSI of each configured (short,
-long) window pair, per metric and label set, evaluated when the windows are read (at a
-scrape) from the totals of every label set at once.
+long) window pair, per metric and label set, evaluated on the engine's clock (`advance`,
+from the batch path) from the totals of every label set at once, and read (`read`, at a
+scrape) without being evaluated: how often and by how many servers the agent is scraped
+changes no alarm.
+
+The engine evaluates at its first batch in each step of its clock, a step being one
+bucket of the shortest short window (5 s for 5m with 60 buckets), and whenever the
+windows' read cut (`until`) has moved: at most once per step and cut, however many
+batches come, and at least once per step while batches come (an idle source still
+hands over empty batches).
 
 The windows are read without their newest `settle` seconds (`WindowStore.read_totals`
 with `until`, to the long window's last bucket boundary before `now - settle`, so that
@@ -13,13 +21,15 @@ hysteresis lives in the detector banks of `ragstream.drift` between evaluations.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 from numpy.typing import NDArray
 
-from ragstream.drift import Moments, PsiBank, ZScoreBank
+from ragstream.drift import WINDOWED, Moments
+from ragstream.drift.registry import WindowedBank
 from ragstream.pipeline.drift_config import ResolvedDrift, WindowPair
 from ragstream.windows import WindowSpec, WindowStore
 
@@ -52,31 +62,71 @@ class WindowedDriftRead:
 
 
 class WindowedDrift:
-    """Evaluate with `evaluate(store, now)`; the banks keep the alarms between calls."""
+    """Advance with `advance(store, now)` (or evaluate with `evaluate(store, now)`), read
+    the last evaluation with `read()`; the banks keep the alarms between evaluations."""
 
     def __init__(self, resolved: ResolvedDrift) -> None:
         self.resolved = resolved
         config = resolved.config
         self.settle = config.settle
         pairs = len(resolved.pairs)
-        self._short = np.asarray([p.short for p in resolved.pairs], dtype=np.int64)
-        self._long = np.asarray([p.long for p in resolved.pairs], dtype=np.int64)
         self._columns = np.asarray(resolved.columns, dtype=np.int64)
         self._hist = np.asarray(resolved.hist_columns, dtype=np.int64)
-        z, p = config.params("zscore"), config.params("psi")
-        self.zscore = (
-            None
-            if z is None or not resolved.metrics
-            else ZScoreBank((pairs, len(resolved.metrics)), **z)
-        )
-        self.psi = (
-            None
-            if p is None or not resolved.hist_metrics
-            else PsiBank((pairs, len(resolved.hist_metrics)), **p)
-        )
+        self.banks: dict[str, WindowedBank] = {}
+        """Registered name -> its bank, cells ``(pairs, metrics read)``."""
+        self.metrics: dict[str, tuple[str, ...]] = {}
+        """Registered name -> the metrics its bank reads."""
+        for name, params in config.windowed():
+            kind = WINDOWED[name]
+            metrics = resolved.metrics if kind.reads == "moments" else resolved.hist_metrics
+            if metrics:
+                self.banks[name] = kind.build((pairs, len(metrics)), params)
+                self.metrics[name] = metrics
+        self._evaluated: tuple[int, tuple[float, ...]] | None = None
+        """(step, cuts) of the last evaluation by `advance`."""
 
     def __bool__(self) -> bool:
-        return bool(self.resolved.pairs) and (self.zscore is not None or self.psi is not None)
+        return bool(self.resolved.pairs) and bool(self.banks)
+
+    def advance(self, store: WindowStore, now: float) -> bool:
+        """Evaluate at ``now`` (the engine's clock) when it is in a step, or the windows'
+        read cut is at a place, not evaluated yet (see the module docstring); returns
+        whether it evaluated."""
+        if not math.isfinite(now):
+            return False
+        spec = store.spec
+        step = min(spec.width(spec.windows[pair.short]) for pair in self.resolved.pairs)
+        at = (math.floor(now / step), tuple(self.until(spec, p, now) for p in self.resolved.pairs))
+        if at == self._evaluated:
+            return False
+        self.evaluate(store, now)
+        self._evaluated = at
+        return True
+
+    def read(self) -> WindowedDriftRead:
+        """The last evaluation, as the banks hold it; changes nothing. A bank whose label
+        sets are not those of the others (one restored afresh from a snapshot kept with
+        other settings) is left out until the next evaluation."""
+        if not self.banks:
+            return WindowedDriftRead([], self.resolved.pairs, ())
+        keys = next(iter(self.banks.values())).keys
+        results = tuple(
+            self._result(name, bank) for name, bank in self.banks.items() if bank.keys == keys
+        )
+        return WindowedDriftRead(cast("list[LabelSet]", list(keys)), self.resolved.pairs, results)
+
+    def snapshot(self) -> dict[str, Any]:
+        """Each bank's snapshot, by registered name."""
+        return {name: bank.snapshot() for name, bank in self.banks.items()}
+
+    def restore(self, saved: Mapping[str, Any]) -> None:
+        """Continue the banks of `snapshot` output kept with the same settings (the others
+        start afresh)."""
+        for name, bank in self.banks.items():
+            if name in saved:
+                restored = WINDOWED[name].restore(saved[name])
+                if restored.config() == bank.config():
+                    self.banks[name] = restored
 
     def until(self, spec: WindowSpec, pair: WindowPair, now: float) -> float:
         """Where a pair's windows are read to (`WindowStore.read_totals(until=...)`): the
@@ -91,22 +141,22 @@ class WindowedDrift:
 
     def evaluate(self, store: WindowStore, now: float) -> WindowedDriftRead:
         """One evaluation of every label set the store holds, at ``now``."""
+        reads_of = {WINDOWED[name].reads for name in self.banks}
+        histograms = "histograms" in reads_of
         # one read per cut, of the windows of the pairs that end there
         cuts = [self.until(store.spec, pair, now) for pair in self.resolved.pairs]
         wanted: dict[float, set[int]] = {}
         for until, pair in zip(cuts, self.resolved.pairs, strict=True):
             wanted.setdefault(until, set()).update((pair.short, pair.long))
         reads = {
-            until: store.read_totals(
-                now, until=until, histograms=self.psi is not None, windows=windows
-            )
+            until: store.read_totals(now, until=until, histograms=histograms, windows=windows)
             for until, windows in wanted.items()
         }
         per_pair = [reads[until] for until in cuts]
         labelsets = per_pair[0].labelsets if per_pair else store.labelsets()
         pairs = list(zip(self.resolved.pairs, per_pair, strict=True))
-        results: list[WindowedResult] = []
-        if self.zscore is not None:
+        inputs: dict[str, tuple[Any, Any]] = {}
+        if "moments" in reads_of:
             cols = self._columns
 
             def pick(name: str, long: bool) -> NDArray[Any]:
@@ -127,9 +177,8 @@ class WindowedDrift:
                 np.where(ok, pick("total", True), 0.0),
                 np.where(ok, pick("total_sq", True), 0.0),
             )
-            self.zscore.update(labelsets, short, long)
-            results.append(self._result("zscore", self.resolved.metrics, self.zscore))
-        if self.psi is not None:
+            inputs["moments"] = (short, long)
+        if histograms:
             shape = (len(labelsets), len(pairs), len(self._hist), store.spec.bins)
 
             def hist(long: bool) -> NDArray[Any]:
@@ -141,10 +190,12 @@ class WindowedDrift:
 
             h_s, h_l = hist(False), hist(True)
             fits: _B = np.all(h_l >= h_s, axis=-1, keepdims=True)
-            self.psi.update(labelsets, np.where(fits, h_s, 0), np.where(fits, h_l, 0))
-            results.append(self._result("psi", self.resolved.hist_metrics, self.psi))
+            inputs["histograms"] = (np.where(fits, h_s, 0), np.where(fits, h_l, 0))
+        results: list[WindowedResult] = []
+        for name, bank in self.banks.items():
+            bank.update(labelsets, *inputs[WINDOWED[name].reads])
+            results.append(self._result(name, bank))
         return WindowedDriftRead(list(labelsets), self.resolved.pairs, tuple(results))
 
-    @staticmethod
-    def _result(kind: str, metrics: tuple[str, ...], bank: ZScoreBank | PsiBank) -> WindowedResult:
-        return WindowedResult(kind, metrics, bank.score, bank.alarm, bank.detections)
+    def _result(self, name: str, bank: WindowedBank) -> WindowedResult:
+        return WindowedResult(name, self.metrics[name], bank.score, bank.alarm, bank.detections)

@@ -102,13 +102,13 @@ def render_generation(
     return _table(rows)
 
 
-def render_drift(engine: Engine, now: float) -> str:
-    """The drift alarms raised now: the windowed detectors evaluated at ``now`` (as a
-    scrape evaluates them), the sequential ones as their partitions hold them."""
+def render_drift(engine: Engine) -> str:
+    """The drift alarms raised: the windowed detectors' last evaluation on the engine's
+    clock, the sequential ones as their partitions hold them (a read only)."""
     rows = [["label set", "metric", "detector", "windows", "score"]]
     layout = engine.layout
     if engine.windowed_drift is not None:
-        read = engine.windowed_drift.evaluate(engine.store, now)
+        read = engine.windowed_drift.read()
         for result in read.results:
             for li, labelset in enumerate(read.labelsets):
                 for pi, pair in enumerate(read.pairs):

@@ -51,42 +51,43 @@ ANSWER_KINDS = frozenset({"CHAIN", "AGENT", "LLM"})
 
 @dataclass(frozen=True, slots=True)
 class TraceMapping:
-    """How spans become events (docs/opentelemetry.md has the table)."""
+    """How spans become events (docs/opentelemetry.md has the table; the defaults are the
+    `traces` settings', from the OpenInference conventions)."""
 
-    span_kind: str = "openinference.span.kind"
-    input_value: str = "input.value"
-    input_mime_type: str = "input.mime_type"
-    output_value: str = "output.value"
-    output_mime_type: str = "output.mime_type"
-    documents: str = "retrieval.documents"
+    span_kind: str
+    input_value: str
+    input_mime_type: str
+    output_value: str
+    output_mime_type: str
+    documents: str
     """Prefix of a retriever's documents: `<prefix>.N.document.id` (and `.score`,
     `.content`, `.metadata`, a JSON object)."""
-    reranked_documents: str = "reranker.output_documents"
+    reranked_documents: str
     """Prefix of a reranker's output documents, as `documents`."""
-    input_messages: str = "llm.input_messages"
-    output_messages: str = "llm.output_messages"
-    model_name: str = "llm.model_name"
-    query_id: str | None = None
-    """A span attribute holding the query id; None (default): the trace id, 32 lowercase
+    input_messages: str
+    output_messages: str
+    model_name: str
+    query_id: str | None
+    """A span attribute holding the query id; None: the trace id, 32 lowercase
     hex digits. A span without the attribute falls back to its trace id."""
-    doc_id_keys: tuple[str, ...] = ("doc_id", "id")
+    doc_id_keys: tuple[str, ...]
     """Metadata keys read, in order, for a document without `document.id`."""
-    doc_time_key: str | None = "t_doc"
+    doc_time_key: str | None
     """The metadata key of a document's own time (Unix seconds or RFC 3339), for recency;
     None: documents date from the retrieval."""
-    question_keys: tuple[str, ...] = ("question", "query", "input")
+    question_keys: tuple[str, ...]
     """Keys read, in order, when a span's input is a JSON object."""
-    answer_keys: tuple[str, ...] = ("answer", "output", "result", "response", "text")
+    answer_keys: tuple[str, ...]
     """Keys read, in order, when a span's output is a JSON object."""
-    labels: tuple[tuple[str, str], ...] = (("service", "service.name"),)
+    labels: tuple[tuple[str, str], ...]
     """Event label key -> the span attribute (else resource attribute) it is read from. A
     configured label key not listed here is read from the attribute of the same name."""
-    wait: float = 30.0
+    wait: float
     """Seconds a trace stays open past the latest end time of its spans (on the engine's
     clock), when its root span has not closed it."""
-    max_open: int = 10_000
+    max_open: int
     """Open traces kept per partition; beyond it the oldest closes early."""
-    max_message_bytes: int = 4 * 1024 * 1024
+    max_message_bytes: int
     """Largest OTLP message read (the Collector's `producer.max_message_bytes` defaults to
     1 MB)."""
 

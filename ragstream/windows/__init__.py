@@ -11,7 +11,6 @@ from ragstream.windows.clock import Clock, ClockMode, Stamped, Timing
 from ragstream.windows.decay import ForwardDecay, decay_rates
 from ragstream.windows.ring import SlidingWindow
 from ragstream.windows.spec import (
-    DEFAULT_WINDOWS,
     WindowSpec,
     bucket_of,
 )
@@ -20,7 +19,6 @@ from ragstream.windows.totals import WindowTotals
 from ragstream.windows.windowset import WindowRead, WindowSet
 
 __all__ = [
-    "DEFAULT_WINDOWS",
     "Aggregate",
     "Clock",
     "ClockMode",

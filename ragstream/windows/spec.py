@@ -12,7 +12,6 @@ import numpy.typing as npt
 from ragstream.durations import decay_rate, format_duration
 
 __all__ = [
-    "DEFAULT_WINDOWS",
     "F64",
     "I64",
     "WindowSpec",
@@ -21,8 +20,6 @@ __all__ = [
 
 F64 = npt.NDArray[np.float64]
 I64 = npt.NDArray[np.int64]
-
-DEFAULT_WINDOWS: tuple[float, ...] = (60.0, 300.0, 3600.0, 86400.0)
 
 
 def bucket_of(times: npt.ArrayLike, width: float) -> I64:
@@ -41,19 +38,19 @@ class WindowSpec:
 
     columns: tuple[str, ...]
     """Plain metric columns, e.g. ``("rr", "ndcg@10")``."""
+    windows: tuple[float, ...]
+    """Window lengths in seconds, ascending (the `windows` settings give them)."""
+    buckets: int
+    """Buckets per window; a bucket is ``window / buckets`` seconds wide."""
+    bins: int
+    """Histogram bins over [0, 1]."""
+    horizon: float
+    """How far ahead of now a row may be and still land in its own bucket (the clock's
+    future tolerance)."""
     decayed: tuple[str, ...] = ()
     """Decayed sum metrics, e.g. ``("dcg_decayed@10", "rr_decayed")``."""
     half_lives: tuple[float, ...] = ()
     """Half-lives in seconds; each decayed metric is kept once per half-life."""
-    windows: tuple[float, ...] = DEFAULT_WINDOWS
-    """Window lengths in seconds, ascending."""
-    buckets: int = 60
-    """Buckets per window; a bucket is ``window / buckets`` seconds wide."""
-    bins: int = 20
-    """Histogram bins over [0, 1]."""
-    horizon: float = 60.0
-    """How far ahead of now a row may be and still land in its own bucket (the clock's
-    future tolerance)."""
     max_exponent: float = 300.0
     """Forward-decay sums are rebased before any ``λ·(t - L)`` exceeds this."""
     hist_columns: tuple[str, ...] | None = None

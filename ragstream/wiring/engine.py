@@ -14,7 +14,8 @@ from ragstream.config import (
     TraceSettings,
     WindowSettings,
 )
-from ragstream.pipeline.drift_config import DriftConfig, Params
+from ragstream.events import DEFAULT_LIMITS
+from ragstream.pipeline.drift_config import DriftConfig
 from ragstream.pipeline.engine import EngineConfig
 from ragstream.traces import TraceMapping
 
@@ -56,15 +57,8 @@ def drift_config(settings: DriftSettings) -> DriftConfig | None:
         metrics=tuple(settings.metrics),
         pairs=tuple((float(s), float(lo)) for s, lo in settings.window_pairs),
         settle=settings.settle,
-        zscore=_params(settings.zscore.enabled, settings.zscore.params()),
-        psi=_params(settings.psi.enabled, settings.psi.params()),
-        page_hinkley=_params(settings.page_hinkley.enabled, settings.page_hinkley.params()),
-        adwin=_params(settings.adwin.enabled, settings.adwin.params()),
+        detectors=settings.detectors(),
     )
-
-
-def _params(enabled: bool, values: dict[str, object]) -> Params | None:
-    return tuple(sorted(values.items())) if enabled else None
 
 
 def engine_config_of(
@@ -103,6 +97,8 @@ def engine_config_of(
         max_pending=j.max_pending,
         gain=m.gain,
         relevance_threshold=m.relevance_threshold,
+        limits=DEFAULT_LIMITS,
+        scan=True,
         formats=tuple(sorted((formats or {}).items())),
         traces=trace_mapping(traces or TraceSettings()),
         drift=drift_config((drift or DriftSettings()).fitted(w.sizes)),

@@ -6,7 +6,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from ragstream.config import Settings
+from ragstream.config import JoinSettings, MetricSettings, Settings, WindowSettings
 from ragstream.config.judging import JudgeSettings
 from ragstream.judging.budget import CostBudget, TokenBucket
 from ragstream.judging.cache import JudgmentCache
@@ -35,6 +35,9 @@ __all__ = [
     "judging_service",
     "replay_judging",
 ]
+
+
+_WINDOWS, _METRICS, _JOIN = WindowSettings(), MetricSettings(), JoinSettings()
 
 
 def build_sampler(settings: JudgeSettings) -> Sampler:
@@ -89,21 +92,23 @@ def judging_service(
     settings: JudgeSettings,
     *,
     labelset: Callable[[Mapping[str, str]], tuple[str, ...]] = lambda labels: (),
-    windows: Sequence[float] = (60.0, 300.0, 3600.0, 86400.0),
-    buckets: int = 60,
-    bins: int = 20,
+    windows: Sequence[float] = tuple(_WINDOWS.sizes),
+    buckets: int = _WINDOWS.buckets,
+    bins: int = _METRICS.histogram_bins,
+    horizon: float = _WINDOWS.future_tolerance,
     lookup: RetrievalLookup | None = None,
     on_labels: LabelSink | None = None,
     bootstrap_servers: str | None = None,
     producer_options: Mapping[str, Any] | None = None,
     sampler_clock: Callable[[], float] = time.time,
     window_clock: Callable[[], float] = time.time,
-    label_ttl: float = 900.0,
-    pending_ttl: float = 60.0,
+    label_ttl: float = _JOIN.label_ttl,
+    pending_ttl: float = _JOIN.pending_ttl,
 ) -> JudgingService:
     """A judging service built from the `judge` section; ``bootstrap_servers`` is needed
     only to publish judgments; gold verdicts join their answers within ``label_ttl`` and
-    wait ``pending_ttl`` for them (the join's settings)."""
+    wait ``pending_ttl`` for them (the join's settings). The windows, buckets, bins,
+    horizon and TTLs not given are the settings' defaults (those of the agent)."""
     publisher = None
     if settings.publish_topic is not None:
         if bootstrap_servers is None:
@@ -121,6 +126,7 @@ def judging_service(
             windows=windows,
             buckets=buckets,
             bins=bins,
+            horizon=horizon,
             gold_window=settings.gold.window,
         ),
         queue_size=settings.queue_size,

@@ -1,8 +1,9 @@
-"""The `drift` settings: the detectors' own defaults, checks against windows and metrics,
+"""The `drift` settings: the detectors' defaults (there only), checks against windows and metrics,
 what check-config shows, and what the wiring builds."""
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 import json
 from pathlib import Path
@@ -10,54 +11,51 @@ from pathlib import Path
 import pytest
 import yaml
 from click.testing import CliRunner
-from pydantic import BaseModel, ValidationError
+from pydantic import ValidationError
 
+import ragstream.drift
 from ragstream.cli import main
 from ragstream.config import DriftSettings, explain_error, load_settings
-from ragstream.config.drift import AdwinSettings, PageHinkleySettings, PsiSettings, ZScoreSettings
-from ragstream.drift import Adwin, PageHinkley, Psi, ZScore
-from ragstream.pipeline.drift_config import DriftConfig
+from ragstream.config.drift import AdwinSettings, ZScoreSettings
+from ragstream.drift import DETECTORS, SEQUENTIAL, WINDOWED
 from ragstream.wiring import drift_config, engine_config
+from tests.support import defaults
 
 
-@pytest.mark.parametrize(
-    ("section", "detector"),
-    [
-        (ZScoreSettings, ZScore),
-        (PsiSettings, Psi),
-        (PageHinkleySettings, PageHinkley),
-        (AdwinSettings, Adwin),
-    ],
-)
-def test_each_detectors_defaults_are_its_classs_defaults(
-    section: type[BaseModel], detector: type[object]
-) -> None:
-    parameters = inspect.signature(detector).parameters
-    settings = section().model_dump(exclude={"enabled"})
-    own = {
-        name: p.default.value if hasattr(p.default, "value") else p.default
-        for name, p in parameters.items()
-        if name in settings
-    }
-    assert settings == own
-    missing = set(parameters) - set(settings)
-    assert missing <= {"min_std"}  # Page-Hinkley's numerical floor is not a setting
-    detector(**settings)  # and they are accepted as they are
+@pytest.mark.parametrize("name", DETECTORS)
+def test_each_registered_detector_has_its_section_and_its_defaults_only_there(name: str) -> None:
+    """A registered detector's section (of its name) gives its registered parameters type;
+    those name every argument of its class, which has no default of its own."""
+    kind = WINDOWED.get(name) or SEQUENTIAL[name]
+    section = getattr(DriftSettings(), name)
+    params = section.params()
+    assert type(params) is kind.params
+    fields = [f.name for f in dataclasses.fields(params)]
+    assert fields == [n for n in section.model_dump() if n != "enabled"]
+    detector = kind.params.__name__.removesuffix("Params")
+    signature = inspect.signature(getattr(ragstream.drift, detector)).parameters
+    assert [n for n in signature if n != "min_std"] == fields  # Page-Hinkley's numeric floor
+    assert all(signature[n].default is inspect.Parameter.empty for n in fields)
+    built = (
+        WINDOWED[name].build((2,), params) if name in WINDOWED else SEQUENTIAL[name].build(params)
+    )
+    assert built.snapshot()["kind"] in {name, f"{name}_bank"}
+    assert set(DriftSettings.model_fields) >= set(DETECTORS)
 
 
 def test_the_defaults_build_the_engines_drift_config() -> None:
     config = drift_config(DriftSettings())
     assert config is not None
     assert (config.metrics, config.pairs, config.settle) == (
-        DriftConfig().metrics,
-        DriftConfig().pairs,
-        DriftConfig().settle,
+        defaults.drift_config().metrics,
+        defaults.drift_config().pairs,
+        defaults.drift_config().settle,
     )
-    assert dict(config.zscore or ()) == ZScoreSettings().params()
+    assert config.params("zscore") == ZScoreSettings().params()
     assert drift_config(DriftSettings(enabled=False)) is None
     off = drift_config(DriftSettings(adwin=AdwinSettings(enabled=False)))
     assert off is not None
-    assert off.adwin is None
+    assert off.params("adwin") is None
     assert [kind for kind, _ in off.sequential()] == ["page_hinkley"]
 
 

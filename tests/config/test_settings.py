@@ -11,6 +11,8 @@ from click.testing import CliRunner
 
 from ragstream.cli import main
 from ragstream.config import format_duration, load_settings, parse_duration
+from tests.support import defaults
+from tests.support.defaults import engine_config
 
 
 @pytest.mark.parametrize(
@@ -148,19 +150,17 @@ def test_the_engine_config_from_default_settings_is_the_engines_default() -> Non
     """With drift detection on (the agent's default; the engine's is off), at the
     detectors' own defaults."""
     from ragstream.config import DriftSettings
-    from ragstream.pipeline.drift_config import DriftConfig
-    from ragstream.pipeline.engine import EngineConfig
     from ragstream.wiring import engine_config_of
 
-    assert engine_config_of(drift=DriftSettings(enabled=False)) == EngineConfig()
+    assert engine_config_of(drift=DriftSettings(enabled=False)) == engine_config()
     config = engine_config_of()
     assert config.drift is not None
-    assert dataclasses.replace(config, drift=None) == EngineConfig()
-    defaults = DriftConfig()
+    assert dataclasses.replace(config, drift=None) == engine_config()
+    at_defaults = defaults.drift_config()
     assert (config.drift.metrics, config.drift.pairs, config.drift.settle) == (
-        defaults.metrics,
-        defaults.pairs,
-        defaults.settle,
+        at_defaults.metrics,
+        at_defaults.pairs,
+        at_defaults.settle,
     )
 
 
@@ -200,11 +200,11 @@ def test_an_unknown_setting_from_the_environment_names_its_variable(
 
 
 def test_the_fetch_size_reaches_the_kafka_consumer(monkeypatch: pytest.MonkeyPatch) -> None:
-    from ragstream.pipeline.engine import Engine, EngineConfig
+    from ragstream.pipeline.engine import Engine
     from ragstream.sources.kafka import KafkaSourceConfig
     from ragstream.wiring.kafka import kafka_source
 
-    engine = Engine(EngineConfig())
+    engine = Engine(engine_config())
     default = kafka_source(load_settings(None, {}), engine).config.fetch_partition_bytes
     assert default == KafkaSourceConfig("b", ("t",)).fetch_partition_bytes == 4 << 20
     monkeypatch.setenv("RAGSTREAM_KAFKA__FETCH_PARTITION_BYTES", "1048576")

@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from river import drift as river_drift
 
 from ragstream.drift import Adwin
+from tests.support import defaults
 
 RIVER_ADWIN: Any = river_drift.ADWIN  # river has no type hints
 RIVER_DELTA = 0.002  # river's default; ours is smaller (docs/drift.md)
@@ -48,7 +49,7 @@ def river_run(x: np.ndarray, **params: float) -> tuple[list[int], list[tuple[int
 def test_same_detections_as_river(seed: int) -> None:
     x = changing_stream(seed)
     expected, _ = river_run(x)
-    ours = Adwin(delta=0.002, direction="both", max_window=10**9)  # river's defaults
+    ours = defaults.adwin(delta=0.002, direction="both", max_window=10**9)  # river's defaults
     assert ours.update(x).tolist() == expected
     assert len(expected) >= 2
 
@@ -64,7 +65,7 @@ def test_same_state_as_river_after_every_update(params: dict[str, float]) -> Non
     """Width, sum and M2 of the window equal river's after each value, fed one at a time."""
     x = changing_stream(11)[:6000]
     expected, states = river_run(x, **params)
-    ours = Adwin(direction="both", max_window=10**9, **params)  # type: ignore[arg-type]
+    ours = defaults.adwin(direction="both", max_window=10**9, **params)
     got = []
     for i, v in enumerate(x.tolist()):
         if ours.update(v).size:
@@ -87,7 +88,9 @@ def test_same_state_as_river_after_every_update(params: dict[str, float]) -> Non
 def test_any_batching_same_as_one_at_a_time(
     values: list[float], sizes: list[int], clock: int
 ) -> None:
-    whole = Adwin(delta=0.1, clock=clock, min_window_length=2, grace_period=4, max_window=64)
+    whole = defaults.adwin(
+        delta=0.1, clock=clock, min_window_length=2, grace_period=4, max_window=64
+    )
     parts = Adwin.restore(whole.snapshot())
     expected = whole.update(np.asarray(values)).tolist()
     got: list[int] = []
@@ -107,7 +110,9 @@ def test_window_contents_against_raw_values() -> None:
     the oldest ones: their sum and M2 equal the raw values'."""
     rng = np.random.default_rng(2)
     x = rng.random(20_000)
-    det = Adwin(max_window=3000, clock=10**9)  # never checks: only the cap shapes the window
+    det = defaults.adwin(
+        max_window=3000, clock=10**9
+    )  # never checks: only the cap shapes the window
     for start in range(0, x.size, 1500):
         det.update(x[start : start + 1500])
         seen = x[: start + 1500]
@@ -125,7 +130,7 @@ def test_window_contents_against_raw_values() -> None:
 def test_bounded_memory_on_a_million_values() -> None:
     rng = np.random.default_rng(3)
     x = (rng.random(1_000_000) < 0.55).astype(np.float64)
-    det = Adwin(max_window=100_000)
+    det = defaults.adwin(max_window=100_000)
     most = 0
     for start in range(0, x.size, 50_000):
         det.update(x[start : start + 50_000])
@@ -141,22 +146,22 @@ def test_bounded_memory_on_a_million_values() -> None:
 def test_one_sided() -> None:
     rng = np.random.default_rng(4)
     rise = np.r_[(rng.random(5000) < 0.4), (rng.random(5000) < 0.6)].astype(np.float64)
-    assert Adwin(delta=RIVER_DELTA).update(rise).size == 0
-    assert Adwin(delta=RIVER_DELTA, direction="up").update(rise).size >= 1
-    assert Adwin(delta=RIVER_DELTA, direction="both").update(rise).size >= 1
-    assert Adwin(delta=RIVER_DELTA).update(1.0 - rise).size >= 1
+    assert defaults.adwin(delta=RIVER_DELTA).update(rise).size == 0
+    assert defaults.adwin(delta=RIVER_DELTA, direction="up").update(rise).size >= 1
+    assert defaults.adwin(delta=RIVER_DELTA, direction="both").update(rise).size >= 1
+    assert defaults.adwin(delta=RIVER_DELTA).update(1.0 - rise).size >= 1
 
 
 def test_hold_and_score() -> None:
     rng = np.random.default_rng(5)
     x = np.r_[(rng.random(3000) < 0.7), (rng.random(3000) < 0.3)].astype(np.float64)
-    det = Adwin(delta=RIVER_DELTA, hold=100)
+    det = defaults.adwin(delta=RIVER_DELTA, hold=100)
     assert det.score == 0.0
     det.update(x[:3000])
     assert 0.0 < det.score < 1.0
     assert not det.alarm
     stop = 3000 + int(det.update(x[3000:4000])[0]) + 1  # the first detection
-    replay = Adwin(delta=RIVER_DELTA, hold=100)
+    replay = defaults.adwin(delta=RIVER_DELTA, hold=100)
     assert replay.update(x[:stop]).tolist() == [stop - 1]
     assert replay.alarm
     assert replay.score >= 1.0
@@ -170,7 +175,7 @@ def test_hold_and_score() -> None:
 
 def test_snapshot_round_trip_continues_identically() -> None:
     x = changing_stream(7)
-    a = Adwin(delta=RIVER_DELTA, direction="both")
+    a = defaults.adwin(delta=RIVER_DELTA, direction="both")
     a.update(x[:9000])
     b = Adwin.restore(json.loads(json.dumps(a.snapshot())))
     assert b.snapshot() == a.snapshot()
@@ -186,7 +191,7 @@ def test_snapshot_round_trip_continues_identically() -> None:
 
 
 def test_nan_skipped_and_infinity_refused() -> None:
-    det = Adwin()
+    det = defaults.adwin()
     det.update([0.5, math.nan, 0.25])
     assert det.width == 2
     with pytest.raises(ValueError, match="infinit"):

@@ -9,8 +9,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ragstream.drift import Moments, Psi, PsiBank, ZScore, ZScoreBank
+from ragstream.drift import Moments, PsiBank, ZScore, ZScoreBank
 from ragstream.drift._latch import Latch, latch_step
+from tests.support import defaults
 
 
 @settings(max_examples=80, deadline=None)
@@ -55,7 +56,7 @@ def _random_windows(
 def test_zscore_bank_equals_one_zscore_per_element_over_evaluations() -> None:
     rng = np.random.default_rng(3)
     cells = (2, 3)
-    bank = ZScoreBank(cells, threshold=3.0, min_count=50, min_reference=300, release=0.7)
+    bank = defaults.zscore_bank(cells, threshold=3.0, min_count=50, min_reference=300, release=0.7)
     singles: dict[tuple[object, int, int], ZScore] = {}
     keys_over_time = [["a", "b", "c"], ["a", "b", "c"], ["b", "c", "d"], ["d", "a"], ["d", "a"]]
     previous: list[str] = []
@@ -67,7 +68,9 @@ def test_zscore_bank_equals_one_zscore_per_element_over_evaluations() -> None:
             for p in range(cells[0]):
                 for m in range(cells[1]):
                     if key not in previous:  # new, or back after an absence: a fresh one
-                        singles[(key, p, m)] = ZScore(3.0, 50, 300, "down", 0.7)
+                        singles[(key, p, m)] = defaults.zscore(
+                            threshold=3.0, min_count=50, min_reference=300, release=0.7
+                        )
                     det = singles[(key, p, m)]
                     pick = (i, p, m)
                     hits = det.update(
@@ -85,8 +88,11 @@ def test_zscore_bank_equals_one_zscore_per_element_over_evaluations() -> None:
 
 def test_psi_bank_equals_one_psi_per_element() -> None:
     rng = np.random.default_rng(5)
-    bank = PsiBank((2,), threshold=0.1, min_count=100, min_reference=100)
-    singles = [[Psi(0.1, 100, 100) for _ in range(2)] for _ in range(3)]
+    bank = defaults.psi_bank((2,), threshold=0.1, min_count=100, min_reference=100)
+    singles = [
+        [defaults.psi(threshold=0.1, min_count=100, min_reference=100) for _ in range(2)]
+        for _ in range(3)
+    ]
     for _ in range(8):
         short = rng.integers(0, 30, size=(3, 2, 20))
         long = short + rng.integers(0, 120, size=(3, 2, 20))
@@ -101,7 +107,7 @@ def test_psi_bank_equals_one_psi_per_element() -> None:
 
 
 def test_a_key_that_leaves_is_forgotten_and_a_new_one_starts_with_its_alarm_off() -> None:
-    bank = ZScoreBank((), threshold=2.0, min_count=2, min_reference=2, direction="both")
+    bank = defaults.zscore_bank((), threshold=2.0, min_count=2, min_reference=2, direction="both")
     low = Moments(np.array([100, 100]), np.array([10.0, 10.0]), np.array([2.0, 2.0]))
     long = Moments(np.array([400, 400]), np.array([200.0, 200.0]), np.array([110.0, 110.0]))
     bank.update([("a",), ("b",)], low, long)
@@ -117,8 +123,8 @@ def test_a_key_that_leaves_is_forgotten_and_a_new_one_starts_with_its_alarm_off(
 
 def test_snapshots_round_trip_through_json() -> None:
     rng = np.random.default_rng(9)
-    z = ZScoreBank((2,), threshold=2.0, min_count=10, min_reference=10)
-    p = PsiBank((2,), threshold=0.05, min_count=10, min_reference=10)
+    z = defaults.zscore_bank((2,), threshold=2.0, min_count=10, min_reference=10)
+    p = defaults.psi_bank((2,), threshold=0.05, min_count=10, min_reference=10)
     for _ in range(3):
         short, long = _random_windows(rng, 2, (2,))
         z.update([("a", "v1"), ("b", "v2")], short, long)
@@ -134,7 +140,7 @@ def test_snapshots_round_trip_through_json() -> None:
 
 
 def test_shapes_that_do_not_fit_are_refused() -> None:
-    bank = ZScoreBank((2,))
+    bank = defaults.zscore_bank((2,))
     one = Moments(np.zeros((1, 3)), np.zeros((1, 3)), np.zeros((1, 3)))
     with pytest.raises(ValueError, match="shape"):
         bank.update(["a"], one, one)

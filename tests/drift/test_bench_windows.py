@@ -7,7 +7,8 @@ import pytest
 
 from bench.drift_data import MODELS, arrivals
 from bench.drift_windows import Cells
-from ragstream.windows import WindowSet, WindowSpec
+from ragstream.windows import WindowSet
+from tests.support import defaults
 
 
 def test_cells_read_like_the_agent_windows() -> None:
@@ -16,7 +17,7 @@ def test_cells_read_like_the_agent_windows() -> None:
     times, values = next(arrivals(rng, MODELS[1], 2.0, 0.0, duration))
     cells = Cells(duration)
     cells.add(times, values)
-    spec = WindowSpec(columns=("ndcg",), windows=(300.0, 3600.0), buckets=60)
+    spec = defaults.window_spec(columns=("ndcg",), windows=(300.0, 3600.0), buckets=60)
     windows = WindowSet(spec)
     at = cells.scrapes(15.0)
     reads = {w: cells.read(at, w) for w in (300.0, 3600.0)}

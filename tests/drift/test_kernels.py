@@ -13,6 +13,7 @@ import pytest
 import ragstream.drift.adwin as adwin_module
 import ragstream.drift.page_hinkley as ph_module
 from ragstream.drift import Adwin, PageHinkley
+from tests.support import defaults
 
 BUILT = importlib.util.find_spec("ragstream.drift._kernels") is not None
 
@@ -97,7 +98,7 @@ def _ph_params(seed: int, rng: np.random.Generator) -> dict[str, Any]:
 
 @pytest.mark.parametrize(
     ("kind", "module", "params"),
-    [(Adwin, adwin_module, _adwin_params), (PageHinkley, ph_module, _ph_params)],
+    [(defaults.adwin, adwin_module, _adwin_params), (defaults.page_hinkley, ph_module, _ph_params)],
     ids=["adwin", "page_hinkley"],
 )
 def test_compiled_is_the_python_code(
@@ -119,7 +120,7 @@ def test_page_hinkley_segments_bit_for_bit() -> None:
     # (libm's pow(x, 2) is not always x * x) show only over thousands of them.
     rng = np.random.default_rng(7)
     for trial in range(10_000):
-        compiled = PageHinkley(
+        compiled = defaults.page_hinkley(
             min_instances=int(rng.choice([2, 30])),
             threshold=float(rng.choice([5.0, 30.0, 1e9])),
             direction=str(rng.choice(["up", "down", "both"])),
@@ -136,12 +137,12 @@ def test_page_hinkley_segments_bit_for_bit() -> None:
 def test_restored_detectors_continue_as_the_python_code(monkeypatch: pytest.MonkeyPatch) -> None:
     rng = np.random.default_rng(7)
     x = _stream(rng, 6000)
-    adwin = Adwin(max_window=300)
+    adwin = defaults.adwin(max_window=300)
     adwin.update(x[:3000])
     snapshot = json.loads(_state(adwin))
     compiled, python = Adwin.restore(snapshot), Adwin.restore(snapshot)
     _same_as_python(monkeypatch, adwin_module, compiled, python, x[3000:], rng)
-    ph = PageHinkley(min_instances=30)
+    ph = defaults.page_hinkley(min_instances=30)
     ph.update(x[:3000])
     snapshot = json.loads(_state(ph))
     compiled_ph, python_ph = PageHinkley.restore(snapshot), PageHinkley.restore(snapshot)
@@ -152,8 +153,8 @@ def test_python_errors_are_kept(monkeypatch: pytest.MonkeyPatch) -> None:
     # No grace: a check of a one-value window takes log(log(1)) = log(0), which Python's
     # math refuses; the compiled loop raises the same error.
     with pytest.raises(ValueError, match="math domain error"):
-        Adwin(grace_period=0, clock=1).update([0.5])
+        defaults.adwin(grace_period=0, clock=1).update([0.5])
     with monkeypatch.context() as patch:
         patch.setattr(adwin_module, "_kernels", None)
         with pytest.raises(ValueError, match="math domain error"):
-            Adwin(grace_period=0, clock=1).update([0.5])
+            defaults.adwin(grace_period=0, clock=1).update([0.5])

@@ -12,6 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ragstream.drift import PageHinkley
+from tests.support import defaults
 
 
 @dataclass
@@ -77,7 +78,9 @@ def test_against_loop_in_batches(direction: str) -> None:
         x = stream(seed)
         if direction == "up":
             x = 1.0 - x
-        det = PageHinkley(delta=0.05, threshold=100.0, min_instances=50, direction=direction)
+        det = defaults.page_hinkley(
+            delta=0.05, threshold=100.0, min_instances=50, direction=direction
+        )
         ref = LoopPH(0.05, 100.0, 50, direction)
         rng = np.random.default_rng(seed + 100)
         cuts = np.sort(rng.choice(np.arange(1, x.size), 30, replace=False))
@@ -102,7 +105,9 @@ def test_against_loop_in_batches(direction: str) -> None:
     st.sampled_from(["down", "up", "both"]),
 )
 def test_property_any_batching(values: list[float], sizes: list[int], direction: str) -> None:
-    det = PageHinkley(delta=0.1, threshold=3.0, min_instances=5, direction=direction, hold=7)
+    det = defaults.page_hinkley(
+        delta=0.1, threshold=3.0, min_instances=5, direction=direction, hold=7
+    )
     ref = LoopPH(0.1, 3.0, 5, direction)
     start = 0
     got: list[int] = []
@@ -125,12 +130,14 @@ def test_property_any_batching(values: list[float], sizes: list[int], direction:
 def test_one_sided_ignores_the_other_side() -> None:
     x = stream(7, drop=-0.2)  # a rise
     x = np.clip(x, 0, 1)
-    assert PageHinkley(threshold=30.0, min_instances=100).update(x).size == 0
-    assert PageHinkley(threshold=30.0, min_instances=100, direction="up").update(x).size >= 1
+    assert defaults.page_hinkley(threshold=30.0, min_instances=100).update(x).size == 0
+    assert (
+        defaults.page_hinkley(threshold=30.0, min_instances=100, direction="up").update(x).size >= 1
+    )
 
 
 def test_constant_streams_and_nan() -> None:
-    det = PageHinkley(min_instances=10, threshold=5.0)
+    det = defaults.page_hinkley(min_instances=10, threshold=5.0)
     assert det.update(np.full(1000, 0.7)).size == 0
     assert det.statistic == 0.0
     assert det.update([math.nan, math.nan]).size == 0
@@ -142,7 +149,7 @@ def test_constant_streams_and_nan() -> None:
 
 def test_snapshot_round_trip_continues_identically() -> None:
     x = stream(3)
-    a = PageHinkley(threshold=20.0, min_instances=50)
+    a = defaults.page_hinkley(threshold=20.0, min_instances=50)
     a.update(x[:2500])
     b = PageHinkley.restore(json.loads(json.dumps(a.snapshot())))
     assert b.snapshot() == a.snapshot()
@@ -159,7 +166,7 @@ def test_long_batch_in_chunks_equals_loop() -> None:
     rng = np.random.default_rng(11)
     x = (rng.random((1 << 20) + 5000) < 0.6).astype(np.float64)
     x[-3000:] = (rng.random(3000) < 0.3).astype(np.float64)
-    det = PageHinkley(delta=0.05, threshold=40.0, min_instances=100)
+    det = defaults.page_hinkley(delta=0.05, threshold=40.0, min_instances=100)
     ref = LoopPH(0.05, 40.0, 100, "down")
     assert det.update(x).tolist() == ref.update(x.tolist())
     check_state(det, ref)

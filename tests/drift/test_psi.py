@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 
 from ragstream.drift import Psi, psi
 from ragstream.windows import Aggregate
+from tests.support import defaults
 
 BINS = 20
 
@@ -69,14 +70,14 @@ def test_after_every_update_series() -> None:
         shorts.append(hist(s))
         longs.append(hist(stream[:end]))
         expected.append(raw_psi(s, r))
-    det = Psi(threshold=0.25, min_count=100, min_reference=100)
+    det = defaults.psi(threshold=0.25, min_count=100, min_reference=100)
     values = psi(np.array(shorts), np.array(longs))
     np.testing.assert_allclose(values, expected, rtol=1e-9)
     onsets = det.update(np.array(shorts), np.array(longs))
     first = int(np.argmax(np.asarray(expected) >= 0.25))
     assert onsets.tolist()[0] == first
     assert det.score == pytest.approx(expected[-1], rel=1e-9)
-    one = Psi(threshold=0.25, min_count=100, min_reference=100)
+    one = defaults.psi(threshold=0.25, min_count=100, min_reference=100)
     got = [one.update(a, b).size for a, b in zip(shorts, longs, strict=True)]
     assert sum(got) == det.detections
 
@@ -103,7 +104,7 @@ def test_merged_partitions_equal_one_stream() -> None:
 
 
 def test_snapshot_round_trip_and_errors() -> None:
-    det = Psi(threshold=0.05, min_count=10, min_reference=10)
+    det = defaults.psi(threshold=0.05, min_count=10, min_reference=10)
     det.update(np.array([50, 0, 0, 50]), np.array([60, 40, 40, 60]))
     assert det.alarm
     snap = json.loads(json.dumps(det.snapshot()))

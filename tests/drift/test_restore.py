@@ -13,6 +13,7 @@ import pytest
 
 from ragstream.drift import Adwin, PageHinkley
 from ragstream.drift._restore import MAX_COUNT
+from tests.support import defaults
 
 try:
     from ragstream.drift import _kernels
@@ -23,14 +24,14 @@ Change = Callable[[dict[str, Any]], None]
 
 
 def _adwin() -> Adwin:
-    det = Adwin(clock=4, max_buckets=3, grace_period=5, max_window=200)
+    det = defaults.adwin(clock=4, max_buckets=3, grace_period=5, max_window=200)
     det.update(np.linspace(0.0, 1.0, 150))
     assert len(det.snapshot()["rows"]) > 2
     return det
 
 
 def _ph() -> PageHinkley:
-    det = PageHinkley(min_instances=10, threshold=50.0)
+    det = defaults.page_hinkley(min_instances=10, threshold=50.0)
     det.update(np.sin(np.arange(40.0)))
     return det
 
@@ -106,7 +107,7 @@ def test_a_damaged_page_hinkley_snapshot_is_refused(damage: Change) -> None:
 
 
 def test_an_emptied_window_restores() -> None:
-    det = Adwin()
+    det = defaults.adwin()
     restored = Adwin.restore(det.snapshot())  # one empty row 0: a window after a reset
     assert restored.update([0.5, 0.5]).tolist() == []
     assert restored.width == 2
@@ -173,8 +174,8 @@ def test_a_huge_max_buckets_grows_rows_as_python_lists_do() -> None:
     """No allocation of max_buckets up front: 2**58 buckets a row is a row that never
     compresses, which both loops keep as it grows."""
     values = np.linspace(0.0, 1.0, 300)
-    compiled = Adwin(max_buckets=1 << 58, max_window=10_000)
-    python = Adwin(max_buckets=1 << 58, max_window=10_000)
+    compiled = defaults.adwin(max_buckets=1 << 58, max_window=10_000)
+    python = defaults.adwin(max_buckets=1 << 58, max_window=10_000)
     compiled.update(values)
     python._feed_python(values)
     assert compiled.snapshot()["rows"] == [[list(t), list(m)] for t, m in python._rows]
@@ -190,7 +191,7 @@ def test_page_hinkley_raises_where_python_raises_on_overflow(
     values = np.array([0.9e154, 0.9e154])  # squares fit; the square of their sum does not
     for kernels in (vars(module)["_kernels"], None):
         monkeypatch.setattr(module, "_kernels", kernels)
-        det = PageHinkley(min_instances=10)
+        det = defaults.page_hinkley(min_instances=10)
         det.update([0.0])
         with pytest.raises(OverflowError):
             det.update(values)
@@ -200,8 +201,8 @@ def test_page_hinkley_raises_where_python_raises_on_overflow(
 def test_a_clock_near_2_63_runs_as_the_python_loop_does() -> None:
     """Any clock the constructor takes: the loop's next check is never computed past 2**63."""
     values = np.linspace(0.0, 1.0, 100)
-    compiled = Adwin(clock=(1 << 63) - 1)
-    python = Adwin(clock=(1 << 63) - 1)
+    compiled = defaults.adwin(clock=(1 << 63) - 1)
+    python = defaults.adwin(clock=(1 << 63) - 1)
     compiled.update(values)
     python._feed_python(values)
     assert compiled.snapshot()["tick"] == python._tick == 100

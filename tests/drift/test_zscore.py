@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 
 from ragstream.drift import Moments, ZScore, welch_z
 from ragstream.windows import Aggregate
+from tests.support import defaults
 
 
 def moments(values: list[float] | np.ndarray) -> Moments:
@@ -55,7 +56,7 @@ def test_after_every_update_against_raw_values(
 ) -> None:
     """Windows as arrays of raw values: at each evaluation the short window is the last
     ``short_len`` values and the long one everything so far."""
-    det = ZScore(threshold=2.0, min_count=3, min_reference=3, direction="both")
+    det = defaults.zscore(threshold=2.0, min_count=3, min_reference=3, direction="both")
     seen = 0
     alarm = False
     for step in steps:
@@ -133,7 +134,7 @@ def test_merged_partitions_equal_one_stream() -> None:
 
 
 def test_direction_and_hysteresis() -> None:
-    det = ZScore(threshold=5.0, min_count=2, min_reference=2, release=0.8)
+    det = defaults.zscore(threshold=5.0, min_count=2, min_reference=2, release=0.8)
     rng = np.random.default_rng(5)
     ref = rng.random(5000)
     ups = rng.random(500) * 0.5 + 0.5
@@ -156,7 +157,7 @@ def window(mean: float, var: float, n: int) -> tuple[float, float, float]:
 
 
 def test_series_of_evaluations_counts_onsets() -> None:
-    det = ZScore(threshold=3.0, min_count=2, min_reference=2, release=0.5)
+    det = defaults.zscore(threshold=3.0, min_count=2, min_reference=2, release=0.5)
     n, var = 10_000, 0.04
     se = math.sqrt(2 * var / n)
     rows = []
@@ -174,7 +175,9 @@ def test_series_of_evaluations_counts_onsets() -> None:
 
 
 def test_snapshot_round_trip() -> None:
-    det = ZScore(threshold=4.0, min_count=10, min_reference=20, direction="up", release=0.9)
+    det = defaults.zscore(
+        threshold=4.0, min_count=10, min_reference=20, direction="up", release=0.9
+    )
     rng = np.random.default_rng(6)
     ref, short = rng.random(100), rng.random(30) + 0.5
     det.update(moments(short), moments(np.r_[ref, short]))
@@ -183,7 +186,7 @@ def test_snapshot_round_trip() -> None:
     assert back.snapshot() == det.snapshot()
     assert back.alarm
     assert back.detections == 1
-    empty = ZScore.restore(json.loads(json.dumps(ZScore().snapshot())))
+    empty = ZScore.restore(json.loads(json.dumps(defaults.zscore().snapshot())))
     assert math.isnan(empty.score)
     with pytest.raises(ValueError, match="version"):
         ZScore.restore({**snap, "version": 2})
@@ -195,8 +198,8 @@ def test_bad_input() -> None:
     with pytest.raises(ValueError, match="fewer values"):
         welch_z(Moments(10, 5.0, 3.0), Moments(9, 5.0, 3.0))
     with pytest.raises(ValueError, match="threshold"):
-        ZScore(threshold=0)
+        defaults.zscore(threshold=0)
     with pytest.raises(ValueError, match="release"):
-        ZScore(release=1.5)
+        defaults.zscore(release=1.5)
     with pytest.raises(ValueError, match="sideways"):
-        ZScore(direction="sideways")
+        defaults.zscore(direction="sideways")

@@ -30,7 +30,8 @@ from ragstream.events import (
     guard,
 )
 from ragstream.events.scanner import AVAILABLE, bounds_of, scan_retrievals
-from ragstream.pipeline.engine import Engine, EngineConfig
+from ragstream.pipeline.engine import Engine
+from tests.support.defaults import engine_config
 
 from ._examples import ANSWER, FEEDBACK, GOLDEN, RETRIEVAL, to_bytes
 from .test_differential import _canon, _dump, _reference_only, _verdict
@@ -81,7 +82,7 @@ def test_every_decoder_agrees_on_the_generated_stream(category: str) -> None:
 
 
 def _engine(scan: bool) -> Engine:
-    config = EngineConfig(
+    config = engine_config(
         cutoffs=(1, 5),
         half_lives=(),
         windows=(60.0, 3600.0),

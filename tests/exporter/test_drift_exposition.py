@@ -15,10 +15,12 @@ from ragstream.exporter.collector import EngineCollector
 from ragstream.pipeline.drift_config import DriftConfig
 from ragstream.pipeline.engine import Engine, EngineConfig
 from ragstream.sources.synthetic import SyntheticConfig, SyntheticTraffic
+from tests.support import defaults
+from tests.support.defaults import engine_config
 
 START = 1_767_225_600.0
 PARTITIONS = 4
-DRIFT = DriftConfig(
+DRIFT = defaults.drift_config(
     pairs=((60.0, 600.0),),
     settle=5.0,
     zscore=(("min_count", 100), ("min_reference", 300)),  # PSI at its floors: no signal
@@ -28,7 +30,7 @@ Samples = dict[tuple[str, frozenset[tuple[str, str]]], float]
 
 
 def _config(drift: DriftConfig | None = DRIFT) -> EngineConfig:
-    return EngineConfig(
+    return engine_config(
         cutoffs=(1, 10),
         half_lives=(3600.0, 604_800.0),
         windows=(60.0, 600.0, 3600.0),

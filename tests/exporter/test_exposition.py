@@ -12,22 +12,23 @@ from prometheus_client.parser import text_string_to_metric_families
 from ragstream.events import Message
 from ragstream.exporter.collector import EngineCollector, metric_for_column
 from ragstream.exporter.http import Health, MetricsServer
-from ragstream.pipeline.engine import Engine, EngineConfig
-from ragstream.pipeline.layout import RowLayout
+from ragstream.pipeline.engine import Engine
+from tests.support import defaults
+from tests.support.defaults import engine_config
 
 T0 = 1_767_225_600.0
 WALL = T0 + 30.0
 
 
 def _engine(**overrides: object) -> Engine:
-    config = EngineConfig(
+    config = engine_config(
         cutoffs=(1, 3),
         half_lives=(3600.0,),
         windows=(60.0, 3600.0),
         clock="wall",
         label_keys=("app",),
         max_label_values=2,
-        **overrides,  # type: ignore[arg-type]
+        **overrides,
     )
     return Engine(config, wall=lambda: WALL)
 
@@ -62,7 +63,7 @@ def _key(name: str, **labels: str) -> tuple[str, frozenset[tuple[str, str]]]:
 
 
 def test_metric_names_follow_the_contract() -> None:
-    layout = RowLayout(cutoffs=(5, 10), half_lives=(3600.0,))
+    layout = defaults.row_layout(cutoffs=(5, 10), half_lives=(3600.0,))
     column = layout.column
     assert metric_for_column(column("rr")) == ("retrieval_mrr", {})
     assert metric_for_column(column("ndcg@10")) == ("retrieval_ndcg", {"k": "10"})

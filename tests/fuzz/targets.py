@@ -158,16 +158,19 @@ def _drift_bases() -> list[dict[str, Any]]:
 
 def _drift_seeds() -> Iterator[bytes]:
     from ragstream.drift import Adwin, PageHinkley
+    from tests.support import defaults
 
     rng = np.random.default_rng(7)
     for i in range(24):
         det: Adwin | PageHinkley
         if i % 2:
-            det = Adwin(clock=int(rng.integers(1, 40)), max_buckets=int(rng.integers(2, 7)))
+            det = defaults.adwin(
+                clock=int(rng.integers(1, 40)), max_buckets=int(rng.integers(2, 7))
+            )
             if i % 3 == 0:
-                det = Adwin(max_window=int(rng.integers(20, 300)), direction="both")
+                det = defaults.adwin(max_window=int(rng.integers(20, 300)), direction="both")
         else:
-            det = PageHinkley(min_instances=int(rng.integers(2, 60)), threshold=5.0)
+            det = defaults.page_hinkley(min_instances=int(rng.integers(2, 60)), threshold=5.0)
         det.update(np.clip(rng.normal(0.6, 0.2, int(rng.integers(0, 400))), 0, 1))
         values = [round(float(v), 3) for v in rng.random(int(rng.integers(1, 60)))]
         yield json.dumps({"snapshot": det.snapshot(), "values": values}).encode()

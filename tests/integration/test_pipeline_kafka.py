@@ -17,13 +17,14 @@ from ragstream.sinks.dead_letters import KafkaDeadLetters
 from ragstream.sources.kafka import CoPartitionError, KafkaSource, KafkaSourceConfig
 from ragstream.sources.synthetic import SyntheticConfig, SyntheticTraffic
 from tests.support import KafkaBroker, TopicFactory, produce_records, read_records
+from tests.support.defaults import engine_config
 
 WALL = 1_900_000_000.0
 JUNK = [b"{not json", b'{"type": "retrieval"}', b'{"type": "teleport", "query_id": "x", "ts": 1}']
 
 
 def _config() -> EngineConfig:
-    return EngineConfig(
+    return engine_config(
         cutoffs=(1, 5, 10),
         half_lives=(3600.0,),
         windows=(60.0, 300.0, 3600.0),

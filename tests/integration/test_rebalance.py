@@ -30,6 +30,7 @@ from ragstream.pipeline.runner import Runner
 from ragstream.sources.kafka import KafkaSource, KafkaSourceConfig
 from ragstream.sources.synthetic import SyntheticConfig, SyntheticTraffic
 from tests.support import KafkaBroker, TopicFactory
+from tests.support.defaults import engine_config
 
 WALL = 1_900_000_000.0
 START = 1_767_225_600.0
@@ -38,7 +39,7 @@ Record = tuple[bytes, bytes, int | None]
 
 
 def _config() -> EngineConfig:
-    return EngineConfig(
+    return engine_config(
         cutoffs=(1, 5, 10),
         half_lives=(3600.0,),
         windows=(60.0, 300.0, 3600.0, 86400.0),

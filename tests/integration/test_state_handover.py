@@ -28,13 +28,14 @@ from ragstream.pipeline.runner import Runner
 from ragstream.sources.kafka import KafkaSource, KafkaSourceConfig
 from ragstream.sources.synthetic import SyntheticConfig, SyntheticTraffic
 from tests.support import KafkaBroker, TopicFactory, committed_offsets, produce_records
+from tests.support.defaults import engine_config
 
 WALL = 1_900_000_000.0
 Pairs = list[tuple[bytes, bytes]]
 
 
 def _config(buckets: int = 60) -> EngineConfig:
-    return EngineConfig(
+    return engine_config(
         cutoffs=(1, 5, 10),
         half_lives=(3600.0,),
         windows=(60.0, 300.0, 3600.0),

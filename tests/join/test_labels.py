@@ -8,6 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ragstream.join import LabelJoin, LabelOutcome, OpenQuery, RankedDoc, dedupe_ranking
+from tests.support.defaults import label_join
 
 LS = ("support",)
 
@@ -35,7 +36,7 @@ def test_dedupe_keeps_first_position_and_counts_repeats() -> None:
 
 
 def test_open_merges_qrels_then_inline_labels_and_fixes_doc_times() -> None:
-    join = LabelJoin(label_ttl=100.0)
+    join = label_join(label_ttl=100.0)
     results = [
         RankedDoc(doc_id="a", t_doc=50.0, rel=1),
         RankedDoc(doc_id="b", t_doc=500.0),
@@ -58,7 +59,7 @@ def test_open_merges_qrels_then_inline_labels_and_fixes_doc_times() -> None:
 
 
 def test_labels_apply_in_arrival_order_and_mark_dirty_once() -> None:
-    join = LabelJoin(label_ttl=100.0)
+    join = label_join(label_ttl=100.0)
     _open(join, "q", 0.0, [RankedDoc(doc_id="a"), RankedDoc(doc_id="b")])
     _changed(join)
     assert join.label("q", "a", 2, ts=10, t_now=10) is LabelOutcome.APPLIED
@@ -71,7 +72,7 @@ def test_labels_apply_in_arrival_order_and_mark_dirty_once() -> None:
 
 
 def test_label_past_ttl_or_after_final_is_late() -> None:
-    join = LabelJoin(label_ttl=100.0)
+    join = label_join(label_ttl=100.0)
     _open(join, "q", 0.0, [RankedDoc(doc_id="a")])
     assert join.label("q", "a", 1, ts=100.5, t_now=50) is LabelOutcome.LATE
     assert join.advance(100.0) == []  # expires_at == 100 is still open at t_now = 100
@@ -84,7 +85,7 @@ def test_label_past_ttl_or_after_final_is_late() -> None:
 
 
 def test_feedback_before_retrieval_waits_then_applies() -> None:
-    join = LabelJoin(label_ttl=100.0, pending_ttl=60.0)
+    join = label_join(label_ttl=100.0, pending_ttl=60.0)
     assert join.label("q", "b", 2, ts=5, t_now=5) is LabelOutcome.PENDING
     assert join.pending_count == 1
     _open(join, "q", 4.0, [RankedDoc(doc_id="a"), RankedDoc(doc_id="b", rel=0)])
@@ -97,7 +98,7 @@ def test_feedback_before_retrieval_waits_then_applies() -> None:
 
 
 def test_waiting_labels_expire_after_pending_ttl() -> None:
-    join = LabelJoin(pending_ttl=60.0)
+    join = label_join(pending_ttl=60.0)
     join.label("lost", "a", 1, ts=0, t_now=0)
     join.label("lost", "b", 1, ts=1, t_now=1)
     join.advance(60.0)
@@ -112,7 +113,7 @@ def test_waiting_labels_expire_after_pending_ttl() -> None:
 
 
 def test_caps_evict_oldest_and_count() -> None:
-    join = LabelJoin(label_ttl=100.0, max_open=2, max_pending=2)
+    join = label_join(label_ttl=100.0, max_open=2, max_pending=2)
     for i in range(3):
         _open(join, f"q{i}", float(i), [RankedDoc(doc_id="a")])
     assert join.open_count == 2
@@ -126,7 +127,7 @@ def test_caps_evict_oldest_and_count() -> None:
 
 
 def test_duplicate_retrieval_is_counted_and_ignored() -> None:
-    join = LabelJoin()
+    join = label_join()
     _open(join, "q", 0.0, [RankedDoc(doc_id="a", rel=1)])
     assert join.open("q", partition=0, labelset=LS, ts=1.0, results=[RankedDoc(doc_id="b")]) is None
     assert join.counters.duplicate_retrievals == 1
@@ -147,7 +148,7 @@ _event = st.one_of(
 def test_every_label_is_accounted_for_and_state_is_bounded(
     events: list[tuple[str, int, float]],
 ) -> None:
-    join = LabelJoin(label_ttl=100.0, pending_ttl=30.0, max_open=3, max_pending=4)
+    join = label_join(label_ttl=100.0, pending_ttl=30.0, max_open=3, max_pending=4)
     t_now = 0.0
     labels = 0
     for kind, n, t in events:
@@ -169,7 +170,7 @@ def test_every_label_is_accounted_for_and_state_is_bounded(
 
 
 def test_final_ids_are_remembered_for_label_ttl_after_their_query_closed() -> None:
-    join = LabelJoin(label_ttl=100.0, pending_ttl=60.0)
+    join = label_join(label_ttl=100.0, pending_ttl=60.0)
     _open(join, "q", 0.0, [RankedDoc(doc_id="a")])  # closes at 0 + 100
     assert [q.query_id for q in join.advance(100.1)] == ["q"]
     join.advance(200.0)  # 100 + 100 = 200 is not before t_now: just inside the horizon
@@ -186,7 +187,7 @@ def test_final_ids_are_remembered_for_label_ttl_after_their_query_closed() -> No
 
 
 def test_the_count_cap_still_bounds_the_final_ids_within_the_horizon() -> None:
-    join = LabelJoin(label_ttl=100.0, recent_final=2)
+    join = label_join(label_ttl=100.0, recent_final=2)
     for i in range(3):
         _open(join, f"q{i}", float(i), [RankedDoc(doc_id="a")])
     join.advance(103.0)  # all three close (100, 101, 102), all within the horizon
@@ -195,7 +196,7 @@ def test_the_count_cap_still_bounds_the_final_ids_within_the_horizon() -> None:
 
 
 def test_a_query_closing_out_of_time_order_is_remembered_until_the_later_close() -> None:
-    join = LabelJoin(label_ttl=10.0)
+    join = label_join(label_ttl=10.0)
     _open(join, "late-event", 20.0, [RankedDoc(doc_id="a")])  # closes at 30
     join.advance(30.5)
     _open(join, "older", 5.0, [RankedDoc(doc_id="a")])  # closes at 15, already past
@@ -208,7 +209,7 @@ def test_a_query_closing_out_of_time_order_is_remembered_until_the_later_close()
 
 
 def test_restore_keeps_the_close_times_nondecreasing() -> None:
-    snap = LabelJoin(label_ttl=10.0).snapshot()
+    snap = label_join(label_ttl=10.0).snapshot()
     snap["final"] = [["a", 5.0], ["b", 3.0], ["c", 7.0]]  # e.g. written by an older version
     join = LabelJoin.restore(snap)
     assert join.snapshot()["final"] == [("a", 5.0), ("b", 5.0), ("c", 7.0)]
@@ -221,7 +222,7 @@ def test_restore_keeps_the_close_times_nondecreasing() -> None:
 def test_final_ids_stay_within_the_horizon_and_the_cap(
     events: list[tuple[str, int, float]],
 ) -> None:
-    join = LabelJoin(label_ttl=50.0, pending_ttl=30.0, max_open=3, recent_final=4)
+    join = label_join(label_ttl=50.0, pending_ttl=30.0, max_open=3, recent_final=4)
     t_now = 0.0
     finalized: dict[str, float] = {}  # from scratch: query id -> its latest close time
     for kind, n, t in events:

@@ -18,9 +18,10 @@ from ragstream.judging.agreement import Confusion, corrected_rate
 from ragstream.judging.gold import verdict_of
 from ragstream.judging.model import JudgeInput
 from ragstream.judging.service import JudgingService
-from ragstream.pipeline.engine import Engine, EngineConfig
+from ragstream.pipeline.engine import Engine
 from ragstream.pipeline.labelsets import LabelSetMapper
 from ragstream.wiring import judging_service
+from tests.support.defaults import engine_config
 
 T0 = 1_767_225_600.0
 TTL = 600.0
@@ -50,7 +51,7 @@ def _setup(
     snapshot: dict[str, Any] | None = None,
 ) -> tuple[Engine, JudgingService]:
     """An engine on the event clock and its judging service (``snapshot``: restored)."""
-    config = EngineConfig(windows=WINDOWS, clock="event", label_keys=("app",), label_ttl=TTL)
+    config = engine_config(windows=WINDOWS, clock="event", label_keys=("app",), label_ttl=TTL)
     engines: list[Engine] = []
     settings = JudgeSettings(
         sampling=SamplingSettings(rate=rate, max_per_second=None),

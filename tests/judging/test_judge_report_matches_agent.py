@@ -16,9 +16,10 @@ from ragstream.config.judging import JudgeSettings, SamplingSettings
 from ragstream.events import Message
 from ragstream.judging.agreement import Confusion
 from ragstream.judging.results import GenerationRead
-from ragstream.pipeline.engine import Engine, EngineConfig
+from ragstream.pipeline.engine import Engine
 from ragstream.sources.synthetic import SyntheticConfig, SyntheticTraffic
 from ragstream.wiring import judging_service
+from tests.support.defaults import engine_config
 
 
 def _traffic() -> list[dict[str, Any]]:
@@ -32,7 +33,7 @@ def _traffic() -> list[dict[str, Any]]:
 
 async def _agent(events: list[dict[str, Any]]) -> tuple[GenerationRead, Confusion]:
     """The agent's window of every answer, and its judge's confusion against gold."""
-    engine = Engine(EngineConfig(clock="event"))
+    engine = Engine(engine_config(clock="event"))
     service = judging_service(
         JudgeSettings(sampling=SamplingSettings(rate=1.0, max_per_second=None)),
         sampler_clock=engine.now,

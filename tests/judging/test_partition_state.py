@@ -17,10 +17,11 @@ import numpy as np
 from ragstream.config.judging import JudgeSettings, SamplingSettings
 from ragstream.events import Message
 from ragstream.judging.service import JudgingService
-from ragstream.pipeline.engine import Engine, EngineConfig
+from ragstream.pipeline.engine import Engine
 from ragstream.sources.synthetic import SyntheticConfig, SyntheticTraffic
 from ragstream.windows import WindowStore
 from ragstream.wiring import judging_service
+from tests.support.defaults import engine_config
 
 START = 1_767_225_600.0
 WALL = START + 7200.0
@@ -39,7 +40,7 @@ def _messages(n: int) -> list[Message]:
 
 
 MESSAGES = _messages(1500)
-CONFIG = EngineConfig(
+CONFIG = engine_config(
     cutoffs=(1, 5), half_lives=(3600.0,), windows=WINDOWS, clock="event", label_keys=("app",)
 )
 

@@ -10,7 +10,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ragstream.judging.model import JudgeError, Judgment
-from ragstream.judging.results import JudgeResults, judge_labels, wilson_interval
+from ragstream.judging.results import judge_labels, wilson_interval
+from tests.support import defaults
 
 from ._helpers import item
 
@@ -63,7 +64,9 @@ def _judgment(f: float | None, h: bool, ar: float = 1.0, cr: float | None = 0.5)
 
 
 def test_windows_hold_means_counts_and_the_hallucination_ratio() -> None:
-    results = JudgeResults(labelset=lambda labels: (labels.get("app", ""),), windows=(60, 300))
+    results = defaults.judge_results(
+        labelset=lambda labels: (labels.get("app", ""),), windows=(60, 300)
+    )
     x = item()
     at = [NOW - 200, NOW - 30, NOW - 10, NOW - 5]
     judgments = [
@@ -100,7 +103,7 @@ def test_windows_hold_means_counts_and_the_hallucination_ratio() -> None:
 
 
 def test_empty_and_late() -> None:
-    results = JudgeResults(windows=(60,))
+    results = defaults.judge_results(windows=(60,))
     assert math.isnan(results.read(NOW, ())["1m"].hallucination_ratio)
     old = dataclasses.replace(item(), ts=NOW - 1000)
     assert results.record(old, _judgment(1.0, False), NOW) is False

@@ -20,9 +20,10 @@ from ragstream.events import AnswerEvent, DecodedAnswer, Message, decode_event
 from ragstream.judging.model import JudgeInput, Judgment
 from ragstream.judging.sampler import Outcome
 from ragstream.judging.service import JudgingService, engine_label_sink, engine_lookup
-from ragstream.pipeline.engine import Engine, EngineConfig
+from ragstream.pipeline.engine import Engine
 from ragstream.sources.synthetic import SyntheticConfig, SyntheticTraffic
 from ragstream.wiring import judging_service
+from tests.support.defaults import engine_config
 from tests.support.openai_server import OpenAIServer, Reply
 
 from ._helpers import good_content
@@ -46,7 +47,7 @@ def _messages(n: int) -> list[Message]:
 
 
 def _engine() -> Engine:
-    config = EngineConfig(
+    config = engine_config(
         cutoffs=(1, 5, 10),
         half_lives=(3600.0,),
         windows=WINDOWS,

@@ -12,7 +12,8 @@ from prometheus_client import CollectorRegistry, generate_latest
 
 from ragstream.events import Message
 from ragstream.exporter.collector import EngineCollector
-from ragstream.pipeline.engine import Engine, EngineConfig
+from ragstream.pipeline.engine import Engine
+from tests.support.defaults import engine_config
 
 T0 = 1_767_225_600.0
 N = 100_000
@@ -32,7 +33,7 @@ def _retrieval(i: int, app: str, labeled: bool = True) -> bytes:
 
 @pytest.mark.slow
 def test_100k_label_values_collapse_to_other_and_the_scrape_stays_small() -> None:
-    config = EngineConfig(
+    config = engine_config(
         label_keys=("app", "index"), max_label_values=50, clock="event", label_ttl=60.0
     )
     engine = Engine(config, wall=lambda: T0 + 1000)
@@ -71,7 +72,7 @@ def test_100k_label_values_collapse_to_other_and_the_scrape_stays_small() -> Non
 
 @pytest.mark.slow
 def test_100k_query_ids_beyond_the_open_cap_are_finalized_early_and_counted() -> None:
-    config = EngineConfig(clock="event", max_open=1000, label_ttl=3600.0)
+    config = engine_config(clock="event", max_open=1000, label_ttl=3600.0)
     engine = Engine(config, wall=lambda: T0 + 1000)
     for start in range(0, N, 5000):
         engine.apply([Message(_retrieval(i, "a")) for i in range(start, start + 5000)])

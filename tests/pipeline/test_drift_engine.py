@@ -11,18 +11,20 @@ from typing import Any
 import numpy as np
 import pytest
 
-from ragstream.drift import Adwin, Moments, PageHinkley, Psi, ZScore, psi, welch_z
+from ragstream.drift import Adwin, Moments, Psi, ZScore, psi, welch_z
+from ragstream.drift.registry import SequentialDetector
 from ragstream.events import Message
 from ragstream.join import OpenQuery
 from ragstream.pipeline.drift_config import DriftConfig, ResolvedDrift
 from ragstream.pipeline.engine import Engine, EngineConfig
-from ragstream.pipeline.layout import RowLayout
 from ragstream.sources.synthetic import SyntheticConfig, SyntheticTraffic
+from tests.support import defaults
+from tests.support.defaults import engine_config
 
 START = 1_767_225_600.0
 WALL = START + 86_400.0
 PARTITIONS = 3
-DRIFT = DriftConfig(
+DRIFT = defaults.drift_config(
     metrics=("ndcg@10", "rr"),
     pairs=((60.0, 600.0),),
     settle=5.0,
@@ -43,7 +45,7 @@ def _config(drift: DriftConfig | None = DRIFT, **overrides: Any) -> EngineConfig
         "drift": drift,
         **overrides,
     }
-    return EngineConfig(**options)
+    return engine_config(**options)
 
 
 def _messages(n: int, drift_at: float | None = 300.0, seed: int = 4) -> list[Message]:
@@ -114,8 +116,8 @@ def test_each_partitions_detectors_saw_its_final_values_in_finalization_order() 
             held = engine.sequential.partitions[partition][labelset]
             for m, metric in enumerate(DRIFT.metrics):
                 values = np.array([row[columns[metric]] for row in mine])
-                ph = PageHinkley(min_instances=150, hold=200)
-                adwin = Adwin(hold=200)
+                ph = defaults.page_hinkley(min_instances=150, hold=200)
+                adwin = defaults.adwin(hold=200)
                 for v in values:  # one at a time: the engine fed them in batches
                     ph.update(v)
                     adwin.update(v)
@@ -159,7 +161,7 @@ def test_a_moved_partition_keeps_its_detectors_and_counters_stay_monotone() -> N
     assert sum(total.values()) > 0
 
 
-def _same(a: PageHinkley | Adwin, b: PageHinkley | Adwin) -> None:
+def _same(a: SequentialDetector, b: SequentialDetector) -> None:
     """ADWIN exactly; Page-Hinkley up to rounding (batches sum in another order)."""
     if isinstance(a, Adwin):
         assert a.snapshot() == b.snapshot()
@@ -176,7 +178,7 @@ def _same(a: PageHinkley | Adwin, b: PageHinkley | Adwin) -> None:
 def test_a_partition_kept_with_other_drift_settings_starts_its_detectors_afresh() -> None:
     first = Engine(_config(), wall=lambda: WALL)
     _feed(first, MESSAGES[:20_000])
-    other = DriftConfig(metrics=("rr",), pairs=DRIFT.pairs, settle=DRIFT.settle)
+    other = defaults.drift_config(metrics=("rr",), pairs=DRIFT.pairs, settle=DRIFT.settle)
     second = Engine(_config(drift=other), wall=lambda: WALL)
     second.adopt_partition(_moved(first.export_partitions({1})[1]))
     assert second.sequential is not None
@@ -254,8 +256,12 @@ def test_the_windowed_evaluation_is_ragstream_drift_on_the_same_totals() -> None
                 h_l = totals.histograms[li, 1, hist[m]]
                 p = float(psi(h_s, h_l, min_count=100, min_reference=300))
                 np.testing.assert_allclose(psi_result.score[li, 0, m], p, rtol=1e-12)
-                det_z = z_singles.setdefault((labelset, m), ZScore(5.0, 100, 300))
-                det_p = p_singles.setdefault((labelset, m), Psi(0.1, 100, 300))
+                det_z = z_singles.setdefault(
+                    (labelset, m), defaults.zscore(threshold=5.0, min_count=100, min_reference=300)
+                )
+                det_p = p_singles.setdefault(
+                    (labelset, m), defaults.psi(threshold=0.1, min_count=100, min_reference=300)
+                )
                 det_z.update(short, long)
                 det_p.update(h_s, h_l)
                 assert bool(zscore.alarm[li, 0, m]) == det_z.alarm
@@ -272,8 +278,8 @@ def _moments(totals: Any) -> tuple[Any, Any, Any]:
 def test_no_false_alarm_without_a_drop_at_the_default_settings() -> None:
     """(The lower volume floors of the other tests are for speed: PSI's noise at 100
     values is over its threshold, docs/drift.md.)"""
-    defaults = DriftConfig(pairs=((60.0, 600.0),), settle=5.0)
-    engine = Engine(_config(drift=defaults), wall=lambda: WALL)
+    at_defaults = defaults.drift_config(pairs=((60.0, 600.0),), settle=5.0)
+    engine = Engine(_config(drift=at_defaults), wall=lambda: WALL)
     assert engine.windowed_drift is not None
     assert engine.sequential is not None
     quiet = _messages(60_000, drift_at=None, seed=11)
@@ -289,17 +295,21 @@ def test_no_false_alarm_without_a_drop_at_the_default_settings() -> None:
 
 
 def test_drift_settings_that_do_not_fit_the_engine_are_refused() -> None:
-    layout = RowLayout(cutoffs=(1, 10))
+    layout = defaults.row_layout(cutoffs=(1, 10))
     windows = (60.0, 600.0)
     with pytest.raises(ValueError, match="ndcg@5"):
-        ResolvedDrift.of(DriftConfig(metrics=("ndcg@5",)), layout, windows)
+        ResolvedDrift.of(defaults.drift_config(metrics=("ndcg@5",)), layout, windows)
     with pytest.raises(ValueError, match="1h not a window"):
-        ResolvedDrift.of(DriftConfig(pairs=((60.0, 3600.0),)), layout, windows)
+        ResolvedDrift.of(defaults.drift_config(pairs=((60.0, 3600.0),)), layout, windows)
     with pytest.raises(ValueError, match="must be shorter"):
-        ResolvedDrift.of(DriftConfig(pairs=((600.0, 60.0),)), layout, windows)
+        ResolvedDrift.of(defaults.drift_config(pairs=((600.0, 60.0),)), layout, windows)
     with pytest.raises(ValueError, match="settle"):
-        ResolvedDrift.of(DriftConfig(pairs=((60.0, 600.0),), settle=60.0), layout, windows)
-    resolved = ResolvedDrift.of(DriftConfig(pairs=((60.0, 600.0),), settle=5), layout, windows)
+        ResolvedDrift.of(
+            defaults.drift_config(pairs=((60.0, 600.0),), settle=60.0), layout, windows
+        )
+    resolved = ResolvedDrift.of(
+        defaults.drift_config(pairs=((60.0, 600.0),), settle=5), layout, windows
+    )
     assert resolved.columns == (layout.index("ndcg@10"), layout.index("rr"))
     assert [(p.short_name, p.long_name) for p in resolved.pairs] == [("1m", "10m")]
     assert math.isfinite(resolved.config.settle)
@@ -308,7 +318,7 @@ def test_drift_settings_that_do_not_fit_the_engine_are_refused() -> None:
 def test_the_reference_holds_only_queries_older_than_the_short_window() -> None:
     """Read without the newest `settle`, the long window (60 s buckets here) must not keep
     the queries the short one (6 s buckets) left out: the reference is long minus short."""
-    engine = Engine(_config(drift=DriftConfig(pairs=((60.0, 600.0),), settle=5.0)))
+    engine = Engine(_config(drift=defaults.drift_config(pairs=((60.0, 600.0),), settle=5.0)))
     assert engine.windowed_drift is not None
     layout = engine.layout
     now = START + 3000.0

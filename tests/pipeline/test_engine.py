@@ -14,8 +14,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ragstream.events import Message
-from ragstream.pipeline.engine import Engine, EngineConfig
+from ragstream.pipeline.engine import Engine
 from ragstream.sources.synthetic import SyntheticConfig, SyntheticTraffic
+from tests.support.defaults import engine_config
 
 WINDOWS = (60.0, 300.0, 3600.0)
 WALL = 1_900_000_000.0  # a fixed wall clock after all synthetic event times
@@ -52,7 +53,7 @@ def _with_repeats(messages: list[Message], seed: int) -> list[Message]:
 
 
 def _engine(label_ttl: float = 900.0, *, scan: bool = True, max_open: int = 200_000) -> Engine:
-    config = EngineConfig(
+    config = engine_config(
         cutoffs=(1, 5, 10),
         half_lives=(3600.0,),
         windows=WINDOWS,
@@ -353,7 +354,7 @@ def test_inline_labels_of_repeated_documents_by_hand(
     qrels: list[dict[str, Any]] | None,
     expected: dict[str, float],
 ) -> None:
-    config = EngineConfig(
+    config = engine_config(
         cutoffs=(1, 5, 10),
         half_lives=(3600.0,),
         windows=WINDOWS,

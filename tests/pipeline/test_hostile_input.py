@@ -17,8 +17,9 @@ import pytest
 
 from ragstream.events import Limits, Message
 from ragstream.events.guard import MAX_DEPTH
-from ragstream.pipeline.engine import Engine, EngineConfig
+from ragstream.pipeline.engine import Engine
 from ragstream.sources.synthetic import SyntheticConfig, SyntheticTraffic
+from tests.support.defaults import engine_config
 
 WALL = 1_900_000_000.0
 _FEEDBACK = b'{"type":"feedback","query_id":"q","ts":1700000000,"doc_id":"d","rel":1,"source":"x"'
@@ -43,7 +44,7 @@ def _stream(n: int) -> list[Message]:
 
 
 def _engine(**options: Any) -> Engine:
-    config = EngineConfig(
+    config = engine_config(
         cutoffs=(1, 5, 10),
         half_lives=(3600.0,),
         windows=(60.0, 3600.0),
@@ -104,5 +105,8 @@ def test_a_query_nested_to_the_limit_is_decoded_again_when_a_label_comes() -> No
     assert query.contribution is not None
     engine.apply([Message(label, offset=1)])
     assert engine.invalid == {}
+    query = engine.find_query("q1")  # the lookup is a read: the query as it is now
+    assert query is not None
+    assert query.contribution is not None
     assert query.doc_ids == ("a", "b")
     assert engine.layout.unpack(query.contribution).plain[0] == 0.5  # rr: relevant at rank 2

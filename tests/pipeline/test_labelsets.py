@@ -8,11 +8,11 @@ from ragstream.pipeline.labelsets import OTHER, LabelSetMapper
 
 
 def test_only_configured_keys_in_order_and_missing_as_empty() -> None:
-    mapper = LabelSetMapper(["app", "index"])
+    mapper = LabelSetMapper(["app", "index"], 50)
     assert mapper({"index": "v7", "app": "support", "tenant": "x"}) == ("support", "v7")
     assert mapper({"app": "search"}) == ("search", "")
     assert mapper(None) == ("", "")
-    assert LabelSetMapper([])({"app": "x"}) == ()
+    assert LabelSetMapper([], 50)({"app": "x"}) == ()
 
 
 def test_values_beyond_the_cap_collapse_to_other_and_are_counted() -> None:

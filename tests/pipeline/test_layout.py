@@ -7,8 +7,11 @@ import pytest
 
 from ragstream.metrics import REGISTRY
 from ragstream.pipeline.layout import EVENT_TIME, EVENT_TIME_BASE, RowLayout
+from tests.support import defaults
 
-LAYOUT = RowLayout(cutoffs=(1, 5), half_lives=(3600.0, 604800.0), label_keys=("app", "index"))
+LAYOUT = defaults.row_layout(
+    cutoffs=(1, 5), half_lives=(3600.0, 604800.0), label_keys=("app", "index")
+)
 
 
 def test_columns_follow_the_registry_in_row_order() -> None:
@@ -85,4 +88,4 @@ def test_live_age_and_label_set_names() -> None:
     assert RowLayout.live_age(10.0, 100.0, EVENT_TIME_BASE) == 10.0  # never younger
     assert LAYOUT.labelset_name(("docs", "")) == "app=docs,index=-"
     assert LAYOUT.labelset_labels(("docs", "v8")) == {"app": "docs", "index": "v8"}
-    assert RowLayout().labelset_name(()) == "all"
+    assert defaults.row_layout().labelset_name(()) == "all"

@@ -17,6 +17,7 @@ from ragstream.events import Message
 from ragstream.exporter.collector import EngineCollector
 from ragstream.pipeline.engine import Engine, EngineConfig
 from ragstream.sources.synthetic import SyntheticConfig, SyntheticTraffic
+from tests.support.defaults import engine_config
 
 START = 1_767_225_600.0
 WALL = START + 7200.0  # the wall clock only judges "future" events in event mode
@@ -32,7 +33,7 @@ def _config(clock: str = "event", **overrides: Any) -> EngineConfig:
         "label_keys": ("app",),
         **overrides,
     }
-    return EngineConfig(**options)
+    return engine_config(**options)
 
 
 def _messages(n: int, seed: int = 3) -> list[Message]:

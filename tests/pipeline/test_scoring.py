@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 from ragstream.join import OpenQuery, RankedDoc
-from ragstream.pipeline.layout import RowLayout
 from ragstream.pipeline.scoring import Scorer
+from tests.support import defaults
 
 DAY = 86_400.0
 
@@ -33,9 +33,11 @@ def test_rows_match_hand_computation_including_decay() -> None:
         RankedDoc(doc_id="a"),  # repeat, ignored
     ]
     qrels = [RankedDoc(doc_id="b", rel=2), RankedDoc(doc_id="z", rel=3, t_doc=ts - 14 * DAY)]
-    layout = RowLayout(cutoffs=(1, 3), half_lives=(7 * DAY,))
+    layout = defaults.row_layout(cutoffs=(1, 3), half_lives=(7 * DAY,))
     unlabeled = _query("u", ts, [RankedDoc(doc_id="x", t_doc=ts - 10.0)], [])
-    scored = Scorer(layout).score([_query("q", ts, docs, qrels), unlabeled])
+    scored = Scorer(layout, gain="linear", threshold=1.0).score(
+        [_query("q", ts, docs, qrels), unlabeled]
+    )
     row = dict(zip(layout.plain, scored.plain[0], strict=True))
     assert row["rr"] == 0.5
     assert row["precision@1"] == 0.0
@@ -74,8 +76,8 @@ def test_a_document_has_one_time_in_the_ranking_and_the_ideal(
     ts = 100 * DAY
     docs = [RankedDoc(doc_id="a", t_doc=ranked_time), RankedDoc(doc_id="b", t_doc=ts)]
     qrels = [RankedDoc(doc_id="a", rel=3, t_doc=label_time)]
-    layout = RowLayout(cutoffs=(1, 3), half_lives=(7 * DAY,))
-    scored = Scorer(layout).score([_query("q", ts, docs, qrels)])
+    layout = defaults.row_layout(cutoffs=(1, 3), half_lives=(7 * DAY,))
+    scored = Scorer(layout, gain="linear", threshold=1.0).score([_query("q", ts, docs, qrels)])
     ratio = dict(zip(layout.ratio, scored.ratio[0, 0], strict=True))
     decayed = dict(zip(layout.decayed, scored.decayed[0, 0], strict=True))
     assert ratio["ndcg_decayed@1"] == pytest.approx(1.0)

@@ -20,6 +20,7 @@ from ragstream.events import (
     retrieval_event,
 )
 from ragstream.pipeline.engine import Engine, EngineConfig
+from tests.support import defaults
 from tests.traces._rag import Request
 
 __all__ = ["assert_same_state", "engine_config", "feedback_messages", "reference_messages"]
@@ -30,7 +31,7 @@ LABELS = {"service": "support-bot"}
 def engine_config(traces: str | None = None, encoding: str = "otlp_proto") -> EngineConfig:
     """The engines compared: spans on the topic `traces` in `encoding`; None: the reference,
     which reads the app's own events."""
-    return EngineConfig(
+    return defaults.engine_config(
         cutoffs=(1, 3),
         half_lives=(86400.0,),
         windows=(60.0, 3600.0, 86400.0),

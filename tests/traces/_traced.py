@@ -10,8 +10,9 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 
 from ragstream.events import DecodedAnswer, Message
-from ragstream.pipeline.engine import Engine, EngineConfig
-from ragstream.traces import TraceMapping
+from ragstream.pipeline.engine import Engine
+from tests.support import defaults
+from tests.support.defaults import engine_config
 from tests.traces._rag import CollectorFormat
 
 __all__ = ["TOPIC", "Traced", "answers", "engine"]
@@ -40,9 +41,9 @@ class Traced:
 
 def engine(encoding: str = "otlp_proto", wait: float | None = None) -> Engine:
     """An engine on the event clock reading `TOPIC` in `encoding`."""
-    mapping = TraceMapping() if wait is None else TraceMapping(wait=wait)
+    mapping = defaults.trace_mapping() if wait is None else defaults.trace_mapping(wait=wait)
     return Engine(
-        EngineConfig(
+        engine_config(
             clock="event",
             label_keys=("service",),
             formats=((TOPIC, encoding),),

@@ -13,11 +13,12 @@ from click.testing import CliRunner
 from pydantic import ValidationError
 
 from ragstream.cli import main
-from ragstream.config import Settings, load_settings
-from ragstream.pipeline.engine import Engine, EngineConfig
-from ragstream.traces import TraceMapping, TraceReader, TraceSupportError
+from ragstream.config import Settings, TraceSettings, load_settings
+from ragstream.pipeline.engine import Engine
+from ragstream.traces import TraceReader, TraceSupportError
 from ragstream.wiring import engine_config
 from ragstream.wiring.engine import trace_mapping
+from tests.support import defaults
 from tests.traces._rag import RagApp, per_trace
 
 CONFIG = """
@@ -32,8 +33,25 @@ traces:
 """
 
 
-def test_the_settings_defaults_are_the_mappings_defaults() -> None:
-    assert trace_mapping(Settings().traces) == TraceMapping()
+def test_the_mapping_is_filled_from_the_settings() -> None:
+    """The mapping has no defaults of its own: the settings' (OpenInference's names) reach
+    it, and so does every value set."""
+    mapping = trace_mapping(Settings().traces)
+    assert (mapping.span_kind, mapping.documents, mapping.query_id) == (
+        "openinference.span.kind",
+        "retrieval.documents",
+        None,
+    )
+    assert mapping.labels == (("service", "service.name"),)
+    changed = trace_mapping(
+        TraceSettings(query_id_attribute="session.id", wait=5.0, max_open=3, doc_id_keys=["k"])
+    )
+    assert (changed.query_id, changed.wait, changed.max_open, changed.doc_id_keys) == (
+        "session.id",
+        5.0,
+        3,
+        ("k",),
+    )
 
 
 def test_formats_reach_the_engine(tmp_path: Path) -> None:
@@ -79,8 +97,10 @@ def test_an_otlp_proto_topic_without_the_protobuf_definitions_is_a_clear_error(
     monkeypatch.delitem(sys.modules, "ragstream.traces.otlp_proto", raising=False)
     monkeypatch.setitem(sys.modules, "google.protobuf.message", None)  # as if not installed
     with pytest.raises(TraceSupportError, match=r"pip install 'ragstream\[otlp\]'"):
-        Engine(EngineConfig(formats=(("spans", "otlp_proto"),)))
-    reader = TraceReader({"spans": "otlp_json"}, TraceMapping())  # OTLP/JSON needs no extra
+        Engine(defaults.engine_config(formats=(("spans", "otlp_proto"),)))
+    reader = TraceReader(
+        {"spans": "otlp_json"}, defaults.trace_mapping()
+    )  # OTLP/JSON needs no extra
     assert reader.formats == {"spans": "otlp_json"}
 
 

@@ -9,7 +9,8 @@ import pytest
 
 from bench.hostile_data import hostile_messages
 from ragstream.events import DECODE_REASONS, Message
-from ragstream.pipeline.engine import Engine, EngineConfig
+from ragstream.pipeline.engine import Engine
+from tests.support.defaults import engine_config
 from tests.traces.test_spans import App, _llm, _retriever
 
 pytestmark = pytest.mark.filterwarnings("ignore:Calling .text\\(\\) as a method:DeprecationWarning")
@@ -52,7 +53,7 @@ def test_hostile_and_mutated_messages_on_a_trace_topic(encoding: str) -> None:
     rng = random.Random(encoding)
     junk = [h.value for h in hostile_messages(300, seed=14)]
     junk += _mutations([m.value for m in good], rng, 400)
-    engine = Engine(EngineConfig(clock="event", formats=((good[0].topic, encoding),)))
+    engine = Engine(engine_config(clock="event", formats=((good[0].topic, encoding),)))
     batch = [Message(v, 0, 1000 + i, good[0].topic) for i, v in enumerate(junk)]
     mixed = [*batch[:350], *good, *batch[350:]]
     report = engine.apply(mixed)  # never raises

@@ -19,8 +19,10 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.trace import Span as OtelSpan
 
 from ragstream.events import DECODE_REASONS, Message
-from ragstream.pipeline.engine import BatchReport, Engine, EngineConfig
+from ragstream.pipeline.engine import BatchReport, Engine
 from ragstream.traces import TraceMapping
+from tests.support import defaults
+from tests.support.defaults import engine_config
 from tests.traces._rag import CollectorFormat
 
 T = 1_790_000_000.0  # in the past: later times would be clamped to the wall clock
@@ -97,12 +99,12 @@ def _chain(question: str, answer: str) -> dict[str, Any]:
 
 def _engine(mapping: TraceMapping | None = None, encoding: str = "otlp_proto") -> Engine:
     return Engine(
-        EngineConfig(
+        engine_config(
             clock="event",
             label_keys=("service", "env"),
             formats=((TOPIC, encoding), ("events", "ragstream")),
             traces=mapping
-            or TraceMapping(
+            or defaults.trace_mapping(
                 labels=(("env", "deployment.environment"), ("service", "service.name"))
             ),
         )
@@ -166,7 +168,7 @@ def test_a_chain_with_json_input_and_output_reads_the_configured_keys() -> None:
             pass
         with app.span("llm", _llm("why?", "because (raw)")):
             pass
-    engine = _engine(TraceMapping(query_id="session.id"))
+    engine = _engine(defaults.trace_mapping(query_id="session.id"))
     [(_, answer)] = _apply(engine, app.messages()).answers
     assert (answer.question, answer.answer) == ("why?", "because")
     assert answer.query_id == "s-1"  # the chain span carries the attribute
@@ -208,7 +210,7 @@ def test_a_trace_without_a_retriever_gives_no_answer_and_late_spans_are_counted(
     ):
         pass
     trace_id = f"{root.get_span_context().trace_id:032x}"
-    engine = _engine(TraceMapping(wait=10.0))
+    engine = _engine(defaults.trace_mapping(wait=10.0))
     assert _apply(engine, app.messages()).answers == []
     assert engine.traces is not None
     assert engine.traces.open_traces == 1
@@ -256,7 +258,7 @@ def test_the_oldest_open_trace_closes_early_beyond_max_open() -> None:
             app.span("llm", _llm("q", f"a{i}")),
         ):
             pass
-    engine = _engine(TraceMapping(max_open=2))
+    engine = _engine(defaults.trace_mapping(max_open=2))
     assert len(_apply(engine, app.messages()).answers) == 3
     for i in range(3):
         with app.span("chain", {"openinference.span.kind": "CHAIN"}, root=True):
@@ -359,7 +361,7 @@ def test_otlp_json_reads_what_the_specification_allows() -> None:
 
 
 def test_the_defaults_are_the_openinference_conventions() -> None:
-    m = TraceMapping()
+    m = defaults.trace_mapping()
     attrs, docs, msgs = oi.SpanAttributes, oi.DocumentAttributes, oi.MessageAttributes
     assert m.span_kind == attrs.OPENINFERENCE_SPAN_KIND
     assert m.input_value == attrs.INPUT_VALUE

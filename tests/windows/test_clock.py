@@ -9,7 +9,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ragstream.windows import Clock, ClockMode, Timing, WindowSet, WindowSpec
+from ragstream.windows import Clock, ClockMode, Timing, WindowSet
+from tests.support import defaults
 
 T0 = 1_700_000_000.0
 
@@ -51,7 +52,7 @@ def test_wall_mode_classifies_and_clamps() -> None:
 
 
 def test_late_rule_matches_the_longest_ring() -> None:
-    spec = WindowSpec(columns=("x",), windows=(60.0, 600.0), buckets=10)
+    spec = defaults.window_spec(columns=("x",), windows=(60.0, 600.0), buckets=10)
     wall = FakeWall(T0 + 1e6)
     clock = Clock.for_spec(spec, ClockMode.EVENT, wall=wall)
     windows = WindowSet(spec)  # a row lands when it lands in the longest ring

@@ -11,11 +11,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ragstream.windows import WindowRead, WindowSet, WindowSpec, WindowStore, WindowTotals
+from ragstream.windows import WindowRead, WindowSet, WindowStore, WindowTotals
 from ragstream.windows.store import SeriesKey
+from tests.support import defaults
 
 T0 = 1_700_000_000.0
-SPEC = WindowSpec(
+SPEC = defaults.window_spec(
     columns=("rr", "ndcg@10", "age"),
     decayed=("dcg_decayed@10",),
     half_lives=(5.0, 600.0),

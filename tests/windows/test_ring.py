@@ -12,12 +12,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ragstream.windows import SlidingWindow, WindowSet, WindowSpec
+from tests.support import defaults
 
 from .reference import RefWindow, Row, decayed, plain
 
 T0 = 1_700_000_000.0
 
-SPEC = WindowSpec(
+SPEC = defaults.window_spec(
     columns=("a", "b"),
     decayed=("d",),
     half_lives=(1.0, 30.0),
@@ -55,7 +56,7 @@ def ring_of(spec: WindowSpec, length: float) -> tuple[WindowSet, SlidingWindow]:
     ],
 )
 def test_bucket_boundaries(now: float, t: float, inside: bool) -> None:
-    spec = WindowSpec(columns=("x",), windows=(60.0,), buckets=60, horizon=60.0)
+    spec = defaults.window_spec(columns=("x",), windows=(60.0,), buckets=60, horizon=60.0)
     windows, ring = ring_of(spec, 60.0)
     assert ring.slots == 60 + 1 + 60
     landed = windows.add(now, [t], [[1.0]])
@@ -64,7 +65,7 @@ def test_bucket_boundaries(now: float, t: float, inside: bool) -> None:
 
 
 def test_window_rotates_as_time_advances() -> None:
-    spec = WindowSpec(columns=("x",), windows=(60.0,), buckets=60)
+    spec = defaults.window_spec(columns=("x",), windows=(60.0,), buckets=60)
     windows, ring = ring_of(spec, 60.0)
     windows.add(1000.0, [990.0, 995.5, 1000.0], [[0.1], [0.2], [0.3]])
     assert ring.aggregate(1000.0).count.tolist() == [3]
@@ -94,7 +95,9 @@ def test_rows_beyond_the_horizon_move_the_ring() -> None:
 
 
 def test_memory_is_fixed_whatever_the_number_of_events() -> None:
-    windows = WindowSet(WindowSpec(columns=("a", "b", "c"), decayed=("d",), half_lives=(60.0,)))
+    windows = WindowSet(
+        defaults.window_spec(columns=("a", "b", "c"), decayed=("d",), half_lives=(60.0,))
+    )
     before = windows.nbytes
     slots = [ring.slots for ring in windows.windows.values()]
     rng = np.random.default_rng(7)

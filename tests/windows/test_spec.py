@@ -12,16 +12,17 @@ from ragstream.windows import (
     WindowSpec,
     bucket_of,
 )
+from tests.support import defaults
 
 
 def test_default_windows_and_labels() -> None:
-    spec = WindowSpec(columns=("rr",))
+    spec = defaults.window_spec(columns=("rr",))
     assert spec.names == ("1m", "5m", "1h", "24h")
     assert spec.buckets == 60
     assert spec.bins == 20
     assert spec.horizon == 60.0
     assert spec.width(86400.0) == 1440.0
-    assert WindowSpec(columns=("rr",), windows=(90.0, 7200.0, 604800.0)).names == (
+    assert defaults.window_spec(columns=("rr",), windows=(90.0, 7200.0, 604800.0)).names == (
         "90s",
         "2h",
         "1w",
@@ -29,7 +30,7 @@ def test_default_windows_and_labels() -> None:
 
 
 def test_decayed_layout_is_half_life_major() -> None:
-    spec = WindowSpec(columns=(), decayed=("dcg", "rr"), half_lives=(60.0, 3600.0))
+    spec = defaults.window_spec(columns=(), decayed=("dcg", "rr"), half_lives=(60.0, 3600.0))
     assert spec.decayed_width == 4
     lam = math.log(2)
     np.testing.assert_allclose(spec.rates, [lam / 60, lam / 60, lam / 3600, lam / 3600])
@@ -57,12 +58,14 @@ def test_bucket_of_is_floor() -> None:
 )
 def test_rejects_bad_specs(kwargs: dict[str, object]) -> None:
     with pytest.raises(ValueError):  # noqa: PT011 - each case has its own message
-        WindowSpec(**kwargs)  # type: ignore[arg-type]
+        defaults.window_spec(**kwargs)
 
 
 def test_hist_columns_set_memory_and_round_trip() -> None:
-    full = WindowSpec(columns=("a", "b", "c", "d"), decayed=("x",), half_lives=(60.0,), bins=10)
-    some = WindowSpec(
+    full = defaults.window_spec(
+        columns=("a", "b", "c", "d"), decayed=("x",), half_lives=(60.0,), bins=10
+    )
+    some = defaults.window_spec(
         columns=("a", "b", "c", "d"),
         decayed=("x",),
         half_lives=(60.0,),
@@ -86,8 +89,8 @@ def test_hist_columns_set_memory_and_round_trip() -> None:
 
 
 def test_histograms_of_some_columns_equal_the_full_ones() -> None:
-    full = WindowSpec(columns=("a", "b", "c"), bins=4)
-    some = WindowSpec(columns=("a", "b", "c"), bins=4, hist_columns=("a", "c"))
+    full = defaults.window_spec(columns=("a", "b", "c"), bins=4)
+    some = defaults.window_spec(columns=("a", "b", "c"), bins=4, hist_columns=("a", "c"))
     rng = np.random.default_rng(2)
     values = rng.uniform(-0.2, 1.2, (300, 3))
     values[rng.uniform(size=values.shape) < 0.2] = np.nan

@@ -9,10 +9,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ragstream.windows import WindowRead, WindowSpec, WindowStore
+from ragstream.windows import WindowRead, WindowStore
+from tests.support import defaults
 
 T0 = 1_700_000_000.0
-SPEC = WindowSpec(
+SPEC = defaults.window_spec(
     columns=("rr", "ndcg@10"),
     decayed=("dcg_decayed@10",),
     half_lives=(3600.0, 86400.0),
@@ -106,13 +107,13 @@ def test_rebalance_export_drop_import() -> None:
     assert store.import_partition(exported) == 3  # importing onto held state merges
     assert store.read(T0, LABELS[1])["1h"].queries == 3
     with pytest.raises(ValueError, match="different window spec"):
-        WindowStore(WindowSpec(columns=("rr",))).import_partition(exported)
+        WindowStore(defaults.window_spec(columns=("rr",))).import_partition(exported)
 
 
 def test_a_spec_without_decayed_metrics_exports_and_imports() -> None:
     """Its decayed planes have size 0 (the judge's windows): their shape has to come from
     the number of keys, not be inferred from the data."""
-    spec = WindowSpec(columns=("rr", "p@5"), windows=(3600.0,), buckets=4)
+    spec = defaults.window_spec(columns=("rr", "p@5"), windows=(3600.0,), buckets=4)
     store = WindowStore(spec)
     for i in range(3):
         store.add(0, ("a",), T0, [T0 - 600 * i], [[0.1 * i, 0.5]])

@@ -1,0 +1,105 @@
+"""The drift detectors by name: each one's typed settings, how it is built and restored,
+and what it reads. The engine (`ragstream.pipeline`), the settings (`ragstream.config`)
+and the state topic find the detectors here, so that a new detector is its module and one
+registration (docs/architecture.md, "Where to change what").
+
+A **sequential** detector watches the stream of final per-query values: it has
+``update(values)`` (numbers in order; returns the positions of its detections), ``score``
+(1 is the alarm level), ``alarm``, ``detections`` and ``snapshot()`` / ``restore()``. A
+**windowed** one compares a short window with a long one at each evaluation, as a bank of
+one detector per label set and cell (``ZScoreBank``): ``update(keys, short, long)`` with
+the windows' moments (count, sum, sum of squares) or their histograms, as ``reads`` says.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Hashable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, ClassVar, Generic, Literal, Protocol, TypeVar
+
+import numpy as np
+import numpy.typing as npt
+
+from ragstream.drift.adwin import Adwin, AdwinParams
+from ragstream.drift.bank import PsiBank, ZScoreBank
+from ragstream.drift.page_hinkley import PageHinkley, PageHinkleyParams
+from ragstream.drift.psi import PsiParams
+from ragstream.drift.zscore import ZScoreParams
+
+__all__ = [
+    "DETECTORS",
+    "SEQUENTIAL",
+    "WINDOWED",
+    "DetectorParams",
+    "SequentialDetector",
+    "SequentialKind",
+    "WindowedBank",
+    "WindowedKind",
+]
+
+
+class DetectorParams(Protocol):
+    """A detector's settings: a frozen dataclass of its constructor's arguments."""
+
+    __dataclass_fields__: ClassVar[dict[str, Any]]
+
+
+class SequentialDetector(Protocol):
+    """What the engine asks of a sequential detector."""
+
+    @property
+    def score(self) -> float: ...
+    @property
+    def alarm(self) -> bool: ...
+    @property
+    def detections(self) -> int: ...
+    def update(self, values: npt.ArrayLike) -> npt.NDArray[np.int64]: ...
+    def snapshot(self) -> dict[str, Any]: ...
+
+
+class WindowedBank(Protocol):
+    """What the engine asks of a bank of windowed detectors."""
+
+    keys: list[Hashable]
+    score: npt.NDArray[np.float64]
+    alarm: npt.NDArray[np.bool_]
+    detections: npt.NDArray[np.int64]
+
+    def update(self, keys: Sequence[Hashable], short: Any, long: Any) -> npt.NDArray[np.bool_]: ...
+    def config(self) -> dict[str, Any]: ...
+    def snapshot(self) -> dict[str, Any]: ...
+
+
+P = TypeVar("P")
+
+
+@dataclass(frozen=True, slots=True)
+class SequentialKind(Generic[P]):
+    """A registered sequential detector."""
+
+    params: type[P]
+    build: Callable[[P], SequentialDetector]
+    restore: Callable[[dict[str, Any]], SequentialDetector]
+
+
+@dataclass(frozen=True, slots=True)
+class WindowedKind(Generic[P]):
+    """A registered windowed detector, evaluated as a bank over ``cells``."""
+
+    params: type[P]
+    build: Callable[[tuple[int, ...], P], WindowedBank]
+    restore: Callable[[dict[str, Any]], WindowedBank]
+    reads: Literal["moments", "histograms"]
+    """The windows' moments of each metric, or the histograms of the metrics keeping one."""
+
+
+WINDOWED: Mapping[str, WindowedKind[Any]] = {
+    "zscore": WindowedKind(ZScoreParams, ZScoreBank, ZScoreBank.restore, "moments"),
+    "psi": WindowedKind(PsiParams, PsiBank, PsiBank.restore, "histograms"),
+}
+SEQUENTIAL: Mapping[str, SequentialKind[Any]] = {
+    "page_hinkley": SequentialKind(PageHinkleyParams, PageHinkley.from_params, PageHinkley.restore),
+    "adwin": SequentialKind(AdwinParams, Adwin.from_params, Adwin.restore),
+}
+DETECTORS: tuple[str, ...] = (*WINDOWED, *SEQUENTIAL)
+"""Every registered name, windowed first: the order of the engine's reads."""

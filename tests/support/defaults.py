@@ -1,0 +1,158 @@
+"""Library objects at the settings' defaults, for the tests that need many of them.
+
+The defaults live only in the settings (`ragstream.config`); the library classes take
+every argument. A test states the values it is about and takes the rest from here.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterable
+from typing import Any
+
+from ragstream.config import DriftSettings, JoinSettings, TraceSettings
+from ragstream.config.drift import AdwinSettings, PageHinkleySettings, PsiSettings, ZScoreSettings
+from ragstream.drift import DETECTORS, Adwin, PageHinkley, Psi, PsiBank, ZScore, ZScoreBank
+from ragstream.join import LabelJoin
+from ragstream.judging.results import JudgeResults
+from ragstream.pipeline.drift_config import DriftConfig
+from ragstream.pipeline.engine import EngineConfig
+from ragstream.pipeline.layout import RowLayout
+from ragstream.traces import TraceMapping
+from ragstream.windows import WindowSpec
+from ragstream.wiring.engine import engine_config_of
+from ragstream.wiring.engine import trace_mapping as mapping_of
+
+__all__ = [
+    "adwin",
+    "drift_config",
+    "engine_config",
+    "judge_results",
+    "label_join",
+    "page_hinkley",
+    "psi",
+    "psi_bank",
+    "row_layout",
+    "trace_mapping",
+    "window_spec",
+    "zscore",
+    "zscore_bank",
+]
+
+_ENGINE = engine_config_of(drift=DriftSettings(enabled=False))
+"""The agent's engine at the default settings, drift detection off (a test that watches
+drift gives its own `drift`)."""
+_DRIFT = DriftSettings()
+
+
+def engine_config(**overrides: Any) -> EngineConfig:
+    """The engine's configuration at the defaults, with ``overrides`` (its fields)."""
+    return dataclasses.replace(_ENGINE, **overrides)
+
+
+def label_join(**overrides: Any) -> LabelJoin:
+    """One partition's label join at the `join` defaults, with ``overrides``; its memory
+    of final ids follows `max_open`, as the engine's does."""
+    join = JoinSettings()
+    arguments: dict[str, Any] = {
+        "label_ttl": join.label_ttl,
+        "pending_ttl": join.pending_ttl,
+        "max_open": join.max_open,
+        "max_pending": join.max_pending,
+        **overrides,
+    }
+    arguments.setdefault("recent_final", arguments["max_open"])
+    return LabelJoin(**arguments)
+
+
+def drift_config(
+    *,
+    metrics: tuple[str, ...] = tuple(_DRIFT.metrics),
+    pairs: tuple[tuple[float, float], ...] = tuple(_DRIFT.window_pairs),
+    settle: float = _DRIFT.settle,
+    **detectors: Iterable[tuple[str, Any]] | None,
+) -> DriftConfig:
+    """Drift detection at the `drift` defaults; per registered detector (keyword of its
+    name) the parameters that differ from its defaults as (name, value) pairs, or None to
+    leave it off (not given: on at its defaults)."""
+    unknown = set(detectors) - set(DETECTORS)
+    if unknown:
+        raise TypeError(f"no detector {sorted(unknown)}")
+    on = []
+    for name in DETECTORS:
+        given = detectors.get(name, ())
+        if given is not None:
+            defaults = getattr(_DRIFT, name).params()
+            on.append((name, dataclasses.replace(defaults, **dict(given))))
+    return DriftConfig(metrics=metrics, pairs=pairs, settle=settle, detectors=tuple(on))
+
+
+def zscore(**overrides: Any) -> ZScore:
+    """A `ZScore` at the `drift.zscore` defaults, with ``overrides``."""
+    return ZScore.from_params(dataclasses.replace(ZScoreSettings().params(), **overrides))
+
+
+def psi(**overrides: Any) -> Psi:
+    """A `Psi` at the `drift.psi` defaults, with ``overrides``."""
+    return Psi.from_params(dataclasses.replace(PsiSettings().params(), **overrides))
+
+
+def page_hinkley(**overrides: Any) -> PageHinkley:
+    """A `PageHinkley` at the `drift.page_hinkley` defaults, with ``overrides``."""
+    return PageHinkley.from_params(dataclasses.replace(PageHinkleySettings().params(), **overrides))
+
+
+def adwin(**overrides: Any) -> Adwin:
+    """An `Adwin` at the `drift.adwin` defaults, with ``overrides``."""
+    return Adwin.from_params(dataclasses.replace(AdwinSettings().params(), **overrides))
+
+
+def zscore_bank(cells: tuple[int, ...] = (), **overrides: Any) -> ZScoreBank:
+    """A `ZScoreBank` over ``cells`` at the `drift.zscore` defaults, with ``overrides``."""
+    return ZScoreBank(cells, dataclasses.replace(ZScoreSettings().params(), **overrides))
+
+
+def psi_bank(cells: tuple[int, ...] = (), **overrides: Any) -> PsiBank:
+    """A `PsiBank` over ``cells`` at the `drift.psi` defaults, with ``overrides``."""
+    return PsiBank(cells, dataclasses.replace(PsiSettings().params(), **overrides))
+
+
+def trace_mapping(**overrides: Any) -> TraceMapping:
+    """How spans become events at the `traces` defaults, with ``overrides``."""
+    return dataclasses.replace(mapping_of(TraceSettings()), **overrides)
+
+
+def row_layout(**overrides: Any) -> RowLayout:
+    """The agent's row layout at the `metrics` and `labels` defaults, with ``overrides``."""
+    arguments: dict[str, Any] = {
+        "cutoffs": _ENGINE.cutoffs,
+        "half_lives": _ENGINE.half_lives,
+        "label_keys": _ENGINE.label_keys,
+        **overrides,
+    }
+    return RowLayout(**arguments)
+
+
+def window_spec(**overrides: Any) -> WindowSpec:
+    """A window spec at the `windows` and `metrics` defaults (the agent's windows, buckets,
+    histogram bins and future tolerance), with ``overrides``; give its ``columns``."""
+    arguments: dict[str, Any] = {
+        "windows": _ENGINE.windows,
+        "buckets": _ENGINE.buckets,
+        "bins": _ENGINE.bins,
+        "horizon": _ENGINE.future_tolerance,
+        **overrides,
+    }
+    return WindowSpec(**arguments)
+
+
+def judge_results(**overrides: Any) -> JudgeResults:
+    """The judge's windows at the agent's window defaults, with ``overrides``."""
+    arguments: dict[str, Any] = {
+        "windows": _ENGINE.windows,
+        "buckets": _ENGINE.buckets,
+        "bins": _ENGINE.bins,
+        "horizon": _ENGINE.future_tolerance,
+        **overrides,
+    }
+    return JudgeResults(**arguments)
