@@ -78,8 +78,8 @@ class BatchReader:
         else:
             decoded = [None] * len(values)
         errors: list[IndexedDecodeError] = []
-        for index, read in enumerate(decoded):
-            if read is None:
+        if None in decoded:  # messages the scanner declined (all, without it)
+            for index in [i for i, read in enumerate(decoded) if read is None]:
                 try:
                     decoded[index] = decode_event(values[index], limits)
                 except DecodeError as error:
