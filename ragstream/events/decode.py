@@ -37,12 +37,13 @@ def decode_event(data: bytes | bytearray | None, limits: Limits = DEFAULT_LIMITS
     """Validate one message (UTF-8 JSON object) into an event; raise `DecodeError` otherwise."""
     data = sized(data, limits)
     default = limits is DEFAULT_LIMITS or limits.is_default
-    if default and readable(data):
+    guarded = readable(data)
+    if default and guarded:
         try:
             return _TYPED.decode(data)
         except (msgspec.DecodeError, RecursionError):  # ValidationError is a DecodeError
             pass
-    message = parse(data)
+    message = parse(data, guarded)
     if type(message) is dict:
         times_to_seconds(message)
     try:

@@ -36,6 +36,7 @@ from ragstream.events.timestamps import (
 __all__ = ["oversize", "parse", "rejection", "sized", "times_to_seconds"]
 
 _MAX_DETAIL_CHARS = 300
+_PLAIN = msgspec.json.Decoder()
 _MILLISECONDS = "(Unix seconds before 3000-01-01; milliseconds?)"
 _EVENT_TYPES: Final = ("retrieval", "answer", "feedback")
 _TIMED_LISTS: Final = ("results", "qrels")
@@ -56,14 +57,22 @@ def sized(data: bytes | bytearray | None, limits: Limits) -> bytes | bytearray:
     return data
 
 
-def parse(data: bytes | bytearray) -> Any:
+def parse(data: bytes | bytearray, readable: bool) -> Any:
     """The message as plain JSON values, or `bad_json`.
 
-    The parser (jiter) reads JSON as the schema's producers may write it: strict UTF-8
-    anywhere, unpaired surrogate escapes refused, at most `guard.MAX_DEPTH` levels of
-    nesting, the last of repeated keys kept; NaN and Infinity literals are read as floats
-    (the schema then refuses them where it reads a number) and integers of any size kept.
+    jiter (pydantic-core's parser) decides: strict UTF-8 anywhere, unpaired surrogate
+    escapes refused, at most `guard.MAX_DEPTH` levels of nesting, the last of repeated keys
+    kept; NaN and Infinity literals are read as floats (the schema then refuses them where
+    it reads a number) and integers of any size kept. A message the guard passed
+    (`readable`: UTF-8, not too deep) is first given to msgspec's untyped decoder, which
+    reads the same values (it refuses NaN literals and numbers beyond a double's range,
+    which jiter then reads) in half the time.
     """
+    if readable:
+        try:
+            return _PLAIN.decode(data)
+        except (msgspec.DecodeError, RecursionError):
+            pass
     try:
         return from_json(data, allow_inf_nan=True)
     except ValueError as exc:

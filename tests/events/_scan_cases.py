@@ -328,7 +328,8 @@ class _Writer:
         of any magnitude, nesting at the guard's limit; when faulty, malformed."""
         if self.fault(10):
             bad = self.one(_BAD_JUNK)
-            self.mark(INVALID, f"{what}: {bad!r}")
+            literal = bad in (b"NaN", b"-Infinity")  # not JSON, but read as floats: declined
+            self.mark(UNUSUAL if literal else INVALID, f"{what}: {bad!r}")
             return bad
         if self.oddity(10):  # nested up to the limit, at it, or one past it
             levels = MAX_DEPTH - depth + self.one([-1, 0, 0, 1])
