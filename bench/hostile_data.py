@@ -4,8 +4,8 @@ malformed, extreme and adversarial messages.
 `hostile_messages(count, seed)` yields `Hostile(category, value, expect)` records, the same
 ones for the same arguments. `category` is one of `CATEGORIES` ("valid" for an event as a
 producer writes it); `expect` is the reason code the message must get ("ok" for a valid
-event) when its construction decides it, None when the pydantic reference decides (a
-decoder is then held to the reference's verdict, not to a guess here). The categories:
+event) when its construction decides it, None when the decoder decides (it is then held
+to the pydantic models' verdict, not to a guess here). The categories:
 
 - `invalid_utf8`: a byte sequence that is not UTF-8 (0xFF, an overlong form, an encoded
   surrogate, a code point above U+10FFFF, a truncated or stray sequence) in a value, a key,
@@ -55,7 +55,7 @@ class Hostile(NamedTuple):
     value: bytes
     """The message's bytes."""
     expect: str | None
-    """The reason code it must get ("ok": a valid event), or None: the reference decides."""
+    """The reason code it must get ("ok": a valid event), or None: the decoder decides."""
 
 
 def hostile_messages(

@@ -1,11 +1,12 @@
 """Event schemas (v1): models, decoding with reason codes, and helpers for producers.
 
-The pydantic models (`RetrievalEvent`, `AnswerEvent`, `FeedbackEvent`, `models.py`) are the
-published contract and what the builders (`builders.py`) make; `decode_event` returns their
-msgspec counterparts (`DecodedRetrieval`, ..., `structs.py`), with the same fields.
-Decoding, fastest first: the compiled scanner (`scanner.py`), msgspec (`msgspec_decode.py`,
-behind the `guard.py` check), the pydantic reference (`reference.py`, which names every
-reason of `reasons.py`); `batch.py` chains them for a batch as the engine reads it.
+The msgspec Structs (`DecodedRetrieval`, `DecodedAnswer`, `DecodedFeedback`, `structs.py`)
+are the schema the agent decodes with: `decode_event` (`decode.py`) returns them, and
+`rejections.py` names the reason (`reasons.py`) of a message that is not one. The pydantic
+models (`RetrievalEvent`, ..., `models.py`) have the same fields: they give the JSON Schema
+(`json_schema.py`) and are what the producer helpers (`builders.py`) build. The engine reads
+a batch with `BatchReader` (`batch.py`): the compiled scanner (`scanner.py`) reads retrieval
+events of the common shape into `Scanned` records, `decode_event` the rest.
 """
 
 from ragstream.events.batch import BatchRead, BatchReader, Read
@@ -18,7 +19,7 @@ from ragstream.events.builders import (
     retrieval_event,
     verdict_event,
 )
-from ragstream.events.decode import decode_batch, decode_event, decode_reference, decode_rejected
+from ragstream.events.decode import decode_batch, decode_event
 from ragstream.events.json_schema import event_json_schema
 from ragstream.events.limits import DEFAULT_LIMITS, Limits
 from ragstream.events.message import Message, Record, value_of
@@ -39,7 +40,6 @@ from ragstream.events.models import (
     dedupe_results,
     inline_labels,
 )
-from ragstream.events.msgspec_decode import fast_decode
 from ragstream.events.reasons import DECODE_REASONS, DecodeError, DecodeReason, IndexedDecodeError
 from ragstream.events.structs import (
     DecodedAnswer,
@@ -91,12 +91,9 @@ __all__ = [
     "answer_event",
     "decode_batch",
     "decode_event",
-    "decode_reference",
-    "decode_rejected",
     "dedupe_results",
     "encode_event",
     "event_json_schema",
-    "fast_decode",
     "feedback_event",
     "format_rfc3339",
     "inline_labels",

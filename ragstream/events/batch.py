@@ -1,12 +1,11 @@
-"""A batch of message values to events, the way the engine reads them.
+"""A batch of message values to events, the way the engine reads them (`BatchReader.read`).
 
 With the schema's caps (`Limits.is_default`), the compiled scanner reads the retrieval
-events of the common shape into small records (`Scanned`, no Python object per document),
-msgspec the messages it declines, and the pydantic reference those msgspec rejects: it
-names the reason, or accepts the message after all. With tighter limits every message goes
-through `decode_event`. Either way the same messages are events, with the same values, and
-the rejected ones get the reference's reasons (the differential tests hold the paths to
-one another). The engine and the benchmarks read batches through `BatchReader.read`.
+events of the common shape into small records (`Scanned`, no Python object per document)
+and `decode_event` every message it declines; with tighter limits, or without the scanner,
+`decode_event` reads them all. The scanner accepts only what `decode_event` accepts, with
+the same values (the tests hold it to that), so counts, reasons and values do not depend on
+which read a message; the reasons are `decode_event`'s.
 """
 
 from __future__ import annotations
@@ -14,9 +13,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from ragstream.events.decode import decode_event, decode_rejected
+from ragstream.events.decode import decode_event
 from ragstream.events.limits import DEFAULT_LIMITS, Limits
-from ragstream.events.msgspec_decode import fast_decode_many
 from ragstream.events.reasons import DecodeError, IndexedDecodeError
 from ragstream.events.scanner import Scanned, bounds_of, scan_retrievals
 from ragstream.events.structs import DecodedEvent
@@ -62,7 +60,7 @@ class BatchReader:
         self.label_keys = None if label_keys is None else tuple(label_keys)
         self.graded = graded
         self._fast = limits is DEFAULT_LIMITS or limits.is_default
-        """The schema's caps: msgspec (and the scanner) alone decide what is valid."""
+        """The schema's caps: the scanner may read the batch first."""
         self._bounds = bounds_of(limits)
 
     def read(self, values: Sequence[bytes | bytearray | None]) -> BatchRead:
@@ -77,27 +75,21 @@ class BatchReader:
                 label_keys=self.label_keys,
                 graded=self.graded,
             )
-            declined = [i for i, read in enumerate(decoded) if read is None]
-            if declined:
-                rest = fast_decode_many([values[i] for i in declined], limits.max_message_bytes)
-                for i, event in zip(declined, rest, strict=True):
-                    decoded[i] = event
-        elif self._fast:
-            decoded = fast_decode_many(values, limits.max_message_bytes)  # type: ignore[assignment]
         else:
             decoded = [None] * len(values)
-        if decoded.count(None) == 0:  # the usual batch: every message valid for msgspec
-            return BatchRead(decoded)  # type: ignore[arg-type]
-        decode = decode_rejected if self._fast else decode_event
-        out = BatchRead([], [])
-        assert out.kept is not None
-        for index, (value, read) in enumerate(zip(values, decoded, strict=True)):
-            if read is None:  # the reference names the reason (or accepts it after all)
+        errors: list[IndexedDecodeError] = []
+        if None in decoded:  # messages the scanner declined (all, without it)
+            for index in [i for i, read in enumerate(decoded) if read is None]:
                 try:
-                    read = decode(value, limits)
+                    decoded[index] = decode_event(values[index], limits)
                 except DecodeError as error:
-                    out.errors.append(IndexedDecodeError(index, error))
-                    continue
-            out.events.append(read)
-            out.kept.append(index)
+                    errors.append(IndexedDecodeError(index, error))
+        if not errors:  # the usual batch: every message an event
+            return BatchRead(decoded)  # type: ignore[arg-type]
+        out = BatchRead([], [], errors)
+        assert out.kept is not None
+        for index, read in enumerate(decoded):
+            if read is not None:
+                out.events.append(read)
+                out.kept.append(index)
         return out

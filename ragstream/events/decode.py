@@ -1,65 +1,59 @@
-"""Bytes to events, one message at a time: msgspec, then the reference for what it rejects.
+"""Bytes to events: the one decoder, msgspec into the Structs of `ragstream.events.structs`.
 
-`decode_event` returns the msgspec Structs of `ragstream.events.structs`. A message msgspec
-rejects goes to the pydantic reference (`EVENT_ADAPTER`), which names the reason: rejected
-messages are rare, and the reason codes and details stay exactly the reference's. (Should
-the reference accept a message msgspec rejected, its event is returned: the two are meant
-to agree on every input, which the differential tests check.)
+`decode_event` reads a message in one typed pass of msgspec's C code when it can: the
+Structs carry every constraint of the schema, so parsing and validation are one step. Two
+checks come first: the size (`rejections.sized`) and the guard (`guard.readable`: UTF-8
+throughout, no value nested deeper than the limit), because msgspec skips the values of
+unknown fields without looking inside them. Any message that pass does not accept takes a
+second one: parsed as plain JSON (`rejections.parse`), RFC 3339 times turned into seconds,
+and converted by msgspec into the same Structs; what still fails gets its reason from
+`rejections.rejection`. So a message with text times, or whose repeated key has an invalid
+earlier value (the last one wins), is an event; every other message decodes in the first
+pass. With limits tighter than the schema's caps every message takes the second pass,
+which checks them (`rejections.oversize`).
 
-The reasons are those of `ragstream.events.reasons`; `ragstream.events.batch` reads a
-whole batch the way the engine does (with the compiled scanner first).
+`ragstream.events.batch` reads a whole batch the way the engine does, with the compiled
+scanner in front of this decoder.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ragstream.events.limits import DEFAULT_LIMITS, Limits
-from ragstream.events.models import Event
-from ragstream.events.msgspec_decode import fast_decode
-from ragstream.events.reasons import DecodeError, IndexedDecodeError
-from ragstream.events.reference import check_limits, sized, validate
-from ragstream.events.structs import DecodedEvent, to_decoded
+import msgspec
 
-__all__ = [
-    "decode_batch",
-    "decode_event",
-    "decode_reference",
-    "decode_rejected",
-]
+from ragstream.events.guard import readable
+from ragstream.events.limits import DEFAULT_LIMITS, Limits
+from ragstream.events.reasons import DecodeError, IndexedDecodeError
+from ragstream.events.rejections import oversize, parse, rejection, sized, times_to_seconds
+from ragstream.events.structs import DecodedEvent
+
+__all__ = ["decode_batch", "decode_event"]
+
+_TYPED = msgspec.json.Decoder(DecodedEvent)
 
 
 def decode_event(data: bytes | bytearray | None, limits: Limits = DEFAULT_LIMITS) -> DecodedEvent:
     """Validate one message (UTF-8 JSON object) into an event; raise `DecodeError` otherwise."""
     data = sized(data, limits)
-    event = fast_decode(data)
-    if event is None:  # invalid (or, should they ever disagree, valid for the reference)
-        event = to_decoded(validate(data))
-    if limits is not DEFAULT_LIMITS and not limits.is_default:
-        check_limits(event, limits)
-    return event
-
-
-def decode_rejected(
-    data: bytes | bytearray | None, limits: Limits = DEFAULT_LIMITS
-) -> DecodedEvent:
-    """`decode_event` for a message the msgspec path has already rejected (`fast_decode`
-    gave None), with limits whose caps are the schema's (`Limits.is_default`): the reference
-    names the reason, or, should the two ever disagree, accepts the message. Saves decoding
-    it with msgspec a second time."""
-    return to_decoded(validate(sized(data, limits)))
-
-
-def decode_reference(data: bytes | bytearray | None, limits: Limits = DEFAULT_LIMITS) -> Event:
-    """The pydantic reference decoder: the same checks and reasons, pydantic models out.
-
-    Several times slower than `decode_event`; the differential tests and the benchmark
-    compare the two.
-    """
-    data = sized(data, limits)
-    event = validate(data)
-    if limits is not DEFAULT_LIMITS and not limits.is_default:
-        check_limits(event, limits)
+    default = limits is DEFAULT_LIMITS or limits.is_default
+    guarded = readable(data)
+    if default and guarded:
+        try:
+            return _TYPED.decode(data)
+        except (msgspec.DecodeError, RecursionError):  # ValidationError is a DecodeError
+            pass
+    message = parse(data, guarded)
+    if type(message) is dict:
+        times_to_seconds(message)
+    try:
+        event: DecodedEvent = msgspec.convert(message, DecodedEvent)
+    except msgspec.ValidationError as error:
+        raise rejection(message, error) from None
+    if not default:
+        problem = oversize(message, limits)
+        if problem is not None:
+            raise DecodeError("too_large", problem)
     return event
 
 

@@ -2,17 +2,18 @@
 
 msgspec validates what it decodes, but it skips the values of keys the schema does not
 know without looking inside them: invalid UTF-8 there goes unnoticed, and nesting makes it
-recurse on the C stack until Python's recursion limit raises `RecursionError` (a 2 KB
-message is enough). The pydantic reference rejects both as `bad_json`: its parser refuses
-invalid UTF-8 anywhere and any value nested in more than `MAX_DEPTH` arrays or objects.
+recurse on the C stack until Python's recursion limit raises `RecursionError`. Both are
+`bad_json`: invalid UTF-8 anywhere, and any value nested in more than `MAX_DEPTH` arrays or
+objects.
 
-`readable(data)` is True when neither is the case, so msgspec reads the message and agrees
-with the reference; False sends it to the reference, which names the reason. It costs one
-pass over the bytes in C (`ragstream.events._scan`, when built): 8 bytes at a time, checking
-that all are ASCII and counting the opening brackets; only a message with non-ASCII bytes is
-validated as UTF-8, and only one with more than `MAX_DEPTH` opening brackets is walked to
-measure its depth. `readable_reference` is the same rule in Python (the fallback without the
-compiled module, and what the tests hold the compiled one to).
+`readable(data)` is True when neither is the case, so msgspec's typed pass reads the
+message; False sends it to `decode_event`'s second pass, whose parser (jiter) refuses it and
+names the reason. It is one pass over the bytes in C (`ragstream.events._scan`, when built):
+8 bytes at a time, checking that all are ASCII and counting the opening brackets; only a
+message with non-ASCII bytes is validated as UTF-8, and only one with more than `MAX_DEPTH`
+opening brackets is walked to measure its depth. `readable_reference` is the same rule in
+Python (the fallback without the compiled module, and what the tests hold the compiled one
+to).
 """
 
 from __future__ import annotations
@@ -23,8 +24,8 @@ __all__ = ["MAX_DEPTH", "readable", "readable_reference"]
 
 MAX_DEPTH = 200
 """The deepest a value may be: the number of arrays and objects around it (the top-level
-object's members are at depth 1). The limit of the reference's parser (pydantic-core's
-jiter), so that the two decoders agree."""
+object's members are at depth 1). The limit of jiter, the parser of `decode_event`'s
+second pass, so that both passes agree."""
 
 # JSON tokens as far as depth goes: an opening or closing bracket, a string (possibly
 # unterminated), or a run of anything else but JSON's blanks and separators (a number, a

@@ -2,10 +2,11 @@
 
 Strict types (no coercion: `"query_id": 5` or `"rel": "2"` is an error), unknown fields
 ignored (forward compatibility), size caps from `limits`, timestamps normalised to float
-Unix seconds. Events are frozen models; the items of their lists (`RetrievedDoc`, `Qrel`,
-`Context`) are plain typed dicts, about twice as fast to decode as nested models and not
-tracked by the cyclic garbage collector. Optional item keys may be absent or null: read
-them with `.get()`.
+Unix seconds. The published contract: the JSON Schema (`ragstream schema`) is generated from
+these models and the producer helpers build them; the agent decodes with the msgspec Structs
+of `ragstream.events.structs`, which carry the same fields and constraints. Events are
+frozen models; the items of their lists (`RetrievedDoc`, `Qrel`, `Context`) are plain typed
+dicts. Optional item keys may be absent or null: read them with `.get()`.
 """
 
 from __future__ import annotations
@@ -66,8 +67,7 @@ _LabelKey = Annotated[str, StringConstraints(min_length=1, max_length=MAX_LABEL_
 _LabelValue = Annotated[str, StringConstraints(max_length=MAX_LABEL_CHARS)]
 _Rel = Annotated[float, Field(ge=-MAX_ABS_REL, le=MAX_ABS_REL)]
 
-# cache_strings="keys": interning every short string value (doc ids are mostly unique) makes
-# decoding about a third slower; keys repeat, so they are worth caching.
+# cache_strings="keys": keys repeat, so they are worth caching; doc ids are mostly unique.
 _CONFIG = ConfigDict(
     strict=True, extra="ignore", frozen=True, allow_inf_nan=False, cache_strings="keys"
 )
@@ -240,7 +240,7 @@ Event = Annotated[RetrievalEvent | AnswerEvent | FeedbackEvent, Field(discrimina
 """Any event; `type` selects the model."""
 
 EVENT_ADAPTER: TypeAdapter[Event] = TypeAdapter(Event, config=ConfigDict(cache_strings="keys"))
-"""Validates and serialises the event union (`validate_json` is the decoder's fast path)."""
+"""Validates and serialises the event union (the producer helpers, the JSON Schema)."""
 
 
 InlineLabel = tuple[str, float, float | None]

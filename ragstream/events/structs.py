@@ -1,10 +1,11 @@
-"""Decoded events: the runtime types `decode_event` returns (msgspec Structs, schema v1).
+"""Decoded events: the schema v1 the agent decodes with, and the types `decode_event` returns.
 
-The pydantic models in `ragstream.events.models` are the published contract (JSON Schema,
-producer helpers) and the reference; these Structs carry the same constraints as msgspec
-`Meta` so that msgspec validates while it parses, and they have the same attribute names.
-Numbers only: `ts` and `t_doc` are float Unix seconds here; RFC 3339 strings are
-normalised before validation (see `ragstream.events.msgspec_decode`).
+msgspec Structs with every constraint of the schema as msgspec `Meta` (lengths, ranges,
+strict types, finite numbers), so msgspec validates while it parses. The pydantic models in
+`ragstream.events.models` have the same fields and constraints: they give the published
+JSON Schema and are what the producer helpers build. Numbers only: `ts` and `t_doc` are
+float Unix seconds here; RFC 3339 strings are normalised before validation (see
+`ragstream.events.decode`).
 
 Events are frozen and not tracked by the cyclic garbage collector (`gc=False`): they hold
 only strings, floats and lists/dicts of them, so they cannot form reference cycles unless
@@ -12,15 +13,16 @@ a caller puts an event inside its own lists.
 
 The ranked documents and judgments (`DecodedDoc`, `DecodedQrel`) are small frozen Structs,
 not dicts: a retrieval event carries tens of them, and a Struct of four slots, untracked by
-the garbage collector, costs a fraction of a dict to build, hold and free (the decoder is
-about twice as fast with them on 20-document events). They keep the dict reading style of
-the models' `RetrievedDoc` and `Qrel` (`doc["doc_id"]`, `doc.get("t_doc")`), and an absent
-optional key reads as None, as it does with `.get()` on the model's dicts. Contexts
+the garbage collector, costs a fraction of a dict to build, hold and free. They keep the
+dict reading style of the models' `RetrievedDoc` and `Qrel` (`doc["doc_id"]`,
+`doc.get("t_doc")`), and an absent optional key reads as None, as it does with `.get()` on
+the model's dicts. Contexts
 (`DecodedContext`) stay plain dicts, like the model's `Context`.
 """
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Mapping
 from typing import Annotated, Any, ClassVar, Literal, NotRequired, TypedDict
 
@@ -67,6 +69,8 @@ __all__ = [
 _Id = Annotated[str, Meta(min_length=1, max_length=MAX_ID_CHARS)]
 _Text = Annotated[str, Meta(max_length=MAX_TEXT_CHARS)]
 _Rel = Annotated[float, Meta(ge=-MAX_ABS_REL, le=MAX_ABS_REL)]
+_Finite = Annotated[float, Meta(ge=-sys.float_info.max, le=sys.float_info.max)]
+"""Any finite number (JSON has no NaN or infinity, but a number may round to infinity)."""
 _EventTime = Annotated[float, Meta(ge=MIN_EVENT_TS, lt=MAX_TS)]
 _DocTime = Annotated[float, Meta(ge=MIN_DOC_TS, lt=MAX_TS)]
 _Labels = Annotated[
@@ -100,7 +104,7 @@ class DecodedDoc(_Item, frozen=True, gc=False):
     """One retrieved document (the same fields and types as `RetrievedDoc`)."""
 
     doc_id: _Id
-    score: float | None = None
+    score: _Finite | None = None
     t_doc: _DocTime | None = None
     rel: _Rel | None = None
 
@@ -179,7 +183,7 @@ class DecodedFeedback(_Decoded, frozen=True, gc=False, kw_only=True, tag="feedba
     answer: DecodedVerdict | None = None
 
     def __post_init__(self) -> None:
-        # msgspec turns this into a validation error: the reference then names the reason
+        # msgspec turns this into a validation error (reason `schema`)
         if not feedback_kind_ok(self.doc_id, self.rel, self.answer):
             raise ValueError(FEEDBACK_KINDS)
 

@@ -1,8 +1,9 @@
 """Event and document timestamps: RFC 3339 strings or Unix seconds, normalised to float seconds.
 
-Numbers are validated in pydantic-core (no Python call on the hot path); only strings reach
-the RFC 3339 parser. Bounds reject absurd values, notably Unix *milliseconds*: any time after
-1971-01-12 in milliseconds is past the upper bound (year 3000) and fails loudly.
+Numbers are validated by the schema's bounds (msgspec for decoding, pydantic for the
+models); only strings reach the RFC 3339 parser. Bounds reject absurd values, notably Unix
+*milliseconds*: any time after 1971-01-12 in milliseconds is past the upper bound (year
+3000) and fails loudly.
 """
 
 from __future__ import annotations
@@ -92,8 +93,8 @@ def rfc3339_seconds(text: str) -> float | None:
 def _matched_seconds(text: str, match: re.Match[str] | None = None) -> float:
     """Seconds of a string already known to match `RFC3339_PATTERN`.
 
-    The C parser (`datetime.fromisoformat`, about 10x faster than the regex path) handles
-    the common forms; lowercase `t`/`z`, leap seconds and invalid dates take the slow path.
+    The C parser (`datetime.fromisoformat`) handles the common forms; lowercase `t`/`z`,
+    leap seconds and invalid dates take the slow path.
     """
     try:
         return datetime.fromisoformat(text).timestamp()

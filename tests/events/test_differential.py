@@ -1,10 +1,10 @@
-"""The msgspec decoder against the pydantic reference: same verdict, reason and values on any input.
+"""The decoder against the published contract: the same verdict and values on any input.
 
-For every message: `decode_event` (msgspec Structs) and `decode_reference` (pydantic models)
-both accept with equal field values (floats compared by repr, so types and -0.0 count), or
-both reject with the same reason; and msgspec alone (`fast_decode`) accepts exactly what the
-reference accepts, so the reference is only ever asked why a message is invalid. The
-compiled scanner, on each message, accepts only what msgspec accepts, with its values.
+For every message: `decode_event` (the msgspec Structs) and the pydantic models that give
+the JSON Schema and the producer helpers (`EVENT_ADAPTER`) both accept with equal field
+values (floats compared by repr, so types and -0.0 count), or both reject; the reasons are
+pinned by the tables. The compiled scanner, on each message, accepts only what
+`decode_event` accepts, with its values.
 """
 
 from __future__ import annotations
@@ -17,10 +17,11 @@ import msgspec
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from pydantic import BaseModel
+from pydantic import BaseModel, ValidationError
 
 from ragstream.events import (
     DEFAULT_LIMITS,
+    EVENT_ADAPTER,
     DecodedEvent,
     DecodedRetrieval,
     DecodeError,
@@ -29,10 +30,7 @@ from ragstream.events import (
     RetrievalEvent,
     decode_batch,
     decode_event,
-    decode_reference,
-    fast_decode,
 )
-from ragstream.events.msgspec_decode import fast_decode_many
 from ragstream.events.scanner import AVAILABLE, bounds_of, scan_retrievals
 from ragstream.events.timestamps import MAX_TS, MIN_DOC_TS
 
@@ -82,52 +80,24 @@ def _verdict(decode: Any, data: bytes | None, limits: Limits) -> tuple[Any, ...]
         return ("error", exc.reason, exc.detail)
 
 
-def _agree(data: bytes | None, limits: Limits = DEFAULT_LIMITS) -> tuple[Any, ...]:
-    """Assert both decoders agree on `data`, and the compiled scanner accepts it only with
-    msgspec's values; the common verdict."""
-    reference = _verdict(decode_reference, data, limits)
-    assert _verdict(decode_event, data, limits) == reference
-    _scanned_as_msgspec(data, limits)
-    if data and limits is DEFAULT_LIMITS and len(data) <= limits.max_message_bytes:
-        fast = fast_decode(data)
-        if fast is not None:
-            assert ("ok", _canon(_dump(fast))) == reference
-        elif reference[0] == "ok":
-            assert _reference_only(data)
-    return reference
-
-
-def _reference_only(data: bytes) -> bool:
-    """Valid messages msgspec rejects (they take the reference path in `decode_event`).
-
-    NaN/Infinity literals (not JSON; the reference ignores them in unknown fields), numbers
-    beyond the range of a double (JSON, but msgspec's generic decode of a message with
-    RFC 3339 times refuses them even in unknown fields), and repeated keys (msgspec
-    validates every occurrence, the reference only the last).
-    """
-    repeated = False
-
-    def float_hook(text: str) -> float:
-        value = float(text)
-        if math.isinf(value):
-            raise ZeroDivisionError
-        return value
-
-    def pairs_hook(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-        nonlocal repeated
-        repeated = repeated or len({key for key, _ in pairs}) < len(pairs)
-        return dict(pairs)
-
+def _contract(data: bytes | None) -> tuple[Any, ...]:
+    """The pydantic models' verdict: `("ok", values)` or `("error",)`."""
+    if not data or len(data) > DEFAULT_LIMITS.max_message_bytes:
+        return ("error",)
     try:
-        json.loads(
-            data,
-            parse_constant=lambda name: 1 / 0,
-            parse_float=float_hook,
-            object_pairs_hook=pairs_hook,
-        )
-    except ZeroDivisionError:
-        return True
-    return repeated
+        return ("ok", _canon(_dump(EVENT_ADAPTER.validate_json(data))))
+    except ValidationError:
+        return ("error",)
+
+
+def _agree(data: bytes | None, limits: Limits = DEFAULT_LIMITS) -> tuple[Any, ...]:
+    """Assert the decoder agrees with the models on `data` (with the schema's caps), and the
+    compiled scanner accepts it only with the decoder's values; the decoder's verdict."""
+    verdict = _verdict(decode_event, data, limits)
+    if limits is DEFAULT_LIMITS:
+        assert (verdict if verdict[0] == "ok" else verdict[:1]) == _contract(data)
+    _scanned_as_msgspec(data, limits)
+    return verdict
 
 
 # -- tables ----------------------------------------------------------------------------------
@@ -154,7 +124,7 @@ _RAW = [
     b'{"ts": "not a time", ' + to_bytes(FEEDBACK)[1:],  # a repeated key: the last one wins
     to_bytes(FEEDBACK)[:-1] + b', "rel": 2, "type": "answer"}',
     to_bytes(FEEDBACK)[:-1] + b', "rel": "2"}',
-    # valid for the reference, rejected by msgspec alone: decode_event asks the reference
+    # valid, but not for msgspec's typed pass: read in the second pass (`decode_event`)
     to_bytes(FEEDBACK)[:-1] + b', "extra": [NaN, -Infinity]}',
     b'{"type": "answer", ' + to_bytes(FEEDBACK)[1:],
     b'{"rel": [1], ' + to_bytes(changed(FEEDBACK, ts=1))[1:],
@@ -301,7 +271,7 @@ def test_inline_labels_of_repeated_documents_are_one_answer(
     data = to_bytes(changed(RETRIEVAL, results=results, qrels=qrels))
     assert _agree(data)[0] == "ok"
     ids = list(dict.fromkeys(doc["doc_id"] for doc in results))
-    for decode in (decode_event, decode_reference, fast_decode):
+    for decode in (decode_event, EVENT_ADAPTER.validate_json):
         event = decode(data)
         assert isinstance(event, RetrievalEvent | DecodedRetrieval)
         docs, repeats, labels = event.ranking()
@@ -320,9 +290,9 @@ def test_malformed_messages(data: bytes | None) -> None:
 
 
 @pytest.mark.parametrize("data", _RAW[-3:])
-def test_what_only_the_reference_accepts_still_decodes(data: bytes) -> None:
-    assert fast_decode(data) is None
-    assert _reference_only(data)
+def test_what_the_typed_pass_refuses_still_decodes(data: bytes) -> None:
+    """NaN/Infinity literals in unknown fields, and repeated keys whose earlier value is
+    invalid (the last one wins)."""
     assert decode_event(data).type == "feedback"
 
 
@@ -360,31 +330,11 @@ def test_tighter_limits(limits: Limits, name: str) -> None:
 def test_batches_agree_with_one_by_one() -> None:
     messages = [to_bytes(m) for m in _TRICKY.values()] + [m for m in _RAW if m is not None]
     events, errors = decode_batch(messages)
-    verdicts = [_verdict(decode_reference, m, DEFAULT_LIMITS) for m in messages]
+    verdicts = [_verdict(decode_event, m, DEFAULT_LIMITS) for m in messages]
     assert [("ok", _canon(_dump(e))) for e in events] == [v for v in verdicts if v[0] == "ok"]
-    assert [(e.index, e.error.reason) for e in errors] == [
-        (i, v[1]) for i, v in enumerate(verdicts) if v[0] == "error"
+    assert [(e.index, e.error.reason, e.error.detail) for e in errors] == [
+        (i, *v[1:]) for i, v in enumerate(verdicts) if v[0] == "error"
     ]
-
-
-def test_fast_batches_agree_with_one_by_one() -> None:
-    """`fast_decode_many` is `fast_decode` per message, with None for what only the
-    reference may take (empty, over the size limit, rejected by msgspec)."""
-    messages: list[bytes | None] = [to_bytes(m) for m in _TRICKY.values()]
-    messages += _RAW
-    big = to_bytes(RETRIEVAL)
-    messages += [big, big + b" " * 8]
-    decoded = fast_decode_many(messages, len(big) + 4)
-    assert len(decoded) == len(messages)
-    for data, event in zip(messages, decoded, strict=True):
-        if not data or len(data) > len(big) + 4:
-            assert event is None
-            continue
-        alone = fast_decode(data)
-        assert (event is None) == (alone is None)
-        if event is not None and alone is not None:
-            assert _canon(_dump(event)) == _canon(_dump(alone))
-    assert decoded[-2] is not None  # at the size limit: decoded
 
 
 # -- properties ------------------------------------------------------------------------------

@@ -2,9 +2,9 @@
 
 Two kinds of input that msgspec reads without validating, because it skips the values of
 keys the schema does not know: deep nesting (msgspec recurses on the C stack until Python's
-recursion limit, then raises `RecursionError`) and invalid UTF-8. Both are `bad_json`, as
-the pydantic reference says: no value may be nested in more than 200 arrays or objects
-(the reference parser's limit), and the whole message must be UTF-8 (docs/events.md).
+recursion limit, then raises `RecursionError`) and invalid UTF-8. Both are `bad_json`: no
+value may be nested in more than 200 arrays or objects (the limit of jiter, the parser of
+`decode_event`'s second pass), and the whole message must be UTF-8 (docs/events.md).
 """
 
 from __future__ import annotations
@@ -13,26 +13,36 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
+import msgspec
 import pytest
 
 from ragstream.events import (
     DEFAULT_LIMITS,
+    BatchReader,
+    DecodedEvent,
     DecodeError,
     Limits,
     decode_batch,
     decode_event,
-    decode_reference,
-    decode_rejected,
-    fast_decode,
 )
 from ragstream.events.guard import MAX_DEPTH, readable, readable_reference
-from ragstream.events.msgspec_decode import fast_decode_many
 from ragstream.events.scanner import AVAILABLE, bounds_of, scan_retrievals
 
 from ._examples import ANSWER, FEEDBACK, GOLDEN, to_bytes
 
 _FEEDBACK = to_bytes({**FEEDBACK, "ts": 1714564990})  # numeric: msgspec's one-pass path
-_TEXT_TIME = to_bytes(FEEDBACK)  # an RFC 3339 ts: msgspec's second path (a generic decode)
+_TEXT_TIME = to_bytes(FEEDBACK)  # an RFC 3339 ts: decode_event's second pass
+
+
+def _typed(data: bytes) -> DecodedEvent | None:
+    """What `decode_event`'s first pass makes of `data` (the guard, then msgspec's typed
+    decode), None when it leaves the message to the second pass."""
+    if not readable(data):
+        return None
+    try:
+        return msgspec.json.decode(data, type=DecodedEvent)
+    except (msgspec.DecodeError, RecursionError):
+        return None
 
 
 def _with(base: bytes, member: bytes) -> bytes:
@@ -131,11 +141,14 @@ _ACCEPTED = {
 Decoder = Callable[[bytes], Any]
 _DECODERS: dict[str, Decoder] = {
     "decode_event": decode_event,
-    "decode_reference": decode_reference,
-    "decode_rejected": decode_rejected,
+    "BatchReader": lambda data: _only(_batch(BatchReader().read([data]))),
     "decode_event, tighter limits": lambda data: decode_event(data, Limits(max_results=10)),
     "decode_batch": lambda data: _only(decode_batch([data])),
 }
+
+
+def _batch(read: Any) -> tuple[list[Any], list[Any]]:
+    return read.events, read.errors
 
 
 def _only(batch: tuple[list[Any], list[Any]]) -> Any:
@@ -161,12 +174,9 @@ def test_hostile_messages_are_bad_json_in_every_decoder(decoder: str, data: byte
 
 
 @pytest.mark.parametrize("data", _HOSTILE.values(), ids=_HOSTILE)
-def test_msgspec_and_the_scanner_leave_hostile_messages_to_the_reference(data: bytes) -> None:
-    assert fast_decode(data) is None
-    assert fast_decode_many([data, _FEEDBACK], len(data) + len(_FEEDBACK)) == [
-        None,
-        fast_decode(_FEEDBACK),
-    ]
+def test_the_typed_pass_and_the_scanner_leave_hostile_messages_to_the_second(data: bytes) -> None:
+    assert _typed(data) is None
+    assert _typed(_FEEDBACK) is not None
     assert scan_retrievals([data], bounds_of(DEFAULT_LIMITS)) == [None]
 
 
@@ -181,26 +191,29 @@ def test_msgspec_itself_refuses_unpaired_surrogates_anywhere(data: bytes) -> Non
     """RFC 8259 lets a string escape a lone surrogate; msgspec and the reference both
     refuse it, even under a key the schema does not know (it is not Unicode text)."""
     assert readable(data)  # ASCII and shallow: msgspec decides, and says no
-    assert fast_decode(data) is None
+    assert _typed(data) is None
 
 
 @pytest.mark.parametrize("decoder", _DECODERS)
 @pytest.mark.parametrize("data", _ACCEPTED.values(), ids=_ACCEPTED)
 def test_what_is_nested_or_encoded_within_the_rules_is_an_event(decoder: str, data: bytes) -> None:
     assert _reason(_DECODERS[decoder], data) == "ok"
-    assert fast_decode(data) is not None  # no detour through the reference
+    text_time = data.startswith(_TEXT_TIME[:-1])  # the second pass reads RFC 3339 times
+    assert text_time or _typed(data) is not None  # read in the first pass
     assert readable(data)
     assert readable_reference(data)
 
 
-def test_the_depth_limit_is_the_reference_parsers() -> None:
-    """At MAX_DEPTH the reference parser (pydantic's) accepts, one more and it refuses: the
-    decoders agree at the boundary, whatever the kind of container."""
+def test_the_depth_limit_is_the_parsers() -> None:
+    """At MAX_DEPTH both passes accept, one more and both refuse (the guard, then jiter),
+    whatever the kind of container."""
     for wrap in (_arrays, _objects, _mixed):
         at_limit = _with(_FEEDBACK, b'"x": ' + wrap(MAX_DEPTH - 1, b"1"))
         over = _with(_FEEDBACK, b'"x": ' + wrap(MAX_DEPTH, b"1"))
-        assert _reason(decode_reference, at_limit) == _reason(decode_event, at_limit) == "ok"
-        assert _reason(decode_reference, over) == _reason(decode_event, over) == "bad_json"
+        assert _typed(at_limit) is not None
+        assert _reason(decode_event, at_limit) == "ok"
+        assert _typed(over) is None
+        assert _reason(decode_event, over) == "bad_json"
 
 
 def _at_depth(frames: int, call: Callable[[], Any]) -> Any:
@@ -212,15 +225,14 @@ def _at_depth(frames: int, call: Callable[[], Any]) -> Any:
 
 def test_no_recursion_error_escapes_on_a_nearly_full_stack() -> None:
     """Within the depth limit msgspec still recurses; called with the Python stack nearly
-    full it may raise RecursionError, which the msgspec path turns into a detour through
-    the reference (whose parser does not use the Python stack): the event is decoded."""
+    full it may raise RecursionError, which sends the message to the second pass (whose
+    parser does not use the Python stack): the event is decoded."""
     data = _with(_FEEDBACK, b'"x": ' + _arrays(MAX_DEPTH - 1, b"1"))
     headroom = 60
     frames = sys.getrecursionlimit() - len(_stack()) - headroom
-    results = _at_depth(frames, lambda: (fast_decode(data), _reason(decode_event, data)))
-    assert results[1] == "ok"
-    events = _at_depth(frames, lambda: fast_decode_many([data], len(data)))
-    assert len(events) == 1
+    assert _at_depth(frames, lambda: _reason(decode_event, data)) == "ok"
+    read = _at_depth(frames, lambda: BatchReader(scan=False).read([data]))
+    assert (len(read.events), read.errors) == (1, [])
 
 
 def _stack() -> list[Any]:
@@ -232,7 +244,7 @@ def _stack() -> list[Any]:
     return frames
 
 
-def test_text_is_left_to_the_reference_which_reads_it() -> None:
+def test_text_is_left_to_the_second_pass_which_reads_it() -> None:
     text = _FEEDBACK.decode()
     assert not readable(text)
     assert not readable_reference(text)
