@@ -40,7 +40,7 @@ def test_rows_keep_their_numbers_and_contributions_through_the_cut() -> None:
     first = _rows(table, 5000)
     assert first == 0
     fresh = table.take_fresh()
-    assert fresh == range(0, 5000)
+    assert fresh == range(5000)
     values = np.arange(5000 * 3, dtype=np.float64).reshape(5000, 3)
     table.store(fresh, values)
     later = _rows(table, 10)
@@ -84,10 +84,12 @@ def test_rows_given_a_detail_are_not_scored_from_their_columns() -> None:
     ts, tops, ranked, judged = table.columns(fresh)
     assert ts == [TS, TS + 2]
     assert [len(top) for top in tops] == [24, 24]  # three C doubles each
-    assert ranked is None and judged is None
+    assert ranked is None
+    assert judged is None
     table.store(fresh, np.array([[1.0, 2.0], [5.0, 6.0]]))
     assert table.query(1) is detail
-    assert table.labeled(1) and not table.labeled(0)
+    assert table.labeled(1)
+    assert not table.labeled(0)
     row = table.contribution(2)
     assert row is not None
     assert row.tolist() == [5.0, 6.0]
