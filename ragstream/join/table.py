@@ -272,10 +272,14 @@ class QueryTable:
 
     def close(self, rows: Sequence[int]) -> None:
         """The caller has read these final rows: they may be cut off."""
-        base, closed, detail = self.base, self.closed, self.detail
-        for row in rows:
-            closed[row - base] = 1
-            detail.pop(row, None)
+        if not rows:
+            return
+        at = np.fromiter(rows, dtype=np.int64, count=len(rows)) - self.base
+        np.frombuffer(self.closed, dtype=np.uint8)[at] = 1
+        detail = self.detail
+        if detail:
+            for row in list(filter(detail.__contains__, rows)):
+                del detail[row]
 
     def compact(self) -> None:
         """Cut off the closed rows before the first open one, when they are many."""

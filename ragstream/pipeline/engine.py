@@ -525,6 +525,10 @@ class Engine:
                 detail, ranked, base = table.detail, table.ranked, table.base
                 if ranked is None:  # the labeled ones have a detail
                     final_rows = list(filter(detail.__contains__, final_rows))
+                else:  # or were graded by the scanner
+                    final_rows = [
+                        r for r in final_rows if ranked[r - base] is not None or r in detail
+                    ]
                 for row in final_rows:
                     labeled = detail.get(row)
                     if labeled is not None:
