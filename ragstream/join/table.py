@@ -36,8 +36,9 @@ __all__ = ["QueryTable", "Rows"]
 _TOP = attrgetter("top")
 _RANKED = attrgetter("ranked")
 _JUDGED = attrgetter("judged")
-_COMPACT = 4096
-"""Closed rows at the front before they are cut off (when they are also at least half)."""
+_COMPACT = 1024
+"""Closed rows at the front before they are cut off (when they are also at least an eighth
+of the rows): the closed rows kept meanwhile hold their messages."""
 
 Rows = range | list[int]
 """Row numbers: a run of them, or any in a given order."""
@@ -286,7 +287,7 @@ class QueryTable:
         cut = self.closed.find(0)
         if cut < 0:
             cut = len(self.ids)
-        if cut < _COMPACT or 2 * cut < len(self.ids):
+        if cut < _COMPACT or 8 * cut < len(self.ids):
             return
         del self.ids[:cut], self.labelsets[:cut], self.ts[:cut]
         del self.tops[:cut], self.raws[:cut], self.closed[:cut]
