@@ -30,7 +30,7 @@ from bench.pipeline_report import TRAFFICS
 from bench.pipeline_stages import BATCH, engine_config
 from ragstream.events import Message
 from ragstream.pipeline.engine import Engine, EngineConfig
-from ragstream.pipeline.gc import tune_gc
+from ragstream.pipeline.gc_tuning import tune_gc
 
 __all__ = ["batches", "cpu_pass", "main"]
 

@@ -38,7 +38,7 @@ from bench.pipeline_data import DataConfig
 from bench.pipeline_report import TRAFFICS, Traffic
 from bench.pipeline_stages import engine_config
 from ragstream.config.settings import KafkaSettings
-from ragstream.pipeline.gc import tune_gc
+from ragstream.pipeline.gc_tuning import tune_gc
 from tests.support import KafkaBroker, fetch_kafka_jars
 
 __all__ = ["main"]

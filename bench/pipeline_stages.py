@@ -48,7 +48,7 @@ from bench.pipeline_group import GroupMember
 from ragstream.config import JoinSettings, LabelSettings
 from ragstream.events import Message, Record
 from ragstream.pipeline.engine import Engine, EngineConfig
-from ragstream.pipeline.gc import tune_gc
+from ragstream.pipeline.gc_tuning import tune_gc
 from ragstream.pipeline.runner import Runner
 from ragstream.sources.kafka import KafkaSource, KafkaSourceConfig
 from ragstream.wiring import engine_config_of

@@ -24,7 +24,7 @@ from ragstream.exporter.http import Health, MetricsServer
 from ragstream.judging.collector import JudgeCollector
 from ragstream.judging.service import JudgingService
 from ragstream.pipeline.engine import Engine
-from ragstream.pipeline.gc import tune_gc
+from ragstream.pipeline.gc_tuning import tune_gc
 from ragstream.pipeline.runner import DeadLetterSink, Runner, Source
 
 __all__ = ["Agent"]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import gc
 
-from ragstream.pipeline.gc import tune_gc
+from ragstream.pipeline.gc_tuning import tune_gc
 
 
 def test_tune_gc_freezes_the_start_up_heap_and_raises_the_threshold() -> None:

@@ -16,7 +16,7 @@ from ragstream.cli._settings import file_settings_options, with_settings
 from ragstream.config import Settings
 from ragstream.judging.service import JudgingService
 from ragstream.pipeline.engine import Engine
-from ragstream.pipeline.gc import tune_gc
+from ragstream.pipeline.gc_tuning import tune_gc
 from ragstream.report.console import render_replay
 from ragstream.report.replay import judging_summary, query_record, summary
 from ragstream.sources.jsonl import LineCounts, read_jsonl

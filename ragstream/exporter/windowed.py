@@ -17,7 +17,7 @@ import numpy as np
 from ragstream.exporter.drift import drift_families
 from ragstream.exporter.family import PREFIX, Family
 from ragstream.pipeline.engine import Engine
-from ragstream.pipeline.layout import EVENT_TIME, Column
+from ragstream.pipeline.row_layout import EVENT_TIME, Column
 from ragstream.windows import WindowTotals
 
 __all__ = ["build", "metric_for_column"]

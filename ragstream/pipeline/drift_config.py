@@ -8,7 +8,7 @@ from typing import Any
 
 from ragstream.drift import SEQUENTIAL, WINDOWED, DetectorParams
 from ragstream.durations import format_duration
-from ragstream.pipeline.layout import RowLayout
+from ragstream.pipeline.row_layout import RowLayout
 
 __all__ = [
     "DriftConfig",

@@ -38,7 +38,7 @@ from ragstream.join.table import Rows
 from ragstream.metrics import Gain
 from ragstream.pipeline.drift_config import DriftConfig, ResolvedDrift
 from ragstream.pipeline.labelsets import LabelSetMapper
-from ragstream.pipeline.layout import RowLayout
+from ragstream.pipeline.partition_tally import PartitionTally, merge_final, sum_counters
 from ragstream.pipeline.partitions import (
     VERSION,
     JoinLimits,
@@ -48,9 +48,9 @@ from ragstream.pipeline.partitions import (
     SideState,
     state_config,
 )
+from ragstream.pipeline.row_layout import RowLayout
 from ragstream.pipeline.scoring import ScoredQueries, Scorer
-from ragstream.pipeline.sequential import Held, SequentialDrift
-from ragstream.pipeline.tally import PartitionTally, merge_final, sum_counters
+from ragstream.pipeline.sequential_drift import Held, SequentialDrift
 from ragstream.pipeline.windowed_drift import WindowedDrift
 from ragstream.traces import OTLP_FORMATS, TraceMapping, TraceReader
 from ragstream.windows import (

@@ -16,8 +16,8 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from ragstream.join import LabelJoin
-from ragstream.pipeline.sequential import Held, SequentialDrift
-from ragstream.pipeline.tally import PartitionTally
+from ragstream.pipeline.partition_tally import PartitionTally
+from ragstream.pipeline.sequential_drift import Held, SequentialDrift
 from ragstream.traces import TraceReader
 from ragstream.windows import WindowSpec, WindowStore
 
@@ -156,7 +156,7 @@ class PartitionState:
     join: LabelJoin | None = None
     """Its open queries and waiting labels."""
     detectors: Held = field(default_factory=dict)
-    """Its sequential drift detectors (`ragstream.pipeline.sequential`), by label set."""
+    """Its sequential drift detectors (`ragstream.pipeline.sequential_drift`), by label set."""
 
     def export(self, shares: Shares) -> dict[str, Any]:
         """The partition's record without its header (`Engine.export_partitions` adds the

@@ -1,6 +1,6 @@
 """Per-query metric values for a batch of open queries, in one pass of the kernels.
 
-The metrics are those of a `RowLayout` (`ragstream.pipeline.layout`): plain metrics; per
+The metrics are those of a `RowLayout` (`ragstream.pipeline.row_layout`): plain metrics; per
 half-life the ratio metrics (which do not change with the read time) and the sum metrics
 valued at the query's event time `ts` (a window decays them live from there, since
 `sum_i g_i exp(-lam (t - t_doc_i)) = exp(-lam (t - ts)) * sum_i g_i exp(-lam (ts - t_doc_i))`);
@@ -25,7 +25,7 @@ from ragstream.metrics import (
     evaluate,
     mean_doc_ages,
 )
-from ragstream.pipeline.layout import RowLayout
+from ragstream.pipeline.row_layout import RowLayout
 
 __all__ = ["ScoredQueries", "Scorer"]
 

@@ -14,7 +14,7 @@ from typing import Any
 from ragstream.judging.results import JudgeResults
 from ragstream.metrics import parse_metric
 from ragstream.pipeline.engine import Engine
-from ragstream.pipeline.layout import EVENT_TIME, RowLayout
+from ragstream.pipeline.row_layout import EVENT_TIME, RowLayout
 
 __all__ = ["SUMMARY_METRICS", "render_generation", "render_replay", "render_summary"]
 

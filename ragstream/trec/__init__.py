@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     )
     from ragstream.trec.qrels import read_qrels
     from ragstream.trec.records import TrecTable
-    from ragstream.trec.run import read_run
+    from ragstream.trec.run_file import read_run
 
 __all__ = [
     "DEFAULT_METRICS",
@@ -48,7 +48,7 @@ _LAZY = {
     "evaluate_files": "ragstream.trec.evaluate",
     "evaluate_tables": "ragstream.trec.evaluate",
     "read_qrels": "ragstream.trec.qrels",
-    "read_run": "ragstream.trec.run",
+    "read_run": "ragstream.trec.run_file",
     "TrecTable": "ragstream.trec.records",
 }
 

@@ -164,7 +164,7 @@ def _read_and_join(
     compiled path does not need it."""
     from ragstream.trec._join import join_tables
     from ragstream.trec.qrels import read_qrels
-    from ragstream.trec.run import read_run
+    from ragstream.trec.run_file import read_run
 
     tables = read_qrels(qrels), read_run(run)
     return join_tables(*tables, keep_best=keep_best, complete=complete)

@@ -9,7 +9,7 @@ See docs/windows.md.
 from ragstream.windows.aggregate import Aggregate
 from ragstream.windows.clock import Clock, ClockMode, Stamped, Timing
 from ragstream.windows.decay import ForwardDecay, decay_rates
-from ragstream.windows.ring import SlidingWindow
+from ragstream.windows.sliding_window import SlidingWindow
 from ragstream.windows.spec import (
     WindowSpec,
     bucket_of,

@@ -10,7 +10,7 @@ import numpy.typing as npt
 
 from ragstream.windows.aggregate import Aggregate
 from ragstream.windows.decay import ForwardDecay
-from ragstream.windows.ring import SlidingWindow, prepare_rows
+from ragstream.windows.sliding_window import SlidingWindow, prepare_rows
 from ragstream.windows.spec import F64, WindowSpec
 
 __all__ = ["WindowRead", "WindowSet"]

@@ -17,7 +17,7 @@ from ragstream.join import LabelJoin
 from ragstream.judging.results import JudgeResults
 from ragstream.pipeline.drift_config import DriftConfig
 from ragstream.pipeline.engine import EngineConfig
-from ragstream.pipeline.layout import RowLayout
+from ragstream.pipeline.row_layout import RowLayout
 from ragstream.traces import TraceMapping
 from ragstream.windows import WindowSpec
 from ragstream.wiring.engine import engine_config_of

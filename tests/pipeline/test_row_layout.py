@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from ragstream.metrics import REGISTRY
-from ragstream.pipeline.layout import EVENT_TIME, EVENT_TIME_BASE, RowLayout
+from ragstream.pipeline.row_layout import EVENT_TIME, EVENT_TIME_BASE, RowLayout
 from tests.support import defaults
 
 LAYOUT = defaults.row_layout(
