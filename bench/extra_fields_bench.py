@@ -30,10 +30,9 @@ import argparse
 import asyncio
 import os
 import statistics
-from typing import Any
 
 from bench.engine_bench import batches, cpu_pass
-from bench.pipeline_bench import produce, run_stage
+from bench.pipeline_bench import produce, run_stage, stage_args
 from bench.pipeline_data import DataConfig
 from bench.pipeline_report import TRAFFICS, Traffic
 from bench.pipeline_stages import engine_config
@@ -115,16 +114,7 @@ def _whole_path(
     sizes: dict[str, float] = {}
     with KafkaBroker(fetch_kafka_jars()) as broker:
         bootstrap = broker.bootstrap_servers
-        common: dict[str, Any] = {
-            "events": args.events,
-            "seed": args.seed,
-            "rate": args.rate,
-            "partitions": args.partitions,
-            "label_ttl": args.label_ttl,
-            "label_keys": traffic.label_keys,
-            "probe_share": traffic.probe_share,
-            "bootstrap": bootstrap,
-        }
+        common = stage_args(args, traffic, bootstrap)
         for name in args.streams:
             topic = f"xf-{name}"
             asyncio.run(broker.create_topic(topic, partitions=args.partitions))

@@ -54,7 +54,7 @@ from bench.pipeline_report import (
 from ragstream.sources.kafka import KafkaSourceConfig
 from tests.support import KafkaBroker, fetch_kafka_jars
 
-__all__ = ["main", "produce", "run_stage"]
+__all__ = ["main", "produce", "run_stage", "stage_args"]
 
 _TOPIC = "ragstream-bench"
 _BATCH_BYTES = 512 * 1024
@@ -152,6 +152,21 @@ def run_stage(stage: str, args: dict[str, Any]) -> dict[str, Any]:
         flush=True,
     )
     return result
+
+
+def stage_args(args: argparse.Namespace, traffic: Traffic, bootstrap: str) -> dict[str, Any]:
+    """What every stage of one traffic is given (`bench.pipeline_stages`), but its topic:
+    the events, the data's seed and rate, the partitions, the join's TTL and the traffic."""
+    return {
+        "events": args.events,
+        "seed": args.seed,
+        "rate": args.rate,
+        "partitions": args.partitions,
+        "label_ttl": args.label_ttl,
+        "label_keys": traffic.label_keys,
+        "probe_share": traffic.probe_share,
+        "bootstrap": bootstrap,
+    }
 
 
 def _rate(result: dict[str, Any]) -> float:
@@ -264,17 +279,7 @@ def _measure(
     topic: _Topic,
 ) -> Run:
     """Every stage asked for, on one traffic's topic."""
-    common = {
-        "topic": topic.name,
-        "events": args.events,
-        "seed": args.seed,
-        "rate": args.rate,
-        "partitions": args.partitions,
-        "label_ttl": args.label_ttl,
-        "label_keys": traffic.label_keys,
-        "probe_share": traffic.probe_share,
-        "bootstrap": broker.bootstrap_servers,
-    }
+    common = {"topic": topic.name, **stage_args(args, traffic, broker.bootstrap_servers)}
     run = Run(
         events=args.events,
         partitions=args.partitions,

@@ -1,7 +1,7 @@
 """Forward-decay sums as windows hand them out: reads at any time, merges across landmarks.
 
-The sums themselves are built by the windows (`tests/windows/test_sliding_window.py` compares them with
-direct sums after every update, across forced landmark rebases)."""
+The sums themselves are built by the windows (`tests/windows/test_sliding_window.py`
+compares them with direct sums after every update, across forced landmark rebases)."""
 
 from __future__ import annotations
 
