@@ -39,33 +39,15 @@ case "$tool" in
   *) die "which tool? helm or kustomize (got '${tool}')" ;;
 esac
 
-if [ -n "$override" ]; then
-  [ -x "$override" ] || die "the $tool binary $override is not an executable"
-  echo "$override"
-  exit 0
-fi
-
 dir="${XDG_CACHE_HOME:-$HOME/.cache}/ragstream/$tool/$version"
 bin="$dir/$tool"
-if [ -x "$bin" ]; then
-  echo "$bin"
-  exit 0
-fi
-
-command -v go >/dev/null || die "go not found (needed once to build $tool)"
-mkdir -p "$(dirname "$dir")"
-# Built in a scratch dir next to the cache and renamed into place, so a cache dir that exists
-# always holds a complete binary (an interrupted build leaves nothing behind).
-tmp="$(mktemp -d "$(dirname "$dir")/build.tmp.XXXXXX")"
-trap 'chmod -R u+w "$tmp" 2>/dev/null; rm -rf "$tmp"' EXIT
+# shellcheck source=scripts/_gocache.sh
+. "$(dirname "$0")/_gocache.sh"
+go_cache_lookup "$override" "RAGSTREAM_${tool^^}_BIN" "$tool"
 echo "kube_tools.sh: building $tool $version into $dir" >&2
 
 GOBIN="$tmp/out" go install -ldflags "$ldflags" "$package@$version" >"$tmp/build.log" 2>&1 \
   || { tail -n 40 "$tmp/build.log" >&2; die "go install of $tool $version failed"; }
 [ -x "$tmp/out/$tool" ] || die "go install finished without $tmp/out/$tool"
 
-if ! mv -T "$tmp/out" "$dir" 2>/dev/null; then
-  # Another build won the race; its complete binary is as good as ours.
-  [ -x "$bin" ] || die "could not move $tool into $dir"
-fi
-echo "$bin"
+go_cache_settle

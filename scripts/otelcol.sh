@@ -24,25 +24,11 @@ die() { echo "otelcol.sh: $*" >&2; exit 1; }
 
 [ "${1:-}" = fetch ] || { sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 
-if [ -n "${RAGSTREAM_OTELCOL_BIN:-}" ]; then
-  [ -x "$RAGSTREAM_OTELCOL_BIN" ] || die "RAGSTREAM_OTELCOL_BIN=$RAGSTREAM_OTELCOL_BIN is not an executable"
-  echo "$RAGSTREAM_OTELCOL_BIN"
-  exit 0
-fi
-
 dir="${XDG_CACHE_HOME:-$HOME/.cache}/ragstream/otelcol/$core_version-$contrib_version"
 bin="$dir/$name"
-if [ -x "$bin" ]; then
-  echo "$bin"
-  exit 0
-fi
-
-command -v go >/dev/null || die "go not found (needed once to build the Collector)"
-mkdir -p "$(dirname "$dir")"
-# Built in a scratch dir next to the cache and renamed into place, so a cache dir that exists
-# always holds a complete binary (an interrupted build leaves nothing behind).
-tmp="$(mktemp -d "$(dirname "$dir")/build.tmp.XXXXXX")"
-trap 'chmod -R u+w "$tmp" 2>/dev/null; rm -rf "$tmp"' EXIT
+# shellcheck source=scripts/_gocache.sh
+. "$(dirname "$0")/_gocache.sh"
+go_cache_lookup "${RAGSTREAM_OTELCOL_BIN:-}" RAGSTREAM_OTELCOL_BIN "the Collector"
 echo "otelcol.sh: building the Collector $core_version (kafka exporter $contrib_version) into $dir" >&2
 
 GOBIN="$tmp/tools" go install "go.opentelemetry.io/collector/cmd/builder@$core_version" \
@@ -66,8 +52,4 @@ EOF
 
 mkdir -p "$tmp/out"
 mv "$tmp/dist/$name" "$tmp/manifest.yaml" "$tmp/out/"
-if ! mv -T "$tmp/out" "$dir" 2>/dev/null; then
-  # Another build won the race; its complete binary is as good as ours.
-  [ -x "$bin" ] || die "could not move the Collector into $dir"
-fi
-echo "$bin"
+go_cache_settle
