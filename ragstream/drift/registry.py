@@ -1,7 +1,7 @@
 """The drift detectors by name: each one's typed settings, how it is built and restored,
 and what it reads. The engine (`ragstream.pipeline`), the settings (`ragstream.config`)
 and the state topic find the detectors here, so that a new detector is its module and one
-registration (docs/architecture.md, "Where to change what").
+registration (docs/architecture.md, "Recipes").
 
 A **sequential** detector watches the stream of final per-query values: it has
 ``update(values)`` (numbers in order; returns the positions of its detections), ``score``
