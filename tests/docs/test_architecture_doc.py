@@ -27,8 +27,8 @@ _LINK = re.compile(r"\]\(([\w.-]+\.md)(?:#([\w-]+))?\)")
 _CODE = re.compile(r"`([^`\n]+)`")
 _NAME = re.compile(r"_?[A-Z]\w*(?:\.\w+)*")
 """A class, constant or protocol name, possibly with attributes: checked."""
-_PAIRED = re.compile(r"`([A-Z]\w*)`(?: \(|, )`(ragstream/[\w/]+\.(?:py|pyi|c))`")
-"""`Name` (`its module`) or (`Name`, `its module`)."""
+_PAIRED = re.compile(r"`(\w+)`(?:\s+\(|,\s+|\s+of\s+|\s+in\s+)`(ragstream/[\w/]+\.(?:py|pyi|c))`")
+"""`name` (`its module`), (`name`, `its module`), `name` of/in `its module`."""
 
 
 def _text() -> str:
