@@ -1168,13 +1168,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         keys = _keys_from_config(args.config)
     else:
         keys = [k.strip() for k in args.labels.split(",") if k.strip()]
-    if args.worst_queries_part:
-        text = render(worst_queries_part(keys))
-    else:
-        traces = Traces(args.trace_url, args.trace_datasource)
-        text = render(
-            build(keys, args.runbook_url, traces=traces, results_table=args.worst_queries)
-        )
+    try:
+        if args.worst_queries_part:
+            text = render(worst_queries_part(keys))
+        else:
+            traces = Traces(args.trace_url, args.trace_datasource)
+            model = build(keys, args.runbook_url, traces=traces, results_table=args.worst_queries)
+            text = render(model)
+    except ValueError as error:
+        parser.error(str(error))
     if args.check:
         current = args.output.read_text() if args.output.exists() else ""
         if current != text:
