@@ -100,9 +100,9 @@ OPTION_MISTAKES: dict[str, Callable[[Json], None]] = {
     "internal link without its data source": lambda d: _exemplar_links(d)[1]["internal"].pop(
         "datasourceUid"
     ),
-    "matcher scope outside the enum": lambda d: next(
-        p for p in d["panels"] if p["title"] == "MRR"
-    )["fieldConfig"]["overrides"][-1]["matcher"].update(scope="exemplars"),
+    "matcher scope outside the enum": lambda d: next(p for p in d["panels"] if p["title"] == "MRR")[
+        "fieldConfig"
+    ]["overrides"][-1]["matcher"].update(scope="exemplars"),
     "unknown SQL query field": lambda d: _sql_target(d).update(rawSQL="SELECT 1"),
     "SQL format outside the enum": lambda d: _sql_target(d).update(format="tables"),
     "query of a data source without types": lambda d: _sql_target(d)["datasource"].update(
