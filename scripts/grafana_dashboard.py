@@ -10,6 +10,8 @@ every per-label-set query, a `by` clause and a legend field. Give them here, onc
     scripts/grafana_dashboard.py --labels app,region    # your agent's labels.keys
     scripts/grafana_dashboard.py --config ragstream.yaml   # read labels.keys from the file
     scripts/grafana_dashboard.py --runbook-url URL      # where your copy of docs/runbook.md is
+    scripts/grafana_dashboard.py --trace-url 'http://jaeger:16686/trace/${__value.raw}'
+    scripts/grafana_dashboard.py --worst-queries        # the worst-queries table (PostgreSQL)
     scripts/grafana_dashboard.py --check                # fail if the checked-in file differs
 
 Every query is scoped by the `cluster` and `job` variables, as the monitoring mixins do.
@@ -788,15 +790,15 @@ def worst_queries_sql(labels: Labels, results_table: str) -> str:
     queries of the time range, from the results table (docs/dashboard.md#worst-queries)."""
     where = [
         "$__timeFilter(time)",
-        f"metrics ->> '${WORST_METRIC}' IS NOT NULL",
-        *(f"coalesce(labels ->> '{k}', '') ~ '^(${{{k}:regex}})$'" for k in labels.keys),
+        f"  AND metrics ->> '${WORST_METRIC}' IS NOT NULL",
+        *(f"  AND coalesce(labels ->> '{k}', '') ~ '^(${{{k}:regex}})$'" for k in labels.keys),
     ]
     return (
         "SELECT time, query_id,"
         f" (metrics ->> '${WORST_METRIC}')::double precision AS value,"
         " labels::text AS labels, metrics::text AS metrics, verdicts::text AS verdicts\n"
         f"FROM {results_table}\n"
-        f"WHERE {chr(10).join((where[0], *(f'  AND {w}' for w in where[1:])))}\n"
+        f"WHERE {chr(10).join(where)}\n"
         f"ORDER BY value ASC, time DESC\nLIMIT {WORST_LIMIT}"
     )
 
