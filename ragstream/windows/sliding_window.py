@@ -37,7 +37,7 @@ from ragstream.windows._scatter import (
 )
 from ragstream.windows.spec import F64, I64, WindowSpec
 
-__all__ = ["SlidingWindow", "prepare_rows", "state_layout"]
+__all__ = ["SlidingWindow", "prepare_rows", "settle", "state_layout"]
 
 _NO_KEY = np.iinfo(np.int64).min
 _NAMES = ("rows", "count", "sum", "sum_sq", "hist", "dcount", "dsum")
@@ -77,7 +77,7 @@ def state_layout(spec: WindowSpec) -> dict[str, tuple[tuple[int, ...], type[np.g
     }
 
 
-def _settle(state: State, index: Any) -> None:
+def settle(state: State, index: Any) -> None:
     """Exact zeros for sums whose count is back to zero, at ``index`` of each array."""
     for counts, sums in _SETTLE:
         empty = state[counts][index] == 0
@@ -158,7 +158,7 @@ class SlidingWindow:
                 for total in self._totals.values():
                     total[...] = 0
             else:
-                _settle(self._totals, slice(None))
+                settle(self._totals, slice(None))
         self._moved += top - old
         if self._moved >= self.slots:
             self.refresh()
@@ -230,8 +230,8 @@ class SlidingWindow:
             per_series = update if starts.size == owner.size else np.add.reduceat(update, starts)
             add_into(self._totals[name], owners, per_series, sign)
         if sign < 0:
-            _settle(flat, distinct)
-            _settle(self._totals, owners)
+            settle(flat, distinct)
+            settle(self._totals, owners)
         return live
 
     def _ensure_landmark(self, t: float) -> None:
@@ -293,13 +293,10 @@ class SlidingWindow:
             return {n: np.zeros_like(self._totals[n]) for n in names}
         idx = np.flatnonzero(gone)
         out = {n: self._totals[n] - self._planes[n][idx].sum(axis=0) for n in names}
-        if set(names) >= {"count", "sum", "sum_sq", "dcount", "dsum"}:
-            _settle(out, slice(None))
-        else:
-            for counts, sums in _SETTLE:
-                for name in sums:
-                    if name in out:
-                        out[name][out[counts] == 0] = 0.0
+        for counts, sums in _SETTLE:
+            for name in sums:
+                if name in out:
+                    out[name][out[counts] == 0] = 0.0
         return out
 
     def empty_series(self, now: float) -> npt.NDArray[np.bool_]:
@@ -354,8 +351,8 @@ class SlidingWindow:
                 incoming = decay_to(incoming, self.rates, shift)
             self._planes[name][cells] += incoming
             self._totals[name][target] += incoming.sum(axis=0)
-        _settle(self._planes, cells)
-        _settle(self._totals, target)
+        settle(self._planes, cells)
+        settle(self._totals, target)
 
     # -- persistence -----------------------------------------------------------------------
 
@@ -406,7 +403,3 @@ class SlidingWindow:
             ring._planes[name][idx, 0] = data
         ring.refresh()
         return ring
-
-    def load(self, series: int, state: dict[str, Any]) -> None:
-        """Merge one series' :meth:`state` into series ``series`` of this ring."""
-        self.absorb(type(self).from_state(self.spec, state), [series])

@@ -20,19 +20,16 @@ import numpy as np
 import numpy.typing as npt
 
 from ragstream.windows._scatter import as_rows, decay_to
-from ragstream.windows.sliding_window import SlidingWindow, prepare_rows, state_layout
+from ragstream.windows.sliding_window import SlidingWindow, prepare_rows, settle, state_layout
 from ragstream.windows.spec import I64, WindowSpec
-from ragstream.windows.totals import WindowTotals
+from ragstream.windows.totals import LabelSet, WindowTotals
 
 __all__ = ["LabelSet", "SeriesKey", "WindowStore"]
 
-LabelSet = tuple[str, ...]
-"""Label values in the order of the configured label keys."""
 SeriesKey = tuple[int, LabelSet]
 """``(partition, labelset)``: one series."""
 
 _GROWTH = 8
-_SETTLE = (("count", ("sum", "sum_sq")), ("dcount", ("dsum",)))
 
 
 class WindowStore:
@@ -280,9 +277,7 @@ class WindowStore:
                     part = ring.bucket_sums(now, series[key], names, until)
                     merged = part if merged is None else {n: merged[n] + part[n] for n in names}
             assert merged is not None  # a label set read is held by a partition
-            for counts, sums in _SETTLE:
-                for name in sums:
-                    merged[name][merged[counts] == 0] = 0.0
+            settle(merged, slice(None))
             rows.append(merged)
         return {n: np.stack([r[n] for r in rows]) for n in names}
 
@@ -383,7 +378,7 @@ class WindowStore:
         for item in items:
             sid = self._id(partition, item["labels"], create=True)
             for name, ring in zip(self.spec.names, self.rings, strict=True):
-                ring.load(sid, item["windows"][name])
+                ring.absorb(SlidingWindow.from_state(self.spec, item["windows"][name]), [sid])
         return len(items)
 
     def snapshot(self) -> dict[str, Any]:

@@ -8,9 +8,10 @@ import numpy as np
 
 from ragstream.windows.spec import F64, I64, WindowSpec
 
-__all__ = ["WindowTotals"]
+__all__ = ["LabelSet", "WindowTotals"]
 
 LabelSet = tuple[str, ...]
+"""Label values in the order of the configured label keys."""
 
 
 @dataclass(frozen=True)
