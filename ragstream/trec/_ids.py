@@ -22,9 +22,8 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
-from ragstream.trec._tokenize import PAD
-
 __all__ = [
+    "PAD",
     "WIDTH",
     "Ids",
     "comparable",
@@ -32,10 +31,12 @@ __all__ = [
     "factorize_rows",
     "from_fields",
     "lex_greater",
-    "loads",
     "words_of",
 ]
 
+PAD = 64
+"""Zero bytes after each block of a file, so fixed-width views of its last fields (ids'
+8-byte loads) stay in bounds."""
 WIDTH = 8
 """Words kept in a row: ids up to 64 bytes are whole in their row."""
 _LONG = 8 * WIDTH
@@ -185,7 +186,7 @@ def words_of(data: _U8, starts: _I64, lengths: _I64) -> _U64:
     W words for the longest (at least 1): one unaligned 8-byte load per word."""
     longest = int(lengths.max()) if lengths.size else 0
     n_words = max(1, -(-longest // 8))
-    words = loads(data)
+    words = _loads(data)
     out = np.empty((starts.size, n_words), dtype=np.uint64)
     for w in range(n_words):
         offset = starts + 8 * w
@@ -197,7 +198,7 @@ def words_of(data: _U8, starts: _I64, lengths: _I64) -> _U64:
     return out
 
 
-def loads(data: _U8) -> NDArray[np.uint64]:
+def _loads(data: _U8) -> NDArray[np.uint64]:
     """Element i is the big-endian word of bytes i..i+7 (an unaligned, overlapping view)."""
     view: NDArray[np.uint64] = np.ndarray((data.size - 7,), dtype=">u8", buffer=data, strides=(1,))
     return view

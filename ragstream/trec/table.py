@@ -32,9 +32,8 @@ from typing import Literal
 import numpy as np
 from numpy.typing import NDArray
 
-from ragstream.trec._columns import field_bytes, field_ids, parse_decimals
-from ragstream.trec._ids import Ids, concat, from_fields
-from ragstream.trec._tokenize import PAD, Chunk, Layout, read_blocks, tokenize
+from ragstream.trec._ids import PAD, Ids, concat, from_fields
+from ragstream.trec._tokenize import Chunk, Layout, read_blocks, tokenize
 from ragstream.trec.errors import TrecFormatError, quote
 
 __all__ = ["QRELS_LAYOUT", "RUN_LAYOUT", "TrecTable", "read_qrels", "read_run", "read_table"]
@@ -211,14 +210,14 @@ def _parse_block(
         no_rows = np.zeros(0, np.int64)
         empty = from_fields(np.zeros(PAD, dtype=np.uint8), no_rows, no_rows)
         return _Block(empty, no_rows, empty, np.zeros(0), None, 1, chunk.n_lines)
-    qids = field_ids(chunk, layout.fields.index("qid"))
+    qids = chunk.ids(layout.fields.index("qid"))
     heads = _block_heads(qids)
     column = layout.fields.index("score" if kind == "float" else "rel")
     return _Block(
         qids.take(heads),
         heads,
-        field_ids(chunk, layout.fields.index("docid")),
-        _values(chunk, column, kind, layout, path),
+        chunk.ids(layout.fields.index("docid")),
+        _values(chunk, column, kind, path),
         chunk.lines,
         1,
         chunk.n_lines,
@@ -242,33 +241,33 @@ def _block_heads(qids: Ids) -> _I64:
 
 
 def _values(
-    chunk: Chunk, column: int, kind: Literal["float", "int"], layout: Layout, path: str
+    chunk: Chunk, column: int, kind: Literal["float", "int"], path: str
 ) -> NDArray[np.float64] | _I64:
-    floats, slow = parse_decimals(chunk, column, allow_dot=kind == "float")
-    values: NDArray[np.float64] | _I64 = floats if kind == "float" else floats.astype(np.int64)
-    rows = np.flatnonzero(slow)
-    if rows.size:
-        starts, ends = chunk.field(column)
-        wide = ends[rows] - starts[rows] > _WIDE
-        short, long = rows[~wide], rows[wide]
-        bad: list[tuple[int, bytes, str]] = []
-        if short.size:
-            texts = field_bytes(chunk, column, short)
-            try:
-                values[short] = texts.astype(values.dtype)
-            except (ValueError, OverflowError):
-                bad.append(_first_bad(short, texts, kind))
-        for row in long.tolist():  # numpy's conversion of wide strings needs 100x their size
-            text = chunk.data[starts[row] : ends[row]].tobytes()
-            try:
-                values[row] = float(text) if kind == "float" else int(text)
-            except (ValueError, OverflowError) as error:
-                bad.append((row, text, _reason(error, text, kind)))
-                break
-        if bad:
-            row, text, reason = min(bad)
-            what = "score" if kind == "float" else "relevance"
-            raise TrecFormatError(path, _line(chunk, row), f"{what} {quote(text)} {reason}")
+    """The column's numbers, converted as Python's float() and int() convert them."""
+    values: NDArray[np.float64] | _I64 = (
+        np.empty(chunk.size, np.float64) if kind == "float" else np.empty(chunk.size, np.int64)
+    )
+    starts, ends = chunk.field(column)
+    wide = ends - starts > _WIDE
+    short, long = np.flatnonzero(~wide), np.flatnonzero(wide)
+    bad: list[tuple[int, bytes, str]] = []
+    if short.size:
+        texts = chunk.texts(column, short)
+        try:
+            values[short] = texts.astype(values.dtype)
+        except (ValueError, OverflowError):
+            bad.append(_first_bad(short, texts, kind))
+    for row in long.tolist():  # numpy's conversion of wide strings needs 100x their size
+        text = chunk.data[starts[row] : ends[row]].tobytes()
+        try:
+            values[row] = float(text) if kind == "float" else int(text)
+        except (ValueError, OverflowError) as error:
+            bad.append((row, text, _reason(error, text, kind)))
+            break
+    if bad:
+        row, text, reason = min(bad)
+        what = "score" if kind == "float" else "relevance"
+        raise TrecFormatError(path, _line(chunk, row), f"{what} {quote(text)} {reason}")
     if kind == "float":
         nan = np.flatnonzero(np.isnan(values))
         if nan.size:
