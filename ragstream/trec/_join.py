@@ -23,7 +23,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ragstream.trec._ids import Ids, comparable, concat, factorize_rows, lex_greater
-from ragstream.trec._ranked import Ranked, segments
+from ragstream.trec._ranked import Ranked, Segment, segments
 from ragstream.trec.errors import no_common_query, repeated_document, repeated_judgment
 from ragstream.trec.table import TrecTable
 
@@ -82,14 +82,9 @@ def join_tables(qrels: TrecTable, run: TrecTable, *, keep_best: bool, complete: 
     counts = np.bincount(q_codes, minlength=n_names)
     starts = np.cumsum(counts) - counts
     judged_index, judged_offsets = segments(starts[eval_codes], counts[eval_codes])
-    return Ranked.of(
-        qids.texts(eval_codes),
-        rel[index],
-        rel_offsets,
-        qrels.values[judged_rows[judged_index]].astype(np.float64),
-        judged_offsets,
-        int(np.count_nonzero(in_qrels)),
-    )
+    judged = qrels.values[judged_rows[judged_index]].astype(np.float64)
+    segment = Segment(rel[index], rel_offsets, judged, judged_offsets)
+    return Ranked(qids.texts(eval_codes), (segment,), int(np.count_nonzero(in_qrels)))
 
 
 @dataclass(frozen=True)

@@ -52,19 +52,6 @@ class Ranked:
     """Queries with at least one judgment (the denominator of trec_eval -c)."""
     order: _I64 | None = None
 
-    @classmethod
-    def of(
-        cls,
-        qids: tuple[str, ...],
-        rel: _F64,
-        rel_offsets: _I64,
-        judged: _F64,
-        judged_offsets: _I64,
-        num_qrels_queries: int,
-    ) -> Ranked:
-        """The queries in byte order as one set of CSR arrays."""
-        return cls(qids, (Segment(rel, rel_offsets, judged, judged_offsets),), num_qrels_queries)
-
     @cached_property
     def _canonical(self) -> Segment:
         """One segment, in byte order."""
