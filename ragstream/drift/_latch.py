@@ -3,11 +3,20 @@
 from __future__ import annotations
 
 import math
+from typing import Any, ClassVar, Self
 
 import numpy as np
 import numpy.typing as npt
 
-from ragstream.drift._common import F64, I64
+from ragstream.drift._common import (
+    F64,
+    I64,
+    Direction,
+    arguments,
+    check_version,
+    float_in,
+    float_out,
+)
 
 _B = npt.NDArray[np.bool_]
 
@@ -26,7 +35,7 @@ def latch_step(alarm: _B, severity: F64, release: float) -> tuple[_B, _B]:
     return new, onset
 
 
-__all__ = ["Latch", "latch_step"]
+__all__ = ["Latch", "Latched", "latch_step"]
 
 
 class Latch:
@@ -63,3 +72,55 @@ class Latch:
         self.alarm = alarm
         self.onsets += len(out)
         return np.asarray(out, dtype=np.int64)
+
+
+class Latched:
+    """What the windowed detectors share: settings from their parameters class, a `Latch`,
+    the last score, and a snapshot of the settings named in ``settings_names``."""
+
+    kind: ClassVar[str]
+    settings_names: ClassVar[tuple[str, ...]]
+    """The constructor's arguments, in snapshot order."""
+
+    __slots__ = ("_latch", "score")
+
+    _latch: Latch
+    score: float
+
+    @classmethod
+    def from_params(cls, p: Any) -> Self:
+        """The detector of a parameters dataclass (its fields are the constructor's)."""
+        return cls(**arguments(p))
+
+    @property
+    def alarm(self) -> bool:
+        return self._latch.alarm
+
+    @property
+    def detections(self) -> int:
+        """How many times the alarm turned on."""
+        return self._latch.onsets
+
+    @property
+    def release(self) -> float:
+        return self._latch.release
+
+    def snapshot(self) -> dict[str, Any]:
+        settings = {n: getattr(self, n) for n in self.settings_names}
+        return {
+            "kind": self.kind,
+            "version": 1,
+            **{n: v.value if isinstance(v, Direction) else v for n, v in settings.items()},
+            "score": float_out(self.score),
+            "alarm": self._latch.alarm,
+            "detections": self._latch.onsets,
+        }
+
+    @classmethod
+    def restore(cls, snapshot: dict[str, Any]) -> Self:
+        check_version(snapshot, cls.kind)
+        det = cls(**{n: snapshot[n] for n in cls.settings_names})
+        det.score = float_in(snapshot["score"])
+        det._latch.alarm = bool(snapshot["alarm"])
+        det._latch.onsets = int(snapshot["detections"])
+        return det

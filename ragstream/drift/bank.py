@@ -35,21 +35,19 @@ class _Bank:
     """Keys, and per key and cell: the last score, the alarm and the onsets counted.
 
     A subclass names its ``detector`` class and that class's ``params`` type, whose value
-    the bank takes, and the ``settings`` of it that the bank's config lists.
+    the bank takes; the bank's config lists the detector's ``settings_names``.
     """
 
     kind: ClassVar[str]
     detector: ClassVar[type[ZScore] | type[Psi]]
     params: ClassVar[type[ZScoreParams] | type[PsiParams]]
-    settings_names: ClassVar[tuple[str, ...]]
     settings: ZScore | Psi
 
     def __init__(self, cells: tuple[int, ...], params: ZScoreParams | PsiParams) -> None:
         if not isinstance(params, self.params):
             raise TypeError(f"{type(self).__name__} takes {self.params.__name__}")
-        self.settings = self.detector.from_params(params)  # type: ignore[arg-type]
+        self.settings = self.detector.from_params(params)
         """A detector holding the settings (validated as it validates them)."""
-        self.release = float(self.settings.snapshot()["release"])
         self.cells = tuple(int(c) for c in cells)
         self.keys: list[Hashable] = []
         self.score: F64 = np.zeros((0, *self.cells))
@@ -80,7 +78,7 @@ class _Bank:
         if score.shape != shape:
             raise ValueError(f"expected statistics of shape {shape}, got {score.shape}")
         previous, onsets = self._carry(keys)
-        alarm, onset = latch_step(previous, severity, self.release)
+        alarm, onset = latch_step(previous, severity, self.settings.release)
         self.keys = list(keys)
         self.score = score
         self.alarm = alarm
@@ -94,13 +92,13 @@ class _Bank:
             "kind": self.kind,
             "version": 1,
             "cells": list(self.cells),
-            **{name: s[name] for name in self.settings_names},
+            **{name: s[name] for name in self.detector.settings_names},
         }
 
     @classmethod
     def restore(cls, snapshot: dict[str, Any]) -> Self:
         check_version(snapshot, cls.kind)
-        settings = {n: snapshot[n] for n in cls.settings_names}
+        settings = {n: snapshot[n] for n in cls.detector.settings_names}
         if "direction" in settings:
             settings["direction"] = Direction(settings["direction"])
         bank = cls(tuple(snapshot["cells"]), cls.params(**settings))
@@ -134,7 +132,6 @@ class ZScoreBank(_Bank):
     kind: ClassVar[str] = "zscore_bank"
     detector = ZScore
     params = ZScoreParams
-    settings_names = ("threshold", "min_count", "min_reference", "direction", "release")
     settings: ZScore
 
     def update(self, keys: Sequence[Hashable], short: Moments, long: Moments) -> _B:
@@ -154,7 +151,6 @@ class PsiBank(_Bank):
     kind: ClassVar[str] = "psi_bank"
     detector = Psi
     params = PsiParams
-    settings_names = ("threshold", "min_count", "min_reference", "eps", "release")
     settings: Psi
 
     def update(self, keys: Sequence[Hashable], short: npt.ArrayLike, long: npt.ArrayLike) -> _B:
