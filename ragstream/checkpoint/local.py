@@ -114,15 +114,8 @@ def decode(data: bytes, where: str = "the checkpoint") -> ReplayCheckpoint:
         found = payload.get("format") if isinstance(payload, dict) else None
         raise CheckpointError(f"{where} has format {found!r}, this version reads {FORMAT}")
     try:
-        position = payload["input"]
         return ReplayCheckpoint(
-            input=InputPosition(
-                name=str(position["name"]),
-                bytes=int(position["bytes"]),
-                lines=int(position["lines"]),
-                blank=int(position["blank"]),
-                sha256=str(position["sha256"]),
-            ),
+            input=msgspec.convert(payload["input"], InputPosition),
             settings=dict(payload["settings"]),
             per_query_bytes=None
             if payload["per_query_bytes"] is None
