@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 from typing import Any, ClassVar, Self
 
 import numpy as np
@@ -23,9 +22,8 @@ _B = npt.NDArray[np.bool_]
 
 def latch_step(alarm: _B, severity: F64, release: float) -> tuple[_B, _B]:
     """One evaluation of many independent latches, elementwise: the new alarms and where
-    an alarm turned on. The rule of :meth:`Latch.feed` for one value: no signal (NaN)
-    turns the alarm off; a raised alarm stays while ``severity >= release``; a lowered
-    one turns on at ``severity >= 1``."""
+    an alarm turned on. No signal (NaN) turns the alarm off; a raised alarm stays while
+    ``severity >= release``; a lowered one turns on at ``severity >= 1``."""
     with np.errstate(invalid="ignore"):
         signal = ~np.isnan(severity)
         kept = alarm & (severity >= release)
@@ -59,17 +57,12 @@ class Latch:
     def feed(self, severity: F64) -> I64:
         """Evaluate ``severity`` in order; indices where the alarm turned on."""
         out: list[int] = []
-        alarm = self.alarm
-        release = self.release
-        for i, s in enumerate(severity.tolist()):
-            if math.isnan(s):
-                alarm = False
-            elif alarm:
-                alarm = s >= release
-            elif s >= 1.0:
-                alarm = True
+        alarm = np.array([self.alarm])
+        for i in range(severity.size):
+            alarm, onset = latch_step(alarm, severity[i : i + 1], self.release)
+            if onset[0]:
                 out.append(i)
-        self.alarm = alarm
+        self.alarm = bool(alarm[0])
         self.onsets += len(out)
         return np.asarray(out, dtype=np.int64)
 

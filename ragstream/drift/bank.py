@@ -1,13 +1,11 @@
 """Many windowed detectors of one kind evaluated together: one per key (e.g. a label set)
 and cell (e.g. window pair x metric), all with the same settings.
 
-A scrape reads every label set's windows at once (arrays ``(labelsets, pairs, metrics)``);
-feeding one :class:`~ragstream.drift.ZScore` or :class:`~ragstream.drift.Psi` per element
-would cost a Python call and several numpy calls per element. A bank computes the
-statistic of every element with one call of :func:`~ragstream.drift.welch_z` or
-:func:`~ragstream.drift.psi` and applies the same hysteresis elementwise
-(:func:`~ragstream.drift._latch.latch_step`), so each element behaves exactly as its own
-detector fed the same windows (tested).
+The engine reads every label set's windows at once (arrays ``(labelsets, pairs,
+metrics)``); a bank computes every element's statistic with one call of
+:func:`~ragstream.drift.welch_z` or :func:`~ragstream.drift.psi` and applies the hysteresis
+elementwise (:func:`~ragstream.drift._latch.latch_step`), so each element behaves as its own
+detector fed the same windows.
 
 Keys come and go with the label sets: at each update the state of a key seen before is
 carried over, a new key starts with its alarm off, and a key that is absent is forgotten.
