@@ -98,6 +98,22 @@ class Latched:
     def release(self) -> float:
         return self._latch.release
 
+    def statistic(self, short: Any, long: Any) -> F64:
+        """The statistic of every evaluation (NaN: no signal)."""
+        raise NotImplementedError
+
+    def severity(self, value: F64) -> F64:
+        """The statistic in threshold units, the watched direction positive."""
+        raise NotImplementedError
+
+    def update(self, short: Any, long: Any) -> I64:
+        """Evaluate in order; indices (into the batch) where the alarm turned on."""
+        value = self.statistic(short, long).reshape(-1)
+        if value.size == 0:
+            return np.zeros(0, dtype=np.int64)
+        self.score = float(value[-1])
+        return self._latch.feed(self.severity(value))
+
     def snapshot(self) -> dict[str, Any]:
         settings = {n: getattr(self, n) for n in self.settings_names}
         return {

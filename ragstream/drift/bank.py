@@ -21,8 +21,8 @@ import numpy.typing as npt
 
 from ragstream.drift._common import F64, I64, Direction, check_version, float_in, float_out
 from ragstream.drift._latch import latch_step
-from ragstream.drift.psi import Psi, PsiParams, psi
-from ragstream.drift.zscore import Moments, ZScore, ZScoreParams, welch_z
+from ragstream.drift.psi import Psi, PsiParams
+from ragstream.drift.zscore import ZScore, ZScoreParams
 
 __all__ = ["PsiBank", "ZScoreBank"]
 
@@ -83,6 +83,15 @@ class _Bank:
         self.detections = onsets + onset
         return onset
 
+    def update(self, keys: Sequence[Hashable], short: Any, long: Any) -> _B:
+        """One evaluation: the short and the long windows' moments ``(keys, *cells)``
+        (`ZScoreBank`) or histograms ``(keys, *cells, bins)`` (`PsiBank`). Returns where an
+        alarm turned on; ``ValueError`` where a long window holds fewer values than its
+        short one."""
+        value = self.settings.statistic(short, long)
+        value = np.broadcast_to(value, (len(keys), *self.cells)).astype(np.float64)
+        return self._step(keys, value, self.settings.severity(value))
+
     def config(self) -> dict[str, Any]:
         """Kind, version, cells and settings: the snapshot without the state."""
         s = self.settings.snapshot()
@@ -130,16 +139,6 @@ class ZScoreBank(_Bank):
     kind: ClassVar[str] = "zscore_bank"
     detector = ZScore
     params = ZScoreParams
-    settings: ZScore
-
-    def update(self, keys: Sequence[Hashable], short: Moments, long: Moments) -> _B:
-        """One evaluation: moments ``(keys, *cells)`` of the short and the long windows.
-        Returns where an alarm turned on. Raises ``ValueError`` where a long window holds
-        fewer values than its short one (see :func:`~ragstream.drift.welch_z`)."""
-        s = self.settings
-        z = welch_z(short, long, min_count=s.min_count, min_reference=s.min_reference)
-        z = np.broadcast_to(z, (len(keys), *self.cells)).astype(np.float64)
-        return self._step(keys, z, s.severity(z))
 
 
 class PsiBank(_Bank):
@@ -149,13 +148,3 @@ class PsiBank(_Bank):
     kind: ClassVar[str] = "psi_bank"
     detector = Psi
     params = PsiParams
-    settings: Psi
-
-    def update(self, keys: Sequence[Hashable], short: npt.ArrayLike, long: npt.ArrayLike) -> _B:
-        """One evaluation: histograms ``(keys, *cells, bins)`` of the short and the long
-        windows. Returns where an alarm turned on."""
-        s = self.settings
-        value = psi(
-            short, long, eps=s.eps, min_count=s.min_count, min_reference=s.min_reference
-        ).astype(np.float64)
-        return self._step(keys, value, value / s.threshold)

@@ -21,7 +21,7 @@ from typing import ClassVar
 import numpy as np
 import numpy.typing as npt
 
-from ragstream.drift._common import F64, I64
+from ragstream.drift._common import F64
 from ragstream.drift._latch import Latch, Latched
 
 __all__ = ["EPSILON", "Psi", "PsiParams", "psi"]
@@ -105,16 +105,13 @@ class Psi(Latched):
         self.score = float("nan")
         """The last PSI (NaN: no signal)."""
 
-    def update(self, short: npt.ArrayLike, long: npt.ArrayLike) -> I64:
-        """Evaluate in order; indices (into the batch) where the alarm turned on."""
-        value = psi(
-            short,
-            long,
-            eps=self.eps,
-            min_count=self.min_count,
-            min_reference=self.min_reference,
-        ).reshape(-1)
-        if value.size == 0:
-            return np.zeros(0, dtype=np.int64)
-        self.score = float(value[-1])
-        return self._latch.feed(value / self.threshold)
+    def statistic(self, short: npt.ArrayLike, long: npt.ArrayLike) -> F64:
+        """`psi` with this detector's ``eps`` and volume floors."""
+        return psi(
+            short, long, eps=self.eps, min_count=self.min_count, min_reference=self.min_reference
+        )
+
+    def severity(self, value: F64) -> F64:
+        """PSI in threshold units."""
+        out: F64 = value / self.threshold
+        return out

@@ -24,7 +24,7 @@ from typing import ClassVar, NamedTuple
 import numpy as np
 import numpy.typing as npt
 
-from ragstream.drift._common import F64, I64, Direction
+from ragstream.drift._common import F64, Direction
 from ragstream.drift._latch import Latch, Latched
 
 __all__ = ["MIN_STDERR", "Moments", "ZScore", "ZScoreParams", "welch_z"]
@@ -134,11 +134,6 @@ class ZScore(Latched):
         out: F64 = signed / self.threshold
         return out
 
-    def update(self, short: Moments, long: Moments) -> I64:
-        """Evaluate in order; indices (into the batch) where the alarm turned on."""
-        z = welch_z(short, long, min_count=self.min_count, min_reference=self.min_reference)
-        z = z.reshape(-1)
-        if z.size == 0:
-            return np.zeros(0, dtype=np.int64)
-        self.score = float(z[-1])
-        return self._latch.feed(self.severity(z))
+    def statistic(self, short: Moments, long: Moments) -> F64:
+        """`welch_z` with this detector's volume floors."""
+        return welch_z(short, long, min_count=self.min_count, min_reference=self.min_reference)
