@@ -30,7 +30,7 @@ closed is counted as late and does not give a second event.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -47,7 +47,16 @@ from ragstream.traces.mapping import (
 )
 from ragstream.traces.spans import Span
 
-__all__ = ["Position", "TraceAssembler", "TraceRecord"]
+__all__ = [
+    "SKIP_REASONS",
+    "TRACE_OUTCOMES",
+    "Position",
+    "TraceAssembler",
+    "TraceRecord",
+    "skip_counts",
+    "span_counts",
+    "trace_counts",
+]
 
 Position = tuple[str, int]
 """(topic, offset) of the message a span came in, for the events it gives."""
@@ -55,6 +64,9 @@ Position = tuple[str, int]
 TRACE_OUTCOMES = ("answered", "no_answer", "no_retrieval")
 """How a closed trace ended: an answer event, a RETRIEVER span but no span with an answer,
 or no RETRIEVER span (not a retrieval-augmented request: no answer event)."""
+SKIP_REASONS = ("signal_metrics", "signal_logs", "signal_profiles", "signal_other")
+"""Why a record of a trace topic is skipped: its `otelcol.signal` header names another
+signal (one of the Collector's, else `other`)."""
 
 
 @dataclass(slots=True)
@@ -296,18 +308,42 @@ class TraceAssembler:
             "skipped": dict(self.skipped),
         }
 
-    def restore(self, data: Mapping[str, Any], *, counters: bool = True) -> None:
-        """Continue from `snapshot` output (`counters`: take its counters too)."""
+    def restore(self, data: Mapping[str, Any]) -> None:
+        """Continue from `snapshot` output."""
         self.open = {}
         for item in data["open"]:
             record = TraceRecord.from_json(item)
             self.open[record.trace_id] = record
         self.closed = {str(t): bool(r) for t, r in data["closed"]}
         self._ready = set(data.get("ready") or ())
-        if counters:
-            self.spans = Counter({(k, o): int(n) for k, o, n in data["spans"]})
-            self.traces = Counter(data["traces"])
-            self.skipped = Counter(data.get("skipped") or {})
+        self.spans = Counter({(k, o): int(n) for k, o, n in data["spans"]})
+        self.traces = Counter(data["traces"])
+        self.skipped = Counter(data.get("skipped") or {})
+
+
+def span_counts(assemblers: Iterable[TraceAssembler]) -> Counter[tuple[str, str]]:
+    """(kind, outcome) -> spans, summed over the partitions' assemblers."""
+    totals: Counter[tuple[str, str]] = Counter()
+    for assembler in assemblers:
+        totals.update(assembler.spans)
+    return totals
+
+
+def trace_counts(assemblers: Iterable[TraceAssembler]) -> dict[str, int]:
+    """Closed traces by outcome (every outcome present), summed over the assemblers."""
+    totals: Counter[str] = Counter()
+    for assembler in assemblers:
+        totals.update(assembler.traces)
+    return {name: totals.get(name, 0) for name in (*TRACE_OUTCOMES, "evicted")}
+
+
+def skip_counts(assemblers: Iterable[TraceAssembler]) -> dict[str, int]:
+    """Records of the trace topics skipped, by reason (every reason present), summed over
+    the assemblers."""
+    totals: Counter[str] = Counter()
+    for assembler in assemblers:
+        totals.update(assembler.skipped)
+    return {name: totals.get(name, 0) for name in SKIP_REASONS}
 
 
 def _texts(docs: list[Document], record: TraceRecord) -> list[tuple[str, str]]:

@@ -100,7 +100,7 @@ async def test_a_response_cut_off_while_reasoning_has_no_answer(
     ours = engine()
     assert answers(ours, [messages]) == []
     assert ours.traces is not None
-    assert ours.traces.trace_counts()["no_answer"] == 1
+    assert ours.trace_counts()["no_answer"] == 1
     assert ours.events[("retrieval", "processed")] == 1
 
 

@@ -63,7 +63,7 @@ def test_a_rerankers_output_is_what_the_model_saw(ranked_app: HaystackApp, encod
         assert query is not None
         assert list(query.doc_ids) == [d.id for d in retrieved]  # the retriever's ranking
     assert ours.traces is not None
-    assert ours.traces.span_counts()[("RERANKER", "read")] == len(ASKED)
+    assert ours.span_counts()[("RERANKER", "read")] == len(ASKED)
 
 
 QUOTED = [  # text a prompt formatted with str() escapes: quotes, new lines, backslashes

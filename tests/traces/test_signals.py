@@ -111,7 +111,7 @@ def test_other_signals_on_a_trace_topic_are_skipped(rag_app: RagApp, encoding: s
     assert ours.invalid == {}
     assert ours.traces is not None
     n = len(records) // 3
-    assert ours.traces.skip_counts() == {
+    assert ours.skip_counts() == {
         "signal_metrics": n,
         "signal_logs": n,
         "signal_profiles": 1,
@@ -140,7 +140,7 @@ def test_without_the_header_a_metrics_record_is_invalid(rag_app: RagApp) -> None
     )
     assert len(report.invalid) == 2
     assert ours.traces is not None
-    assert sum(ours.traces.skip_counts().values()) == 0
+    assert sum(ours.skip_counts().values()) == 0
 
 
 async def test_a_shared_topic_through_kafka(
@@ -180,17 +180,17 @@ async def test_a_shared_topic_through_kafka(
         deadline = time.monotonic() + 60
         while True:
             assert engine.traces is not None
-            if engine.traces.skip_counts()["signal_logs"] == n and engine.open_queries == 3:
+            if engine.skip_counts()["signal_logs"] == n and engine.open_queries == 3:
                 break
             assert not task.done(), "the runner ended early"
-            assert time.monotonic() < deadline, engine.traces.skip_counts()
+            assert time.monotonic() < deadline, engine.skip_counts()
             await asyncio.sleep(0.05)
         runner.stop()
         await asyncio.wait_for(task, 10)
     finally:
         await source.stop()
     assert engine.invalid == {}
-    assert engine.traces.skip_counts()["signal_metrics"] == n
+    assert engine.skip_counts()["signal_metrics"] == n
     reference = Engine(engine_config())
     reference.apply(reference_messages(requests, spans))
     assert_same_state(engine, reference)

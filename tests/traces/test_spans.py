@@ -192,7 +192,7 @@ def test_other_span_kinds_are_counted_and_skipped() -> None:
     assert report.invalid == []
     assert report.answers == []
     assert engine.traces is not None
-    counts = engine.traces.span_counts()
+    counts = engine.span_counts()
     assert counts == {
         ("TOOL", "skipped"): 1,
         ("EMBEDDING", "skipped"): 1,
@@ -213,13 +213,13 @@ def test_a_trace_without_a_retriever_gives_no_answer_and_late_spans_are_counted(
     engine = _engine(defaults.trace_mapping(wait=10.0))
     assert _apply(engine, app.messages()).answers == []
     assert engine.traces is not None
-    assert engine.traces.open_traces == 1
+    assert engine.open_traces == 1
     # time passes on the event clock (another trace's retrieval event)
     later = {"type": "retrieval", "query_id": "other", "ts": T + 60, "results": []}
     _apply(engine, [Message(json.dumps(later).encode(), 0, 0, "events")])
     assert _apply(engine, []).answers == []
-    assert engine.traces.open_traces == 0
-    assert engine.traces.trace_counts()["no_retrieval"] == 1
+    assert engine.open_traces == 0
+    assert engine.trace_counts()["no_retrieval"] == 1
     # its retriever, late: still its retrieval event; an LLM span after that: late
     with app.span("retrieve", _retriever([{"id": "x"}])) as span:
         pass
@@ -228,7 +228,7 @@ def test_a_trace_without_a_retriever_gives_no_answer_and_late_spans_are_counted(
     rewritten = _retrace(messages, trace_id)
     _apply(engine, rewritten)
     assert engine.find_query(trace_id) is not None
-    counts = engine.traces.span_counts()
+    counts = engine.span_counts()
     assert counts[("RETRIEVER", "retrieval")] == 1
 
 
@@ -271,8 +271,8 @@ def test_the_oldest_open_trace_closes_early_beyond_max_open() -> None:
     report = _apply(engine, open_only)
     assert [a.answer for _, a in report.answers] == ["b0"]  # closed early, answered all the same
     assert engine.traces is not None
-    assert engine.traces.trace_counts()["evicted"] == 1
-    assert engine.traces.open_traces == 2
+    assert engine.trace_counts()["evicted"] == 1
+    assert engine.open_traces == 2
 
 
 def test_malformed_messages_are_counted_by_reason_and_the_rest_is_read() -> None:
