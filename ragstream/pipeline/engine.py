@@ -48,7 +48,6 @@ from ragstream.pipeline.partitions import (
     PartitionState,
     Shares,
     SideState,
-    state_config,
 )
 from ragstream.pipeline.row_layout import RowLayout
 from ragstream.pipeline.scoring import ScoredQueries, Scorer
@@ -656,11 +655,6 @@ class Engine:
         return sum_counters(t.invalid for t in self._tallies())
 
     @property
-    def clamped(self) -> Counter[str]:
-        """Events clamped to t_now, by type, over held partitions (a fresh counter)."""
-        return sum_counters(t.clamped for t in self._tallies())
-
-    @property
     def collapsed(self) -> Counter[str]:
         """Events with a label value past the cap, by key, over held partitions."""
         return sum_counters(t.collapsed for t in self._tallies())
@@ -681,9 +675,17 @@ class Engine:
         return merge_final([self.partitions[p].tally for p in sorted(self.partitions)])
 
     def state_config(self) -> dict[str, Any]:
-        """What a partition's state depends on besides the events (see
-        `ragstream.pipeline.partitions.state_config`)."""
-        return state_config(self.spec, self.config)
+        """What a partition's state depends on besides the events: the window spec
+        (windows, buckets, metric columns, bins), label keys, gain, threshold and clock
+        mode. A partition's state moves only between engines where this is equal."""
+        config = self.config
+        return {  # lists, not tuples: equal to itself after a JSON round-trip
+            "spec": self.spec.to_dict(),
+            "label_keys": list(config.label_keys),
+            "gain": config.gain,
+            "relevance_threshold": config.relevance_threshold,
+            "clock": config.clock,
+        }
 
     def export_partitions(self, parts: Sequence[int] | set[int]) -> dict[int, dict[str, Any]]:
         """Each partition's record (`PartitionState.export`) with the version, the

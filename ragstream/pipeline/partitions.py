@@ -22,7 +22,7 @@ from ragstream.pipeline.partition_tally import PartitionTally
 from ragstream.pipeline.sequential_drift import Held, SequentialDrift
 from ragstream.traces import TraceAssembler, TraceReader
 from ragstream.traces.assembly import skip_counts, span_counts, trace_counts
-from ragstream.windows import WindowSpec, WindowStore
+from ragstream.windows import WindowStore
 
 __all__ = [
     "JoinLimits",
@@ -31,7 +31,6 @@ __all__ = [
     "PartitionState",
     "Shares",
     "SideState",
-    "state_config",
 ]
 
 VERSION = 1
@@ -40,7 +39,7 @@ snapshot (`Engine.snapshot`)."""
 
 
 class PartitionConfigError(ValueError):
-    """A partition's state was kept with another configuration (`state_config`)."""
+    """A partition's state was kept with another configuration (`Engine.state_config`)."""
 
     def __init__(self, differs: Sequence[str]) -> None:
         super().__init__("the partition state was kept with another " + ", ".join(differs))
@@ -68,30 +67,6 @@ class SideState(Protocol):
     def restore(self, data: Any) -> None:
         """Continue from `snapshot` output (None: from nothing)."""
         ...
-
-
-class _Config(Protocol):
-    @property
-    def label_keys(self) -> tuple[str, ...]: ...
-    @property
-    def gain(self) -> str: ...
-    @property
-    def relevance_threshold(self) -> float: ...
-    @property
-    def clock(self) -> str: ...
-
-
-def state_config(spec: WindowSpec, config: _Config) -> dict[str, Any]:
-    """What a partition's state depends on besides the events: the window spec (windows,
-    buckets, metric columns, bins), label keys, gain, threshold and clock mode. A
-    partition's state moves only between engines where this is equal."""
-    return {  # lists, not tuples: equal to itself after a JSON round-trip
-        "spec": spec.to_dict(),
-        "label_keys": list(config.label_keys),
-        "gain": config.gain,
-        "relevance_threshold": config.relevance_threshold,
-        "clock": config.clock,
-    }
 
 
 @dataclass(frozen=True, slots=True)

@@ -3,9 +3,10 @@
 `TraceReader.expand` leaves the messages of `ragstream` topics as they are and replaces
 each OTLP message (`otlp_proto`, `otlp_json`) by the events its spans give, each one a
 ragstream event (schema v1 JSON) in a `Message` with the trace message's topic, partition
-and offset and the query id as key; answers of traces that close in the batch come at its
-end. The engine then reads the batch as it reads any other, so trace-derived events are
-validated, counted and joined exactly like the events a service sends.
+and offset and the query id as key; the answers of traces that close in the batch
+(`closed_answers`) come at its end. The engine then reads the batch as it reads any other,
+so trace-derived events are validated, counted and joined exactly like the events a
+service sends.
 
 A topic the Collector's Kafka exporter shares between signals (`signal_header: true`)
 also carries metrics and logs: a record whose `otelcol.signal` header is there and is not

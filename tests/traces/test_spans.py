@@ -275,6 +275,45 @@ def test_the_oldest_open_trace_closes_early_beyond_max_open() -> None:
     assert engine.open_traces == 2
 
 
+def _open_trace(app: App, answer: str, partition: int) -> list[Message]:
+    """The spans of a trace with a retrieval and an answer, without its root (the trace
+    stays open until it has waited), on ``partition``."""
+    with app.span("chain", {"openinference.span.kind": "CHAIN"}, root=True):
+        with app.span("r", _retriever([{"id": "d", "content": "t"}])):
+            pass
+        with app.span("llm", _llm("q", answer)):
+            pass
+    held = [m for i, m in enumerate(app.messages()) if i != 2]  # the root ends last
+    return [Message(m.value, partition, m.offset, m.topic, m.key) for m in held]
+
+
+def _closing(engine: Engine) -> list[tuple[int, str]]:
+    """(partition, answer) of the traces that close once the event clock has moved on."""
+    later = {"type": "retrieval", "query_id": "later", "ts": T + 60, "results": []}
+    _apply(engine, [Message(json.dumps(later).encode(), 2, 0, "events")])
+    return [(p, a.answer) for p, a in _apply(engine, []).answers]
+
+
+def test_traces_close_partition_by_partition_in_the_order_their_traces_began() -> None:
+    """The order answers close in is seen by the event clock, so it is kept: the order in
+    which the partitions' traces began, and an adopted partition's begin when adopted."""
+    app = App()
+    first, second = _open_trace(app, "a1", 1), _open_trace(app, "a0", 0)
+    engine = _engine(defaults.trace_mapping(wait=10.0))
+    _apply(engine, first)
+    _apply(engine, second)
+    assert _closing(engine) == [(1, "a1"), (0, "a0")]
+    source = _engine(defaults.trace_mapping(wait=10.0))
+    _apply(source, first)
+    _apply(source, second)
+    moved = json.loads(json.dumps(source.export_partitions({1})[1]))
+    source.drop_partitions({1})
+    source.adopt_partition(moved)
+    assert engine.open_traces == 0
+    assert source.open_traces == 2
+    assert _closing(source) == [(0, "a0"), (1, "a1")]
+
+
 def test_malformed_messages_are_counted_by_reason_and_the_rest_is_read() -> None:
     app = App()
     with (
