@@ -24,6 +24,7 @@ from ragstream.exporter.family import PREFIX, TextRenderer, to_metrics
 from ragstream.exporter.windowed import build, metric_for_column
 from ragstream.pipeline.engine import Engine
 from ragstream.pipeline.partitions import PartitionRead
+from ragstream.traces.assembly import SKIP_REASONS, TRACE_OUTCOMES
 
 __all__ = ["EngineCollector", "metric_for_column"]
 
@@ -210,10 +211,10 @@ class EngineCollector(Collector):
             counts = dict.fromkeys(_KNOWN_SPAN_OUTCOMES, 0) | dict(read.spans)
             for (kind, outcome), n in sorted(counts.items()):
                 spans.add_metric([kind.lower(), outcome, name], n)
-            for outcome, n in read.traces.items():
-                closed.add_metric([outcome, name], n)
-            for reason, n in read.skipped.items():
-                skipped.add_metric([reason, name], n)
+            for outcome in TRACE_OUTCOMES:
+                closed.add_metric([outcome, name], read.traces.get(outcome, 0))
+            for reason in SKIP_REASONS:
+                skipped.add_metric([reason, name], read.skipped.get(reason, 0))
         yield spans
         yield closed
         yield skipped

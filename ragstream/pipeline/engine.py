@@ -54,7 +54,7 @@ from ragstream.pipeline.scoring import ScoredQueries, Scorer
 from ragstream.pipeline.sequential_drift import Held, SequentialDrift
 from ragstream.pipeline.windowed_drift import WindowedDrift
 from ragstream.traces import OTLP_FORMATS, TraceAssembler, TraceMapping, TraceReader
-from ragstream.traces.assembly import skip_counts, span_counts, trace_counts
+from ragstream.traces.assembly import SKIP_REASONS, TRACE_OUTCOMES
 from ragstream.traces.reader import closed_answers
 from ragstream.windows import (
     Aggregate,
@@ -813,18 +813,13 @@ class Engine:
         if self.traces is not None and traces is not None:
             for p, assembler in traces["partitions"].items():
                 self._assembler(int(p)).restore(assembler)
-        self._restore_drift(data.get("drift"))
-
-    def _restore_drift(self, data: Mapping[str, Any] | None) -> None:
-        """The detectors of a snapshot, where this engine runs the same ones (others start
-        afresh); absent from older snapshots."""
-        if data is None:
-            return
-        if self.sequential is not None and data.get("sequential") is not None:
-            for partition, held in self.sequential.restore(data["sequential"]).items():
+        # the detectors, where this engine runs the same ones (others start afresh)
+        drift = data.get("drift") or {}  # absent from older snapshots
+        if self.sequential is not None and drift.get("sequential") is not None:
+            for partition, held in self.sequential.restore(drift["sequential"]).items():
                 self._state(partition).detectors = held
-        if self.windowed_drift is not None:
-            self.windowed_drift.restore(data.get("windowed") or {})
+        if self.windowed_drift is not None and drift:
+            self.windowed_drift.restore(drift.get("windowed") or {})
 
     # -- lookups from the side (judging) -------------------------------------------------------
 
@@ -867,15 +862,17 @@ class Engine:
 
     def span_counts(self) -> Counter[tuple[str, str]]:
         """(kind, outcome) -> spans of the trace topics, over held partitions."""
-        return span_counts(self._assemblers())
+        return sum_counters(traces.spans for traces in self._assemblers())
 
     def trace_counts(self) -> dict[str, int]:
         """Closed traces by outcome (every outcome present), over held partitions."""
-        return trace_counts(self._assemblers())
+        total = sum_counters(traces.traces for traces in self._assemblers())
+        return {outcome: total[outcome] for outcome in TRACE_OUTCOMES}
 
     def skip_counts(self) -> dict[str, int]:
         """Trace records skipped, by reason (every reason present), over held partitions."""
-        return skip_counts(self._assemblers())
+        total = sum_counters(traces.skipped for traces in self._assemblers())
+        return {reason: total[reason] for reason in SKIP_REASONS}
 
     def now(self) -> float:
         return self.clock.now()

@@ -12,6 +12,7 @@ exporter sees of it.
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -21,7 +22,6 @@ from ragstream.join import LabelJoin
 from ragstream.pipeline.partition_tally import PartitionTally
 from ragstream.pipeline.sequential_drift import Held, SequentialDrift
 from ragstream.traces import TraceAssembler, TraceReader
-from ragstream.traces.assembly import skip_counts, span_counts, trace_counts
 from ragstream.windows import WindowStore
 
 __all__ = [
@@ -80,28 +80,15 @@ class JoinLimits:
     max_pending: int
 
     def new_join(self, partition: int) -> LabelJoin:
-        return LabelJoin(
-            partition=partition,
-            label_ttl=self.label_ttl,
-            pending_ttl=self.pending_ttl,
-            max_open=self.max_open,
-            max_pending=self.max_pending,
-            recent_final=self.max_open,
-        )
+        return LabelJoin(partition=partition, **self._settings())
 
     def restore_join(self, data: Mapping[str, Any], partition: int) -> LabelJoin:
         """A partition's join from `LabelJoin.snapshot` output, with these TTLs and caps."""
-        return LabelJoin.restore(
-            {
-                **data,
-                "label_ttl": self.label_ttl,
-                "pending_ttl": self.pending_ttl,
-                "max_open": self.max_open,
-                "max_pending": self.max_pending,
-                "recent_final": self.max_open,
-            },
-            partition,
-        )
+        return LabelJoin.restore({**data, **self._settings()}, partition)
+
+    def _settings(self) -> dict[str, Any]:
+        """The join's arguments (it remembers as many final query ids as it holds open)."""
+        return {**dataclasses.asdict(self), "recent_final": self.max_open}
 
 
 @dataclass(frozen=True, slots=True)
@@ -127,11 +114,11 @@ class PartitionRead:
     join: Mapping[str, int]
     """Its label join's counters (empty before its first event)."""
     spans: Mapping[tuple[str, str], int]
-    """(kind, outcome) -> spans of its trace records."""
+    """(kind, outcome) -> spans of its trace records (see `TraceAssembler`)."""
     traces: Mapping[str, int]
-    """Its closed traces by outcome (every outcome present)."""
+    """Its closed traces by outcome."""
     skipped: Mapping[str, int]
-    """Its trace records skipped, by reason (every reason present)."""
+    """Its trace records skipped, by reason."""
 
 
 _TRACE_ORDER = itertools.count()
@@ -210,13 +197,13 @@ class PartitionState:
 
     def read(self) -> PartitionRead:
         """Its counters, for the exporter."""
-        assemblers = [] if self.traces is None else [self.traces]
+        traces = self.traces
         return PartitionRead(
             self.tally,
             {} if self.join is None else self.join.counters.as_dict(),
-            span_counts(assemblers),
-            trace_counts(assemblers),
-            skip_counts(assemblers),
+            {} if traces is None else traces.spans,
+            {} if traces is None else traces.traces,
+            {} if traces is None else traces.skipped,
         )
 
     @staticmethod

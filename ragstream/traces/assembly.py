@@ -30,7 +30,7 @@ closed is counted as late and does not give a second event.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -53,17 +53,15 @@ __all__ = [
     "Position",
     "TraceAssembler",
     "TraceRecord",
-    "skip_counts",
-    "span_counts",
-    "trace_counts",
 ]
 
 Position = tuple[str, int]
 """(topic, offset) of the message a span came in, for the events it gives."""
 
-TRACE_OUTCOMES = ("answered", "no_answer", "no_retrieval")
+TRACE_OUTCOMES = ("answered", "no_answer", "no_retrieval", "evicted")
 """How a closed trace ended: an answer event, a RETRIEVER span but no span with an answer,
-or no RETRIEVER span (not a retrieval-augmented request: no answer event)."""
+or no RETRIEVER span (not a retrieval-augmented request: no answer event); and `evicted`,
+closed early (counted besides its outcome)."""
 SKIP_REASONS = ("signal_metrics", "signal_logs", "signal_profiles", "signal_other")
 """Why a record of a trace topic is skipped: its `otelcol.signal` header names another
 signal (one of the Collector's, else `other`)."""
@@ -145,7 +143,7 @@ class TraceAssembler:
         """(kind, outcome) -> spans: outcome `retrieval` (gave a retrieval event), `read`
         (joined its open trace), `late` (its trace had closed), `skipped` (not read)."""
         self.traces: Counter[str] = Counter()
-        """Closed traces by outcome (`TRACE_OUTCOMES`), and `evicted` (closed early)."""
+        """Closed traces by outcome (`TRACE_OUTCOMES`)."""
         self.skipped: Counter[str] = Counter()
         """Records of the partition skipped, by reason (another signal on the topic)."""
         self._ready: set[str] = set()
@@ -319,31 +317,6 @@ class TraceAssembler:
         self.spans = Counter({(k, o): int(n) for k, o, n in data["spans"]})
         self.traces = Counter(data["traces"])
         self.skipped = Counter(data.get("skipped") or {})
-
-
-def span_counts(assemblers: Iterable[TraceAssembler]) -> Counter[tuple[str, str]]:
-    """(kind, outcome) -> spans, summed over the partitions' assemblers."""
-    totals: Counter[tuple[str, str]] = Counter()
-    for assembler in assemblers:
-        totals.update(assembler.spans)
-    return totals
-
-
-def trace_counts(assemblers: Iterable[TraceAssembler]) -> dict[str, int]:
-    """Closed traces by outcome (every outcome present), summed over the assemblers."""
-    totals: Counter[str] = Counter()
-    for assembler in assemblers:
-        totals.update(assembler.traces)
-    return {name: totals.get(name, 0) for name in (*TRACE_OUTCOMES, "evicted")}
-
-
-def skip_counts(assemblers: Iterable[TraceAssembler]) -> dict[str, int]:
-    """Records of the trace topics skipped, by reason (every reason present), summed over
-    the assemblers."""
-    totals: Counter[str] = Counter()
-    for assembler in assemblers:
-        totals.update(assembler.skipped)
-    return {name: totals.get(name, 0) for name in SKIP_REASONS}
 
 
 def _texts(docs: list[Document], record: TraceRecord) -> list[tuple[str, str]]:
