@@ -54,7 +54,6 @@ from ragstream.pipeline.scoring import ScoredQueries, Scorer
 from ragstream.pipeline.sequential_drift import Held, SequentialDrift
 from ragstream.pipeline.windowed_drift import WindowedDrift
 from ragstream.traces import OTLP_FORMATS, TraceAssembler, TraceMapping, TraceReader
-from ragstream.traces.assembly import SKIP_REASONS, TRACE_OUTCOMES
 from ragstream.traces.reader import closed_answers
 from ragstream.windows import (
     Aggregate,
@@ -264,9 +263,6 @@ class Engine:
             return state.traces
         assert self.traces is not None
         return state.begin_traces(self.traces.new_assembler())
-
-    def _assemblers(self) -> list[TraceAssembler]:
-        return [s.traces for s in self.partitions.values() if s.traces is not None]
 
     def _close_traces(self, now: float | None) -> list[Message]:
         """The answers of the traces that close at ``now`` (None: all of them, the end of
@@ -858,21 +854,7 @@ class Engine:
 
     @property
     def open_traces(self) -> int:
-        return sum(len(traces.open) for traces in self._assemblers())
-
-    def span_counts(self) -> Counter[tuple[str, str]]:
-        """(kind, outcome) -> spans of the trace topics, over held partitions."""
-        return sum_counters(traces.spans for traces in self._assemblers())
-
-    def trace_counts(self) -> dict[str, int]:
-        """Closed traces by outcome (every outcome present), over held partitions."""
-        total = sum_counters(traces.traces for traces in self._assemblers())
-        return {outcome: total[outcome] for outcome in TRACE_OUTCOMES}
-
-    def skip_counts(self) -> dict[str, int]:
-        """Trace records skipped, by reason (every reason present), over held partitions."""
-        total = sum_counters(traces.skipped for traces in self._assemblers())
-        return {reason: total[reason] for reason in SKIP_REASONS}
+        return sum(len(s.traces.open) for s in self.partitions.values() if s.traces is not None)
 
     def now(self) -> float:
         return self.clock.now()

@@ -21,6 +21,7 @@ from tests.traces._reference import (
     feedback_messages,
     reference_messages,
 )
+from tests.traces._traced import span_counts, trace_counts
 
 pytestmark = pytest.mark.filterwarnings("ignore:Calling .text\\(\\) as a method:DeprecationWarning")
 
@@ -68,13 +69,13 @@ def test_traces_give_the_events_the_app_would_send(rag_app: RagApp, encoding: st
     assert answers == expected
     assert [a.question for a in answers] == QUESTIONS
     assert ours.traces is not None
-    assert ours.trace_counts() == {
+    assert trace_counts(ours) == {
         "answered": len(QUESTIONS),
         "no_answer": 0,
         "no_retrieval": 0,
         "evicted": 0,
     }
-    counts = ours.span_counts()
+    counts = span_counts(ours)
     assert counts[("RETRIEVER", "retrieval")] == len(QUESTIONS)
     assert counts[("PROMPT", "skipped")] == len(QUESTIONS)  # counted and skipped
     final = {q.query_id: q.contribution for q in ours.finish()}

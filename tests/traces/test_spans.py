@@ -24,6 +24,7 @@ from ragstream.traces import TraceMapping
 from tests.support import defaults
 from tests.support.defaults import engine_config
 from tests.traces._rag import CollectorFormat
+from tests.traces._traced import span_counts, trace_counts
 
 T = 1_790_000_000.0  # in the past: later times would be clamped to the wall clock
 TOPIC = "spans"
@@ -192,7 +193,7 @@ def test_other_span_kinds_are_counted_and_skipped() -> None:
     assert report.invalid == []
     assert report.answers == []
     assert engine.traces is not None
-    counts = engine.span_counts()
+    counts = span_counts(engine)
     assert counts == {
         ("TOOL", "skipped"): 1,
         ("EMBEDDING", "skipped"): 1,
@@ -219,7 +220,7 @@ def test_a_trace_without_a_retriever_gives_no_answer_and_late_spans_are_counted(
     _apply(engine, [Message(json.dumps(later).encode(), 0, 0, "events")])
     assert _apply(engine, []).answers == []
     assert engine.open_traces == 0
-    assert engine.trace_counts()["no_retrieval"] == 1
+    assert trace_counts(engine)["no_retrieval"] == 1
     # its retriever, late: still its retrieval event; an LLM span after that: late
     with app.span("retrieve", _retriever([{"id": "x"}])) as span:
         pass
@@ -228,7 +229,7 @@ def test_a_trace_without_a_retriever_gives_no_answer_and_late_spans_are_counted(
     rewritten = _retrace(messages, trace_id)
     _apply(engine, rewritten)
     assert engine.find_query(trace_id) is not None
-    counts = engine.span_counts()
+    counts = span_counts(engine)
     assert counts[("RETRIEVER", "retrieval")] == 1
 
 
@@ -271,7 +272,7 @@ def test_the_oldest_open_trace_closes_early_beyond_max_open() -> None:
     report = _apply(engine, open_only)
     assert [a.answer for _, a in report.answers] == ["b0"]  # closed early, answered all the same
     assert engine.traces is not None
-    assert engine.trace_counts()["evicted"] == 1
+    assert trace_counts(engine)["evicted"] == 1
     assert engine.open_traces == 2
 
 
