@@ -5,10 +5,11 @@
 # archive: the test suite rebuilds this base from Debian's archive with mmdebstrap and builds
 # this file on it (tests/deploy/test_image.py), so the image it tests is the image shipped.
 FROM docker.io/library/debian:12.15-slim AS build
-# A C compiler and Python's headers for the C extensions (ragstream/trec/_scan.c for
-# `ragstream eval`, ragstream/events/_scan.c for the engine, ragstream/drift/_kernels.c for
-# its drift detectors, ragstream/metrics/_ragged.c for `ragstream eval`'s metrics; built by
-# setup.py); only this stage has them, the image below gets the virtual environment.
+# A C compiler and Python's headers for the C extensions (ragstream/trec/_trec_reader.c for
+# `ragstream eval`, ragstream/events/_event_scanner.c for the engine,
+# ragstream/drift/_kernels.c for its drift detectors, ragstream/metrics/_ragged.c for
+# `ragstream eval`'s metrics; built by setup.py); only this stage has them, the image below
+# gets the virtual environment.
 RUN apt-get update \
     && apt-get install -y --no-install-recommends \
        ca-certificates gcc libc6-dev python3 python3-dev python3-venv \
@@ -35,7 +36,7 @@ COPY ragstream ./ragstream
 # otherwise leave the slower pure-Python paths), or if aiokafka cannot read a codec (a
 # compressed batch it cannot read would stop its partition).
 RUN /opt/ragstream/bin/pip install --no-cache-dir ".[otlp]" \
-    && /opt/ragstream/bin/python -P -c "import ragstream.trec._scan, ragstream.events._scan, ragstream.drift._kernels, ragstream.metrics._ragged" \
+    && /opt/ragstream/bin/python -P -c "import ragstream.trec._trec_reader, ragstream.events._event_scanner, ragstream.drift._kernels, ragstream.metrics._ragged" \
     && /opt/ragstream/bin/python -P -c "from aiokafka import codec; assert codec.has_gzip() and codec.has_snappy() and codec.has_lz4() and codec.has_zstd()"
 
 FROM docker.io/library/debian:12.15-slim

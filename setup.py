@@ -1,5 +1,5 @@
-"""Build of the C extensions: the two compiled scanners, `ragstream eval`'s
-(`ragstream.trec._scan`) and the streaming engine's (`ragstream.events._scan`), the drift
+"""Build of the C extensions: `ragstream eval`'s TREC reader (`ragstream.trec._trec_reader`),
+the streaming engine's event scanner (`ragstream.events._event_scanner`), the drift
 detectors' loops (`ragstream.drift._kernels`), and the metric kernels over CSR rankings
 (`ragstream.metrics._ragged`).
 
@@ -25,14 +25,14 @@ from setuptools import Extension, setup
 setup(
     ext_modules=[
         Extension(
-            "ragstream.trec._scan",
-            sources=["ragstream/trec/_scan.c"],
+            "ragstream.trec._trec_reader",
+            sources=["ragstream/trec/_trec_reader.c"],
             depends=["ragstream/metrics/_ragged.h"],  # it calls the metric kernels
             optional=True,
         ),
         Extension(
-            "ragstream.events._scan",
-            sources=["ragstream/events/_scan.c"],
+            "ragstream.events._event_scanner",
+            sources=["ragstream/events/_event_scanner.c"],
             optional=True,
         ),
         Extension(

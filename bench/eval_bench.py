@@ -5,7 +5,7 @@ Usage: `python -m bench.eval_bench [--queries N] [--docs D]` (or `scripts/bench.
 Each tool runs in its own fresh Python process that times its whole flow -- parse both
 files, then compute the per-query metrics -- and reports its peak memory (`ru_maxrss`).
 `ragstream` is timed three times: the library function `evaluate_files` inside a worker
-(by default, i.e. with the compiled scanner `ragstream.trec._scan`; then with the numpy
+(by default, i.e. with the compiled scanner `ragstream.trec._trec_reader`; then with the numpy
 path, `engine="numpy"`), and the `ragstream eval` command run as a subprocess of a worker
 (default path; wall time, interpreter start-up and imports included).
 ranx compiles its kernels with numba on first use; its worker times parsing, the first
@@ -56,7 +56,7 @@ def _work_ragstream(qrels: str, run: str) -> tuple[dict[str, float], Values]:
     from ragstream.trec._compiled import AVAILABLE
 
     if not AVAILABLE:
-        raise SystemExit("ragstream.trec._scan is not built: run `pip install -e .`")
+        raise SystemExit("ragstream.trec._trec_reader is not built: run `pip install -e .`")
     return _evaluate(qrels, run, "compiled")
 
 

@@ -120,7 +120,7 @@ def profile_scrape(registry: CollectorRegistry, reps: int = 5) -> dict[str, Any]
 
     total = cumulative("prometheus_client/exposition.py", ("generate_latest",))
     collect = cumulative("exporter/collector.py", ("collect",))
-    reads = cumulative("windows/store.py", ("read", "read_all", "read_totals"))
+    reads = cumulative("windows/store.py", ("read",))
     families = cumulative("prometheus_client/metrics_core.py", ("add_metric",))
     top = sorted(raw.items(), key=lambda kv: kv[1][2], reverse=True)[:12]
     return {

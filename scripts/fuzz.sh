@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # Fuzzes the four C extensions with libFuzzer under AddressSanitizer and UBSan, each target
 # a differential one (the compiled result against the Python or msgspec one):
-#   events_scan     ragstream/events/_scan.c   (tests/fuzz/events_scan.c: against msgspec)
+#   event_scanner   ragstream/events/_event_scanner.c (tests/fuzz/event_scanner.c: against msgspec)
 #   drift_kernels   ragstream/drift/_kernels.c (mutated detector snapshots, then values)
 #   metrics_ragged  ragstream/metrics/_ragged.c (CSR rankings and cutoffs, against numpy)
-#   trec_scan       ragstream/trec/_scan.c with _ragged.c (qrels and run files, against numpy)
+#   trec_reader     ragstream/trec/_trec_reader.c with _ragged.c (qrels and run files, against numpy)
 # (the last three: tests/fuzz/<target>.c and tests/fuzz/targets.py). Builds them with Debian's
 # clang (clang-14 and its sanitizer and libFuzzer runtimes, installed with apt-get when
 # missing) into build/fuzz/<target>/ (rebuilt when a source changes), seeds each with valid
@@ -28,15 +28,15 @@ case "${1:-}" in
   *) limit="$1"; shift ;;
 esac
 targets=("$@")
-[ "${#targets[@]}" -gt 0 ] || targets=(events_scan drift_kernels metrics_ragged trec_scan)
+[ "${#targets[@]}" -gt 0 ] || targets=(event_scanner drift_kernels metrics_ragged trec_reader)
 
 sources() {  # the C a target is built from
   case "$1" in
-    events_scan) echo tests/fuzz/events_scan.c ;;  # includes ragstream/events/_scan.c
+    event_scanner) echo tests/fuzz/event_scanner.c ;;  # includes ragstream/events/_event_scanner.c
     drift_kernels) echo tests/fuzz/drift_kernels.c ragstream/drift/_kernels.c ;;
     metrics_ragged) echo tests/fuzz/metrics_ragged.c ragstream/metrics/_ragged.c ;;
-    trec_scan) echo tests/fuzz/trec_scan.c ragstream/trec/_scan.c ragstream/metrics/_ragged.c ;;
-    *) echo "fuzz.sh: unknown target $1 (events_scan, drift_kernels, metrics_ragged, trec_scan)" >&2
+    trec_reader) echo tests/fuzz/trec_reader.c ragstream/trec/_trec_reader.c ragstream/metrics/_ragged.c ;;
+    *) echo "fuzz.sh: unknown target $1 (event_scanner, drift_kernels, metrics_ragged, trec_reader)" >&2
        exit 2 ;;
   esac
 }
@@ -89,8 +89,8 @@ for target in "${targets[@]}"; do
   out="build/fuzz/$target"
   $py -m tests.fuzz.seed "$target" "$out/corpus" | sed "s/^/== $target: /"
   max_len=65536 args=()
-  if [ "$target" = events_scan ]; then
-    max_len=8192 args=(-dict=tests/fuzz/events_scan.dict)
+  if [ "$target" = event_scanner ]; then
+    max_len=8192 args=(-dict=tests/fuzz/event_scanner.dict)
   fi
   if [ "$mode" = runs ]; then
     args+=(-runs="$limit" -seed=1)

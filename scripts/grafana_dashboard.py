@@ -10,6 +10,8 @@ every per-label-set query, a `by` clause and a legend field. Give them here, onc
     scripts/grafana_dashboard.py --labels app,region    # your agent's labels.keys
     scripts/grafana_dashboard.py --config ragstream.yaml   # read labels.keys from the file
     scripts/grafana_dashboard.py --runbook-url URL      # where your copy of docs/runbook.md is
+    scripts/grafana_dashboard.py --trace-url 'http://jaeger:16686/trace/${__value.raw}'
+    scripts/grafana_dashboard.py --worst-queries        # the worst-queries table (PostgreSQL)
     scripts/grafana_dashboard.py --check                # fail if the checked-in file differs
 
 Every query is scoped by the `cluster` and `job` variables, as the monitoring mixins do.
@@ -33,7 +35,10 @@ from grafana_foundation_sdk.builders import common as gc
 from grafana_foundation_sdk.builders import dashboard as gd
 from grafana_foundation_sdk.builders import prometheus as gp
 from grafana_foundation_sdk.builders import statetimeline, table, timeseries
+from grafana_foundation_sdk.cog import builder as cogbuilder
+from grafana_foundation_sdk.cog import variants as cogvariants
 from grafana_foundation_sdk.cog.encoder import JSONEncoder
+from grafana_foundation_sdk.cog.runtime import UnknownDataquery
 from grafana_foundation_sdk.models import common as mc
 from grafana_foundation_sdk.models import dashboard as md
 from grafana_foundation_sdk.models import prometheus as mp
@@ -112,6 +117,8 @@ class Query:
     expr: str
     legend: str
     instant: bool = False
+    exemplar: bool = False
+    """Also ask for the exemplars of its series (a final-query histogram's buckets)."""
 
     def builder(self, ref: str) -> gp.Dataquery:
         query = (
@@ -124,6 +131,8 @@ class Query:
         )
         if self.instant:
             return query.instant().format(mp.PromQueryFormat.TABLE)
+        if self.exemplar:
+            query.exemplar(True)
         return query.range()
 
 
@@ -188,6 +197,18 @@ def graph(
 # --- the queries ---------------------------------------------------------------------------
 
 
+def final_median(labels: Labels, histogram: str, **fixed: str) -> Query:
+    """The median of the final per-query values over the rate interval, from a histogram
+    summed over replicas, with its exemplars: each a query that landed in a bucket, drawn
+    at its own value, with its `trace_id`."""
+    sel = labels.select(**fixed)
+    expr = (
+        "histogram_quantile(0.5, "
+        f"sum by ({labels.by('le')}) (rate({histogram}_bucket{{{sel}}}[$__rate_interval])))"
+    )
+    return Query(expr, f"{labels.legend()} final median", exemplar=True)
+
+
 def window_mean(labels: Labels, metric: str, **fixed: str) -> str:
     """The mean over every replica's queries: the recording rule, one series per label set."""
     return f"{WINDOW_MEAN}{{{labels.select(metric=metric, window='$window', **fixed)}}}"
@@ -246,31 +267,48 @@ def _retrieval(labels: Labels, base: str) -> Row:
     legend = labels.legend()
     drift = [runbook(base, "RagstreamRetrievalQualityDrift")]
 
-    def mean_panel(title: str, metric: str, what: str) -> timeseries.Panel:
-        return graph(
-            title,
+    def mean_panel(
+        title: str, metric: str, what: str, histogram: Query | None = None
+    ) -> timeseries.Panel:
+        queries = [Query(window_mean(labels, metric), legend)]
+        text = (
             f"{what}, the mean over the labeled queries of the window `$window` of every "
-            f"replica (recording rule `{WINDOW_MEAN}`: summed sums / summed counts).",
-            [Query(window_mean(labels, metric), legend)],
-            maximum=1.0,
-            links=drift,
+            f"replica (recording rule `{WINDOW_MEAN}`: summed sums / summed counts)."
         )
+        if histogram is not None:
+            queries.append(histogram)
+            text += (
+                " Beside it the median of the final per-query values (after the label TTL) "
+                "with their exemplars: one query per bucket, at its value, linked to its trace."
+            )
+        return graph(title, text, queries, maximum=1.0, links=drift)
 
     count = f"{WINDOW_COUNT}{{{labels.select(metric='rr', window='$window')}}}"
     every_sel = labels.select(kind="all", window="$window")
     every = f"sum by ({labels.by()}) (ragstream_window_queries{{{every_sel}}})"
-    median = (
-        "histogram_quantile(0.5, "
-        f"sum by ({labels.by('le')}) "
-        f"(rate(ragstream_query_ndcg_bucket{{{labels.select(k='$k')}}}[$__rate_interval])))"
-    )
+    ndcg = final_median(labels, "ragstream_query_ndcg", k="$k")
     return Row(
         "Retrieval quality",
         [
-            mean_panel("MRR", "rr", "Mean reciprocal rank of the first relevant document"),
-            mean_panel("nDCG@$k", "ndcg@$k", "Normalized DCG at cutoff $k"),
-            mean_panel("Precision@$k", "precision@$k", "Relevant documents in the top $k / $k"),
-            mean_panel("Recall@$k", "recall@$k", "Relevant documents in the top $k / all relevant"),
+            mean_panel(
+                "MRR",
+                "rr",
+                "Mean reciprocal rank of the first relevant document",
+                final_median(labels, "ragstream_query_rr"),
+            ),
+            mean_panel("nDCG@$k", "ndcg@$k", "Normalized DCG at cutoff $k", ndcg),
+            mean_panel(
+                "Precision@$k",
+                "precision@$k",
+                "Relevant documents in the top $k / $k",
+                final_median(labels, "ragstream_query_precision", k="$k"),
+            ),
+            mean_panel(
+                "Recall@$k",
+                "recall@$k",
+                "Relevant documents in the top $k / all relevant",
+                final_median(labels, "ragstream_query_recall", k="$k"),
+            ),
             mean_panel(
                 "Hit rate@$k",
                 "hit_rate@$k",
@@ -286,8 +324,9 @@ def _retrieval(labels: Labels, base: str) -> Row:
             graph(
                 "Median final nDCG@$k",
                 "Median of the final per-query nDCG@$k (after the label TTL) from the "
-                "histograms summed over replicas, over the rate interval.",
-                [Query(median, legend)],
+                "histograms summed over replicas, over the rate interval, with the exemplars "
+                "of its buckets: a query each, at its value, linked to its trace.",
+                [Query(ndcg.expr, legend, exemplar=True)],
                 width=WIDTH,
                 maximum=1.0,
                 links=drift,
@@ -664,6 +703,149 @@ def _health(base: str) -> Row:
     )
 
 
+# --- from a drop to the queries behind it --------------------------------------------------
+
+TRACE_ID = "trace_id"
+"""The exemplar label that holds a query's trace id (docs/exposition.md)."""
+RESULTS = md.DataSourceRef(type_val="grafana-postgresql-datasource", uid="${results_datasource}")
+"""The PostgreSQL data source of the per-query results (the variable `results_datasource`)."""
+RESULTS_TABLE = "ragstream_results"
+"""The default table of the per-query results: one row per finalized query."""
+WORST_METRIC = "worst_metric"
+WORST_LIMIT = 20
+
+
+@dataclass(frozen=True, slots=True)
+class Traces:
+    """Where a query's trace id leads: a URL template in which Grafana puts the id for
+    `${__value.raw}` (Jaeger, Phoenix, any trace UI), and/or a Tempo data source of the
+    same Grafana (an internal link that opens the trace in Explore). Neither: no links."""
+
+    url: str = ""
+    tempo_uid: str = ""
+
+    def __post_init__(self) -> None:
+        if self.url and "${__value.raw}" not in self.url:
+            raise ValueError(f"trace URL {self.url!r} lacks ${{__value.raw}}, where the id goes")
+
+    def links(self) -> list[Json]:
+        """The data links, as Grafana's field config writes them."""
+        out: list[Json] = []
+        if self.url:
+            out.append({"title": "Trace ${__value.raw}", "url": self.url, "targetBlank": True})
+        if self.tempo_uid:
+            out.append(
+                {
+                    "title": "Trace ${__value.raw} in Tempo",
+                    "url": "",
+                    "internal": {
+                        "datasourceUid": self.tempo_uid,
+                        "datasourceName": "Tempo",
+                        "query": {"query": "${__value.raw}", "queryType": "traceql"},
+                    },
+                }
+            )
+        return out
+
+
+def link_traces(dashboard: Json, traces: Traces) -> None:
+    """Link every trace id of the dashboard to `traces`: the exemplars' `trace_id` on the
+    panels that ask for exemplars (a field override scoped to exemplars), and the
+    `query_id` column of the worst-queries table."""
+    links = traces.links()
+    if not links:
+        return
+    for panel in dashboard["panels"]:
+        if any(t.get("exemplar") for t in panel.get("targets", [])):
+            matcher = {"id": "byName", "options": TRACE_ID, "scope": "exemplar"}
+        elif panel.get("datasource", {}).get("uid") == RESULTS.uid:
+            matcher = {"id": "byName", "options": "query_id"}
+        else:
+            continue
+        override = {"matcher": matcher, "properties": [{"id": "links", "value": links}]}
+        panel["fieldConfig"]["overrides"].append(override)
+
+
+class SqlQuery(cogbuilder.Builder[cogvariants.Dataquery]):
+    """A raw SQL query of Grafana's SQL data sources (the SDK has no builder for them)."""
+
+    def __init__(self, sql: str) -> None:
+        self._sql = sql
+
+    def build(self) -> cogvariants.Dataquery:
+        return UnknownDataquery(
+            {
+                "datasource": {"type": RESULTS.type_val, "uid": RESULTS.uid},
+                "editorMode": "code",
+                "format": "table",
+                "rawQuery": True,
+                "rawSql": self._sql,
+                "refId": "A",
+            }
+        )
+
+
+def worst_queries_sql(labels: Labels, results_table: str) -> str:
+    """The lowest values of `$worst_metric` among the selected label sets' finalized
+    queries of the time range, from the results table (docs/dashboard.md#worst-queries)."""
+    where = [
+        "$__timeFilter(time)",
+        f"  AND metrics ->> '${WORST_METRIC}' IS NOT NULL",
+        *(f"  AND coalesce(labels ->> '{k}', '') ~ '^(${{{k}:regex}})$'" for k in labels.keys),
+    ]
+    return (
+        "SELECT time, query_id,"
+        f" (metrics ->> '${WORST_METRIC}')::double precision AS value,"
+        " labels::text AS labels, metrics::text AS metrics, verdicts::text AS verdicts\n"
+        f"FROM {results_table}\n"
+        f"WHERE {chr(10).join(where)}\n"
+        f"ORDER BY value ASC, time DESC\nLIMIT {WORST_LIMIT}"
+    )
+
+
+def _worst_queries(labels: Labels, results_table: str) -> Row:
+    panel = (
+        table.Panel()
+        .title("Worst queries: lowest $worst_metric")
+        .description(
+            f"The {WORST_LIMIT} finalized queries of the time range with the lowest "
+            "`$worst_metric`, from the per-query results in the table "
+            f"`{results_table}` (the data source `results_datasource`); the query id "
+            "links to its trace when a trace UI is configured."
+        )
+        .datasource(RESULTS)
+        .span(WIDTH)
+        .height(10)
+        .show_header(True)
+        .cell_height(mc.TableCellHeight.SM)
+        .decimals(3)
+    )
+    panel.with_target(SqlQuery(worst_queries_sql(labels, results_table)))
+    return Row("Worst queries", [panel])
+
+
+def worst_queries_variables(results_table: str) -> list[gd.QueryVariable | gd.DatasourceVariable]:
+    """The results data source and the metric the worst-queries table sorts by."""
+    return [
+        gd.DatasourceVariable("results_datasource")
+        .label("Results")
+        .description("The PostgreSQL data source that holds the per-query results")
+        .type(RESULTS.type_val or ""),
+        gd.QueryVariable(WORST_METRIC)
+        .label("worst by")
+        .description("The metric the worst-queries table sorts by (lowest first)")
+        .datasource(RESULTS)
+        .query(
+            f"SELECT DISTINCT jsonb_object_keys(metrics) FROM {results_table} "
+            "WHERE $__timeFilter(time) ORDER BY 1"
+        )
+        .refresh(md.VariableRefresh.ON_TIME_RANGE_CHANGED)
+        .sort(md.VariableSort.ALPHABETICAL_ASC)
+        .multi(False)
+        .include_all(False),
+    ]
+
+
 # --- variables, annotations and the dashboard ----------------------------------------------
 
 
@@ -831,10 +1013,18 @@ def _check_keys(label_keys: Sequence[str]) -> None:
         raise ValueError("label keys repeat")
 
 
-def builder(label_keys: Sequence[str], runbook_url: str = RUNBOOK_URL) -> gd.Dashboard:
-    """The dashboard for an agent whose `labels.keys` are `label_keys`, as SDK builders."""
+def builder(
+    label_keys: Sequence[str], runbook_url: str = RUNBOOK_URL, results_table: str = ""
+) -> gd.Dashboard:
+    """The dashboard for an agent whose `labels.keys` are `label_keys`, as SDK builders;
+    with the worst-queries row over `results_table` when one is given."""
     _check_keys(label_keys)
+    if results_table and not re.fullmatch(
+        r"[a-zA-Z_][a-zA-Z0-9_]*(\.[a-zA-Z_][a-zA-Z0-9_]*)?", results_table
+    ):
+        raise ValueError(f"{results_table!r} is not a table name (schema.table)")
     labels = Labels(tuple(label_keys))
+    extra = worst_queries_variables(results_table) if results_table else []
     dashboard = (
         gd.Dashboard("ragstream: RAG quality")
         .uid("ragstream")
@@ -857,11 +1047,14 @@ def builder(label_keys: Sequence[str], runbook_url: str = RUNBOOK_URL) -> gd.Das
             .url(runbook_url)
             .target_blank(True)
         )
-        .variables(list(variables(labels)))
+        .variables([*variables(labels), *extra])
         .annotations(list(annotation_queries(labels)))
     )
     panel_id = 1
-    for row in rows(labels, runbook_url):
+    every = rows(labels, runbook_url)
+    if results_table:
+        every.append(_worst_queries(labels, results_table))
+    for row in every:
         dashboard.with_row(gd.Row(row.title).id(panel_id))
         panel_id += 1
         for panel in row.panels:
@@ -882,22 +1075,42 @@ def _without_stale_defaults(model: md.Dashboard) -> md.Dashboard:
     return model
 
 
-def build(label_keys: Sequence[str], runbook_url: str = RUNBOOK_URL) -> Json:
-    """The dashboard's JSON model for an agent whose `labels.keys` are `label_keys`."""
-    typed = _without_stale_defaults(builder(label_keys, runbook_url).build())
+def build(
+    label_keys: Sequence[str],
+    runbook_url: str = RUNBOOK_URL,
+    *,
+    traces: Traces = Traces(),
+    results_table: str = "",
+) -> Json:
+    """The dashboard's JSON model for an agent whose `labels.keys` are `label_keys`; trace
+    ids linked to `traces`; the worst-queries row over `results_table` when one is given."""
+    typed = _without_stale_defaults(builder(label_keys, runbook_url, results_table).build())
     model: Json = json.loads(json.dumps(typed, cls=JSONEncoder))
     labels = Labels(tuple(label_keys))
     for annotation in model["annotations"]["list"]:
         if annotation["name"] == DRIFT_ANNOTATION:
             _prometheus_annotation(annotation, labels)
+    link_traces(model, traces)
     return model
+
+
+def worst_queries_part(label_keys: Sequence[str]) -> Json:
+    """What the worst-queries row adds to the dashboard (over the default table): its
+    panels and variables, which the Helm chart appends when `worstQueries.enabled`."""
+    plain = build(label_keys)
+    full = build(label_keys, results_table=RESULTS_TABLE)
+    return {
+        "panels": full["panels"][len(plain["panels"]) :],
+        "variables": full["templating"]["list"][len(plain["templating"]["list"]) :],
+    }
 
 
 def expressions(dashboard: Json) -> Iterator[tuple[str, str]]:
     """(where, PromQL) of every query of a dashboard: panels, annotations."""
     for panel in dashboard["panels"]:
         for target in panel.get("targets", []):
-            yield f"panel {panel['title']!r} {target['refId']}", target["expr"]
+            if "expr" in target:  # a Prometheus query, not the worst queries' SQL
+                yield f"panel {panel['title']!r} {target['refId']}", target["expr"]
     for annotation in dashboard["annotations"]["list"]:
         if "target" in annotation and "expr" in annotation["target"]:
             yield f"annotation {annotation['name']!r}", annotation["target"]["expr"]
@@ -926,6 +1139,28 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--runbook-url", default=RUNBOOK_URL, help="the runbook the panels link to (%(default)s)"
     )
+    parser.add_argument(
+        "--trace-url",
+        default="",
+        help="link trace ids to this URL template, ${__value.raw} for the id "
+        "(e.g. http://jaeger:16686/trace/${__value.raw}); default: no links",
+    )
+    parser.add_argument(
+        "--trace-datasource", default="", help="link trace ids to this Tempo data source (uid)"
+    )
+    parser.add_argument(
+        "--worst-queries",
+        nargs="?",
+        const=RESULTS_TABLE,
+        default="",
+        metavar="TABLE",
+        help=f"add the worst-queries table over this PostgreSQL table (default {RESULTS_TABLE})",
+    )
+    parser.add_argument(
+        "--worst-queries-part",
+        action="store_true",
+        help="write only the worst-queries panels and variables (the Helm chart's copy)",
+    )
     parser.add_argument("--output", type=Path, default=OUTPUT, help="default: %(default)s")
     parser.add_argument(
         "--check", action="store_true", help="exit 1 if --output differs from what it would be"
@@ -935,7 +1170,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         keys = _keys_from_config(args.config)
     else:
         keys = [k.strip() for k in args.labels.split(",") if k.strip()]
-    text = render(build(keys, args.runbook_url))
+    try:
+        if args.worst_queries_part:
+            text = render(worst_queries_part(keys))
+        else:
+            traces = Traces(args.trace_url, args.trace_datasource)
+            model = build(keys, args.runbook_url, traces=traces, results_table=args.worst_queries)
+            text = render(model)
+    except ValueError as error:
+        parser.error(str(error))
     if args.check:
         current = args.output.read_text() if args.output.exists() else ""
         if current != text:

@@ -14,6 +14,8 @@ echo "== Prometheus and promtool (Debian's package, installed once)"
 scripts/prometheus.sh
 echo "== Grafana's dashboard schema (npm's @grafana/schema and TypeScript, pinned by tests/grafana/schema/package-lock.json)"
 scripts/grafana_schema.sh
+echo "== PostgreSQL (Debian's package, installed once; the dashboard's worst-queries SQL runs on it)"
+scripts/postgres.sh >/dev/null
 echo "== the OpenTelemetry Collector (otlp receiver, kafka exporter), built once from Go modules with the Collector Builder into ~/.cache/ragstream"
 scripts/otelcol.sh fetch >/dev/null
 echo "== helm and kustomize, built once from Go modules into ~/.cache/ragstream (the chart's and the kustomization's tests)"

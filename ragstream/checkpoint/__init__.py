@@ -1,23 +1,15 @@
 """Partition state moved between replicas through a compacted Kafka topic."""
 
-from ragstream.checkpoint.handover import (
-    REFUSAL_REASONS,
-    Handover,
-    HandoverCounters,
-    PartitionStates,
-)
+from ragstream.checkpoint.handover import Handover, HandoverCounters
 from ragstream.checkpoint.record import PartitionSnapshot, RefusedSnapshotError, SnapshotLog, encode
-from ragstream.checkpoint.topic import StateTopic, StateTopicError
+from ragstream.checkpoint.topic import StateTopic
 
 __all__ = [
-    "REFUSAL_REASONS",
     "Handover",
     "HandoverCounters",
     "PartitionSnapshot",
-    "PartitionStates",
     "RefusedSnapshotError",
     "SnapshotLog",
     "StateTopic",
-    "StateTopicError",
     "encode",
 ]

@@ -21,13 +21,14 @@ from __future__ import annotations
 
 import hashlib
 import os
-import zlib
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import msgspec
+
+from ragstream.checkpoint.record import RefusedSnapshotError, pack, unpack
 
 __all__ = [
     "FORMAT",
@@ -99,30 +100,19 @@ def encode(checkpoint: ReplayCheckpoint) -> bytes:
         "done": checkpoint.done,
         "state": checkpoint.state,
     }
-    return zlib.compress(msgspec.json.encode(payload), level=1)
+    return pack(payload)
 
 
 def decode(data: bytes, where: str = "the checkpoint") -> ReplayCheckpoint:
     """The checkpoint of `encode`; raises `CheckpointError` for anything else."""
     try:
-        payload = msgspec.json.decode(zlib.decompress(data))
-    except (zlib.error, msgspec.DecodeError) as error:
-        raise CheckpointError(
-            f"{where} is damaged: cannot decompress or parse it ({error})"
-        ) from None
-    if not isinstance(payload, dict) or payload.get("format") != FORMAT:
-        found = payload.get("format") if isinstance(payload, dict) else None
-        raise CheckpointError(f"{where} has format {found!r}, this version reads {FORMAT}")
+        payload = unpack(data, FORMAT)
+    except RefusedSnapshotError as error:
+        verb = "has" if error.reason == "format" else "is damaged:"
+        raise CheckpointError(f"{where} {verb} {error.detail}") from None
     try:
-        position = payload["input"]
         return ReplayCheckpoint(
-            input=InputPosition(
-                name=str(position["name"]),
-                bytes=int(position["bytes"]),
-                lines=int(position["lines"]),
-                blank=int(position["blank"]),
-                sha256=str(position["sha256"]),
-            ),
+            input=msgspec.convert(payload["input"], InputPosition),
             settings=dict(payload["settings"]),
             per_query_bytes=None
             if payload["per_query_bytes"] is None

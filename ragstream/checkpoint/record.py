@@ -35,6 +35,8 @@ __all__ = [
     "chunk_keys",
     "encode",
     "head_key",
+    "pack",
+    "unpack",
 ]
 
 FORMAT = 1
@@ -100,7 +102,7 @@ def encode(snapshot: PartitionSnapshot, snapshot_id: str, chunk_bytes: int) -> l
         "writer": snapshot.writer,
         "state": snapshot.state,
     }
-    blob = zlib.compress(msgspec.json.encode(payload), level=1)
+    blob = pack(payload)
     pieces = [blob[i : i + chunk_bytes] for i in range(0, len(blob), chunk_bytes)] or [b""]
     keys = chunk_keys(snapshot.partition, snapshot_id, len(pieces))
     head = Chunk(
@@ -161,17 +163,7 @@ class SnapshotLog:
             if piece is None:
                 raise RefusedSnapshotError("incomplete", f"chunk {key.decode()!r} is missing")
             pieces.append(piece)
-        try:
-            payload = msgspec.json.decode(zlib.decompress(b"".join(pieces)))
-        except (zlib.error, msgspec.DecodeError) as error:
-            raise RefusedSnapshotError(
-                "corrupt", f"cannot decompress or parse ({error})"
-            ) from error
-        if not isinstance(payload, dict) or payload.get("format") != FORMAT:
-            found = payload.get("format") if isinstance(payload, dict) else None
-            raise RefusedSnapshotError(
-                "format", f"record format {found!r}, this version reads {FORMAT}"
-            )
+        payload = unpack(b"".join(pieces), FORMAT)
         if not isinstance(payload.get("state"), dict):
             raise RefusedSnapshotError("corrupt", "the record holds no state object")
         try:
@@ -186,6 +178,24 @@ class SnapshotLog:
             raise RefusedSnapshotError(
                 "corrupt", f"missing or malformed field ({error!r})"
             ) from error
+
+
+def pack(payload: Mapping[str, Any]) -> bytes:
+    """zlib-compressed (level 1) JSON: the layout of state records and replay checkpoints."""
+    return zlib.compress(msgspec.json.encode(payload), level=1)
+
+
+def unpack(blob: bytes, fmt: int) -> dict[str, Any]:
+    """The payload `pack` wrote with format ``fmt``; `RefusedSnapshotError` (``corrupt`` or
+    ``format``) for anything else."""
+    try:
+        payload = msgspec.json.decode(zlib.decompress(blob))
+    except (zlib.error, msgspec.DecodeError) as error:
+        raise RefusedSnapshotError("corrupt", f"cannot decompress or parse it ({error})") from error
+    if not isinstance(payload, dict) or payload.get("format") != fmt:
+        found = payload.get("format") if isinstance(payload, dict) else None
+        raise RefusedSnapshotError("format", f"format {found!r}, this version reads {fmt}")
+    return payload
 
 
 def _meta(headers: Headers) -> tuple[str, int]:

@@ -137,7 +137,7 @@ def eval_command(
     in both files, or over all qrels queries with -c.
     """
     from ragstream.trec import TrecFormatError, start_join
-    from ragstream.trec._pending import AVAILABLE
+    from ragstream.trec._compiled import AVAILABLE
 
     if engine == "compiled" and not AVAILABLE:
         raise click.BadParameter(

@@ -1,14 +1,9 @@
 """Drift detectors: pure, I/O-free, snapshot-able (see docs/drift.md).
 
-Windowed detectors compare a short window with the rest of a long one at each evaluation
-(:class:`ZScore` on count, sum and sum of squares; :class:`Psi` on fixed-bin histograms);
-sequential detectors watch the stream of final per-query values (:class:`PageHinkley`,
-:class:`Adwin`). Each has ``update`` (a number or a numpy array, in order), ``score``,
-``alarm``, ``detections`` and ``snapshot()`` / ``restore()`` to JSON-ready dicts.
-:class:`ZScoreBank` and :class:`PsiBank` evaluate many windowed detectors of one kind at
-once (one per label set and cell), as the engine reads every label set's windows. Each
-detector's settings are a typed parameters class (e.g. :class:`ZScoreParams`); the
-registry (`ragstream.drift.registry`) names them.
+Windowed detectors compare a short window with the rest of a long one (:class:`ZScore`,
+:class:`Psi`; evaluated per label set and cell by :class:`ZScoreBank` and :class:`PsiBank`);
+sequential ones watch the stream of final per-query values (:class:`PageHinkley`,
+:class:`Adwin`). The registry (`ragstream.drift.registry`) names them and their settings.
 """
 
 from ragstream.drift._common import Direction

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from enum import StrEnum
 from typing import Any
@@ -13,6 +14,7 @@ __all__ = [
     "F64",
     "I64",
     "Direction",
+    "arguments",
     "as_values",
     "check_version",
     "float_in",
@@ -43,6 +45,11 @@ def as_values(values: npt.ArrayLike) -> F64:
             raise ValueError("drift detectors accept finite values or NaN, not infinities")
         arr = arr[~np.isnan(arr)]
     return arr
+
+
+def arguments(params: Any) -> dict[str, Any]:
+    """A detector's parameters dataclass as its constructor's keyword arguments."""
+    return {f.name: getattr(params, f.name) for f in dataclasses.fields(params)}
 
 
 def float_out(value: float) -> float | None:

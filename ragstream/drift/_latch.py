@@ -2,21 +2,28 @@
 
 from __future__ import annotations
 
-import math
+from typing import Any, ClassVar, Self
 
 import numpy as np
 import numpy.typing as npt
 
-from ragstream.drift._common import F64, I64
+from ragstream.drift._common import (
+    F64,
+    I64,
+    Direction,
+    arguments,
+    check_version,
+    float_in,
+    float_out,
+)
 
 _B = npt.NDArray[np.bool_]
 
 
 def latch_step(alarm: _B, severity: F64, release: float) -> tuple[_B, _B]:
     """One evaluation of many independent latches, elementwise: the new alarms and where
-    an alarm turned on. The rule of :meth:`Latch.feed` for one value: no signal (NaN)
-    turns the alarm off; a raised alarm stays while ``severity >= release``; a lowered
-    one turns on at ``severity >= 1``."""
+    an alarm turned on. No signal (NaN) turns the alarm off; a raised alarm stays while
+    ``severity >= release``; a lowered one turns on at ``severity >= 1``."""
     with np.errstate(invalid="ignore"):
         signal = ~np.isnan(severity)
         kept = alarm & (severity >= release)
@@ -26,7 +33,7 @@ def latch_step(alarm: _B, severity: F64, release: float) -> tuple[_B, _B]:
     return new, onset
 
 
-__all__ = ["Latch", "latch_step"]
+__all__ = ["Latch", "Latched", "latch_step"]
 
 
 class Latch:
@@ -50,16 +57,79 @@ class Latch:
     def feed(self, severity: F64) -> I64:
         """Evaluate ``severity`` in order; indices where the alarm turned on."""
         out: list[int] = []
-        alarm = self.alarm
-        release = self.release
-        for i, s in enumerate(severity.tolist()):
-            if math.isnan(s):
-                alarm = False
-            elif alarm:
-                alarm = s >= release
-            elif s >= 1.0:
-                alarm = True
+        alarm = np.array([self.alarm])
+        for i in range(severity.size):
+            alarm, onset = latch_step(alarm, severity[i : i + 1], self.release)
+            if onset[0]:
                 out.append(i)
-        self.alarm = alarm
+        self.alarm = bool(alarm[0])
         self.onsets += len(out)
         return np.asarray(out, dtype=np.int64)
+
+
+class Latched:
+    """What the windowed detectors share: settings from their parameters class, a `Latch`,
+    the last score, and a snapshot of the settings named in ``settings_names``."""
+
+    kind: ClassVar[str]
+    settings_names: ClassVar[tuple[str, ...]]
+    """The constructor's arguments, in snapshot order."""
+
+    __slots__ = ("_latch", "score")
+
+    _latch: Latch
+    score: float
+
+    @classmethod
+    def from_params(cls, p: Any) -> Self:
+        """The detector of a parameters dataclass (its fields are the constructor's)."""
+        return cls(**arguments(p))
+
+    @property
+    def alarm(self) -> bool:
+        return self._latch.alarm
+
+    @property
+    def detections(self) -> int:
+        """How many times the alarm turned on."""
+        return self._latch.onsets
+
+    @property
+    def release(self) -> float:
+        return self._latch.release
+
+    def statistic(self, short: Any, long: Any) -> F64:
+        """The statistic of every evaluation (NaN: no signal)."""
+        raise NotImplementedError
+
+    def severity(self, value: F64) -> F64:
+        """The statistic in threshold units, the watched direction positive."""
+        raise NotImplementedError
+
+    def update(self, short: Any, long: Any) -> I64:
+        """Evaluate in order; indices (into the batch) where the alarm turned on."""
+        value = self.statistic(short, long).reshape(-1)
+        if value.size == 0:
+            return np.zeros(0, dtype=np.int64)
+        self.score = float(value[-1])
+        return self._latch.feed(self.severity(value))
+
+    def snapshot(self) -> dict[str, Any]:
+        settings = {n: getattr(self, n) for n in self.settings_names}
+        return {
+            "kind": self.kind,
+            "version": 1,
+            **{n: v.value if isinstance(v, Direction) else v for n, v in settings.items()},
+            "score": float_out(self.score),
+            "alarm": self._latch.alarm,
+            "detections": self._latch.onsets,
+        }
+
+    @classmethod
+    def restore(cls, snapshot: dict[str, Any]) -> Self:
+        check_version(snapshot, cls.kind)
+        det = cls(**{n: snapshot[n] for n in cls.settings_names})
+        det.score = float_in(snapshot["score"])
+        det._latch.alarm = bool(snapshot["alarm"])
+        det._latch.onsets = int(snapshot["detections"])
+        return det

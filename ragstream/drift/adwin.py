@@ -39,7 +39,7 @@ from typing import Any, ClassVar, Self
 import numpy as np
 import numpy.typing as npt
 
-from ragstream.drift._common import I64, Direction, as_values, check_version
+from ragstream.drift._common import I64, Direction, arguments, as_values, check_version
 from ragstream.drift._hold import Hold
 from ragstream.drift._restore import count_in, finite_in
 
@@ -122,16 +122,7 @@ class Adwin:
 
     @classmethod
     def from_params(cls, p: AdwinParams) -> Self:
-        return cls(
-            p.delta,
-            p.clock,
-            p.max_buckets,
-            p.min_window_length,
-            p.grace_period,
-            p.max_window,
-            p.direction,
-            p.hold,
-        )
+        return cls(**arguments(p))
 
     def _reset(self) -> None:
         # _rows[i] = (totals, m2s) of the buckets of 2**i values, oldest first

@@ -1,13 +1,11 @@
 """Many windowed detectors of one kind evaluated together: one per key (e.g. a label set)
 and cell (e.g. window pair x metric), all with the same settings.
 
-A scrape reads every label set's windows at once (arrays ``(labelsets, pairs, metrics)``);
-feeding one :class:`~ragstream.drift.ZScore` or :class:`~ragstream.drift.Psi` per element
-would cost a Python call and several numpy calls per element. A bank computes the
-statistic of every element with one call of :func:`~ragstream.drift.welch_z` or
-:func:`~ragstream.drift.psi` and applies the same hysteresis elementwise
-(:func:`~ragstream.drift._latch.latch_step`), so each element behaves exactly as its own
-detector fed the same windows (tested).
+The engine reads every label set's windows at once (arrays ``(labelsets, pairs,
+metrics)``); a bank computes every element's statistic with one call of
+:func:`~ragstream.drift.welch_z` or :func:`~ragstream.drift.psi` and applies the hysteresis
+elementwise (:func:`~ragstream.drift._latch.latch_step`), so each element behaves as its own
+detector fed the same windows.
 
 Keys come and go with the label sets: at each update the state of a key seen before is
 carried over, a new key starts with its alarm off, and a key that is absent is forgotten.
@@ -23,8 +21,8 @@ import numpy.typing as npt
 
 from ragstream.drift._common import F64, I64, Direction, check_version, float_in, float_out
 from ragstream.drift._latch import latch_step
-from ragstream.drift.psi import Psi, PsiParams, psi
-from ragstream.drift.zscore import Moments, ZScore, ZScoreParams, welch_z
+from ragstream.drift.psi import Psi, PsiParams
+from ragstream.drift.zscore import ZScore, ZScoreParams
 
 __all__ = ["PsiBank", "ZScoreBank"]
 
@@ -35,21 +33,19 @@ class _Bank:
     """Keys, and per key and cell: the last score, the alarm and the onsets counted.
 
     A subclass names its ``detector`` class and that class's ``params`` type, whose value
-    the bank takes, and the ``settings`` of it that the bank's config lists.
+    the bank takes; the bank's config lists the detector's ``settings_names``.
     """
 
     kind: ClassVar[str]
     detector: ClassVar[type[ZScore] | type[Psi]]
     params: ClassVar[type[ZScoreParams] | type[PsiParams]]
-    settings_names: ClassVar[tuple[str, ...]]
     settings: ZScore | Psi
 
     def __init__(self, cells: tuple[int, ...], params: ZScoreParams | PsiParams) -> None:
         if not isinstance(params, self.params):
             raise TypeError(f"{type(self).__name__} takes {self.params.__name__}")
-        self.settings = self.detector.from_params(params)  # type: ignore[arg-type]
+        self.settings = self.detector.from_params(params)
         """A detector holding the settings (validated as it validates them)."""
-        self.release = float(self.settings.snapshot()["release"])
         self.cells = tuple(int(c) for c in cells)
         self.keys: list[Hashable] = []
         self.score: F64 = np.zeros((0, *self.cells))
@@ -80,12 +76,21 @@ class _Bank:
         if score.shape != shape:
             raise ValueError(f"expected statistics of shape {shape}, got {score.shape}")
         previous, onsets = self._carry(keys)
-        alarm, onset = latch_step(previous, severity, self.release)
+        alarm, onset = latch_step(previous, severity, self.settings.release)
         self.keys = list(keys)
         self.score = score
         self.alarm = alarm
         self.detections = onsets + onset
         return onset
+
+    def update(self, keys: Sequence[Hashable], short: Any, long: Any) -> _B:
+        """One evaluation: the short and the long windows' moments ``(keys, *cells)``
+        (`ZScoreBank`) or histograms ``(keys, *cells, bins)`` (`PsiBank`). Returns where an
+        alarm turned on; ``ValueError`` where a long window holds fewer values than its
+        short one."""
+        value = self.settings.statistic(short, long)
+        value = np.broadcast_to(value, (len(keys), *self.cells)).astype(np.float64)
+        return self._step(keys, value, self.settings.severity(value))
 
     def config(self) -> dict[str, Any]:
         """Kind, version, cells and settings: the snapshot without the state."""
@@ -94,13 +99,13 @@ class _Bank:
             "kind": self.kind,
             "version": 1,
             "cells": list(self.cells),
-            **{name: s[name] for name in self.settings_names},
+            **{name: s[name] for name in self.detector.settings_names},
         }
 
     @classmethod
     def restore(cls, snapshot: dict[str, Any]) -> Self:
         check_version(snapshot, cls.kind)
-        settings = {n: snapshot[n] for n in cls.settings_names}
+        settings = {n: snapshot[n] for n in cls.detector.settings_names}
         if "direction" in settings:
             settings["direction"] = Direction(settings["direction"])
         bank = cls(tuple(snapshot["cells"]), cls.params(**settings))
@@ -134,17 +139,6 @@ class ZScoreBank(_Bank):
     kind: ClassVar[str] = "zscore_bank"
     detector = ZScore
     params = ZScoreParams
-    settings_names = ("threshold", "min_count", "min_reference", "direction", "release")
-    settings: ZScore
-
-    def update(self, keys: Sequence[Hashable], short: Moments, long: Moments) -> _B:
-        """One evaluation: moments ``(keys, *cells)`` of the short and the long windows.
-        Returns where an alarm turned on. Raises ``ValueError`` where a long window holds
-        fewer values than its short one (see :func:`~ragstream.drift.welch_z`)."""
-        s = self.settings
-        z = welch_z(short, long, min_count=s.min_count, min_reference=s.min_reference)
-        z = np.broadcast_to(z, (len(keys), *self.cells)).astype(np.float64)
-        return self._step(keys, z, s.severity(z))
 
 
 class PsiBank(_Bank):
@@ -154,14 +148,3 @@ class PsiBank(_Bank):
     kind: ClassVar[str] = "psi_bank"
     detector = Psi
     params = PsiParams
-    settings_names = ("threshold", "min_count", "min_reference", "eps", "release")
-    settings: Psi
-
-    def update(self, keys: Sequence[Hashable], short: npt.ArrayLike, long: npt.ArrayLike) -> _B:
-        """One evaluation: histograms ``(keys, *cells, bins)`` of the short and the long
-        windows. Returns where an alarm turned on."""
-        s = self.settings
-        value = psi(
-            short, long, eps=s.eps, min_count=s.min_count, min_reference=s.min_reference
-        ).astype(np.float64)
-        return self._step(keys, value, value / s.threshold)

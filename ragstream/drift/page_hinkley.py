@@ -16,12 +16,9 @@ stays 0). Reset policy: at an alarm the detector restarts from nothing (referenc
 ``g``); the value that raised the alarm belongs to the old regime and is dropped. The
 alarm flag is held for ``hold`` values (see :class:`~ragstream.drift._hold.Hold`).
 
-``update`` takes a number or an array; a batch costs a fixed number of numpy calls (plus
-one pass per alarm) and gives the same result as the values one at a time, up to float
-rounding. The numpy code (``_segment_numpy``) is the reference; when the extension is
-built, its operations run as one compiled loop (``ragstream.drift._kernels.ph_segment``,
-the same bits), without numpy's cost per call on batches of a hundred values. See
-docs/drift.md.
+``update`` takes a number or an array, with the result of the values one at a time (up to
+float rounding). The numpy code (``_segment_numpy``) is the reference; the compiled loop
+(``ragstream.drift._kernels.ph_segment``, the same bits) runs when built. See docs/drift.md.
 """
 
 from __future__ import annotations
@@ -32,7 +29,7 @@ from typing import Any, ClassVar, Self
 import numpy as np
 import numpy.typing as npt
 
-from ragstream.drift._common import F64, I64, Direction, as_values, check_version
+from ragstream.drift._common import F64, I64, Direction, arguments, as_values, check_version
 from ragstream.drift._hold import Hold
 from ragstream.drift._restore import count_in, finite_in
 
@@ -108,7 +105,7 @@ class PageHinkley:
 
     @classmethod
     def from_params(cls, p: PageHinkleyParams) -> Self:
-        return cls(p.delta, p.threshold, p.min_instances, p.direction, p.hold)
+        return cls(**arguments(p))
 
     def _reset(self) -> None:
         self._n = 0

@@ -16,13 +16,13 @@ the short window or ``min_reference`` in the reference. See docs/drift.md.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, ClassVar, Self
+from typing import ClassVar
 
 import numpy as np
 import numpy.typing as npt
 
-from ragstream.drift._common import F64, I64, check_version, float_in, float_out
-from ragstream.drift._latch import Latch
+from ragstream.drift._common import F64
+from ragstream.drift._latch import Latch, Latched
 
 __all__ = ["EPSILON", "Psi", "PsiParams", "psi"]
 
@@ -69,7 +69,7 @@ class PsiParams:
     release: float
 
 
-class Psi:
+class Psi(Latched):
     """Alarm on the PSI between one metric's short-window and long-window histograms.
 
     ``update`` takes the two histograms at one evaluation (``(bins,)``) or at a series of
@@ -79,8 +79,9 @@ class Psi:
     """
 
     kind: ClassVar[str] = "psi"
+    settings_names = ("threshold", "min_count", "min_reference", "eps", "release")
 
-    __slots__ = ("_latch", "eps", "min_count", "min_reference", "score", "threshold")
+    __slots__ = ("eps", "min_count", "min_reference", "threshold")
 
     def __init__(
         self,
@@ -104,58 +105,13 @@ class Psi:
         self.score = float("nan")
         """The last PSI (NaN: no signal)."""
 
-    @classmethod
-    def from_params(cls, p: PsiParams) -> Self:
-        return cls(p.threshold, p.min_count, p.min_reference, p.eps, p.release)
-
-    @property
-    def alarm(self) -> bool:
-        return self._latch.alarm
-
-    @property
-    def detections(self) -> int:
-        """How many times the alarm turned on."""
-        return self._latch.onsets
-
-    def update(self, short: npt.ArrayLike, long: npt.ArrayLike) -> I64:
-        """Evaluate in order; indices (into the batch) where the alarm turned on."""
-        value = psi(
-            short,
-            long,
-            eps=self.eps,
-            min_count=self.min_count,
-            min_reference=self.min_reference,
-        ).reshape(-1)
-        if value.size == 0:
-            return np.zeros(0, dtype=np.int64)
-        self.score = float(value[-1])
-        return self._latch.feed(value / self.threshold)
-
-    def snapshot(self) -> dict[str, Any]:
-        return {
-            "kind": self.kind,
-            "version": 1,
-            "threshold": self.threshold,
-            "min_count": self.min_count,
-            "min_reference": self.min_reference,
-            "eps": self.eps,
-            "release": self._latch.release,
-            "score": float_out(self.score),
-            "alarm": self._latch.alarm,
-            "detections": self._latch.onsets,
-        }
-
-    @classmethod
-    def restore(cls, snapshot: dict[str, Any]) -> Self:
-        check_version(snapshot, cls.kind)
-        det = cls(
-            threshold=snapshot["threshold"],
-            min_count=snapshot["min_count"],
-            min_reference=snapshot["min_reference"],
-            eps=snapshot["eps"],
-            release=snapshot["release"],
+    def statistic(self, short: npt.ArrayLike, long: npt.ArrayLike) -> F64:
+        """`psi` with this detector's ``eps`` and volume floors."""
+        return psi(
+            short, long, eps=self.eps, min_count=self.min_count, min_reference=self.min_reference
         )
-        det.score = float_in(snapshot["score"])
-        det._latch.alarm = bool(snapshot["alarm"])
-        det._latch.onsets = int(snapshot["detections"])
-        return det
+
+    def severity(self, value: F64) -> F64:
+        """PSI in threshold units."""
+        out: F64 = value / self.threshold
+        return out

@@ -19,20 +19,13 @@ reference. See docs/drift.md.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, ClassVar, NamedTuple, Self
+from typing import ClassVar, NamedTuple
 
 import numpy as np
 import numpy.typing as npt
 
-from ragstream.drift._common import (
-    F64,
-    I64,
-    Direction,
-    check_version,
-    float_in,
-    float_out,
-)
-from ragstream.drift._latch import Latch
+from ragstream.drift._common import F64, Direction
+from ragstream.drift._latch import Latch, Latched
 
 __all__ = ["MIN_STDERR", "Moments", "ZScore", "ZScoreParams", "welch_z"]
 
@@ -95,7 +88,7 @@ class ZScoreParams:
     release: float
 
 
-class ZScore:
+class ZScore(Latched):
     """Alarm on the Welch z-score of one metric's short window against its long window.
 
     ``update`` takes the two windows' moments at one evaluation (numbers) or at a series
@@ -106,8 +99,9 @@ class ZScore:
     """
 
     kind: ClassVar[str] = "zscore"
+    settings_names = ("threshold", "min_count", "min_reference", "direction", "release")
 
-    __slots__ = ("_latch", "direction", "min_count", "min_reference", "score", "threshold")
+    __slots__ = ("direction", "min_count", "min_reference", "threshold")
 
     def __init__(
         self,
@@ -129,19 +123,6 @@ class ZScore:
         self.score = float("nan")
         """The last ``z`` (NaN: no signal)."""
 
-    @classmethod
-    def from_params(cls, p: ZScoreParams) -> Self:
-        return cls(p.threshold, p.min_count, p.min_reference, p.direction, p.release)
-
-    @property
-    def alarm(self) -> bool:
-        return self._latch.alarm
-
-    @property
-    def detections(self) -> int:
-        """How many times the alarm turned on."""
-        return self._latch.onsets
-
     def severity(self, z: F64) -> F64:
         """``z`` in threshold units, signed so that the watched direction is positive."""
         if self.direction is Direction.DOWN:
@@ -153,40 +134,6 @@ class ZScore:
         out: F64 = signed / self.threshold
         return out
 
-    def update(self, short: Moments, long: Moments) -> I64:
-        """Evaluate in order; indices (into the batch) where the alarm turned on."""
-        z = welch_z(short, long, min_count=self.min_count, min_reference=self.min_reference)
-        z = z.reshape(-1)
-        if z.size == 0:
-            return np.zeros(0, dtype=np.int64)
-        self.score = float(z[-1])
-        return self._latch.feed(self.severity(z))
-
-    def snapshot(self) -> dict[str, Any]:
-        return {
-            "kind": self.kind,
-            "version": 1,
-            "threshold": self.threshold,
-            "min_count": self.min_count,
-            "min_reference": self.min_reference,
-            "direction": self.direction.value,
-            "release": self._latch.release,
-            "score": float_out(self.score),
-            "alarm": self._latch.alarm,
-            "detections": self._latch.onsets,
-        }
-
-    @classmethod
-    def restore(cls, snapshot: dict[str, Any]) -> Self:
-        check_version(snapshot, cls.kind)
-        det = cls(
-            threshold=snapshot["threshold"],
-            min_count=snapshot["min_count"],
-            min_reference=snapshot["min_reference"],
-            direction=snapshot["direction"],
-            release=snapshot["release"],
-        )
-        det.score = float_in(snapshot["score"])
-        det._latch.alarm = bool(snapshot["alarm"])
-        det._latch.onsets = int(snapshot["detections"])
-        return det
+    def statistic(self, short: Moments, long: Moments) -> F64:
+        """`welch_z` with this detector's volume floors."""
+        return welch_z(short, long, min_count=self.min_count, min_reference=self.min_reference)

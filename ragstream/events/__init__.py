@@ -9,9 +9,8 @@ a batch with `BatchReader` (`batch.py`): the compiled scanner (`scanner.py`) rea
 events of the common shape into `Scanned` records, `decode_event` the rest.
 """
 
-from ragstream.events.batch import BatchRead, BatchReader, Read
+from ragstream.events.batch import BatchReader, Read
 from ragstream.events.builders import (
-    TimeLike,
     answer_event,
     encode_event,
     feedback_event,
@@ -20,36 +19,31 @@ from ragstream.events.builders import (
     verdict_event,
 )
 from ragstream.events.decode import decode_batch, decode_event
-from ragstream.events.json_schema import event_json_schema
 from ragstream.events.limits import DEFAULT_LIMITS, Limits
 from ragstream.events.message import Message, Record, value_of
 from ragstream.events.models import (
     EVENT_ADAPTER,
     MAX_ABS_REL,
     AnswerEvent,
-    AnswerVerdict,
     Context,
     Event,
     EventType,
     FeedbackEvent,
     InlineLabel,
     Qrel,
-    Ranking,
     RetrievalEvent,
     RetrievedDoc,
     dedupe_results,
     inline_labels,
 )
-from ragstream.events.reasons import DECODE_REASONS, DecodeError, DecodeReason, IndexedDecodeError
+from ragstream.events.reasons import DECODE_REASONS, DecodeError, IndexedDecodeError
 from ragstream.events.structs import (
     DecodedAnswer,
-    DecodedContext,
     DecodedDoc,
     DecodedEvent,
     DecodedFeedback,
     DecodedQrel,
     DecodedRetrieval,
-    DecodedVerdict,
     to_decoded,
 )
 from ragstream.events.timestamps import format_rfc3339, parse_rfc3339
@@ -60,20 +54,15 @@ __all__ = [
     "EVENT_ADAPTER",
     "MAX_ABS_REL",
     "AnswerEvent",
-    "AnswerVerdict",
-    "BatchRead",
     "BatchReader",
     "Context",
     "DecodeError",
-    "DecodeReason",
     "DecodedAnswer",
-    "DecodedContext",
     "DecodedDoc",
     "DecodedEvent",
     "DecodedFeedback",
     "DecodedQrel",
     "DecodedRetrieval",
-    "DecodedVerdict",
     "Event",
     "EventType",
     "FeedbackEvent",
@@ -82,18 +71,15 @@ __all__ = [
     "Limits",
     "Message",
     "Qrel",
-    "Ranking",
     "Read",
     "Record",
     "RetrievalEvent",
     "RetrievedDoc",
-    "TimeLike",
     "answer_event",
     "decode_batch",
     "decode_event",
     "dedupe_results",
     "encode_event",
-    "event_json_schema",
     "feedback_event",
     "format_rfc3339",
     "inline_labels",

@@ -19,7 +19,6 @@ from ragstream.events.models import (
     AnswerVerdict,
     Context,
     Event,
-    EventType,
     FeedbackEvent,
     Qrel,
     RetrievalEvent,
@@ -36,8 +35,6 @@ __all__ = [
     "retrieval_event",
     "verdict_event",
 ]
-
-_EVENT_TYPES: tuple[EventType, ...] = ("retrieval", "answer", "feedback")
 
 TimeLike = float | int | str | datetime
 """Unix seconds, an RFC 3339 string, or a timezone-aware datetime."""

@@ -8,8 +8,8 @@ objects.
 
 `readable(data)` is True when neither is the case, so msgspec's typed pass reads the
 message; False sends it to `decode_event`'s second pass, whose parser (jiter) refuses it and
-names the reason. It is one pass over the bytes in C (`ragstream.events._scan`, when built):
-8 bytes at a time, checking that all are ASCII and counting the opening brackets; only a
+names the reason. It is one pass over the bytes in C (`ragstream.events._event_scanner`, when
+built): 8 bytes at a time, checking that all are ASCII and counting the opening brackets; only a
 message with non-ASCII bytes is validated as UTF-8, and only one with more than `MAX_DEPTH`
 opening brackets is walked to measure its depth. `readable_reference` is the same rule in
 Python (the fallback without the compiled module, and what the tests hold the compiled one
@@ -60,6 +60,6 @@ def readable_reference(data: object) -> bool:
 
 
 try:
-    from ragstream.events._scan import readable
+    from ragstream.events._event_scanner import readable
 except ImportError:  # pragma: no cover - built by every install with a C compiler
     readable = readable_reference

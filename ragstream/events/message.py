@@ -11,11 +11,8 @@ __all__ = ["Message", "Record", "value_of"]
 
 class Record(Protocol):
     """What the engine, the runner and the sinks read of a message: `Message`'s fields,
-    read-only. aiokafka's `ConsumerRecord` has them under the same names, so the Kafka
-    source hands its records over as they come instead of copying each into a `Message`.
-    A value of None (a
-    Kafka tombstone) reads as empty: `BatchReader` counts it `empty`, and `value_of`
-    gives the bytes elsewhere."""
+    read-only, as aiokafka's `ConsumerRecord` has them. A value of None (a Kafka tombstone)
+    reads as empty: `BatchReader` counts it `empty`, and `value_of` gives the bytes."""
 
     @property
     def value(self) -> bytes | None: ...
@@ -31,8 +28,7 @@ class Record(Protocol):
 
 @dataclass(slots=True)
 class Message:
-    """One raw message, before decoding. Treat it as read-only; it is not frozen only
-    because a frozen dataclass is slower to build, on the hot path of every source."""
+    """One raw message, before decoding (read-only by convention)."""
 
     value: bytes
     """The message body: one JSON event (SPEC §1)."""

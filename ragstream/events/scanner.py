@@ -1,4 +1,4 @@
-"""The compiled first pass over retrieval events (`ragstream.events._scan`), when built.
+"""The compiled first pass over retrieval events (`_event_scanner`), when built.
 
 Most messages on a retrieval topic have one shape: a retrieval event with plain ids, a few
 labels and tens of ranked documents. For those, `scan_retrievals` validates the message as
@@ -32,7 +32,7 @@ from ragstream.events.models import MAX_ABS_REL
 from ragstream.events.timestamps import MAX_TS, MIN_DOC_TS, MIN_EVENT_TS
 
 try:
-    from ragstream.events._scan import Scanned, scan
+    from ragstream.events._event_scanner import Scanned, scan
 except ImportError:  # pragma: no cover - built by every install with a C compiler
     AVAILABLE = False
     Scanned = tuple  # type: ignore[misc,assignment]

@@ -7,17 +7,10 @@ JSON Schema and are what the producer helpers build. Numbers only: `ts` and `t_d
 float Unix seconds here; RFC 3339 strings are normalised before validation (see
 `ragstream.events.decode`).
 
-Events are frozen and not tracked by the cyclic garbage collector (`gc=False`): they hold
-only strings, floats and lists/dicts of them, so they cannot form reference cycles unless
-a caller puts an event inside its own lists.
-
-The ranked documents and judgments (`DecodedDoc`, `DecodedQrel`) are small frozen Structs,
-not dicts: a retrieval event carries tens of them, and a Struct of four slots, untracked by
-the garbage collector, costs a fraction of a dict to build, hold and free. They keep the
-dict reading style of the models' `RetrievedDoc` and `Qrel` (`doc["doc_id"]`,
-`doc.get("t_doc")`), and an absent optional key reads as None, as it does with `.get()` on
-the model's dicts. Contexts
-(`DecodedContext`) stay plain dicts, like the model's `Context`.
+Events, documents and judgments are frozen and untracked by the cyclic garbage collector
+(`gc=False`: they hold only strings, floats and lists/dicts of them). `DecodedDoc` and
+`DecodedQrel` read like the models' dicts (`doc["doc_id"]`, `doc.get("t_doc")`, None for an
+absent optional key); contexts (`DecodedContext`) are plain dicts, like the model's `Context`.
 """
 
 from __future__ import annotations

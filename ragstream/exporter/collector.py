@@ -23,6 +23,8 @@ from ragstream.events import DECODE_REASONS
 from ragstream.exporter.family import PREFIX, TextRenderer, to_metrics
 from ragstream.exporter.windowed import build, metric_for_column
 from ragstream.pipeline.engine import Engine
+from ragstream.pipeline.partitions import PartitionRead
+from ragstream.traces.assembly import SKIP_REASONS, TRACE_OUTCOMES
 
 __all__ = ["EngineCollector", "metric_for_column"]
 
@@ -109,7 +111,7 @@ class EngineCollector(Collector):
 
     def _health(self) -> Iterator[Metric]:
         engine = self.engine
-        held = [(p, str(p), engine.partition_tally(p)) for p in engine.held_partitions()]
+        held = [(str(p), read) for p, read in engine.read_partitions().items()]
         events = CounterMetricFamily(
             PREFIX + "events",
             "Events read, by type and outcome, per input partition.",
@@ -130,16 +132,16 @@ class EngineCollector(Collector):
             "Events with a label value beyond the cap, exported as 'other', per input partition.",
             labels=["key", "partition"],
         )
-        for _, name, tally in held:
+        for name, read in held:
             known = dict.fromkeys(_KNOWN_EVENT_OUTCOMES, 0)
             reasons: dict[str, int] = dict.fromkeys(DECODE_REASONS, 0)
             keys = dict.fromkeys(engine.config.label_keys, 0)
-            if tally is not None:
-                known |= tally.events
-                reasons |= tally.invalid
-                keys |= tally.collapsed
-                for kind, n in sorted(tally.clamped.items()):
-                    clamped.add_metric([kind, name], n)
+            tally = read.tally
+            known |= tally.events
+            reasons |= tally.invalid
+            keys |= tally.collapsed
+            for kind, n in sorted(tally.clamped.items()):
+                clamped.add_metric([kind, name], n)
             for (kind, outcome), n in sorted(known.items()):
                 events.add_metric([kind, outcome, name], n)
             for reason, n in sorted(reasons.items()):
@@ -150,8 +152,8 @@ class EngineCollector(Collector):
         yield invalid
         yield clamped
         yield collapsed
-        yield from self._join_health([(p, name) for p, name, _ in held])
-        yield from self._trace_health([(p, name) for p, name, _ in held])
+        yield from self._join_health(held)
+        yield from self._trace_health(held)
         last = GaugeMetricFamily(
             PREFIX + "last_event_timestamp_seconds",
             "Event time of the newest event seen, by type.",
@@ -185,10 +187,9 @@ class EngineCollector(Collector):
         build.add_metric([__version__, platform.python_version()], 1)
         yield build
 
-    def _trace_health(self, held: Sequence[tuple[int, str]]) -> Iterator[Metric]:
+    def _trace_health(self, held: Sequence[tuple[str, PartitionRead]]) -> Iterator[Metric]:
         """Spans and traces of the OTLP topics (only when a topic carries traces)."""
-        traces = self.engine.traces
-        if traces is None:
+        if self.engine.traces is None:
             return
         spans = CounterMetricFamily(
             PREFIX + "trace_spans",
@@ -206,24 +207,24 @@ class EngineCollector(Collector):
             "by reason, per input partition.",
             labels=["reason", "partition"],
         )
-        for p, name in held:
-            counts = dict.fromkeys(_KNOWN_SPAN_OUTCOMES, 0) | dict(traces.span_counts(p))
+        for name, read in held:
+            counts = dict.fromkeys(_KNOWN_SPAN_OUTCOMES, 0) | dict(read.spans)
             for (kind, outcome), n in sorted(counts.items()):
                 spans.add_metric([kind.lower(), outcome, name], n)
-            for outcome, n in traces.trace_counts(p).items():
-                closed.add_metric([outcome, name], n)
-            for reason, n in traces.skip_counts(p).items():
-                skipped.add_metric([reason, name], n)
+            for outcome in TRACE_OUTCOMES:
+                closed.add_metric([outcome, name], read.traces.get(outcome, 0))
+            for reason in SKIP_REASONS:
+                skipped.add_metric([reason, name], read.skipped.get(reason, 0))
         yield spans
         yield closed
         yield skipped
         yield GaugeMetricFamily(
             PREFIX + "open_traces",
             "Traces waiting for more spans before their answer event.",
-            traces.open_traces,
+            self.engine.open_traces,
         )
 
-    def _join_health(self, held: Sequence[tuple[int, str]]) -> Iterator[Metric]:
+    def _join_health(self, held: Sequence[tuple[str, PartitionRead]]) -> Iterator[Metric]:
         engine = self.engine
         labels = CounterMetricFamily(
             PREFIX + "labels",
@@ -247,8 +248,8 @@ class EngineCollector(Collector):
             "partition.",
             labels=["partition"],
         )
-        for p, name in held:
-            counts = engine.partition_join_counters(p)
+        for name, read in held:
+            counts = read.join
             for outcome, counter in _LABEL_OUTCOMES:
                 labels.add_metric([outcome, name], counts.get(counter, 0))
             finalized.add_metric([name], counts.get("finalized", 0))

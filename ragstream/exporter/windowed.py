@@ -1,9 +1,9 @@
 """The windowed gauges, the window sums and counts, the drift families and the final-query
 histograms, built in one pass over the windows.
 
-`build()` reads every label set at once (`WindowStore.read_totals`) and groups the samples by
-family; `ragstream.exporter.family` renders them (prometheus_client's families or the text
-format written directly).
+`build()` reads every label set at once from the running totals (`WindowStore.read`) and
+groups the samples by family; `ragstream.exporter.family` renders them (prometheus_client's
+families or the text format written directly).
 """
 
 from __future__ import annotations
@@ -48,7 +48,7 @@ def build(engine: Engine, now: float) -> list[Family]:
     paused = gc.isenabled()
     gc.disable()
     try:
-        totals = engine.store.read_totals(now)
+        totals = engine.store.read(now)
         return [*_gauges(engine, totals, now), *drift_families(engine), *_histograms(engine)]
     finally:
         if paused:

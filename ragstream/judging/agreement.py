@@ -35,6 +35,7 @@ __all__ = [
     "Estimate",
     "auroc",
     "corrected_rate",
+    "proportion",
     "wilson_interval",
 ]
 
@@ -87,7 +88,8 @@ class Estimate:
         }
 
 
-def _proportion(successes: int, n: int, z: float) -> Estimate:
+def proportion(successes: int, n: int, z: float = Z95) -> Estimate:
+    """``successes / n`` with its Wilson interval (undefined when n = 0)."""
     low, high = wilson_interval(successes, n, z)
     return Estimate(successes / n if n else math.nan, low, high, n)
 
@@ -147,15 +149,15 @@ class Confusion:
 
     def sensitivity(self, z: float = Z95) -> Estimate:
         """Recall on hallucinations, ``tp / (tp + fn)``, Wilson interval."""
-        return _proportion(self.tp, self.positives, z)
+        return proportion(self.tp, self.positives, z)
 
     def specificity(self, z: float = Z95) -> Estimate:
         """``tn / (tn + fp)``, Wilson interval."""
-        return _proportion(self.tn, self.negatives, z)
+        return proportion(self.tn, self.negatives, z)
 
     def precision(self, z: float = Z95) -> Estimate:
         """``tp / (tp + fp)``, Wilson interval."""
-        return _proportion(self.tp, self.tp + self.fp, z)
+        return proportion(self.tp, self.tp + self.fp, z)
 
     def f1(self, z: float = Z95) -> Estimate:
         """``2tp / (2tp + fp + fn)``: the Wilson interval of the Jaccard index

@@ -90,11 +90,6 @@ class CostBudget:
         if day != self._day:
             self._day, self.spent_day = day, 0.0
 
-    @property
-    def estimate(self) -> float:
-        """The cost charged to the next admitted sample."""
-        return self.estimated_cost
-
     def can_afford(self, now: float) -> bool:
         """Whether one more sample at the current estimate fits in both periods.
 

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import math
 import time
 from collections import Counter
 from collections.abc import AsyncIterator, Callable, Iterable
@@ -25,14 +24,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from ragstream.events import DecodedAnswer, DecodeError, decode_event
-from ragstream.judging.agreement import (
-    Z95,
-    Confusion,
-    Estimate,
-    auroc,
-    corrected_rate,
-    wilson_interval,
-)
+from ragstream.judging.agreement import Confusion, auroc, corrected_rate, proportion
 from ragstream.judging.budget import CostBudget, TokenBucket
 from ragstream.judging.model import Judge, JudgeError, JudgeInput, Judgment
 from ragstream.judging.workers import JudgeWorkers
@@ -282,11 +274,7 @@ class JudgeReport:
     def as_dict(self) -> dict[str, Any]:
         """The JSON report (docs/judging.md, "Measure your own judge")."""
         c = self.confusion
-        flagged_share = Estimate(
-            self.flagged / self.judged if self.judged else math.nan,
-            *_wilson(self.flagged, self.judged),
-            self.judged,
-        )
+        flagged_share = proportion(self.flagged, self.judged)
         gold: dict[str, Any] | None = None
         if c.n:
             gold = {
@@ -298,9 +286,7 @@ class JudgeReport:
                 "f1": c.f1().as_dict(),
                 "balanced_accuracy": c.balanced_accuracy().as_dict(),
                 "auroc": auroc(self._scores, self._gold).as_dict(),
-                "true_share": Estimate(
-                    c.positives / c.n, *_wilson(c.positives, c.n), c.n
-                ).as_dict(),
+                "true_share": proportion(c.positives, c.n).as_dict(),
             }
         return {
             "lines": sum(self.outcomes.values()),
@@ -316,10 +302,6 @@ class JudgeReport:
             "cost_usd": self.cost,
             "cached": self.cached,
         }
-
-
-def _wilson(k: int, n: int) -> tuple[float, float]:
-    return wilson_interval(k, n, Z95)
 
 
 def _risk(judgment: Judgment) -> float:

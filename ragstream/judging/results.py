@@ -185,10 +185,9 @@ class JudgeResults:
 
     def confusion(self, now: float, labels: Sequence[str]) -> Confusion:
         """The judge's confusion counts against gold verdicts over the gold window."""
-        (read,) = self.gold_store.read(now, labels).values()
-        agg = read.aggregate
-        flagged = [round(float(x)) for x in agg.total]
-        positives, negatives = (int(x) for x in agg.count)
+        read = self.gold_store.read(now, labels, exact=True)
+        flagged = [round(float(x)) for x in read.total[0, 0]]
+        positives, negatives = (int(x) for x in read.count[0, 0])
         tp, fp = flagged
         return Confusion(tp=tp, fp=fp, fn=positives - tp, tn=negatives - fp)
 
@@ -241,18 +240,17 @@ class JudgeResults:
         """Every window of one label set at ``now``."""
         out: dict[str, GenerationRead] = {}
         confusion = self.confusion(now, labels)
-        for name, window in self.store.read(now, labels).items():
-            agg = window.aggregate
-            means = agg.mean()
-            counts = agg.count
+        read = self.store.read(now, labels, exact=True)
+        for wi, name in enumerate(self.spec.names):
+            means, counts, totals = read.mean()[0, wi], read.count[0, wi], read.total[0, wi]
             h = GENERATION_COLUMNS.index("hallucination")
             n = int(counts[h])
-            k = round(float(agg.total[h]))
+            k = round(float(totals[h]))
             r = GENERATION_COLUMNS.index("refusal")
-            refusals = round(float(agg.total[r]))
+            refusals = round(float(totals[r]))
             out[name] = GenerationRead(
                 window=name,
-                judged=window.queries,
+                judged=int(read.queries[0, wi]),
                 means={c: float(means[i]) for i, c in enumerate(GENERATION_COLUMNS)},
                 counts={c: int(counts[i]) for i, c in enumerate(GENERATION_COLUMNS)},
                 hallucinations=k,

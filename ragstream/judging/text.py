@@ -25,7 +25,6 @@ __all__ = [
     "STOPWORDS",
     "clauses",
     "content_tokens",
-    "is_negated",
     "is_number",
     "sentences",
     "stem",
@@ -124,12 +123,6 @@ def clauses(sentence: str) -> list[str]:
         elif clause:
             found.append(clause)
     return found
-
-
-def is_negated(text: str) -> bool:
-    """Whether the text has a negation cue (``not``, ``no``, ``never``, ``n't``,
-    ``without``, ``lacks``...)."""
-    return NEGATION.search(text) is not None
 
 
 def is_number(token: str) -> bool:

@@ -9,14 +9,8 @@ See docs/metrics.md for the definitions.
 from ragstream.metrics._context import Gain
 from ragstream.metrics.batch import RankingBatch
 from ragstream.metrics.dcg import dcg, ndcg
-from ragstream.metrics.names import (
-    MetricSpec,
-    RankingDepth,
-    evaluate,
-    parse_metric,
-    ranking_depth,
-    trec_name,
-)
+from ragstream.metrics.evaluate import RankingDepth, evaluate, ranking_depth
+from ragstream.metrics.names import MetricSpec, parse_metric, trec_name
 from ragstream.metrics.ranking import (
     average_precision,
     hit_rate,

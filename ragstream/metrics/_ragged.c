@@ -26,7 +26,7 @@
  * not finite makes the call decline (False): numpy's kernels then give their own result.
  *
  * `kernel` hands the same evaluation, one query at a time, to other extensions (_ragged.h):
- * ragstream.trec._scan evaluates each query with it as soon as it has joined it.
+ * ragstream.trec._trec_reader evaluates each query with it as soon as it has joined it.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>

@@ -2,7 +2,7 @@
  *
  * `_ragged.kernel(codes, ks, threshold, discount)` returns a capsule named
  * RAGGED_KERNEL_CAPSULE holding a RaggedKernel: the metrics of a plan (see
- * ragstream.metrics.ragged), for one query at a time. `ragstream.trec._scan` evaluates
+ * ragstream.metrics.ragged), for one query at a time. `ragstream.trec._trec_reader` evaluates
  * each query with it as soon as the query is joined, while its grades are in cache,
  * instead of writing them out for a later pass. The capsule owns the kernel: keep a
  * reference to it while calling.

@@ -1,31 +1,17 @@
-"""Metric names: parsing ("ndcg@10", "mrr", "P@5"), trec_eval names, and batch evaluation.
+"""Metric names: parsing ("ndcg@10", "mrr", "P@5") and trec_eval names.
 
 Every name is read from the metric registry (`ragstream.metrics.registry.REGISTRY`): a
-family registered there is parsed, evaluated and named like the built-in ones.
+family registered there is parsed and named like the built-in ones.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
 from dataclasses import dataclass
 
-import numpy as np
-from numpy.typing import NDArray
+from ragstream.metrics.registry import REGISTRY, MetricFamily
 
-from ragstream.metrics._context import Gain, _Context
-from ragstream.metrics.batch import RankingBatch
-from ragstream.metrics.registry import DEFAULT_CUTOFFS, REGISTRY, MetricFamily
-
-__all__ = [
-    "DEFAULT_CUTOFFS",
-    "MetricSpec",
-    "RankingDepth",
-    "evaluate",
-    "parse_metric",
-    "ranking_depth",
-    "trec_name",
-]
+__all__ = ["MetricSpec", "parse_metric", "trec_name"]
 
 _TREC_STYLE = re.compile(r"^([a-z_]+?)_(\d+)$")
 
@@ -127,42 +113,3 @@ def trec_name(spec: MetricSpec | str) -> str:
     if spec.decayed or measure is None:
         raise ValueError(f"trec_eval has no measure for {spec.name}")
     return measure if spec.k is None else f"{measure}_{spec.k}"
-
-
-@dataclass(frozen=True)
-class RankingDepth:
-    """How far into each ranking some metrics read: its first `k` documents, and on to its
-    first relevant document when `to_relevant` (rr's)."""
-
-    k: int
-    to_relevant: bool
-
-
-def ranking_depth(specs: Sequence[MetricSpec]) -> RankingDepth | None:
-    """How far into each ranking `specs` read (their families' `reads`), None when one
-    reads all of it. A ranking cut there (its first k documents and on to the first
-    relevant one) has the same values as the whole ranking, by each kernel's definition."""
-    if not specs or any(s.row.reads == "all" for s in specs):
-        return None
-    k = max((s.k for s in specs if s.row.reads == "top_k" and s.k is not None), default=0)
-    return RankingDepth(max(k, 1), any(s.row.reads == "to_first_relevant" for s in specs))
-
-
-def evaluate(
-    batch: RankingBatch,
-    metrics: Sequence[MetricSpec | str],
-    *,
-    gain: Gain = "linear",
-    threshold: float = 1.0,
-) -> dict[str, NDArray[np.float64]]:
-    """Per-query values of several metrics, keyed by canonical name, in the order given.
-
-    Shared work (relevance masks, running sums, the sorted ideal) is done once for all
-    metrics. Decayed metrics use the batch's recency weights; plain ones ignore them.
-    """
-    specs = [parse_metric(m) if isinstance(m, str) else m for m in metrics]
-    if any(s.decayed for s in specs) and not batch.has_weights:
-        raise ValueError("decayed metrics need a batch with recency weights (with_weights)")
-    kmax = max((s.k for s in specs if s.k is not None), default=1)
-    ctx = _Context(batch, threshold=threshold, gain=gain, kmax=kmax)
-    return {s.name: s.row.kernel(ctx, s.k, s.decayed) for s in specs}

@@ -28,6 +28,7 @@ from ragstream.events import (
     DecodedRetrieval,
     DecodeError,
     Limits,
+    Message,
     Read,
     Record,
 )
@@ -43,16 +44,17 @@ from ragstream.pipeline.partitions import (
     VERSION,
     JoinLimits,
     PartitionConfigError,
+    PartitionRead,
     PartitionState,
     Shares,
     SideState,
-    state_config,
 )
 from ragstream.pipeline.row_layout import RowLayout
 from ragstream.pipeline.scoring import ScoredQueries, Scorer
 from ragstream.pipeline.sequential_drift import Held, SequentialDrift
 from ragstream.pipeline.windowed_drift import WindowedDrift
-from ragstream.traces import OTLP_FORMATS, TraceMapping, TraceReader
+from ragstream.traces import OTLP_FORMATS, TraceAssembler, TraceMapping, TraceReader
+from ragstream.traces.reader import closed_answers
 from ragstream.windows import (
     Aggregate,
     Clock,
@@ -195,7 +197,8 @@ class Engine:
             graded=self._columns_only,  # graded queries then are rows only too
         )
         self.traces: TraceReader | None = None
-        """The OTLP topics' reader and open traces, when a topic carries traces."""
+        """The OTLP topics' reader, when a topic carries traces (each partition's open
+        traces are in its state)."""
         if any(fmt in OTLP_FORMATS for _, fmt in config.formats):
             self.traces = TraceReader(dict(config.formats), config.traces, config.label_keys)
 
@@ -246,11 +249,33 @@ class Engine:
         assert self.traces is not None
         clock = self.clock  # the event clock closes traces at the event times it has seen
         now = clock.now() if self.config.clock == "wall" else clock.reached
-        expanded, invalid = self.traces.expand(messages, now)
+        expanded, invalid = self.traces.expand(messages, self._assembler)
         for message, error in invalid:
             report.invalid.append((message, error))
             self._count_invalid(message.partition, error.reason)
-        return expanded
+        closing = self._close_traces(now)
+        return [*expanded, *closing] if closing else expanded
+
+    def _assembler(self, partition: int) -> TraceAssembler:
+        """The partition's open traces (begun on its first trace record)."""
+        state = self._state(partition)
+        if state.traces is not None:
+            return state.traces
+        assert self.traces is not None
+        return state.begin_traces(self.traces.new_assembler())
+
+    def _close_traces(self, now: float | None) -> list[Message]:
+        """The answers of the traces that close at ``now`` (None: all of them, the end of
+        the stream), the partitions' in the order their traces began."""
+        held = sorted(
+            (s.trace_order, s.partition, s.traces)
+            for s in self.partitions.values()
+            if s.traces is not None
+        )
+        return closed_answers(
+            (p, traces.close_all() if now is None else traces.close_due(now))
+            for _, p, traces in held
+        )
 
     def reject(self, invalid: Sequence[tuple[Record, DecodeError]]) -> None:
         """Count messages a source could not hand over as values at all (a Kafka record
@@ -563,7 +588,7 @@ class Engine:
         traces close first, and their answers are counted."""
         final: list[OpenQuery] = []
         if self.traces is not None:
-            closing = self.traces.close_all()
+            closing = self._close_traces(None)
             if closing:
                 final = self._apply_read(closing, BatchReport()).final
         return final + self._advance(math.inf)
@@ -572,7 +597,7 @@ class Engine:
 
     def _shares(self) -> Shares:
         """The holders that keep a share of each partition beside its `PartitionState`."""
-        return Shares(self.store, self.sequential, self.traces, self.sides)
+        return Shares(self.store, self.sequential, self.sides, self._limits, self.traces)
 
     def _detectors(self) -> dict[int, Held]:
         """The sequential drift detectors of each held partition."""
@@ -583,8 +608,7 @@ class Engine:
         consumes them now, and exports their counts from their state)."""
         shares = self._shares()
         for partition in partitions:
-            self.partitions.pop(partition, None)
-            shares.drop(partition)
+            (self.partitions.pop(partition, None) or PartitionState(partition)).drop(shares)
 
     def hold_partitions(self, partitions: set[int]) -> None:
         """Partitions assigned to this engine: their counts are exported (at 0 until their
@@ -592,14 +616,10 @@ class Engine:
         for partition in partitions:
             self._state(partition)
 
-    def held_partitions(self) -> list[int]:
-        """The partitions whose state this engine holds, in order."""
-        return sorted(self.partitions)
-
-    def partition_tally(self, partition: int) -> PartitionTally | None:
-        """One held partition's counts (None when it is not held)."""
-        state = self.partitions.get(partition)
-        return None if state is None else state.tally
+    def read_partitions(self) -> dict[int, PartitionRead]:
+        """Each held partition's counters (`PartitionState.read`), in partition order: what
+        the exporter reads of them."""
+        return {p: self.partitions[p].read() for p in sorted(self.partitions)}
 
     @property
     def joins(self) -> dict[int, LabelJoin]:
@@ -615,12 +635,6 @@ class Engine:
         """The label joins' counters summed over held partitions."""
         return dict(sum_counters(join.counters.as_dict() for join in self._joins()))
 
-    def partition_join_counters(self, partition: int) -> dict[str, int]:
-        """One held partition's label-join counters (empty before its first event)."""
-        state = self.partitions.get(partition)
-        join = None if state is None else state.join
-        return {} if join is None else join.counters.as_dict()
-
     # the cumulative counts of the held partitions, summed (each partition's in its tally)
 
     def _tallies(self) -> list[PartitionTally]:
@@ -635,11 +649,6 @@ class Engine:
     def invalid(self) -> Counter[str]:
         """Invalid messages by reason over held partitions (a fresh counter)."""
         return sum_counters(t.invalid for t in self._tallies())
-
-    @property
-    def clamped(self) -> Counter[str]:
-        """Events clamped to t_now, by type, over held partitions (a fresh counter)."""
-        return sum_counters(t.clamped for t in self._tallies())
 
     @property
     def collapsed(self) -> Counter[str]:
@@ -662,9 +671,17 @@ class Engine:
         return merge_final([self.partitions[p].tally for p in sorted(self.partitions)])
 
     def state_config(self) -> dict[str, Any]:
-        """What a partition's state depends on besides the events (see
-        `ragstream.pipeline.partitions.state_config`)."""
-        return state_config(self.spec, self.config)
+        """What a partition's state depends on besides the events: the window spec
+        (windows, buckets, metric columns, bins), label keys, gain, threshold and clock
+        mode. A partition's state moves only between engines where this is equal."""
+        config = self.config
+        return {  # lists, not tuples: equal to itself after a JSON round-trip
+            "spec": self.spec.to_dict(),
+            "label_keys": list(config.label_keys),
+            "gain": config.gain,
+            "relevance_threshold": config.relevance_threshold,
+            "clock": config.clock,
+        }
 
     def export_partitions(self, parts: Sequence[int] | set[int]) -> dict[int, dict[str, Any]]:
         """Each partition's record (`PartitionState.export`) with the version, the
@@ -715,7 +732,7 @@ class Engine:
         if int(state["windows"]["partition"]) != partition:
             raise ValueError("the partition state's windows belong to another partition")
         self.drop_partitions({partition})
-        adopted = PartitionState.adopt(partition, state, self._shares(), self._limits)
+        adopted = PartitionState.adopt(partition, state, self._shares())
         self.partitions[partition] = adopted
         for labelset in PartitionState.labelsets(state):
             self.labelsets.admit(labelset)
@@ -738,7 +755,11 @@ class Engine:
             "labelsets": self.labelsets.snapshot(),
             "tallies": {str(p): s.tally.snapshot() for p, s in held},
             "next_prune": self.next_prune if math.isfinite(self.next_prune) else None,
-            "traces": None if self.traces is None else self.traces.snapshot(),
+            "traces": None
+            if self.traces is None
+            else {
+                "partitions": {str(p): s.traces.snapshot() for p, s in held if s.traces is not None}
+            },
             "drift": {
                 "sequential": None if self.sequential is None else self.sequential.snapshot(),
                 "windowed": {} if windowed is None else windowed.snapshot(),
@@ -784,20 +805,17 @@ class Engine:
         saved = data.get("sides") or {}
         for name, side in self.sides.items():
             side.restore(saved.get(name))
-        if self.traces is not None:  # open traces (absent from older snapshots)
-            self.traces.restore(data.get("traces"))
-        self._restore_drift(data.get("drift"))
-
-    def _restore_drift(self, data: Mapping[str, Any] | None) -> None:
-        """The detectors of a snapshot, where this engine runs the same ones (others start
-        afresh); absent from older snapshots."""
-        if data is None:
-            return
-        if self.sequential is not None and data.get("sequential") is not None:
-            for partition, held in self.sequential.restore(data["sequential"]).items():
+        traces = data.get("traces")  # open traces (absent from older snapshots)
+        if self.traces is not None and traces is not None:
+            for p, assembler in traces["partitions"].items():
+                self._assembler(int(p)).restore(assembler)
+        # the detectors, where this engine runs the same ones (others start afresh)
+        drift = data.get("drift") or {}  # absent from older snapshots
+        if self.sequential is not None and drift.get("sequential") is not None:
+            for partition, held in self.sequential.restore(drift["sequential"]).items():
                 self._state(partition).detectors = held
-        if self.windowed_drift is not None:
-            self.windowed_drift.restore(data.get("windowed") or {})
+        if self.windowed_drift is not None and drift:
+            self.windowed_drift.restore(drift.get("windowed") or {})
 
     # -- lookups from the side (judging) -------------------------------------------------------
 
@@ -833,6 +851,10 @@ class Engine:
     @property
     def pending_labels(self) -> int:
         return sum(join.pending_count for join in self._joins())
+
+    @property
+    def open_traces(self) -> int:
+        return sum(len(s.traces.open) for s in self.partitions.values() if s.traces is not None)
 
     def now(self) -> float:
         return self.clock.now()

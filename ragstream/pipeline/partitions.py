@@ -3,14 +3,17 @@
 Everything the agent knows about one Kafka partition moves with it between replicas and
 survives a restart: its open queries and waiting labels (the join), its cumulative counts
 (the tally), its drift detectors, its open traces and the judge's share. A `PartitionState`
-holds the join, the tally and the sequential drift detectors itself, and reaches the shares
-the engine-wide holders keep per partition (the shared window store, the trace reader and
+holds the join, the tally, the sequential drift detectors and the open traces itself, and
+reaches the shares the engine-wide holders keep per partition (the shared window store and
 the sides such as the judge) through `Shares`; its `export`, `adopt` and `drop` are the one
-place where a partition's record is written, read or forgotten.
+place where a partition's record is written, read or forgotten, and `read` what the
+exporter sees of it.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import itertools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -18,16 +21,16 @@ from typing import Any, Protocol
 from ragstream.join import LabelJoin
 from ragstream.pipeline.partition_tally import PartitionTally
 from ragstream.pipeline.sequential_drift import Held, SequentialDrift
-from ragstream.traces import TraceReader
-from ragstream.windows import WindowSpec, WindowStore
+from ragstream.traces import TraceAssembler, TraceReader
+from ragstream.windows import WindowStore
 
 __all__ = [
     "JoinLimits",
     "PartitionConfigError",
+    "PartitionRead",
     "PartitionState",
     "Shares",
     "SideState",
-    "state_config",
 ]
 
 VERSION = 1
@@ -36,7 +39,7 @@ snapshot (`Engine.snapshot`)."""
 
 
 class PartitionConfigError(ValueError):
-    """A partition's state was kept with another configuration (`state_config`)."""
+    """A partition's state was kept with another configuration (`Engine.state_config`)."""
 
     def __init__(self, differs: Sequence[str]) -> None:
         super().__init__("the partition state was kept with another " + ", ".join(differs))
@@ -66,30 +69,6 @@ class SideState(Protocol):
         ...
 
 
-class _Config(Protocol):
-    @property
-    def label_keys(self) -> tuple[str, ...]: ...
-    @property
-    def gain(self) -> str: ...
-    @property
-    def relevance_threshold(self) -> float: ...
-    @property
-    def clock(self) -> str: ...
-
-
-def state_config(spec: WindowSpec, config: _Config) -> dict[str, Any]:
-    """What a partition's state depends on besides the events: the window spec (windows,
-    buckets, metric columns, bins), label keys, gain, threshold and clock mode. A
-    partition's state moves only between engines where this is equal."""
-    return {  # lists, not tuples: equal to itself after a JSON round-trip
-        "spec": spec.to_dict(),
-        "label_keys": list(config.label_keys),
-        "gain": config.gain,
-        "relevance_threshold": config.relevance_threshold,
-        "clock": config.clock,
-    }
-
-
 @dataclass(frozen=True, slots=True)
 class JoinLimits:
     """The TTLs and caps a partition's join is built with (this engine's, also for an
@@ -101,54 +80,55 @@ class JoinLimits:
     max_pending: int
 
     def new_join(self, partition: int) -> LabelJoin:
-        return LabelJoin(
-            partition=partition,
-            label_ttl=self.label_ttl,
-            pending_ttl=self.pending_ttl,
-            max_open=self.max_open,
-            max_pending=self.max_pending,
-            recent_final=self.max_open,
-        )
+        return LabelJoin(partition=partition, **self._settings())
 
     def restore_join(self, data: Mapping[str, Any], partition: int) -> LabelJoin:
         """A partition's join from `LabelJoin.snapshot` output, with these TTLs and caps."""
-        return LabelJoin.restore(
-            {
-                **data,
-                "label_ttl": self.label_ttl,
-                "pending_ttl": self.pending_ttl,
-                "max_open": self.max_open,
-                "max_pending": self.max_pending,
-                "recent_final": self.max_open,
-            },
-            partition,
-        )
+        return LabelJoin.restore({**data, **self._settings()}, partition)
+
+    def _settings(self) -> dict[str, Any]:
+        """The join's arguments (it remembers as many final query ids as it holds open)."""
+        return {**dataclasses.asdict(self), "recent_final": self.max_open}
 
 
 @dataclass(frozen=True, slots=True)
 class Shares:
     """What a partition's record is written and read with besides its own state: the
-    shared window store, the sequential drift detectors' settings, the trace reader and
-    the sides (the judge), the last two holding a share per partition."""
+    engine-wide holders that keep a share of each partition (the shared window store and
+    the sides, such as the judge), the sequential drift detectors' settings, and how the
+    partition's join and open traces are made."""
 
     store: WindowStore
     sequential: SequentialDrift | None
-    traces: TraceReader | None
     sides: Mapping[str, SideState]
+    limits: JoinLimits
+    traces: TraceReader | None
+    """The OTLP topics' reader (None: no topic carries traces)."""
 
-    def drop(self, partition: int) -> None:
-        """Forget the partition's share in every holder."""
-        self.store.drop_partition(partition)
-        if self.traces is not None:
-            self.traces.drop({partition})
-        for side in self.sides.values():
-            side.drop_partitions({partition})
+
+@dataclass(frozen=True, slots=True)
+class PartitionRead:
+    """What is exported of one held partition: its counters (a read changes nothing)."""
+
+    tally: PartitionTally
+    join: Mapping[str, int]
+    """Its label join's counters (empty before its first event)."""
+    spans: Mapping[tuple[str, str], int]
+    """(kind, outcome) -> spans of its trace records (see `TraceAssembler`)."""
+    traces: Mapping[str, int]
+    """Its closed traces by outcome."""
+    skipped: Mapping[str, int]
+    """Its trace records skipped, by reason."""
+
+
+_TRACE_ORDER = itertools.count()
 
 
 @dataclass(slots=True)
 class PartitionState:
-    """One held partition: its join (None before its first event), its tally and its
-    sequential drift detectors."""
+    """One held partition: its join (None before its first event), its tally, its
+    sequential drift detectors and its open traces; `export`, `adopt`, `drop` and `read`
+    are what is done with it as a whole."""
 
     partition: int
     tally: PartitionTally = field(default_factory=PartitionTally)
@@ -157,6 +137,18 @@ class PartitionState:
     """Its open queries and waiting labels."""
     detectors: Held = field(default_factory=dict)
     """Its sequential drift detectors (`ragstream.pipeline.sequential_drift`), by label set."""
+    traces: TraceAssembler | None = None
+    """Its open traces and span counters (None before its first trace record)."""
+    trace_order: int = 0
+    """When its traces began (`begin_traces`): the partitions' traces close in this order,
+    the order their first trace record came (or they were adopted or restored), which the
+    event clock sees."""
+
+    def begin_traces(self, assembler: TraceAssembler) -> TraceAssembler:
+        """Hold ``assembler`` as its open traces, closed after those of the partitions
+        whose traces began before."""
+        self.traces, self.trace_order = assembler, next(_TRACE_ORDER)
+        return assembler
 
     def export(self, shares: Shares) -> dict[str, Any]:
         """The partition's record without its header (`Engine.export_partitions` adds the
@@ -166,7 +158,7 @@ class PartitionState:
         return {
             "windows": shares.store.export_partition(p),
             "join": None if self.join is None else self.join.snapshot(),
-            "traces": None if shares.traces is None else shares.traces.export(p),
+            "traces": None if self.traces is None else self.traces.snapshot(),
             "drift": None
             if shares.sequential is None
             else shares.sequential.export(self.detectors),
@@ -175,28 +167,44 @@ class PartitionState:
         }
 
     @classmethod
-    def adopt(
-        cls, partition: int, state: Mapping[str, Any], shares: Shares, limits: JoinLimits
-    ) -> PartitionState:
+    def adopt(cls, partition: int, state: Mapping[str, Any], shares: Shares) -> PartitionState:
         """The partition taken over from `export` output, its shares put in the holders
-        (which hold none of it: `Shares.drop` first). The join keeps its open queries (with
-        their current contributions, so later labels replace them) but takes ``limits``
-        for what comes next; the counts come along (absent from older records: they start
-        at 0 then)."""
+        (which hold none of it: `drop` first). The join keeps its open queries (with
+        their current contributions, so later labels replace them) but takes the
+        engine's limits for what comes next; the counts come along (absent from older
+        records: they start at 0 then)."""
         windows = state["windows"]
         shares.store.import_partition(dict(windows))
         data = state.get("join")
-        join = None if data is None else limits.restore_join(data, partition)
-        if shares.traces is not None:  # open traces (absent from older records)
-            shares.traces.adopt(partition, state.get("traces"))
+        join = None if data is None else shares.limits.restore_join(data, partition)
         detectors: Held = {}
         if shares.sequential is not None:  # other drift settings: its detectors start afresh
             detectors = shares.sequential.adopt(state.get("drift"))
-        tally = PartitionTally.restore(state.get("tally"))
+        adopted = cls(partition, PartitionTally.restore(state.get("tally")), join, detectors)
+        traces = state.get("traces")  # open traces (absent from older records)
+        if shares.traces is not None and traces is not None:
+            adopted.begin_traces(shares.traces.new_assembler()).restore(traces)
         sides = state.get("sides") or {}
         for name, side in shares.sides.items():  # absent: that side starts afresh
             side.adopt_partition(partition, sides.get(name))
-        return cls(partition, tally, join, detectors)
+        return adopted
+
+    def drop(self, shares: Shares) -> None:
+        """Forget the partition's share in every holder (its own state goes with it)."""
+        shares.store.drop_partition(self.partition)
+        for side in shares.sides.values():
+            side.drop_partitions({self.partition})
+
+    def read(self) -> PartitionRead:
+        """Its counters, for the exporter."""
+        traces = self.traces
+        return PartitionRead(
+            self.tally,
+            {} if self.join is None else self.join.counters.as_dict(),
+            {} if traces is None else traces.spans,
+            {} if traces is None else traces.traces,
+            {} if traces is None else traces.skipped,
+        )
 
     @staticmethod
     def labelsets(state: Mapping[str, Any]) -> list[Sequence[str]]:

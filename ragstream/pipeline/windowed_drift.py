@@ -10,7 +10,7 @@ windows' read cut (`until`) has moved: at most once per step and cut, however ma
 batches come, and at least once per step while batches come (an idle source still
 hands over empty batches).
 
-The windows are read without their newest `settle` seconds (`WindowStore.read_totals`
+The windows are read without their newest `settle` seconds (`WindowStore.read`
 with `until`, to the long window's last bucket boundary before `now - settle`, so that
 both windows of a pair end at the same instant): a query's values can still change until
 its labels have arrived, and the newest queries of a short window, scored on the labels
@@ -129,7 +129,7 @@ class WindowedDrift:
                     self.banks[name] = restored
 
     def until(self, spec: WindowSpec, pair: WindowPair, now: float) -> float:
-        """Where a pair's windows are read to (`WindowStore.read_totals(until=...)`): the
+        """Where a pair's windows are read to (`WindowStore.read(until=...)`): the
         last bucket boundary of the long window at or before ``now - settle``, less half a
         bucket of the short one. Both windows then end at that boundary (a short window's
         buckets divide a long one's when its length divides the long one's), so the short
@@ -149,7 +149,7 @@ class WindowedDrift:
         for until, pair in zip(cuts, self.resolved.pairs, strict=True):
             wanted.setdefault(until, set()).update((pair.short, pair.long))
         reads = {
-            until: store.read_totals(now, until=until, histograms=histograms, windows=windows)
+            until: store.read(now, until=until, histograms=histograms, windows=windows)
             for until, windows in wanted.items()
         }
         per_pair = [reads[until] for until in cuts]

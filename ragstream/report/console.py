@@ -43,21 +43,23 @@ def render_summary(
     age = layout.index(_AGE) if _AGE in layout.window_columns else None
     event = layout.index(EVENT_TIME)
     rr = layout.index("rr")
-    for labelset in engine.store.labelsets():
-        reads = engine.store.read(now, labelset)
+    totals = engine.store.read(now, exact=True)
+    means, names = totals.mean(), engine.spec.names
+    for li, labelset in enumerate(totals.labelsets):
         name = layout.labelset_name(labelset)
         for window in windows:
-            read = reads.get(window)
-            if read is None or read.queries == 0:
+            wi = names.index(window) if window in names else -1
+            queries = int(totals.queries[li, wi]) if wi >= 0 else 0
+            if queries == 0:
                 continue
-            mean = read.mean()
-            labeled = int(read.aggregate.count[rr])
+            mean = means[li, wi]
+            labeled = int(totals.count[li, wi, rr])
             cells = [_fmt(float(mean[layout.index(c.name)])) for c in chosen]
             days = math.nan
             if age is not None:
                 days = layout.live_age(float(mean[age]), float(mean[event]), now) / _DAY
-            share = f"{labeled / read.queries:.0%}"
-            rows.append([name, window, str(read.queries), share, *cells, _fmt(days, 1)])
+            share = f"{labeled / queries:.0%}"
+            rows.append([name, window, str(queries), share, *cells, _fmt(days, 1)])
     return _table(rows)
 
 

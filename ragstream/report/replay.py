@@ -58,14 +58,15 @@ def summary(engine: Engine, metrics: Sequence[str] = _SUMMARY_METRICS) -> dict[s
             **{m: _number(means[m]) for m in chosen},
         }
     windows: dict[str, Any] = {}
-    for labelset in engine.store.labelsets():
+    totals = engine.store.read(now, exact=True)
+    window_means, rr = totals.mean(), layout.index("rr")
+    for li, labelset in enumerate(totals.labelsets):
         per_window: dict[str, Any] = {}
-        for window, read in engine.store.read(now, labelset).items():
-            mean = dict(zip(layout.window_columns, read.mean().tolist(), strict=True))
-            labeled = int(read.aggregate.count[layout.index("rr")])
+        for wi, window in enumerate(engine.spec.names):
+            mean = dict(zip(layout.window_columns, window_means[li, wi].tolist(), strict=True))
             per_window[window] = {
-                "queries": read.queries,
-                "labeled": labeled,
+                "queries": int(totals.queries[li, wi]),
+                "labeled": int(totals.count[li, wi, rr]),
                 **{m: _number(mean[m]) for m in chosen},
             }
         windows[layout.labelset_name(labelset)] = per_window

@@ -226,8 +226,6 @@ class KafkaSource:
         self._committed_at = time.monotonic()
         self.commits = 0
         """Offset commits sent to the broker (the batches applied may be many more)."""
-        self.commit_failures = 0
-        """Commits refused or not answered in time (their offsets were committed later)."""
         self._commit_log = RateLimitedLog(rate=1 / 30, burst=3)
         self.connected = False
         self.connect_attempts = 0
@@ -503,7 +501,6 @@ class KafkaSource:
         try:
             await asyncio.wait_for(consumer.commit(offsets), self.config.request_timeout)
         except (KafkaError, TimeoutError) as error:
-            self.commit_failures += 1
             if self._commit_log.allow():
                 _log.warning(
                     "could not commit offsets (%s); retrying with the next commit",

@@ -153,8 +153,6 @@ class EndpointTokenProvider(AbstractTokenProvider):  # type: ignore[misc]
         self._renew_at = 0.0
         self._expires = 0.0
         self._lock = asyncio.Lock()
-        self.fetches = 0
-        """Tokens fetched from the endpoint."""
 
     async def token(self) -> str:
         async with self._lock:
@@ -217,7 +215,6 @@ class EndpointTokenProvider(AbstractTokenProvider):  # type: ignore[misc]
             lifetime = exp - now if exp is not None else DEFAULT_LIFETIME
         self._token, self._expires = token, now + lifetime
         self._renew_at = now + REFRESH_AT * lifetime
-        self.fetches += 1
         _log.info(
             "fetched an OAuth token for client %r from %s, valid for %.0f s",
             self.client_id,

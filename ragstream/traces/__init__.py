@@ -10,21 +10,16 @@ until their answer can be made; `conventions.py` has the attribute names (`Trace
 
 from ragstream.traces.assembly import TRACE_OUTCOMES, TraceAssembler
 from ragstream.traces.conventions import (
-    FORMATS,
     OTLP_FORMATS,
     SPAN_KINDS,
     TraceMapping,
 )
 from ragstream.traces.reader import TraceReader, TraceSupportError
-from ragstream.traces.spans import Span, SpanBatch
 
 __all__ = [
-    "FORMATS",
     "OTLP_FORMATS",
     "SPAN_KINDS",
     "TRACE_OUTCOMES",
-    "Span",
-    "SpanBatch",
     "TraceAssembler",
     "TraceMapping",
     "TraceReader",

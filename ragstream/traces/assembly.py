@@ -47,14 +47,24 @@ from ragstream.traces.mapping import (
 )
 from ragstream.traces.spans import Span
 
-__all__ = ["Position", "TraceAssembler", "TraceRecord"]
+__all__ = [
+    "SKIP_REASONS",
+    "TRACE_OUTCOMES",
+    "Position",
+    "TraceAssembler",
+    "TraceRecord",
+]
 
 Position = tuple[str, int]
 """(topic, offset) of the message a span came in, for the events it gives."""
 
-TRACE_OUTCOMES = ("answered", "no_answer", "no_retrieval")
+TRACE_OUTCOMES = ("answered", "no_answer", "no_retrieval", "evicted")
 """How a closed trace ended: an answer event, a RETRIEVER span but no span with an answer,
-or no RETRIEVER span (not a retrieval-augmented request: no answer event)."""
+or no RETRIEVER span (not a retrieval-augmented request: no answer event); and `evicted`,
+closed early (counted besides its outcome)."""
+SKIP_REASONS = ("signal_metrics", "signal_logs", "signal_profiles", "signal_other")
+"""Why a record of a trace topic is skipped: its `otelcol.signal` header names another
+signal (one of the Collector's, else `other`)."""
 
 
 @dataclass(slots=True)
@@ -133,7 +143,7 @@ class TraceAssembler:
         """(kind, outcome) -> spans: outcome `retrieval` (gave a retrieval event), `read`
         (joined its open trace), `late` (its trace had closed), `skipped` (not read)."""
         self.traces: Counter[str] = Counter()
-        """Closed traces by outcome (`TRACE_OUTCOMES`), and `evicted` (closed early)."""
+        """Closed traces by outcome (`TRACE_OUTCOMES`)."""
         self.skipped: Counter[str] = Counter()
         """Records of the partition skipped, by reason (another signal on the topic)."""
         self._ready: set[str] = set()
@@ -296,18 +306,17 @@ class TraceAssembler:
             "skipped": dict(self.skipped),
         }
 
-    def restore(self, data: Mapping[str, Any], *, counters: bool = True) -> None:
-        """Continue from `snapshot` output (`counters`: take its counters too)."""
+    def restore(self, data: Mapping[str, Any]) -> None:
+        """Continue from `snapshot` output."""
         self.open = {}
         for item in data["open"]:
             record = TraceRecord.from_json(item)
             self.open[record.trace_id] = record
         self.closed = {str(t): bool(r) for t, r in data["closed"]}
         self._ready = set(data.get("ready") or ())
-        if counters:
-            self.spans = Counter({(k, o): int(n) for k, o, n in data["spans"]})
-            self.traces = Counter(data["traces"])
-            self.skipped = Counter(data.get("skipped") or {})
+        self.spans = Counter({(k, o): int(n) for k, o, n in data["spans"]})
+        self.traces = Counter(data["traces"])
+        self.skipped = Counter(data.get("skipped") or {})
 
 
 def _texts(docs: list[Document], record: TraceRecord) -> list[tuple[str, str]]:

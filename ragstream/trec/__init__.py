@@ -12,7 +12,7 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING
 
-from ragstream.trec._pending import PendingJoin, start_join
+from ragstream.trec._compiled import PendingJoin, start_join
 from ragstream.trec.errors import TrecFormatError
 
 if TYPE_CHECKING:
@@ -21,11 +21,8 @@ if TYPE_CHECKING:
         Engine,
         TrecEvaluation,
         evaluate_files,
-        evaluate_tables,
     )
-    from ragstream.trec.qrels import read_qrels
-    from ragstream.trec.records import TrecTable
-    from ragstream.trec.run_file import read_run
+    from ragstream.trec.table import TrecTable, read_qrels, read_run
 
 __all__ = [
     "DEFAULT_METRICS",
@@ -35,7 +32,6 @@ __all__ = [
     "TrecFormatError",
     "TrecTable",
     "evaluate_files",
-    "evaluate_tables",
     "read_qrels",
     "read_run",
     "start_join",
@@ -46,10 +42,9 @@ _LAZY = {
     "Engine": "ragstream.trec.evaluate",
     "TrecEvaluation": "ragstream.trec.evaluate",
     "evaluate_files": "ragstream.trec.evaluate",
-    "evaluate_tables": "ragstream.trec.evaluate",
-    "read_qrels": "ragstream.trec.qrels",
-    "read_run": "ragstream.trec.run_file",
-    "TrecTable": "ragstream.trec.records",
+    "read_qrels": "ragstream.trec.table",
+    "read_run": "ragstream.trec.table",
+    "TrecTable": "ragstream.trec.table",
 }
 
 

@@ -22,11 +22,21 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
-from ragstream.trec._keys import factorize_rows, pad_words
-from ragstream.trec._tokenize import PAD
+__all__ = [
+    "PAD",
+    "WIDTH",
+    "Ids",
+    "comparable",
+    "concat",
+    "factorize_rows",
+    "from_fields",
+    "lex_greater",
+    "words_of",
+]
 
-__all__ = ["WIDTH", "Ids", "comparable", "concat", "from_fields", "loads", "words_of"]
-
+PAD = 64
+"""Zero bytes after each block of a file, so fixed-width views of its last fields (ids'
+8-byte loads) stay in bounds."""
 WIDTH = 8
 """Words kept in a row: ids up to 64 bytes are whole in their row."""
 _LONG = 8 * WIDTH
@@ -36,6 +46,7 @@ _GATHER = 1 << 20  # bytes gathered by one vectorized step
 _U64 = NDArray[np.uint64]
 _I64 = NDArray[np.int64]
 _U8 = NDArray[np.uint8]
+_BOOL = NDArray[np.bool_]
 # _KEEP[n] keeps the first n bytes (the high ones) of a big-endian word.
 _KEEP = np.array([((1 << (8 * n)) - 1) << (8 * (8 - n)) for n in range(9)], dtype=np.uint64)
 
@@ -175,7 +186,7 @@ def words_of(data: _U8, starts: _I64, lengths: _I64) -> _U64:
     W words for the longest (at least 1): one unaligned 8-byte load per word."""
     longest = int(lengths.max()) if lengths.size else 0
     n_words = max(1, -(-longest // 8))
-    words = loads(data)
+    words = _loads(data)
     out = np.empty((starts.size, n_words), dtype=np.uint64)
     for w in range(n_words):
         offset = starts + 8 * w
@@ -187,7 +198,7 @@ def words_of(data: _U8, starts: _I64, lengths: _I64) -> _U64:
     return out
 
 
-def loads(data: _U8) -> NDArray[np.uint64]:
+def _loads(data: _U8) -> NDArray[np.uint64]:
     """Element i is the big-endian word of bytes i..i+7 (an unaligned, overlapping view)."""
     view: NDArray[np.uint64] = np.ndarray((data.size - 7,), dtype=">u8", buffer=data, strides=(1,))
     return view
@@ -212,3 +223,33 @@ def _gather(data: _U8, starts: _I64, lengths: _I64) -> tuple[_U8, _I64]:
             blob[lo:hi] = data[shift + np.arange(lo, hi)]
         i = j
     return blob, offsets
+
+
+def pad_words(words: _U64, width: int) -> _U64:
+    """Widen (N, W) words to (N, width) with zero words (NUL padding keeps the order)."""
+    if words.shape[1] == width:
+        return words
+    return np.pad(words, ((0, 0), (0, width - words.shape[1])))
+
+
+def factorize_rows(words: _U64) -> tuple[_U64, _I64]:
+    """Distinct rows in byte order, and the index of each input row among them."""
+    if words.shape[0] == 0:
+        return words, np.zeros(0, dtype=np.int64)
+    order = np.lexsort(words.T[::-1])
+    ordered = words[order]
+    new = np.ones(order.size, dtype=bool)
+    new[1:] = np.any(ordered[1:] != ordered[:-1], axis=1)
+    codes = np.empty(order.size, dtype=np.int64)
+    codes[order] = np.cumsum(new) - 1
+    return ordered[new], codes
+
+
+def lex_greater(a: _U64, b: _U64) -> _BOOL:
+    """Row-wise `a > b` for word matrices, compared word by word (byte order)."""
+    greater = np.zeros(a.shape[0], dtype=bool)
+    undecided = np.ones(a.shape[0], dtype=bool)
+    for column in range(a.shape[1]):
+        greater |= undecided & (a[:, column] > b[:, column])
+        undecided &= a[:, column] == b[:, column]
+    return greater

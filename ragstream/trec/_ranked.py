@@ -1,7 +1,7 @@
-"""What a join of qrels and run hands to the metric kernels, and the errors it can raise.
+"""What a join of qrels and run hands to the metric kernels.
 
-Both joins -- the numpy one (`_join`) and the compiled scanner (`_compiled`) -- produce the
-same `Ranked` arrays, bit for bit, and raise the same errors with these messages.
+Both joins -- the numpy one (`_join`) and the compiled reader (`_compiled`) -- produce the
+same `Ranked` arrays, bit for bit, and raise the same errors (`errors`).
 """
 
 from __future__ import annotations
@@ -12,16 +12,7 @@ from functools import cached_property
 import numpy as np
 from numpy.typing import NDArray
 
-from ragstream.trec.errors import TrecFormatError, quote
-
-__all__ = [
-    "Ranked",
-    "Segment",
-    "no_common_query",
-    "repeated_document",
-    "repeated_judgment",
-    "segments",
-]
+__all__ = ["Ranked", "Segment", "segments"]
 
 _F64 = NDArray[np.float64]
 _I64 = NDArray[np.int64]
@@ -60,19 +51,6 @@ class Ranked:
     num_qrels_queries: int
     """Queries with at least one judgment (the denominator of trec_eval -c)."""
     order: _I64 | None = None
-
-    @classmethod
-    def of(
-        cls,
-        qids: tuple[str, ...],
-        rel: _F64,
-        rel_offsets: _I64,
-        judged: _F64,
-        judged_offsets: _I64,
-        num_qrels_queries: int,
-    ) -> Ranked:
-        """The queries in byte order as one set of CSR arrays."""
-        return cls(qids, (Segment(rel, rel_offsets, judged, judged_offsets),), num_qrels_queries)
 
     @cached_property
     def _canonical(self) -> Segment:
@@ -136,31 +114,3 @@ def segments(starts: _I64, lengths: _I64) -> tuple[_I64, _I64]:
     np.cumsum(lengths, out=offsets[1:])
     index = np.repeat(starts - offsets[:-1], lengths) + np.arange(offsets[-1])
     return index.astype(np.int64), offsets
-
-
-def no_common_query(run_path: str, qrels_path: str) -> TrecFormatError:
-    """No query of the run is judged: nearly always mismatched id formats."""
-    return TrecFormatError(
-        run_path, None, f"no query id of the run appears in the qrels ({qrels_path})"
-    )
-
-
-def repeated_judgment(path: str, lines: tuple[int, int], qid: str, doc: str) -> TrecFormatError:
-    """A document judged twice for one query (trec_eval stops on it too)."""
-    first, second = lines
-    return TrecFormatError(
-        path,
-        second,
-        f"document {quote(doc)} judged twice for query {quote(qid)} (lines {first} and {second})",
-    )
-
-
-def repeated_document(path: str, lines: tuple[int, int], qid: str, doc: str) -> TrecFormatError:
-    """A document repeated within one query of a run (without --keep-best)."""
-    first, second = lines
-    return TrecFormatError(
-        path,
-        second,
-        f"document {quote(doc)} repeated for query {quote(qid)} (lines {first} and {second}); "
-        "--keep-best keeps its best-scored line",
-    )

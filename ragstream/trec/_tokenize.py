@@ -1,4 +1,5 @@
-"""Vectorized splitting of TREC text files into whitespace-separated fields, chunk by chunk.
+"""Vectorized splitting of TREC text files into whitespace-separated fields, chunk by chunk,
+and the fields as ids and as text.
 
 A file is read in blocks cut at a newline. In each block, token boundaries come from one
 pass over the bytes (`byte > 32` and its first difference), and newlines from another. The
@@ -21,12 +22,11 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
+from ragstream.trec._ids import PAD, Ids, from_fields
 from ragstream.trec.errors import TrecFormatError, quote
 
-__all__ = ["PAD", "Chunk", "Layout", "read_blocks", "tokenize"]
+__all__ = ["Chunk", "Layout", "read_blocks", "tokenize"]
 
-PAD = 64
-"""Zero bytes after each chunk, so fixed-width views of its last fields stay in bounds."""
 
 _NEWLINE = 10
 _HASH = 35
@@ -53,17 +53,14 @@ class Layout:
 
 @dataclass(frozen=True)
 class Chunk:
-    """The fields of the records of one block of a file.
-
-    Field bounds are kept either as (N, K) start and end offsets, or -- for single-spaced
-    lines -- as the (N, K - 1) separator offsets with each line's start and end, from which
-    a field's bounds are derived when asked for.
-    """
+    """The fields of the records of one block of a file."""
 
     data: _U8
     """The block's bytes followed by PAD zero bytes."""
-    bounds: tuple[_I64, _I64] | tuple[_I64, _I64, _I64]
-    """(starts, ends), each (N, K); or (line starts, separators, line ends)."""
+    starts: _I64
+    """(N, K) where each field of each record starts in `data`."""
+    ends: _I64
+    """(N, K) where each field ends (exclusive)."""
     lines: _I64 | None
     """(N,) 1-based line number of each record, or None: consecutive from `first_line`."""
     first_line: int
@@ -74,18 +71,29 @@ class Chunk:
     @property
     def size(self) -> int:
         """Number of records."""
-        return int(self.bounds[0].shape[0])
+        return int(self.starts.shape[0])
 
     def field(self, column: int) -> tuple[_I64, _I64]:
         """(N,) start and end offsets (end exclusive) of field `column` of each record."""
-        if len(self.bounds) == 2:
-            starts, ends = self.bounds
-            return starts[:, column], ends[:, column]
-        line_starts, separators, line_ends = self.bounds
-        last = separators.shape[1]
-        start = line_starts if column == 0 else separators[:, column - 1] + 1
-        end = line_ends if column == last else separators[:, column]
-        return start, end
+        return self.starts[:, column], self.ends[:, column]
+
+    def ids(self, column: int) -> Ids:
+        """The ids in field `column` of each record."""
+        starts, ends = self.field(column)
+        return from_fields(self.data, starts, ends - starts)
+
+    def texts(self, column: int, rows: _I64) -> NDArray[np.bytes_]:
+        """Field `column` of some records as a numpy bytes array, as wide as the longest
+        (the caller gives short fields only)."""
+        starts, ends = self.field(column)
+        starts, lengths = starts[rows], ends[rows] - starts[rows]
+        width = max(1, int(lengths.max()) if lengths.size else 1)
+        index = starts[:, None] + np.arange(width)
+        np.minimum(index, self.data.size - 1, out=index)
+        matrix = self.data[index]
+        matrix *= np.arange(width)[None, :] < lengths[:, None]
+        texts: NDArray[np.bytes_] = matrix.view(f"S{width}").ravel()
+        return texts
 
 
 def read_blocks(path: str, block_bytes: int = 1 << 24) -> Iterator[tuple[_U8, int]]:
@@ -136,9 +144,6 @@ def tokenize(data: _U8, size: int, layout: Layout, path: str) -> Chunk:
     first_line = 1
     a = data[:size]
     k = len(layout.fields)
-    simple = _single_spaced(a, k)
-    if simple is not None:
-        return Chunk(data, simple, None, first_line, int(simple[0].size))
     token = _token_mask(a, path, first_line)
     edges = np.flatnonzero(np.diff(token.view(np.int8), prepend=np.int8(0), append=np.int8(0)))
     starts, ends = edges[0::2], edges[1::2]  # a token starts, then ends: they alternate
@@ -152,40 +157,8 @@ def tokenize(data: _U8, size: int, layout: Layout, path: str) -> Chunk:
         and np.all(newlines[:-1] < starts[k::k])
         and not np.any(a[starts[::k]] == _HASH)
     ):
-        bounds = (starts.reshape(-1, k), ends.reshape(-1, k))
-        return Chunk(data, bounds, None, first_line, n_lines)
+        return Chunk(data, starts.reshape(-1, k), ends.reshape(-1, k), None, first_line, n_lines)
     return _tokenize_general(data, size, starts, ends, newlines, layout, path, first_line)
-
-
-def _single_spaced(a: _U8, k: int) -> tuple[_I64, _I64, _I64] | None:
-    """(line starts, separators, line ends) when every line is k fields joined by single
-    spaces and ends with a newline (the usual form), found from spaces and newlines alone.
-
-    Proof of the form: there are k - 1 spaces per newline and no other byte <= 32; taking
-    the i-th group of k - 1 spaces as line i's separators, every field is non-empty (the
-    first starts before the first space, spaces are 2 or more apart, the last space is 2
-    or more before the newline), which can only hold if each group lies inside its line.
-    """
-    if a[-1] != _NEWLINE or a[0] <= 32:
-        return None
-    spaces = np.flatnonzero(a == 32)
-    newlines = np.flatnonzero(a == _NEWLINE)
-    n = newlines.size
-    if spaces.size != (k - 1) * n or np.count_nonzero(a <= 32) != spaces.size + n:
-        return None
-    separators = spaces.reshape(n, k - 1)
-    line_starts = np.empty(n, dtype=np.int64)
-    line_starts[0] = 0
-    line_starts[1:] = newlines[:-1] + 1
-    if k > 1 and not (
-        np.all(separators[:, 0] > line_starts)
-        and np.all(np.diff(spaces) >= 2)
-        and np.all(separators[:, -1] + 1 < newlines)
-    ):
-        return None
-    if np.any(a[line_starts] == _HASH):
-        return None
-    return line_starts, separators, newlines
 
 
 def _token_mask(a: _U8, path: str, first_line: int) -> NDArray[np.bool_]:
@@ -243,5 +216,5 @@ def _tokenize_general(
     if layout.extra_fields_ignored:  # the first k tokens of each line
         keep &= np.arange(starts.size) - first_token[token_line] < k
     lines = first_line + np.flatnonzero(keep_line)
-    bounds = (starts[keep].reshape(-1, k), ends[keep].reshape(-1, k))
-    return Chunk(data, bounds, lines.astype(np.int64), first_line, n_lines)
+    fields = starts[keep].reshape(-1, k), ends[keep].reshape(-1, k)
+    return Chunk(data, *fields, lines.astype(np.int64), first_line, n_lines)

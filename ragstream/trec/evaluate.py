@@ -39,10 +39,9 @@ from ragstream.trec._ranked import Ranked, Segment
 
 if TYPE_CHECKING:  # the numpy readers and kernels' chunks are imported when used
     from ragstream.trec._chunks import Chunk
-    from ragstream.trec._pending import PendingJoin
-    from ragstream.trec.records import TrecTable
+    from ragstream.trec._compiled import PendingJoin
 
-__all__ = ["DEFAULT_METRICS", "Engine", "TrecEvaluation", "evaluate_files", "evaluate_tables"]
+__all__ = ["DEFAULT_METRICS", "Engine", "TrecEvaluation", "evaluate_files"]
 
 DEFAULT_METRICS: tuple[str, ...] = (
     "rr",
@@ -100,12 +99,14 @@ def evaluate_files(
     engine: Engine = "auto",
     started: PendingJoin | None = None,
 ) -> TrecEvaluation:
-    """Read both files and evaluate (see `evaluate_tables`); `engine` as in `Engine`.
-    `started`: the compiled join of these files begun with `ragstream.trec.start_join` (the
-    command begins it before importing numpy), finished here when the compiled engine is
-    the one used."""
+    """Read both files and evaluate; `engine` as in `Engine`. A document repeated in one
+    query of the run is an error (TrecFormatError with both lines) unless `keep_best`: then
+    its best-scored line counts, the earliest line on equal scores. A document judged twice
+    for one query is an error. `started`: the compiled join of these files begun with
+    `ragstream.trec.start_join` (the command begins it before importing numpy), finished
+    here when the compiled engine is the one used."""
     if engine == "compiled" and not AVAILABLE:
-        raise RuntimeError("the compiled scanner ragstream.trec._scan is not built")
+        raise RuntimeError("the compiled scanner ragstream.trec._trec_reader is not built")
     specs = _specs(metrics, relevance_level)  # before reading: a bad name costs no scan
     ranked = None
     if engine in ("compiled", "auto"):
@@ -129,8 +130,13 @@ def evaluate_files(
                 result = _evaluation(specs, joined.ranked, joined.values, complete)
                 return _with_missing(result, joined.ranked, qrels)
             ranked = joined.ranked
-    if ranked is None:
-        ranked = _read_and_join(qrels, run, keep_best, complete)
+    if ranked is None:  # the numpy path (imported here: the compiled one does not need it)
+        from ragstream.trec._join import join_tables
+        from ragstream.trec.table import read_qrels, read_run
+
+        ranked = join_tables(
+            read_qrels(qrels), read_run(run), keep_best=keep_best, complete=complete
+        )
     result = _evaluate(ranked, specs, gain, relevance_level, complete)
     return _with_missing(result, ranked, qrels)
 
@@ -138,57 +144,19 @@ def evaluate_files(
 def _with_missing(
     result: TrecEvaluation,
     ranked: Ranked,
-    qrels: str | os.PathLike[str] | TrecTable,
+    qrels: str | os.PathLike[str],
 ) -> TrecEvaluation:
     """`result` with its `missing` queries, when complete and the run lacks some: the
     qrels file's query ids are read again then (only then)."""
     if not result.complete or ranked.num_qrels_queries == len(ranked.qids):
         return result
-    if isinstance(qrels, str | os.PathLike):
-        from ragstream.trec.qrels import read_qrels
+    from ragstream.trec.table import read_qrels
 
-        qrels = read_qrels(qrels)
+    ids = read_qrels(qrels).qids
     evaluated = set(ranked.qids)
-    raw = sorted(set(qrels.qids.texts(np.arange(qrels.qids.size, dtype=np.int64))))
+    raw = sorted(set(ids.texts(np.arange(ids.size, dtype=np.int64))))
     text = (qid.decode("utf-8", "replace") for qid in raw)  # as the joins decode them
     return replace(result, missing=tuple(qid for qid in text if qid not in evaluated))
-
-
-def _read_and_join(
-    qrels: str | os.PathLike[str],
-    run: str | os.PathLike[str],
-    keep_best: bool,
-    complete: bool,
-) -> Ranked:
-    """The numpy path: both files parsed, then joined. Imported here, not at the top: the
-    compiled path does not need it."""
-    from ragstream.trec._join import join_tables
-    from ragstream.trec.qrels import read_qrels
-    from ragstream.trec.run_file import read_run
-
-    tables = read_qrels(qrels), read_run(run)
-    return join_tables(*tables, keep_best=keep_best, complete=complete)
-
-
-def evaluate_tables(
-    qrels: TrecTable,
-    run: TrecTable,
-    metrics: Sequence[str | MetricSpec] = DEFAULT_METRICS,
-    *,
-    gain: Gain = "linear",
-    relevance_level: int = 1,
-    complete: bool = False,
-    keep_best: bool = False,
-) -> TrecEvaluation:
-    """Evaluate parsed files. A document repeated in one query of the run is an error
-    (TrecFormatError with both lines) unless `keep_best`: then its best-scored line counts,
-    the earliest line on equal scores. A document judged twice for one query is an error.
-    """
-    from ragstream.trec._join import join_tables
-
-    specs = _specs(metrics, relevance_level)
-    ranked = join_tables(qrels, run, keep_best=keep_best, complete=complete)
-    return _with_missing(_evaluate(ranked, specs, gain, relevance_level, complete), ranked, qrels)
 
 
 def _specs(metrics: Sequence[str | MetricSpec], relevance_level: int) -> tuple[MetricSpec, ...]:

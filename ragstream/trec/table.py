@@ -1,4 +1,23 @@
-"""A parsed TREC file as columns: query blocks, document ids, one value per line."""
+"""The numpy reader of TREC files: a parsed file as columns (query blocks, document ids,
+one value per line).
+
+Qrels: `qid iter docid rel` per line, as trec_eval reads them.
+
+`iter` is ignored. `rel` is an integer grade; a negative grade means "in the pool but not
+judged" to trec_eval: such a document is neither relevant nor gains anything. Lines whose
+first byte is `#` are comments. Blank lines and lines with another number of fields (more
+than four too) are errors, as in trec_eval. A document judged twice for one query is an
+error too (trec_eval stops on it; pytrec_eval's parser asserts).
+
+Runs: `qid Q0 docid rank score tag` per line, as trec_eval reads them.
+
+Only qid, docid and score are used: trec_eval ranks by score (descending, ties by docid
+descending in byte order) and ignores the rank column, so its content is not checked; the
+Q0 and tag columns are not checked either. Scores are any float spelling Python accepts
+(`-3`, `0.25`, `1e-05`, `inf`); NaN is an error. Blank lines and lines starting with `#`
+(after optional whitespace) are skipped, as trec_eval does. Every other line must have
+at least six fields; whatever follows the sixth (the tag) is ignored, as trec_eval does.
+"""
 
 from __future__ import annotations
 
@@ -13,16 +32,75 @@ from typing import Literal
 import numpy as np
 from numpy.typing import NDArray
 
-from ragstream.trec._columns import field_bytes, field_ids, parse_decimals
-from ragstream.trec._ids import Ids, concat, from_fields
-from ragstream.trec._tokenize import PAD, Chunk, Layout, read_blocks, tokenize
+from ragstream.trec._ids import PAD, Ids, concat, from_fields
+from ragstream.trec._tokenize import Chunk, Layout, read_blocks, tokenize
 from ragstream.trec.errors import TrecFormatError, quote
-from ragstream.trec.records import TrecTable
 
-__all__ = ["read_table"]
+__all__ = ["QRELS_LAYOUT", "RUN_LAYOUT", "TrecTable", "read_qrels", "read_run", "read_table"]
 
 _U64 = NDArray[np.uint64]
 _I64 = NDArray[np.int64]
+
+
+QRELS_LAYOUT = Layout(
+    kind="qrels",
+    fields=("qid", "iter", "docid", "rel"),
+    blank_lines_ok=False,
+    comment_after_space=False,
+    extra_fields_ignored=False,
+)
+"""The shape of a qrels line."""
+
+
+RUN_LAYOUT = Layout(
+    kind="run",
+    fields=("qid", "Q0", "docid", "rank", "score", "tag"),
+    blank_lines_ok=True,
+    comment_after_space=True,
+    extra_fields_ignored=True,
+)
+"""The shape of a run line."""
+
+
+@dataclass(frozen=True)
+class TrecTable:
+    """The records of one qrels or run file, in file order.
+
+    Consecutive records with the same query id form a *block*; files are normally one
+    block per query, so query ids are kept once per block, not once per line.
+    """
+
+    path: str
+    """The file, as given (for messages)."""
+    qids: Ids
+    """(B,) the query id of each block."""
+    block_starts: _I64
+    """(B + 1,) first record of each block, then the number of records."""
+    docs: Ids
+    """(N,) the document id of each record."""
+    values: NDArray[np.float64] | _I64
+    """(N,) the score (run, float64) or relevance grade (qrels, int64) of each record."""
+    lines: _I64 | None
+    """(N,) 1-based line number of each record; None when record i is on line i + 1."""
+
+    @property
+    def size(self) -> int:
+        """Number of records."""
+        return self.docs.size
+
+    def line(self, record: int) -> int:
+        """The 1-based line number of a record."""
+        return record + 1 if self.lines is None else int(self.lines[record])
+
+
+def read_qrels(path: str | os.PathLike[str]) -> TrecTable:
+    """Parse a qrels file; `values` are the int64 grades. Raises TrecFormatError."""
+    return read_table(path, QRELS_LAYOUT, "int")
+
+
+def read_run(path: str | os.PathLike[str]) -> TrecTable:
+    """Parse a run file; `values` are the float64 scores. Raises TrecFormatError."""
+    return read_table(path, RUN_LAYOUT, "float")
 
 
 def read_table(
@@ -132,14 +210,14 @@ def _parse_block(
         no_rows = np.zeros(0, np.int64)
         empty = from_fields(np.zeros(PAD, dtype=np.uint8), no_rows, no_rows)
         return _Block(empty, no_rows, empty, np.zeros(0), None, 1, chunk.n_lines)
-    qids = field_ids(chunk, layout.fields.index("qid"))
+    qids = chunk.ids(layout.fields.index("qid"))
     heads = _block_heads(qids)
     column = layout.fields.index("score" if kind == "float" else "rel")
     return _Block(
         qids.take(heads),
         heads,
-        field_ids(chunk, layout.fields.index("docid")),
-        _values(chunk, column, kind, layout, path),
+        chunk.ids(layout.fields.index("docid")),
+        _values(chunk, column, kind, path),
         chunk.lines,
         1,
         chunk.n_lines,
@@ -163,33 +241,33 @@ def _block_heads(qids: Ids) -> _I64:
 
 
 def _values(
-    chunk: Chunk, column: int, kind: Literal["float", "int"], layout: Layout, path: str
+    chunk: Chunk, column: int, kind: Literal["float", "int"], path: str
 ) -> NDArray[np.float64] | _I64:
-    floats, slow = parse_decimals(chunk, column, allow_dot=kind == "float")
-    values: NDArray[np.float64] | _I64 = floats if kind == "float" else floats.astype(np.int64)
-    rows = np.flatnonzero(slow)
-    if rows.size:
-        starts, ends = chunk.field(column)
-        wide = ends[rows] - starts[rows] > _WIDE
-        short, long = rows[~wide], rows[wide]
-        bad: list[tuple[int, bytes, str]] = []
-        if short.size:
-            texts = field_bytes(chunk, column, short)
-            try:
-                values[short] = texts.astype(values.dtype)
-            except (ValueError, OverflowError):
-                bad.append(_first_bad(short, texts, kind))
-        for row in long.tolist():  # numpy's conversion of wide strings needs 100x their size
-            text = chunk.data[starts[row] : ends[row]].tobytes()
-            try:
-                values[row] = float(text) if kind == "float" else int(text)
-            except (ValueError, OverflowError) as error:
-                bad.append((row, text, _reason(error, text, kind)))
-                break
-        if bad:
-            row, text, reason = min(bad)
-            what = "score" if kind == "float" else "relevance"
-            raise TrecFormatError(path, _line(chunk, row), f"{what} {quote(text)} {reason}")
+    """The column's numbers, converted as Python's float() and int() convert them."""
+    values: NDArray[np.float64] | _I64 = (
+        np.empty(chunk.size, np.float64) if kind == "float" else np.empty(chunk.size, np.int64)
+    )
+    starts, ends = chunk.field(column)
+    wide = ends - starts > _WIDE
+    short, long = np.flatnonzero(~wide), np.flatnonzero(wide)
+    bad: list[tuple[int, bytes, str]] = []
+    if short.size:
+        texts = chunk.texts(column, short)
+        try:
+            values[short] = texts.astype(values.dtype)
+        except (ValueError, OverflowError):
+            bad.append(_first_bad(short, texts, kind))
+    for row in long.tolist():  # numpy's conversion of wide strings needs 100x their size
+        text = chunk.data[starts[row] : ends[row]].tobytes()
+        try:
+            values[row] = float(text) if kind == "float" else int(text)
+        except (ValueError, OverflowError) as error:
+            bad.append((row, text, _reason(error, text, kind)))
+            break
+    if bad:
+        row, text, reason = min(bad)
+        what = "score" if kind == "float" else "relevance"
+        raise TrecFormatError(path, _line(chunk, row), f"{what} {quote(text)} {reason}")
     if kind == "float":
         nan = np.flatnonzero(np.isnan(values))
         if nan.size:

@@ -2,37 +2,28 @@
 
 Rows (one metric vector per query) are added at their event time into rings of time
 buckets, retracted exactly when a late label replaces them, merged across partitions, and
-read at scrape time; decayed sum metrics decay live through forward-decay sums.
-See docs/windows.md.
+read as arrays of every label set (`WindowStore.read`); decayed sum metrics decay live
+through forward-decay sums. See docs/windows.md.
 """
 
 from ragstream.windows.aggregate import Aggregate
 from ragstream.windows.clock import Clock, ClockMode, Stamped, Timing
-from ragstream.windows.decay import ForwardDecay, decay_rates
 from ragstream.windows.sliding_window import SlidingWindow
-from ragstream.windows.spec import (
-    WindowSpec,
-    bucket_of,
-)
+from ragstream.windows.spec import WindowSpec, bucket_of
 from ragstream.windows.store import LabelSet, SeriesKey, WindowStore
 from ragstream.windows.totals import WindowTotals
-from ragstream.windows.windowset import WindowRead, WindowSet
 
 __all__ = [
     "Aggregate",
     "Clock",
     "ClockMode",
-    "ForwardDecay",
     "LabelSet",
     "SeriesKey",
     "SlidingWindow",
     "Stamped",
     "Timing",
-    "WindowRead",
-    "WindowSet",
     "WindowSpec",
     "WindowStore",
     "WindowTotals",
     "bucket_of",
-    "decay_rates",
 ]

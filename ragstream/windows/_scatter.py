@@ -294,13 +294,6 @@ def add_into(target: npt.NDArray[Any], distinct: I64, update: npt.NDArray[Any], 
         target[distinct] -= update
 
 
-def settle(count: I64, *sums: F64) -> None:
-    """Where a count is back to zero, set its sums to exactly zero (no rounding residue)."""
-    empty = count == 0
-    for array in sums:
-        array[empty] = 0.0
-
-
 def decay_to(sums: F64, rates: F64, dt: float | F64) -> F64:
     """``sums · exp(-λ·dt)``, split in two factors so no intermediate under/overflows."""
     half = np.exp(-0.5 * rates * dt)

@@ -8,22 +8,19 @@ from typing import Any, Self
 import numpy as np
 import numpy.typing as npt
 
-from ragstream.windows._scatter import Digest, add_into, as_rows, plain_sums, settle
+from ragstream.windows._scatter import Digest, as_rows, plain_sums
 from ragstream.windows.spec import F64, I64
 
 __all__ = ["Aggregate"]
-
-_ZERO_SLOT = np.zeros(1, dtype=np.int64)
 
 
 class Aggregate:
     """Count, sum, sum of squares for each named column, and a [0, 1] histogram for each
     of ``hist_columns`` (default: every column).
 
-    Rows are added and retracted exactly: counts and histogram bins are integers, sums are
-    float64 and are reset to exactly 0 whenever their count returns to 0. NaN in a column
-    means "no value" there (the row still counts in :attr:`rows`). Two aggregates merge by
-    adding their arrays, so ``a + b`` equals one aggregate that saw both streams.
+    Counts and histogram bins are integers, sums float64. NaN in a column means "no value"
+    there (the row still counts in :attr:`rows`). Two aggregates merge by adding their
+    arrays, so ``a + b`` equals one aggregate that saw both streams.
     """
 
     __slots__ = (
@@ -60,51 +57,21 @@ class Aggregate:
         self._sum_sq = np.zeros((1, width), dtype=np.float64)
         self._hist = np.zeros((1, len(self.hist_columns), bins), dtype=np.int64)
 
-    @classmethod
-    def from_arrays(
-        cls,
-        columns: Sequence[str],
-        rows: int,
-        count: I64,
-        total: F64,
-        total_sq: F64,
-        hist: I64,
-        hist_columns: Sequence[str] | None = None,
-    ) -> Self:
-        """An aggregate holding the given totals (copied); shapes ``(C,)`` and
-        ``(C_hist, bins)``."""
-        agg = cls(columns, bins=hist.shape[-1], hist_columns=hist_columns)
-        agg._rows[0] = rows
-        agg._count[0] = count
-        agg._sum[0] = total
-        agg._sum_sq[0] = total_sq
-        agg._hist[0] = hist
-        return agg
-
     # -- updates ---------------------------------------------------------------------------
 
     def add(self, values: npt.ArrayLike) -> None:
         """Add one row ``(C,)`` or a batch ``(n, C)``."""
-        self._apply(values, 1)
-
-    def retract(self, values: npt.ArrayLike) -> None:
-        """Remove one row or a batch that was added before (the inverse of :meth:`add`)."""
-        self._apply(values, -1)
-
-    def _apply(self, values: npt.ArrayLike, sign: int) -> None:
         rows = as_rows(values, len(self.columns), "Aggregate")
         if rows.shape[0] == 0:
             return
         local = np.zeros(rows.shape[0], dtype=np.int64)
         edges = np.arange(1, self.bins + 1, dtype=np.float64) / self.bins
         sums = plain_sums(local, 1, Digest.of(rows, edges, self._hist_index), self.bins)
-        add_into(self._rows, _ZERO_SLOT, sums.rows, sign)
-        add_into(self._count, _ZERO_SLOT, sums.count, sign)
-        add_into(self._sum, _ZERO_SLOT, sums.total, sign)
-        add_into(self._sum_sq, _ZERO_SLOT, sums.total_sq, sign)
-        add_into(self._hist, _ZERO_SLOT, sums.hist, sign)
-        if sign < 0:
-            settle(self._count, self._sum, self._sum_sq)
+        self._rows += sums.rows
+        self._count += sums.count
+        self._sum += sums.total
+        self._sum_sq += sums.total_sq
+        self._hist += sums.hist
 
     # -- merging ---------------------------------------------------------------------------
 
@@ -122,7 +89,6 @@ class Aggregate:
         merged._sum = self._sum + other._sum
         merged._sum_sq = self._sum_sq + other._sum_sq
         merged._hist = self._hist + other._hist
-        settle(merged._count, merged._sum, merged._sum_sq)
         return merged
 
     def __add__(self, other: Aggregate) -> Aggregate:
@@ -168,26 +134,6 @@ class Aggregate:
             out: F64 = np.where(n > 0, self._sum[0] / n, np.nan)
         return out
 
-    def variance(self) -> F64:
-        """Sample variance ``(Σx² - (Σx)²/n) / (n - 1)``, clipped at 0; NaN below 2 values."""
-        n = self._count[0].astype(np.float64)
-        with np.errstate(invalid="ignore", divide="ignore"):
-            ss = self._sum_sq[0] - self._sum[0] ** 2 / n
-            out: F64 = np.where(n > 1, np.maximum(ss, 0.0) / (n - 1), np.nan)
-        return out
-
-    def stderr(self) -> F64:
-        """Standard error of the mean, ``sqrt(variance / n)``; NaN below 2 values."""
-        n = self._count[0].astype(np.float64)
-        with np.errstate(invalid="ignore", divide="ignore"):
-            out: F64 = np.sqrt(self.variance() / n)
-        return out
-
-    def get(self, column: str) -> tuple[int, float, float]:
-        """``(count, mean, stderr)`` of one column."""
-        i = self.columns.index(column)
-        return int(self._count[0, i]), float(self.mean()[i]), float(self.stderr()[i])
-
     # -- persistence -----------------------------------------------------------------------
 
     def snapshot(self) -> dict[str, Any]:
@@ -211,15 +157,13 @@ class Aggregate:
         bins = int(snapshot["bins"])
         width = len(columns)
         hist_columns = list(snapshot.get("hist_columns", columns))
-        return cls.from_arrays(
-            columns,
-            int(snapshot["rows"]),
-            np.asarray(snapshot["count"], dtype=np.int64).reshape(width),
-            np.asarray(snapshot["sum"], dtype=np.float64).reshape(width),
-            np.asarray(snapshot["sum_sq"], dtype=np.float64).reshape(width),
-            np.asarray(snapshot["hist"], dtype=np.int64).reshape(len(hist_columns), bins),
-            hist_columns,
-        )
+        agg = cls(columns, bins, hist_columns)
+        agg._rows[0] = int(snapshot["rows"])
+        agg._count[0] = np.asarray(snapshot["count"], dtype=np.int64).reshape(width)
+        agg._sum[0] = np.asarray(snapshot["sum"], dtype=np.float64).reshape(width)
+        agg._sum_sq[0] = np.asarray(snapshot["sum_sq"], dtype=np.float64).reshape(width)
+        agg._hist[0] = np.asarray(snapshot["hist"], dtype=np.int64).reshape(len(hist_columns), bins)
+        return agg
 
     def __repr__(self) -> str:
         return f"Aggregate(columns={self.columns!r}, rows={self.rows})"

@@ -35,11 +35,9 @@ from ragstream.windows._scatter import (
     group,
     plain_sums,
 )
-from ragstream.windows.aggregate import Aggregate
-from ragstream.windows.decay import ForwardDecay
 from ragstream.windows.spec import F64, I64, WindowSpec
 
-__all__ = ["SlidingWindow", "prepare_rows"]
+__all__ = ["SlidingWindow", "prepare_rows", "settle", "state_layout"]
 
 _NO_KEY = np.iinfo(np.int64).min
 _NAMES = ("rows", "count", "sum", "sum_sq", "hist", "dcount", "dsum")
@@ -65,7 +63,8 @@ def prepare_rows(
     return as_times(times, plain.shape[0]), Digest.of(plain, spec.edges(), spec.hist_index), digest
 
 
-def _layout(spec: WindowSpec) -> dict[str, tuple[tuple[int, ...], type[np.generic]]]:
+def state_layout(spec: WindowSpec) -> dict[str, tuple[tuple[int, ...], type[np.generic]]]:
+    """Per state name: the shape of one series' value in one bucket, and the bucket dtype."""
     c, d = len(spec.columns), spec.decayed_width
     return {
         "rows": ((), np.int64),
@@ -78,7 +77,7 @@ def _layout(spec: WindowSpec) -> dict[str, tuple[tuple[int, ...], type[np.generi
     }
 
 
-def _settle(state: State, index: Any) -> None:
+def settle(state: State, index: Any) -> None:
     """Exact zeros for sums whose count is back to zero, at ``index`` of each array."""
     for counts, sums in _SETTLE:
         empty = state[counts][index] == 0
@@ -105,7 +104,7 @@ class SlidingWindow:
         self.landmark = 0.0
         self._moved = 0
         self._keys = np.full(self.slots, _NO_KEY, dtype=np.int64)
-        layout = _layout(spec)
+        layout = state_layout(spec)
         self._planes: State = {
             n: np.zeros((self.slots, self.capacity, *s), dtype=t) for n, (s, t) in layout.items()
         }
@@ -159,7 +158,7 @@ class SlidingWindow:
                 for total in self._totals.values():
                     total[...] = 0
             else:
-                _settle(self._totals, slice(None))
+                settle(self._totals, slice(None))
         self._moved += top - old
         if self._moved >= self.slots:
             self.refresh()
@@ -231,8 +230,8 @@ class SlidingWindow:
             per_series = update if starts.size == owner.size else np.add.reduceat(update, starts)
             add_into(self._totals[name], owners, per_series, sign)
         if sign < 0:
-            _settle(flat, distinct)
-            _settle(self._totals, owners)
+            settle(flat, distinct)
+            settle(self._totals, owners)
         return live
 
     def _ensure_landmark(self, t: float) -> None:
@@ -257,43 +256,30 @@ class SlidingWindow:
 
     # -- reads -----------------------------------------------------------------------------
 
-    def _held(self, now: float) -> I64:
-        """Slots holding a bucket that is live at ``now``."""
-        return np.flatnonzero(self._live_keys(self.position(now)))
-
-    def aggregate(self, now: float, series: int = 0) -> Aggregate:
-        """The plain aggregate of one series over the live buckets at ``now``."""
-        idx = self._held(now)
+    def bucket_sums(
+        self, now: float, series: int, names: tuple[str, ...], until: float | None = None
+    ) -> State:
+        """One series' sums over its buckets live at ``now`` (up to ``until``, as in
+        :meth:`running_sums`), added in slot order: they depend only on what the buckets
+        hold, not on the order of the additions and retractions that filled them (the same
+        after a restore from :meth:`state`). O(slots) per series."""
+        keep = self._live_keys(self.position(now))
+        if until is not None:
+            keep &= self._keys <= math.floor(until / self.width)
+        idx = np.flatnonzero(keep)
         p = self._planes
-        return Aggregate.from_arrays(
-            self.spec.columns,
-            int(p["rows"][idx, series].sum()),
-            p["count"][idx, series].sum(axis=0),
-            p["sum"][idx, series].sum(axis=0),
-            p["sum_sq"][idx, series].sum(axis=0),
-            p["hist"][idx, series].sum(axis=0, dtype=np.int64),
-            self.spec.histogrammed,
-        )
+        return {
+            n: p[n][idx, series].sum(axis=0, dtype=np.int64 if n == "hist" else None) for n in names
+        }
 
-    def decay(self, now: float, series: int = 0) -> ForwardDecay:
-        """The forward-decay sums of one series over the live buckets at ``now`` (read with
-        ``.value(t)``)."""
-        idx = self._held(now)
-        return ForwardDecay.from_arrays(
-            self.rates,
-            self.landmark,
-            self._planes["dcount"][idx, series].sum(axis=0),
-            self._planes["dsum"][idx, series].sum(axis=0),
-            self.spec.max_exponent,
-        )
-
-    def totals(
+    def running_sums(
         self, now: float, names: tuple[str, ...] = _NAMES, until: float | None = None
     ) -> State:
-        """Every series' totals over the live buckets at ``now``, arrays ``(capacity, ...)``
-        (``dsum`` landmark-relative) for the given state names: the running totals less the
-        buckets that ``now`` has moved out, without moving the ring. Sums are exactly 0
-        where their count is. Do not modify the arrays.
+        """Every series' sums over the buckets live at ``now``, arrays ``(capacity, ...)``
+        (``dsum`` landmark-relative), from the running totals less the buckets that ``now``
+        has moved out, without moving the ring: O(series), and their last bits depend on
+        the order of additions, retractions and refreshes. Sums are exactly 0 where their
+        count is. Do not modify the arrays.
 
         ``until``: only the buckets that start at or before ``until`` (those of rows
         stamped up to ``until``, bucket-granular): the window less its newest part."""
@@ -307,18 +293,15 @@ class SlidingWindow:
             return {n: np.zeros_like(self._totals[n]) for n in names}
         idx = np.flatnonzero(gone)
         out = {n: self._totals[n] - self._planes[n][idx].sum(axis=0) for n in names}
-        if set(names) >= {"count", "sum", "sum_sq", "dcount", "dsum"}:
-            _settle(out, slice(None))
-        else:
-            for counts, sums in _SETTLE:
-                for name in sums:
-                    if name in out:
-                        out[name][out[counts] == 0] = 0.0
+        for counts, sums in _SETTLE:
+            for name in sums:
+                if name in out:
+                    out[name][out[counts] == 0] = 0.0
         return out
 
     def empty_series(self, now: float) -> npt.NDArray[np.bool_]:
         """Per series: nothing is held in a live bucket at ``now``."""
-        t = self.totals(now, ("rows", "count", "dcount"))
+        t = self.running_sums(now, ("rows", "count", "dcount"))
         empty: npt.NDArray[np.bool_] = (
             (t["rows"] == 0) & ~t["count"].any(axis=1) & ~t["dcount"].any(axis=1)
         )
@@ -368,8 +351,8 @@ class SlidingWindow:
                 incoming = decay_to(incoming, self.rates, shift)
             self._planes[name][cells] += incoming
             self._totals[name][target] += incoming.sum(axis=0)
-        _settle(self._planes, cells)
-        _settle(self._totals, target)
+        settle(self._planes, cells)
+        settle(self._totals, target)
 
     # -- persistence -----------------------------------------------------------------------
 
@@ -403,7 +386,7 @@ class SlidingWindow:
         keys = np.asarray(state["keys"], dtype=np.int64)
         idx = keys % ring.slots
         ring._keys[idx] = keys
-        layout = _layout(spec)
+        layout = state_layout(spec)
         for name, field in (
             ("rows", "rows"),
             ("count", "count"),
@@ -420,7 +403,3 @@ class SlidingWindow:
             ring._planes[name][idx, 0] = data
         ring.refresh()
         return ring
-
-    def load(self, series: int, state: dict[str, Any]) -> None:
-        """Merge one series' :meth:`state` into series ``series`` of this ring."""
-        self.absorb(type(self).from_state(self.spec, state), [series])

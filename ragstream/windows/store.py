@@ -1,8 +1,9 @@
 """Windows kept per Kafka partition and label set, merged across partitions when read.
 
-State is keyed ``(partition, labelset) -> series id`` over one :class:`WindowSet` that holds
-every series side by side, so a whole batch of many series is applied with a fixed number of
-numpy calls, and a scrape reads every label set at once (:meth:`WindowStore.read_totals`). A
+State is keyed ``(partition, labelset) -> series id`` over one :class:`SlidingWindow` per
+window length, each holding every series side by side, so a whole batch of many series is
+applied with a fixed number of numpy calls, and a read returns every label set (or one) at
+once as a :class:`WindowTotals` (:meth:`WindowStore.read`). A
 partition's state can be dropped when the partition is revoked, exported, and imported by
 the replica that gets it. Memory is ``series x windows x slots x columns``: fixed per
 series, never per event. Label sets whose windows are all empty can be pruned.
@@ -19,19 +20,16 @@ import numpy as np
 import numpy.typing as npt
 
 from ragstream.windows._scatter import as_rows, decay_to
+from ragstream.windows.sliding_window import SlidingWindow, prepare_rows, settle, state_layout
 from ragstream.windows.spec import I64, WindowSpec
-from ragstream.windows.totals import WindowTotals
-from ragstream.windows.windowset import WindowRead, WindowSet
+from ragstream.windows.totals import LabelSet, WindowTotals
 
 __all__ = ["LabelSet", "SeriesKey", "WindowStore"]
 
-LabelSet = tuple[str, ...]
-"""Label values in the order of the configured label keys."""
 SeriesKey = tuple[int, LabelSet]
 """``(partition, labelset)``: one series."""
 
 _GROWTH = 8
-_PLAIN_TOTALS = ("rows", "count", "sum", "sum_sq")
 
 
 class WindowStore:
@@ -39,7 +37,8 @@ class WindowStore:
 
     def __init__(self, spec: WindowSpec) -> None:
         self.spec = spec
-        self._table = WindowSet(spec)
+        self.rings = [SlidingWindow(spec, length) for length in spec.windows]
+        """One ring per window length, in the order of ``spec.windows``."""
         self._ids: dict[int, dict[LabelSet, int]] = {}
         self._free: list[int] = []
         self._next = 0
@@ -63,9 +62,9 @@ class WindowStore:
         else:
             sid = self._next
             self._next += 1
-            capacity = self._table.capacity
+            capacity = self.capacity
             if sid >= capacity:
-                self._table.reserve(max(sid + 1, capacity + max(_GROWTH, capacity // 4)))
+                self._reserve(max(sid + 1, capacity + max(_GROWTH, capacity // 4)))
         self._ids.setdefault(partition, {})[key] = sid
         self._layout = None
         return sid
@@ -75,7 +74,8 @@ class WindowStore:
         sids = [series.pop(k) for k in keys]
         self._layout = None
         if sids:
-            self._table.clear(sids)
+            for ring in self.rings:
+                ring.clear(sids)
             self._free.extend(sids)
         if not series:
             del self._ids[partition]
@@ -93,7 +93,7 @@ class WindowStore:
     ) -> npt.NDArray[np.bool_]:
         """Add rows of one series; returns which rows landed in at least one window."""
         sid = self._id(partition, labels, create=True)
-        return self._table.add(now, times, values, decayed, [sid])
+        return self._apply(now, times, values, decayed, 1, np.asarray([sid]))
 
     def retract(
         self,
@@ -129,7 +129,7 @@ class WindowStore:
         ids = np.full(len(series), -1, dtype=np.int64)
         for s in np.unique(rows).tolist():  # only the series that get rows
             ids[s] = self._id(series[s][0], series[s][1], create=True)
-        return self._table.add(now, times, values, decayed, ids[rows])
+        return self._apply(now, times, values, decayed, 1, ids[rows])
 
     def retract_many(
         self,
@@ -148,7 +148,7 @@ class WindowStore:
             return np.zeros(0, dtype=np.bool_)
         known = rows >= 0
         if known.all():
-            done = self._table.retract(now, times, values, decayed, rows)
+            done = self._apply(now, times, values, decayed, -1, rows)
         else:
             done = np.zeros(rows.size, dtype=np.bool_)
             if known.any():
@@ -157,92 +157,129 @@ class WindowStore:
                 if decayed is not None and self.spec.decayed_width:
                     drows = as_rows(decayed, self.spec.decayed_width, "decayed values")[known]
                 stamps = np.broadcast_to(np.asarray(times, dtype=np.float64), rows.shape)
-                done[known] = self._table.retract(
-                    now, stamps[known], plain[known], drows, rows[known]
-                )
+                done[known] = self._apply(now, stamps[known], plain[known], drows, -1, rows[known])
         self.expired_retracts += int((~done).sum())
         return done
 
-    # -- reads -----------------------------------------------------------------------------
-
-    def read(self, now: float, labels: Sequence[str]) -> dict[str, WindowRead]:
-        """One label set's windows at ``now``, merged across partitions (empty if unseen)."""
-        key = tuple(labels)
-        merged: dict[str, WindowRead] | None = None
-        for series in self._ids.values():
-            if key not in series:
-                continue
-            reads = self._table.read(now, series[key])
-            merged = reads if merged is None else {n: merged[n] + r for n, r in reads.items()}
-        return WindowSet(self.spec).read(now) if merged is None else merged
-
-    def read_all(self, now: float) -> dict[LabelSet, dict[str, WindowRead]]:
-        """Every label set's windows at ``now``, merged across partitions."""
-        return {key: self.read(now, key) for key in self.labelsets()}
-
-    def read_totals(
+    def _apply(
         self,
         now: float,
+        times: npt.ArrayLike,
+        values: npt.ArrayLike,
+        decayed: npt.ArrayLike | None,
+        sign: int,
+        ids: I64,
+    ) -> npt.NDArray[np.bool_]:
+        """Add (``sign=1``) or retract (``-1``) row i into series ``ids[i]`` (one id: every
+        row) of every ring; returns which rows landed in (were live in) at least one."""
+        stamps, plain, drows = prepare_rows(self.spec, times, values, decayed)
+        if ids.size == 1 and stamps.size != 1:
+            ids = np.full(stamps.size, int(ids[0]), dtype=np.int64)
+        if ids.shape != stamps.shape:
+            raise ValueError(f"expected {stamps.size} series ids, got shape {ids.shape}")
+        landed = np.zeros(stamps.size, dtype=np.bool_)
+        for ring in self.rings:
+            landed |= ring.apply_rows(now, stamps, plain, drows, sign, ids)
+        return landed
+
+    def _reserve(self, capacity: int) -> None:
+        for ring in self.rings:
+            ring.reserve(capacity)
+
+    # -- reads -----------------------------------------------------------------------------
+
+    def read(
+        self,
+        now: float,
+        labels: Sequence[str] | None = None,
         *,
+        exact: bool = False,
         until: float | None = None,
         histograms: bool = False,
         windows: Collection[int] | None = None,
     ) -> WindowTotals:
-        """Every label set's totals in every window at ``now`` as arrays (merged across
-        partitions): O(series x columns) numpy work, from the rings' running totals.
+        """Every label set's windows at ``now`` (``labels``: that one only, zero if unseen)
+        merged across partitions, as arrays.
 
-        Equal to :meth:`read` per label set, counts exactly, sums up to float rounding.
-        ``until``: each window less its buckets that start after ``until`` (e.g. the last
-        minutes, whose late labels have not all arrived yet); ``histograms``: the merged
-        histograms too (`WindowTotals.histograms`); ``windows``: only these windows (by
-        position) are read, the others stay empty (zero) in the arrays.
+        Two summations, equal up to float rounding (`tests/windows/test_store.py` shows where
+        they differ): ``exact=False`` reads the rings' running totals, O(series x columns),
+        for scrapes and drift; ``exact=True`` adds up each series' live buckets, then the
+        partitions in the order they came, so the bits depend only on what the buckets hold
+        and are the same after a crash and a resume from a snapshot (for reports and the
+        judge's results). ``until``: each window less its buckets that start after
+        ``until`` (e.g. the last minutes, whose late labels have not all arrived yet);
+        ``histograms``: the merged histograms too (`WindowTotals.histograms`);
+        ``windows``: only these windows (by position) are read, the others stay zero.
         """
-        labelsets, sids, starts = self._series_layout()
-        alone = starts.size == sids.size  # one partition per label set: nothing to merge
-
-        def merged(array: npt.NDArray[Any]) -> npt.NDArray[Any]:
-            picked = array[sids]
-            return picked if alone else np.add.reduceat(picked, starts, axis=0)
-
         spec = self.spec
-        w, c, d = len(spec.windows), len(spec.columns), spec.decayed_width
-        n = len(labelsets)
-        queries = np.zeros((w, n), dtype=np.int64)
-        count = np.zeros((w, n, c), dtype=np.int64)
-        total = np.zeros((w, n, c))
-        total_sq = np.zeros((w, n, c))
-        dcount = np.zeros((w, n, d), dtype=np.int64)
-        dtotal = np.zeros((w, n, d))
-        names = ("rows", "count", "sum", "sum_sq", "dcount", "dsum") if d else _PLAIN_TOTALS
-        hist = None
-        if histograms:
-            hist = np.zeros((w, n, len(spec.histogrammed), spec.bins), dtype=np.int64)
-            names = (*names, "hist")
-        for j, ring in enumerate(self._table.windows.values() if n else ()):
+        labelsets, sids, starts = self._series_layout()
+        if labels is not None:  # that label set's run of series ids, or none
+            key = tuple(labels)
+            held = key in labelsets
+            i = labelsets.index(key) if held else 0
+            ends = [*starts.tolist(), sids.size]
+            sids = sids[ends[i] : ends[i + 1]] if held else sids[:0]
+            labelsets, starts = [key], np.zeros(1, dtype=np.int64)
+        names: tuple[str, ...] = ("rows", "count", "sum", "sum_sq", "dcount", "dsum")
+        names = (*names, "hist") if histograms else names
+        layout = state_layout(spec)
+        out = {
+            n: np.zeros(
+                (len(labelsets), len(spec.windows), *layout[n][0]),
+                np.int64 if n == "hist" else layout[n][1],
+            )
+            for n in names
+        }
+        dtotal = np.zeros_like(out["dsum"])
+        for j, ring in enumerate(self.rings if sids.size else ()):
             if windows is not None and j not in windows:
                 continue
-            t = ring.totals(now, names, until)
-            if hist is not None:
-                hist[j] = merged(t["hist"])
-            queries[j] = merged(t["rows"])
-            count[j] = merged(t["count"])
-            total[j] = merged(t["sum"])
-            total_sq[j] = merged(t["sum_sq"])
-            if d:  # per-series sums are exactly 0 where empty, so merged ones are too
-                dcount[j] = merged(t["dcount"])
-                dtotal[j] = decay_to(merged(t["dsum"]), ring.rates, now - ring.landmark)
+            if exact:
+                sums = self._bucket_sums(ring, now, labelsets, names, until)
+            else:
+                t = ring.running_sums(now, names, until)
+                alone = starts.size == sids.size  # one partition per label set: no merging
+                sums = {
+                    n: t[n][sids] if alone else np.add.reduceat(t[n][sids], starts) for n in names
+                }
+            for n in names:
+                out[n][:, j] = sums[n]
+            # per-series sums are exactly 0 where empty, so merged ones are too
+            dtotal[:, j] = decay_to(sums["dsum"], ring.rates, now - ring.landmark)
         return WindowTotals(
             spec,
             now,
             labelsets,
-            queries.T,
-            count.transpose(1, 0, 2),
-            total.transpose(1, 0, 2),
-            total_sq.transpose(1, 0, 2),
-            dcount.transpose(1, 0, 2),
-            dtotal.transpose(1, 0, 2),
-            None if hist is None else hist.transpose(1, 0, 2, 3),
+            out["rows"],
+            out["count"],
+            out["sum"],
+            out["sum_sq"],
+            out["dcount"],
+            dtotal,
+            out.get("hist"),
         )
+
+    def _bucket_sums(
+        self,
+        ring: SlidingWindow,
+        now: float,
+        labelsets: list[LabelSet],
+        names: tuple[str, ...],
+        until: float | None,
+    ) -> dict[str, npt.NDArray[Any]]:
+        """Per label set: the bucket sums of its series, added partition by partition in
+        the order the partitions came (:meth:`read` with ``exact``)."""
+        rows: list[dict[str, npt.NDArray[Any]]] = []
+        for key in labelsets:
+            merged: dict[str, npt.NDArray[Any]] | None = None
+            for series in self._ids.values():
+                if key in series:
+                    part = ring.bucket_sums(now, series[key], names, until)
+                    merged = part if merged is None else {n: merged[n] + part[n] for n in names}
+            assert merged is not None  # a label set read is held by a partition
+            settle(merged, slice(None))
+            rows.append(merged)
+        return {n: np.stack([r[n] for r in rows]) for n in names}
 
     def _series_layout(self) -> tuple[list[LabelSet], I64, I64]:
         """Label sets (sorted), series ids ordered by label set, and where each label set's
@@ -277,13 +314,13 @@ class WindowStore:
     def capacity(self) -> int:
         """Series the arrays have room for (grows by a quarter when full, never shrinks;
         ids of dropped series are reused)."""
-        return self._table.capacity
+        return self.rings[0].capacity
 
     @property
     def nbytes(self) -> int:
         """Bytes held by all windows: ``capacity x spec.series_nbytes()`` plus the rings'
         bucket keys."""
-        return self._table.nbytes
+        return sum(ring.nbytes for ring in self.rings)
 
     # -- housekeeping ----------------------------------------------------------------------
 
@@ -291,7 +328,7 @@ class WindowStore:
         """Drop series whose windows are all empty at ``now``; returns how many."""
         if not self._ids:
             return 0
-        empty = self._table.empty_series(now)
+        empty = np.logical_and.reduce([ring.empty_series(now) for ring in self.rings])
         dropped = 0
         for partition in list(self._ids):
             gone = [k for k, sid in self._ids[partition].items() if empty[sid]]
@@ -328,13 +365,20 @@ class WindowStore:
     def _series_state(self, partition: int) -> list[dict[str, Any]]:
         series = self._ids.get(partition, {})
         return [
-            {"labels": list(k), "windows": self._table.state(series[k])} for k in sorted(series)
+            {
+                "labels": list(k),
+                "windows": {
+                    n: r.state(series[k]) for n, r in zip(self.spec.names, self.rings, strict=True)
+                },
+            }
+            for k in sorted(series)
         ]
 
     def _load_series(self, partition: int, items: list[dict[str, Any]]) -> int:
         for item in items:
             sid = self._id(partition, item["labels"], create=True)
-            self._table.load(sid, item["windows"])
+            for name, ring in zip(self.spec.names, self.rings, strict=True):
+                ring.absorb(SlidingWindow.from_state(self.spec, item["windows"][name]), [sid])
         return len(items)
 
     def snapshot(self) -> dict[str, Any]:
@@ -354,7 +398,7 @@ class WindowStore:
         _check_version(snapshot)
         store = cls(WindowSpec.from_dict(snapshot["spec"]))
         store.expired_retracts = int(snapshot["expired_retracts"])
-        store._table.reserve(sum(len(part["series"]) for part in snapshot["partitions"]))
+        store._reserve(sum(len(part["series"]) for part in snapshot["partitions"]))
         for part in snapshot["partitions"]:
             store._load_series(int(part["partition"]), part["series"])
         return store

@@ -8,9 +8,10 @@ import numpy as np
 
 from ragstream.windows.spec import F64, I64, WindowSpec
 
-__all__ = ["WindowTotals"]
+__all__ = ["LabelSet", "WindowTotals"]
 
 LabelSet = tuple[str, ...]
+"""Label values in the order of the configured label keys."""
 
 
 @dataclass(frozen=True)
@@ -42,28 +43,10 @@ class WindowTotals:
     histograms: I64 | None = None
     """``(L, W, C_hist, bins)``: the histograms of ``spec.histogrammed`` (when asked for)."""
 
-    def index(self, labels: LabelSet) -> int:
-        """Row of a label set (``ValueError`` if absent)."""
-        return self.labelsets.index(tuple(labels))
-
     def mean(self) -> F64:
         """``(L, W, C)``: mean per plain column, NaN where empty."""
         with np.errstate(invalid="ignore", divide="ignore"):
             out: F64 = np.where(self.count > 0, self.total / self.count, np.nan)
-        return out
-
-    def variance(self) -> F64:
-        """``(L, W, C)``: sample variance ``(Σx² - (Σx)²/n) / (n - 1)``, clipped at 0."""
-        n = self.count.astype(np.float64)
-        with np.errstate(invalid="ignore", divide="ignore"):
-            ss = self.total_sq - self.total**2 / n
-            out: F64 = np.where(n > 1, np.maximum(ss, 0.0) / (n - 1), np.nan)
-        return out
-
-    def stderr(self) -> F64:
-        """``(L, W, C)``: standard error of the mean, NaN below 2 values."""
-        with np.errstate(invalid="ignore", divide="ignore"):
-            out: F64 = np.sqrt(self.variance() / self.count)
         return out
 
     def decayed_mean(self) -> F64:

@@ -25,6 +25,7 @@ from tests.deploy.schemas import (
     kubernetes_errors,
     operator_errors,
 )
+from tests.grafana.generator import generator
 from tests.support.helm import CHART, helm, render
 
 ROOT = Path(__file__).parents[2]
@@ -146,6 +147,16 @@ CASES: dict[str, Doc] = {
         },
         "grafanaDashboard": {"enabled": True},
         **_SCRAM,
+    },
+    "dashboard-drill-down": {
+        "grafanaDashboard": {
+            "enabled": True,
+            "traces": {
+                "url": "http://jaeger.tracing:16686/trace/${__value.raw}",
+                "tempoDatasourceUid": "tempo",
+            },
+            "worstQueries": {"enabled": True, "table": "analytics.query_results"},
+        },
     },
     "standalone-podmonitor": {
         "podMonitor": {"enabled": True, "interval": "30s"},
@@ -473,6 +484,38 @@ def test_the_dashboard_configmap_is_the_dashboard_for_grafanas_sidecar() -> None
     assert not [d for d in _docs("defaults") if d["metadata"]["name"].endswith("-dashboard")]
 
 
+def test_the_dashboard_options_render_as_the_generator_writes_them() -> None:
+    """traces and worstQueries make the dashboard scripts/grafana_dashboard.py writes with
+    --trace-url, --trace-datasource and --worst-queries."""
+    gen = generator()
+    (configmap,) = [
+        d for d in _docs("dashboard-drill-down") if d["metadata"]["name"].endswith("-dashboard")
+    ]
+    (text,) = configmap["data"].values()
+    traces = gen.Traces("http://jaeger.tracing:16686/trace/${__value.raw}", "tempo")
+    expected = gen.build(
+        gen.DEFAULT_LABEL_KEYS, traces=traces, results_table="analytics.query_results"
+    )
+    assert json.loads(text) == expected
+    for values in (
+        {"traces": {"url": "http://jaeger.tracing:16686/trace/${__value.raw}"}},
+        {"traces": {"tempoDatasourceUid": "tempo"}},
+        {"worstQueries": {"enabled": True}},
+    ):
+        (doc,) = [
+            d
+            for d in render({"grafanaDashboard": {"enabled": True, **values}})
+            if d["metadata"]["name"].endswith("-dashboard")
+        ]
+        options = values.get("traces", {})
+        expected = gen.build(
+            gen.DEFAULT_LABEL_KEYS,
+            traces=gen.Traces(options.get("url", ""), options.get("tempoDatasourceUid", "")),
+            results_table=gen.RESULTS_TABLE if "worstQueries" in values else "",
+        )
+        assert json.loads(doc["data"]["ragstream-dashboard.json"]) == expected, values
+
+
 def test_the_charts_dashboard_is_a_copy_of_the_dashboard() -> None:
     """Helm reads only files inside the chart: it keeps a copy, byte for byte."""
     copied = CHART / "files" / "ragstream-dashboard.json"
@@ -541,6 +584,14 @@ def test_the_sidecar_snippet_is_the_charts_container_in_a_valid_deployment(versi
         ({"serviceMonitors": {"enabled": True}}, "additional properties 'serviceMonitors'"),
         ({"kafka": {"security": {"protocol": "TLS"}}}, "at '/kafka/security/protocol'"),
         ({"replicaCount": "2"}, "at '/replicaCount'"),
+        (
+            {"grafanaDashboard": {"traces": {"url": "http://jaeger:16686/trace/"}}},
+            "at '/grafanaDashboard/traces/url'",
+        ),
+        (
+            {"grafanaDashboard": {"worstQueries": {"table": "results; DROP TABLE x"}}},
+            "at '/grafanaDashboard/worstQueries/table'",
+        ),
     ],
 )
 def test_the_values_schema_refuses_a_misspelt_key_or_a_wrong_value(values: Doc, found: str) -> None:

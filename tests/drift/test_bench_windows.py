@@ -7,7 +7,7 @@ import pytest
 
 from bench.drift_data import MODELS, arrivals
 from bench.drift_windows import Cells
-from ragstream.windows import WindowSet
+from ragstream.windows import WindowStore
 from tests.support import defaults
 
 
@@ -18,23 +18,24 @@ def test_cells_read_like_the_agent_windows() -> None:
     cells = Cells(duration)
     cells.add(times, values)
     spec = defaults.window_spec(columns=("ndcg",), windows=(300.0, 3600.0), buckets=60)
-    windows = WindowSet(spec)
+    windows = WindowStore(spec)
     at = cells.scrapes(15.0)
     reads = {w: cells.read(at, w) for w in (300.0, 3600.0)}
     done = 0
     for i, t in enumerate(at.tolist()):
         upto = int(np.searchsorted(times, t))
         if upto > done:
-            windows.add(t, times[done:upto], values[done:upto, None])
+            windows.add(0, (), t, times[done:upto], values[done:upto, None])
             done = upto
-        agent = windows.read(t)
-        for w, name in ((300.0, "5m"), (3600.0, "1h")):
-            agg = agent[name].aggregate
+        agent = windows.read(t, (), exact=True, histograms=True)
+        assert agent.histograms is not None
+        for j, w in enumerate((300.0, 3600.0)):
             ours = reads[w]
-            assert int(ours.n[i]) == int(agg.count[0]), (t, name)
-            assert ours.total[i] == pytest.approx(float(agg.total[0]), rel=1e-9, abs=1e-9)
-            assert ours.total_sq[i] == pytest.approx(float(agg.total_sq[0]), rel=1e-9, abs=1e-9)
-            np.testing.assert_array_equal(ours.hist[i], agg.histogram[0])
+            assert int(ours.n[i]) == int(agent.count[0, j, 0]), (t, w)
+            total, total_sq = float(agent.total[0, j, 0]), float(agent.total_sq[0, j, 0])
+            assert ours.total[i] == pytest.approx(total, rel=1e-9, abs=1e-9)
+            assert ours.total_sq[i] == pytest.approx(total_sq, rel=1e-9, abs=1e-9)
+            np.testing.assert_array_equal(ours.hist[i], agent.histograms[0, j, 0])
 
 
 def test_drop_streams_have_the_stated_means() -> None:

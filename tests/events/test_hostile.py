@@ -251,7 +251,7 @@ def test_text_is_left_to_the_second_pass_which_reads_it() -> None:
     assert decode_event(text) == decode_event(_FEEDBACK)  # type: ignore[arg-type]
 
 
-@pytest.mark.skipif(not AVAILABLE, reason="ragstream.events._scan is not built")
+@pytest.mark.skipif(not AVAILABLE, reason="ragstream.events._event_scanner is not built")
 def test_the_compiled_guard_is_the_reference_guard_on_every_table_entry() -> None:
     for data in [*_HOSTILE.values(), *_ACCEPTED.values(), _FEEDBACK, b"", b"[", b"]]]", b'"\\']:
         assert readable(data) == readable_reference(data), data[:60]

@@ -36,7 +36,9 @@ from ragstream.sources.synthetic import SyntheticConfig, SyntheticTraffic
 
 from ._scan_cases import CLEAN, INVALID, UNUSUAL, Case, cases
 
-needs_scan = pytest.mark.skipif(not AVAILABLE, reason="ragstream.events._scan is not built")
+needs_scan = pytest.mark.skipif(
+    not AVAILABLE, reason="ragstream.events._event_scanner is not built"
+)
 _BOUNDS = bounds_of(DEFAULT_LIMITS)
 _SETTINGS = settings(max_examples=250, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 

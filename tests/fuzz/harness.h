@@ -1,5 +1,5 @@
 /* The libFuzzer side of the differential targets of tests/fuzz/targets.py, shared by
- * drift_kernels.c, metrics_ragged.c and trec_scan.c (built by scripts/fuzz.sh with
+ * drift_kernels.c, metrics_ragged.c and trec_reader.c (built by scripts/fuzz.sh with
  * AddressSanitizer and UBSan, linked with the extensions' own sources).
  *
  * Before the interpreter starts, the sanitized extensions are registered as built-in

@@ -1,7 +1,7 @@
 """Seed inputs for the libFuzzer targets (`scripts/fuzz.sh`).
 
 Usage: `python -m tests.fuzz.seed TARGET DIR`: writes TARGET's seed inputs into DIR, one
-file each, named by content. For `events_scan`, the test suite's messages: the scanner's
+file each, named by content. For `event_scanner`, the test suite's messages: the scanner's
 generated cases (`tests.events._scan_cases`), its tables of unknown and malformed values,
 the benchmark's events with and without extra fields, and hostile messages
 (`bench.hostile_data`) of at most 8 KiB; for the others, `tests.fuzz.targets.seeds`
@@ -43,7 +43,7 @@ def main(argv: list[str]) -> None:
     target, out = argv[0], Path(argv[1])
     out.mkdir(parents=True, exist_ok=True)
     count = 0
-    for data in seeds() if target == "events_scan" else targets.seeds(target):
+    for data in seeds() if target == "event_scanner" else targets.seeds(target):
         if 0 < len(data) <= _MAX_LEN:
             (out / hashlib.sha1(data).hexdigest()).write_bytes(data)
             count += 1

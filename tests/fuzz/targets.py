@@ -1,5 +1,5 @@
 """The differential checks of the fuzz targets of drift/_kernels.c, metrics/_ragged.c and
-trec/_scan.c: each takes the fuzzer's input bytes, runs the compiled code and its Python
+trec/_trec_reader.c: each takes the fuzzer's input bytes, runs the compiled code and its Python
 twin on them, and raises AssertionError when they disagree (the libFuzzer harness in C,
 tests/fuzz/harness.h, then aborts with the input saved).
 
@@ -270,7 +270,7 @@ def trec(data: bytes) -> None:
     """A qrels and a run file evaluated by the compiled scanner (memory-mapped, as `ragstream
     eval` reads them) and by numpy: the same values, queries and missing queries, or the
     same error; and the scanner's join on buffers of exactly the files' sizes."""
-    from ragstream.trec import _scan, evaluate_files
+    from ragstream.trec import _trec_reader, evaluate_files
 
     if _SEPARATOR not in data or not data:
         return
@@ -279,7 +279,7 @@ def trec(data: bytes) -> None:
     complete, keep_best, level = bool(options & 1), bool(options & 2), 1 + (options >> 2) % 3
     # exactly sized copies: a read one byte past a file's end is caught
     exact = [np.frombuffer(b, dtype=np.uint8).copy() for b in (qrels_bytes, run_bytes)]
-    _outcome(lambda: _scan.join(exact[0].data, exact[1].data, keep_best, 1 + options % 3))
+    _outcome(lambda: _trec_reader.join(exact[0].data, exact[1].data, keep_best, 1 + options % 3))
     with tempfile.TemporaryDirectory(dir="/dev/shm" if os.path.isdir("/dev/shm") else None) as d:
         qrels, run = os.path.join(d, "qrels"), os.path.join(d, "run")
         with open(qrels, "wb") as f:
@@ -317,7 +317,7 @@ def _trec_seeds() -> Iterator[bytes]:
 TARGETS: dict[str, tuple[Callable[[bytes], None], Callable[[], Iterator[bytes]]]] = {
     "drift_kernels": (drift, _drift_seeds),
     "metrics_ragged": (ragged, _ragged_seeds),
-    "trec_scan": (trec, _trec_seeds),
+    "trec_reader": (trec, _trec_seeds),
 }
 """Target name -> (its check of one input, its seed inputs)."""
 

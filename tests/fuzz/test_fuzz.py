@@ -65,6 +65,6 @@ def test_the_sanitized_fuzzers_run_clean() -> None:
     )
     output = done.stdout + done.stderr
     assert done.returncode == 0, output[-6000:]
-    for target in ("events_scan", "drift_kernels", "metrics_ragged", "trec_scan"):
+    for target in ("event_scanner", "drift_kernels", "metrics_ragged", "trec_reader"):
         assert f"== fuzzing {target} for {RUNS} inputs" in output
     assert len(re.findall(r"^Done \d+ runs", output, re.MULTILINE)) == 4, output[-6000:]

@@ -12,8 +12,9 @@ The dashboard type leaves panel `options`, `fieldConfig.defaults.custom` and `ta
 (`Record<string, unknown>`), because they depend on the panel plugin and the data source;
 they are checked separately: options and custom field config against the panel plugin's
 types, queries against the fields of Grafana's Prometheus query (`PromQuery`, which
-`@grafana/schema` does not ship: declared below from Grafana's Prometheus data source),
-and the Prometheus annotation's extra fields likewise.
+`@grafana/schema` does not ship: declared below from Grafana's Prometheus data source) or
+SQL query (`SQLQuery`, likewise), the data links of field overrides against Grafana's
+`DataLink`, and the Prometheus annotation's extra fields likewise.
 
 The packages are pinned in tests/grafana/schema/package.json and its lockfile, installed
 by `scripts/grafana_schema.sh` (`npm ci`).
@@ -39,6 +40,8 @@ _PANEL_TYPES = {
     "table": "Table",
 }
 _RAW = "@grafana/schema/dist/esm/raw/composable"
+_QUERY_TYPES = {"prometheus": "PromQuery", "grafana-postgresql-datasource": "SQLQuery"}
+"""The query type of each data source the dashboard reads, declared below."""
 
 HEADER = f"""\
 import type {{
@@ -73,6 +76,26 @@ interface PromQuery extends DataQuery {{
   interval?: string;
   intervalFactor?: number;
   editorMode?: 'code' | 'builder';
+}}
+
+// The query of Grafana's SQL data sources (packages/grafana-sql, SQLQuery): PostgreSQL's.
+interface SQLQuery extends DataQuery {{
+  alias?: string;
+  format?: 'time_series' | 'table';
+  rawSql?: string;
+  dataset?: string;
+  table?: string;
+  editorMode?: 'builder' | 'code';
+  rawQuery?: boolean;
+}}
+
+// A data link of a field (packages/grafana-data, DataLink and InternalDataLink): the
+// value of a `links` property in field config; @grafana/schema leaves it `unknown`.
+interface DataLink {{
+  title: string;
+  url: string;
+  targetBlank?: boolean;
+  internal?: {{ datasourceUid: string; datasourceName: string; query: DataQuery | object }};
 }}
 
 // Its annotation: the query in `target`, the event fields beside it (Prometheus's
@@ -135,7 +158,13 @@ def _dashboard(lines: list[str], name: str, dashboard: dict[str, Any]) -> None:
         if custom is not None:
             check(f"panel {title!r} fieldConfig.defaults.custom", custom, f"{plugin}.FieldConfig")
         for target in panel.get("targets", []):
-            check(f"panel {title!r} target {target.get('refId')}", target, "PromQuery")
+            kind = target.get("datasource", {}).get("type")
+            query = _QUERY_TYPES.get(kind, "never")
+            check(f"panel {title!r} target {target.get('refId')}", target, query)
+        for i, override in enumerate(panel.get("fieldConfig", {}).get("overrides", [])):
+            for prop in override.get("properties", []):
+                if prop.get("id") == "links":
+                    check(f"panel {title!r} override {i} links", prop.get("value"), "DataLink[]")
     rest = {k: v for k, v in dashboard.items() if k not in ("annotations", "panels")}
     body = json.dumps(rest, indent=2)[:-2]
     lines.append(f"// {name}: dashboard")

@@ -121,6 +121,34 @@ def test_every_selector_of_a_dashboard_query_returns_data(
         assert scraped.prom.query(selector), f"{selector} of {expr}"
 
 
+EXEMPLAR_QUERIES = {
+    f"panel {p['title']!r} {t['refId']}": t["expr"]
+    for p in DASHBOARD["panels"]
+    for t in p.get("targets", [])
+    if t.get("exemplar")
+}
+
+
+@pytest.mark.parametrize("where", EXEMPLAR_QUERIES)
+def test_prometheus_answers_the_exemplar_query_of_a_panel(
+    where: str, scraped: Scraped, values: dict[str, str]
+) -> None:
+    """Grafana sends an exemplar query's expression to `/api/v1/query_exemplars`: Prometheus
+    takes it, and what it returns is exemplars of the panel's histogram buckets, each with
+    the `trace_id` the trace links read."""
+    expr = substitute(EXEMPLAR_QUERIES[where], values, VARIABLES)
+    now = time.time()
+    params = [("query", expr), ("start", f"{now - 3600:.3f}"), ("end", f"{now:.3f}")]
+    found = scraped.prom.api("/api/v1/query_exemplars", params)
+    assert isinstance(found, list), found
+    histograms = {name for name in metric_names(expr) if name.endswith("_bucket")}
+    assert histograms, expr
+    for series in found:
+        assert series["seriesLabels"]["__name__"] in histograms, series
+        for exemplar in series["exemplars"]:
+            assert exemplar["labels"].get("trace_id"), exemplar
+
+
 @pytest.mark.parametrize("where", EXPRESSIONS)
 def test_a_dashboard_query_reads_only_series_that_exist(where: str, known: set[str]) -> None:
     names = metric_names(EXPRESSIONS[where])

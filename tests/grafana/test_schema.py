@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from tests.grafana.generator import generator
 from tests.grafana.schema_check import errors, errors_of
 
 ROOT = Path(__file__).parents[2]
@@ -23,8 +24,31 @@ def _dashboard() -> Json:
     return loaded
 
 
+def _with_every_option() -> Json:
+    """The dashboard with trace links (a URL and Tempo) and the worst-queries table."""
+    gen = generator()
+    traces = gen.Traces("http://jaeger:16686/trace/${__value.raw}", "tempo")
+    full: Json = gen.build(gen.DEFAULT_LABEL_KEYS, traces=traces, results_table="results")
+    return full
+
+
 def test_the_dashboard_satisfies_grafanas_schema() -> None:
     assert errors(_dashboard()) == []
+
+
+def test_the_dashboard_with_every_option_satisfies_grafanas_schema() -> None:
+    assert errors(_with_every_option()) == []
+
+
+def _exemplar_links(dashboard: Json) -> list[Json]:
+    panel = next(p for p in dashboard["panels"] if p["title"] == "MRR")
+    links: list[Json] = panel["fieldConfig"]["overrides"][-1]["properties"][0]["value"]
+    return links
+
+
+def _sql_target(dashboard: Json) -> Json:
+    target: Json = dashboard["panels"][-1]["targets"][0]
+    return target
 
 
 def _first(dashboard: Json, kind: str) -> Json:
@@ -69,18 +93,36 @@ MISTAKES: dict[str, Callable[[Json], None]] = {
     ]["mappings"][0].update(type="valu"),
 }
 
+# The same, in what the options add.
+OPTION_MISTAKES: dict[str, Callable[[Json], None]] = {
+    "data link without a url": lambda d: _exemplar_links(d)[0].pop("url"),
+    "data link title of the wrong type": lambda d: _exemplar_links(d)[0].update(title=1),
+    "internal link without its data source": lambda d: _exemplar_links(d)[1]["internal"].pop(
+        "datasourceUid"
+    ),
+    "matcher scope outside the enum": lambda d: next(p for p in d["panels"] if p["title"] == "MRR")[
+        "fieldConfig"
+    ]["overrides"][-1]["matcher"].update(scope="exemplars"),
+    "unknown SQL query field": lambda d: _sql_target(d).update(rawSQL="SELECT 1"),
+    "SQL format outside the enum": lambda d: _sql_target(d).update(format="tables"),
+    "query of a data source without types": lambda d: _sql_target(d)["datasource"].update(
+        type="mysql"
+    ),
+}
+
 
 @pytest.fixture(scope="module")
 def rejected() -> dict[str, list[str]]:
     """The complaints about every mistaken dashboard, from one run of the compiler."""
     mistaken = {}
-    for name, mistake in MISTAKES.items():
-        dashboard = copy.deepcopy(_dashboard())
-        mistake(dashboard)
-        mistaken[name] = dashboard
+    for mistakes, base in ((MISTAKES, _dashboard()), (OPTION_MISTAKES, _with_every_option())):
+        for name, mistake in mistakes.items():
+            dashboard = copy.deepcopy(base)
+            mistake(dashboard)
+            mistaken[name] = dashboard
     return errors_of(mistaken)
 
 
-@pytest.mark.parametrize("mistake", MISTAKES)
+@pytest.mark.parametrize("mistake", [*MISTAKES, *OPTION_MISTAKES])
 def test_the_schema_check_rejects(mistake: str, rejected: dict[str, list[str]]) -> None:
     assert len(rejected[mistake]) >= 1, mistake

@@ -97,12 +97,14 @@ def _windows(services: list[JudgingService]) -> dict[tuple[str, ...], dict[str, 
     for service in services:
         for partition in service.results.store.partitions():
             store.import_partition(_moved(service.results.export_partition(partition)))
+    read = store.read(NOW, exact=True)
+    means = read.mean()
     return {
         labels: {
-            name: (read.queries, read.aggregate.count.tolist(), read.aggregate.mean())
-            for name, read in store.read(NOW, labels).items()
+            name: (int(read.queries[i, j]), read.count[i, j].tolist(), means[i, j])
+            for j, name in enumerate(store.spec.names)
         }
-        for labels in store.labelsets()
+        for i, labels in enumerate(read.labelsets)
     }
 
 

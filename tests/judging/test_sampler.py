@@ -105,7 +105,7 @@ def test_budget_per_hour_and_reconciliation() -> None:
     first = decisions[0]
     sampler.reconcile(first.at, first.charged, 0.0, T0 + 10)
     assert budget.spent_hour == pytest.approx(0.02)
-    assert budget.estimate == pytest.approx(0.009)
+    assert budget.estimated_cost == pytest.approx(0.009)
     again = sampler.decide("q10", {}, T0 + 11)
     assert again.sampled
     assert again.charged == pytest.approx(0.009)
@@ -133,7 +133,7 @@ def test_reconcile_of_an_old_period_leaves_the_current_one_alone() -> None:
     budget.charge(T0 + 3600)
     budget.reconcile(T0, charged, 0.0, T0 + 3601, learn=False)
     assert budget.spent_hour == pytest.approx(0.1)
-    assert budget.estimate == 0.1
+    assert budget.estimated_cost == 0.1
     assert budget.spent_total == pytest.approx(0.1)
 
 

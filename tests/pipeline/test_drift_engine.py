@@ -239,7 +239,7 @@ def test_the_windowed_evaluation_is_ragstream_drift_on_the_same_totals() -> None
         # both windows end at the long window's last bucket boundary before now - settle
         width = engine.spec.width(600.0)
         assert until + engine.spec.width(60.0) / 2 == (now - DRIFT.settle) // width * width
-        totals = engine.store.read_totals(now, until=until, histograms=True)
+        totals = engine.store.read(now, until=until, histograms=True)
         assert totals.histograms is not None
         assert read.labelsets == totals.labelsets
         assert (totals.count[:, 1] >= totals.count[:, 0]).all()  # nested: no reference < 0
@@ -329,9 +329,7 @@ def test_the_reference_holds_only_queries_older_than_the_short_window() -> None:
     rows[:, layout.index("rr")] = 0.5
     engine.store.add(0, ("support",), now, times, rows)
     pair = engine.windowed_drift.resolved.pairs[0]
-    totals = engine.store.read_totals(
-        now, until=engine.windowed_drift.until(engine.spec, pair, now)
-    )
+    totals = engine.store.read(now, until=engine.windowed_drift.until(engine.spec, pair, now))
     rr = layout.index("rr")
     short, long = totals.count[0, pair.short, rr], totals.count[0, pair.long, rr]
     assert short == 0  # the newest queries left out, the old ones outside it

@@ -70,14 +70,11 @@ def _assert_same_windows(one: Engine, other: Engine) -> None:
     """Both engines at the same clock, every window of every label set alike."""
     now = one.now()
     assert other.now() == now
-    for labelset in one.store.labelsets():
-        a, b = one.store.read(now, labelset), other.store.read(now, labelset)
-        for name in a:
-            assert a[name].queries == b[name].queries
-            np.testing.assert_allclose(a[name].mean(), b[name].mean(), rtol=1e-9, atol=1e-12)
-            np.testing.assert_allclose(
-                a[name].decayed_mean(), b[name].decayed_mean(), rtol=1e-9, atol=1e-12
-            )
+    a, b = one.store.read(now, exact=True), other.store.read(now, exact=True)
+    assert a.labelsets == b.labelsets
+    assert a.queries.tolist() == b.queries.tolist()
+    np.testing.assert_allclose(a.mean(), b.mean(), rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(a.decayed_mean(), b.decayed_mean(), rtol=1e-9, atol=1e-12)
 
 
 def _reference(messages: list[Message]) -> dict[str, dict[str, Any]]:
@@ -134,17 +131,16 @@ def _check_windows(engine: Engine, reference: dict[str, dict[str, Any]]) -> int:
     now = engine.now()
     checked = 0
     for (app,) in engine.store.labelsets():
-        reads = engine.store.read(now, (app,))
-        for name, window in zip(("1m", "5m", "1h"), WINDOWS, strict=True):
+        reads = engine.store.read(now, (app,), exact=True)
+        for j, window in enumerate(WINDOWS):
             members = [
                 q
                 for q in reference.values()
                 if q["app"] == app and _in_window(q["ts"], now, window)
             ]
             labeled = [q for q in members if q["labels"]]
-            read = reads[name]
-            assert read.queries == len(members)
-            mean = dict(zip(engine.columns, read.mean(), strict=True))
+            assert reads.queries[0, j] == len(members)
+            mean = dict(zip(engine.columns, reads.mean()[0, j], strict=True))
             if labeled:
                 assert mean["rr"] == pytest.approx(np.mean([_rr(q) for q in labeled]), abs=1e-9)
                 assert mean["ndcg@10"] == pytest.approx(
@@ -225,10 +221,16 @@ def test_malformed_messages_are_counted_and_change_nothing_else() -> None:
     assert sum(len(r.invalid) for r in reports) == 5
     assert dirty.events[("unknown", "invalid")] == 5
     now = clean.now()
-    for labelset in clean.store.labelsets():
-        a, b = clean.store.read(now, labelset), dirty.store.read(now, labelset)
-        for name in a:
-            np.testing.assert_allclose(a[name].mean(), b[name].mean(), rtol=1e-12)
+    a, b = clean.store.read(now, exact=True), dirty.store.read(now, exact=True)
+    assert a.labelsets == b.labelsets
+    np.testing.assert_allclose(a.mean(), b.mean(), rtol=1e-12)
+
+
+def _window(engine: Engine, labels: tuple[str, ...], window: str) -> tuple[int, Any]:
+    """Queries and means of one label set's window at the engine's t_now."""
+    read = engine.store.read(engine.now(), labels, exact=True)
+    j = engine.spec.names.index(window)
+    return int(read.queries[0, j]), read.mean()[0, j]
 
 
 def test_late_feedback_replaces_the_contribution() -> None:
@@ -242,9 +244,9 @@ def test_late_feedback_replaces_the_contribution() -> None:
         "results": [{"doc_id": "x"}, {"doc_id": "y"}, {"doc_id": "z"}],
     }
     engine.apply([Message(json.dumps(retrieval).encode())])
-    read = engine.store.read(engine.now(), ("a",))["1m"]
-    assert read.queries == 1
-    assert math.isnan(read.mean()[engine.columns.index("rr")])  # unlabeled: volume only
+    queries, mean = _window(engine, ("a",), "1m")
+    assert queries == 1
+    assert math.isnan(mean[engine.columns.index("rr")])  # unlabeled: volume only
 
     def feedback(doc: str, rel: int, dt: float) -> Message:
         event = {
@@ -259,16 +261,16 @@ def test_late_feedback_replaces_the_contribution() -> None:
 
     rr = engine.columns.index("rr")
     engine.apply([feedback("z", 1, 5.0)])
-    assert engine.store.read(engine.now(), ("a",))["1m"].mean()[rr] == pytest.approx(1 / 3)
+    assert _window(engine, ("a",), "1m")[1][rr] == pytest.approx(1 / 3)
     engine.apply([feedback("y", 2, 6.0)])
-    assert engine.store.read(engine.now(), ("a",))["1m"].mean()[rr] == pytest.approx(1 / 2)
+    assert _window(engine, ("a",), "1m")[1][rr] == pytest.approx(1 / 2)
     engine.apply([feedback("y", 0, 7.0)])  # the latest label wins
-    read = engine.store.read(engine.now(), ("a",))["1m"]
-    assert read.mean()[rr] == pytest.approx(1 / 3)
-    assert read.queries == 1
+    queries, mean = _window(engine, ("a",), "1m")
+    assert mean[rr] == pytest.approx(1 / 3)
+    assert queries == 1
     engine.apply([feedback("x", 1, 901.0)])  # past the TTL: late, not applied
     assert engine.events[("feedback", "late")] == 1
-    assert engine.store.read(engine.now(), ("a",))["1h"].mean()[rr] == pytest.approx(1 / 3)
+    assert _window(engine, ("a",), "1h")[1][rr] == pytest.approx(1 / 3)
 
 
 def test_snapshot_restore_continues_exactly_where_it_stopped() -> None:
@@ -288,11 +290,10 @@ def test_snapshot_restore_continues_exactly_where_it_stopped() -> None:
     assert resumed.now() == now
     assert resumed.events == straight.events
     assert resumed.open_queries == straight.open_queries
-    for labelset in straight.store.labelsets():
-        a, b = straight.store.read(now, labelset), resumed.store.read(now, labelset)
-        for name in a:
-            assert a[name].queries == b[name].queries
-            np.testing.assert_allclose(a[name].mean(), b[name].mean(), rtol=1e-12)
+    a, b = straight.store.read(now, exact=True), resumed.store.read(now, exact=True)
+    assert a.labelsets == b.labelsets
+    assert a.queries.tolist() == b.queries.tolist()
+    np.testing.assert_allclose(a.mean(), b.mean(), rtol=1e-12)
     for labelset, aggregate in straight.final.items():
         np.testing.assert_array_equal(aggregate.histogram, resumed.final[labelset].histogram)
 
@@ -371,7 +372,7 @@ def test_inline_labels_of_repeated_documents_by_hand(
     assert query.contribution is not None
     values = dict(zip(engine.columns, query.contribution.tolist(), strict=False))
     assert {name: values[name] for name in expected} == pytest.approx(expected, abs=1e-12)
-    mean = engine.store.read(engine.now(), ())["1h"].mean()  # the window holds the same row
+    _, mean = _window(engine, (), "1h")  # the window holds the same row
     assert mean[engine.columns.index("rr")] == pytest.approx(expected["rr"], abs=1e-12)
 
 

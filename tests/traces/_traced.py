@@ -3,6 +3,7 @@ instrumented frameworks (`_rag.py` has the LangChain app these follow)."""
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Sequence
 
 from opentelemetry.sdk.resources import Resource
@@ -11,11 +12,21 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 
 from ragstream.events import DecodedAnswer, Message
 from ragstream.pipeline.engine import Engine
+from ragstream.pipeline.partition_tally import sum_counters
+from ragstream.traces.assembly import SKIP_REASONS, TRACE_OUTCOMES
 from tests.support import defaults
 from tests.support.defaults import engine_config
 from tests.traces._rag import CollectorFormat
 
-__all__ = ["TOPIC", "Traced", "answers", "engine"]
+__all__ = [
+    "TOPIC",
+    "Traced",
+    "answers",
+    "engine",
+    "skip_counts",
+    "span_counts",
+    "trace_counts",
+]
 
 TOPIC = "otlp_spans"
 
@@ -60,3 +71,20 @@ def answers(engine: Engine, batches: Sequence[Sequence[Message]]) -> list[Decode
         assert report.invalid == []
         out.extend(answer for _, answer in report.answers)
     return out
+
+
+def span_counts(engine: Engine) -> Counter[tuple[str, str]]:
+    """(kind, outcome) -> spans of the trace topics, over the engine's partitions."""
+    return sum_counters(read.spans for read in engine.read_partitions().values())
+
+
+def trace_counts(engine: Engine) -> dict[str, int]:
+    """Closed traces by outcome (every outcome present), over the engine's partitions."""
+    total = sum_counters(read.traces for read in engine.read_partitions().values())
+    return {outcome: total[outcome] for outcome in TRACE_OUTCOMES}
+
+
+def skip_counts(engine: Engine) -> dict[str, int]:
+    """Trace records skipped, by reason (every reason present), over its partitions."""
+    total = sum_counters(read.skipped for read in engine.read_partitions().values())
+    return {reason: total[reason] for reason in SKIP_REASONS}

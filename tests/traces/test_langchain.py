@@ -21,6 +21,7 @@ from tests.traces._reference import (
     feedback_messages,
     reference_messages,
 )
+from tests.traces._traced import span_counts, trace_counts
 
 pytestmark = pytest.mark.filterwarnings("ignore:Calling .text\\(\\) as a method:DeprecationWarning")
 
@@ -68,13 +69,13 @@ def test_traces_give_the_events_the_app_would_send(rag_app: RagApp, encoding: st
     assert answers == expected
     assert [a.question for a in answers] == QUESTIONS
     assert ours.traces is not None
-    assert ours.traces.trace_counts() == {
+    assert trace_counts(ours) == {
         "answered": len(QUESTIONS),
         "no_answer": 0,
         "no_retrieval": 0,
         "evicted": 0,
     }
-    counts = ours.traces.span_counts()
+    counts = span_counts(ours)
     assert counts[("RETRIEVER", "retrieval")] == len(QUESTIONS)
     assert counts[("PROMPT", "skipped")] == len(QUESTIONS)  # counted and skipped
     final = {q.query_id: q.contribution for q in ours.finish()}
@@ -113,7 +114,7 @@ def test_a_trace_split_across_messages_arrives_in_any_order(rag_app: RagApp) -> 
         )
         assert_same_state(ours, reference)
         assert ours.traces is not None
-        assert ours.traces.open_traces == 0
+        assert ours.open_traces == 0
 
 
 def test_state_moves_with_the_partition_between_the_spans_of_a_trace(rag_app: RagApp) -> None:
@@ -132,7 +133,7 @@ def test_state_moves_with_the_partition_between_the_spans_of_a_trace(rag_app: Ra
     before = Engine(engine_config(TRACES))
     _run(before, [first])
     assert before.traces is not None
-    assert before.traces.open_traces == 3
+    assert before.open_traces == 3
     state = json.loads(json.dumps(before.export_partitions({0})[0]))
     after = Engine(engine_config(TRACES))
     after.adopt_partition(state)

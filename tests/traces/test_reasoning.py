@@ -18,7 +18,7 @@ from opentelemetry.trace import SpanKind
 
 from tests.support.openai_server import OpenAIServer, Reply
 from tests.traces._rag import CORPUS
-from tests.traces._traced import Traced, answers, engine
+from tests.traces._traced import Traced, answers, engine, trace_counts
 from tests.traces.test_spans import App, _engine, _retriever
 
 pytestmark = pytest.mark.filterwarnings("ignore:Calling .text\\(\\) as a method:DeprecationWarning")
@@ -100,7 +100,7 @@ async def test_a_response_cut_off_while_reasoning_has_no_answer(
     ours = engine()
     assert answers(ours, [messages]) == []
     assert ours.traces is not None
-    assert ours.traces.trace_counts()["no_answer"] == 1
+    assert trace_counts(ours)["no_answer"] == 1
     assert ours.events[("retrieval", "processed")] == 1
 
 

@@ -77,7 +77,7 @@ def test_a_server_span_with_a_remote_parent_closes_its_trace(
     assert answer.question == "how do I reset my password"
     assert answer.query_id == CALLER[3:35]
     assert ours.traces is not None
-    assert ours.traces.open_traces == 0
+    assert ours.open_traces == 0
 
 
 def test_without_span_flags_a_server_span_with_a_parent_is_a_root(rag_app: RagApp) -> None:
@@ -97,7 +97,7 @@ def test_a_span_whose_parent_is_local_waits_for_the_root(rag_app: RagApp) -> Non
     ours = engine()
     assert answers(ours, [messages[:-1]]) == []  # the handler's spans: still open
     assert ours.traces is not None
-    assert ours.traces.open_traces == 1
+    assert ours.open_traces == 1
     [answer] = answers(ours, [messages[-1:]])  # the worker span, the root
     assert answer.answer == said
 

@@ -25,7 +25,7 @@ from ragstream.events import Message
 from ragstream.pipeline.engine import Engine
 from tests.traces._rag import CORPUS
 from tests.traces._reference import engine_config
-from tests.traces._traced import TOPIC, Traced, answers
+from tests.traces._traced import TOPIC, Traced, answers, span_counts
 from tests.traces.test_frameworks import QUESTIONS, REPLIES, HaystackApp
 from tests.traces.test_spans import App, _engine, _llm, _retriever
 
@@ -63,7 +63,7 @@ def test_a_rerankers_output_is_what_the_model_saw(ranked_app: HaystackApp, encod
         assert query is not None
         assert list(query.doc_ids) == [d.id for d in retrieved]  # the retriever's ranking
     assert ours.traces is not None
-    assert ours.traces.span_counts()[("RERANKER", "read")] == len(ASKED)
+    assert span_counts(ours)[("RERANKER", "read")] == len(ASKED)
 
 
 QUOTED = [  # text a prompt formatted with str() escapes: quotes, new lines, backslashes

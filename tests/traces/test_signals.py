@@ -35,6 +35,7 @@ from ragstream.sources.kafka import KafkaSource, KafkaSourceConfig
 from tests.support import KafkaBroker, TopicFactory
 from tests.traces._rag import RagApp
 from tests.traces._reference import assert_same_state, engine_config, reference_messages
+from tests.traces._traced import skip_counts
 
 pytestmark = pytest.mark.filterwarnings("ignore:Calling .text\\(\\) as a method:DeprecationWarning")
 
@@ -111,7 +112,7 @@ def test_other_signals_on_a_trace_topic_are_skipped(rag_app: RagApp, encoding: s
     assert ours.invalid == {}
     assert ours.traces is not None
     n = len(records) // 3
-    assert ours.traces.skip_counts() == {
+    assert skip_counts(ours) == {
         "signal_metrics": n,
         "signal_logs": n,
         "signal_profiles": 1,
@@ -140,7 +141,7 @@ def test_without_the_header_a_metrics_record_is_invalid(rag_app: RagApp) -> None
     )
     assert len(report.invalid) == 2
     assert ours.traces is not None
-    assert sum(ours.traces.skip_counts().values()) == 0
+    assert sum(skip_counts(ours).values()) == 0
 
 
 async def test_a_shared_topic_through_kafka(
@@ -180,17 +181,17 @@ async def test_a_shared_topic_through_kafka(
         deadline = time.monotonic() + 60
         while True:
             assert engine.traces is not None
-            if engine.traces.skip_counts()["signal_logs"] == n and engine.open_queries == 3:
+            if skip_counts(engine)["signal_logs"] == n and engine.open_queries == 3:
                 break
             assert not task.done(), "the runner ended early"
-            assert time.monotonic() < deadline, engine.traces.skip_counts()
+            assert time.monotonic() < deadline, skip_counts(engine)
             await asyncio.sleep(0.05)
         runner.stop()
         await asyncio.wait_for(task, 10)
     finally:
         await source.stop()
     assert engine.invalid == {}
-    assert engine.traces.skip_counts()["signal_metrics"] == n
+    assert skip_counts(engine)["signal_metrics"] == n
     reference = Engine(engine_config())
     reference.apply(reference_messages(requests, spans))
     assert_same_state(engine, reference)

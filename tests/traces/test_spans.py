@@ -24,6 +24,7 @@ from ragstream.traces import TraceMapping
 from tests.support import defaults
 from tests.support.defaults import engine_config
 from tests.traces._rag import CollectorFormat
+from tests.traces._traced import span_counts, trace_counts
 
 T = 1_790_000_000.0  # in the past: later times would be clamped to the wall clock
 TOPIC = "spans"
@@ -192,7 +193,7 @@ def test_other_span_kinds_are_counted_and_skipped() -> None:
     assert report.invalid == []
     assert report.answers == []
     assert engine.traces is not None
-    counts = engine.traces.span_counts()
+    counts = span_counts(engine)
     assert counts == {
         ("TOOL", "skipped"): 1,
         ("EMBEDDING", "skipped"): 1,
@@ -213,13 +214,13 @@ def test_a_trace_without_a_retriever_gives_no_answer_and_late_spans_are_counted(
     engine = _engine(defaults.trace_mapping(wait=10.0))
     assert _apply(engine, app.messages()).answers == []
     assert engine.traces is not None
-    assert engine.traces.open_traces == 1
+    assert engine.open_traces == 1
     # time passes on the event clock (another trace's retrieval event)
     later = {"type": "retrieval", "query_id": "other", "ts": T + 60, "results": []}
     _apply(engine, [Message(json.dumps(later).encode(), 0, 0, "events")])
     assert _apply(engine, []).answers == []
-    assert engine.traces.open_traces == 0
-    assert engine.traces.trace_counts()["no_retrieval"] == 1
+    assert engine.open_traces == 0
+    assert trace_counts(engine)["no_retrieval"] == 1
     # its retriever, late: still its retrieval event; an LLM span after that: late
     with app.span("retrieve", _retriever([{"id": "x"}])) as span:
         pass
@@ -228,7 +229,7 @@ def test_a_trace_without_a_retriever_gives_no_answer_and_late_spans_are_counted(
     rewritten = _retrace(messages, trace_id)
     _apply(engine, rewritten)
     assert engine.find_query(trace_id) is not None
-    counts = engine.traces.span_counts()
+    counts = span_counts(engine)
     assert counts[("RETRIEVER", "retrieval")] == 1
 
 
@@ -271,8 +272,47 @@ def test_the_oldest_open_trace_closes_early_beyond_max_open() -> None:
     report = _apply(engine, open_only)
     assert [a.answer for _, a in report.answers] == ["b0"]  # closed early, answered all the same
     assert engine.traces is not None
-    assert engine.traces.trace_counts()["evicted"] == 1
-    assert engine.traces.open_traces == 2
+    assert trace_counts(engine)["evicted"] == 1
+    assert engine.open_traces == 2
+
+
+def _open_trace(app: App, answer: str, partition: int) -> list[Message]:
+    """The spans of a trace with a retrieval and an answer, without its root (the trace
+    stays open until it has waited), on ``partition``."""
+    with app.span("chain", {"openinference.span.kind": "CHAIN"}, root=True):
+        with app.span("r", _retriever([{"id": "d", "content": "t"}])):
+            pass
+        with app.span("llm", _llm("q", answer)):
+            pass
+    held = [m for i, m in enumerate(app.messages()) if i != 2]  # the root ends last
+    return [Message(m.value, partition, m.offset, m.topic, m.key) for m in held]
+
+
+def _closing(engine: Engine) -> list[tuple[int, str]]:
+    """(partition, answer) of the traces that close once the event clock has moved on."""
+    later = {"type": "retrieval", "query_id": "later", "ts": T + 60, "results": []}
+    _apply(engine, [Message(json.dumps(later).encode(), 2, 0, "events")])
+    return [(p, a.answer) for p, a in _apply(engine, []).answers]
+
+
+def test_traces_close_partition_by_partition_in_the_order_their_traces_began() -> None:
+    """The order answers close in is seen by the event clock, so it is kept: the order in
+    which the partitions' traces began, and an adopted partition's begin when adopted."""
+    app = App()
+    first, second = _open_trace(app, "a1", 1), _open_trace(app, "a0", 0)
+    engine = _engine(defaults.trace_mapping(wait=10.0))
+    _apply(engine, first)
+    _apply(engine, second)
+    assert _closing(engine) == [(1, "a1"), (0, "a0")]
+    source = _engine(defaults.trace_mapping(wait=10.0))
+    _apply(source, first)
+    _apply(source, second)
+    moved = json.loads(json.dumps(source.export_partitions({1})[1]))
+    source.drop_partitions({1})
+    source.adopt_partition(moved)
+    assert engine.open_traces == 0
+    assert source.open_traces == 2
+    assert _closing(source) == [(0, "a0"), (1, "a1")]
 
 
 def test_malformed_messages_are_counted_by_reason_and_the_rest_is_read() -> None:

@@ -84,7 +84,7 @@ def test_keep_best_closes_the_gaps(write: WriteFile) -> None:
     ],
 )
 def test_the_scanner_declines_and_numpy_decides(write: WriteFile, run: str, why: str) -> None:
-    from ragstream.trec._scan import join
+    from ragstream.trec._trec_reader import join
 
     qrels_text = b"q1 0 a 1\n"
     assert join(qrels_text, run.encode(), False) == why
@@ -94,7 +94,7 @@ def test_the_scanner_declines_and_numpy_decides(write: WriteFile, run: str, why:
 
 
 def test_blank_qrels_line_and_empty_files_decline(write: WriteFile) -> None:
-    from ragstream.trec._scan import join
+    from ragstream.trec._trec_reader import join
 
     assert join(b"q1 0 a 1\n\nq1 0 b 1\n", b"q1 Q0 a 1 1 t\n", False) == (
         "qrels line 2: blank line"
@@ -485,7 +485,7 @@ def test_a_mapped_run_s_pages_are_dropped_once_read_with_the_same_result(
     # mapped in, where without `mapped` all of it is.
     import mmap
 
-    from ragstream.trec import _scan
+    from ragstream.trec import _trec_reader
 
     qrels_text, run_text = _collection(np.random.default_rng(5), 2500, 80)
     qrels, run = write("qrels", qrels_text), write("run", run_text)
@@ -499,7 +499,7 @@ def test_a_mapped_run_s_pages_are_dropped_once_read_with_the_same_result(
         with qrels.open("rb") as q, run.open("rb") as r:
             qmap = mmap.mmap(q.fileno(), 0, access=mmap.ACCESS_READ)
             rmap = mmap.mmap(r.fileno(), 0, access=mmap.ACCESS_READ)
-            out = _scan.join(qmap, rmap, False, 3, _scan.Cut(), mapped)
+            out = _trec_reader.join(qmap, rmap, False, 3, _trec_reader.Cut(), mapped)
             left = _mapped_rss(run)
             qmap.close()
             rmap.close()

@@ -224,7 +224,7 @@ def test_the_kernels_over_chunks_give_one_batch_s_values(compiled: bool) -> None
 
 
 def test_the_cut_object_holds_a_depth_and_its_level() -> None:
-    from ragstream.trec._scan import Cut
+    from ragstream.trec._trec_reader import Cut
 
     cut = Cut()
     assert (cut.depth, cut.level) == (0, float("inf"))
@@ -239,7 +239,7 @@ def test_the_cut_object_holds_a_depth_and_its_level() -> None:
 def test_a_join_without_a_cut_keeps_whole_rankings_and_refuses_anything_else() -> None:
     # `cut` is a Cut or None (all of each ranking), as its signature says; None and no
     # argument join alike, and another object is a TypeError, not a crash.
-    from ragstream.trec._scan import Cut, join
+    from ragstream.trec._trec_reader import Cut, join
 
     qrels = b"q1 0 d1 1\nq1 0 d3 2\n"
     run = b"".join(b"q1 Q0 d%d %d %d t\n" % (i, i, 20 - i) for i in range(1, 13))

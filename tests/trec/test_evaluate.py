@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ragstream.trec import TrecFormatError, evaluate_files
-from ragstream.trec._order import trec_order
+from ragstream.trec._join import trec_order
 
 WriteFile = Callable[[str, str | bytes], Path]
 

@@ -10,9 +10,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ragstream.trec._ids import WIDTH, Ids, comparable, concat, from_fields
-from ragstream.trec._order import lex_greater
-from ragstream.trec._tokenize import PAD
+from ragstream.trec._ids import PAD, WIDTH, Ids, comparable, concat, from_fields, lex_greater
 
 
 def _ids(texts: list[bytes]) -> Ids:

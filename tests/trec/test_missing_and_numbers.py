@@ -62,7 +62,7 @@ def test_q_c_prints_zero_lines_for_queries_missing_from_the_run(write: WriteFile
 @pytest.mark.parametrize("engine", ["compiled", "numpy"])
 def test_both_paths_name_the_missing_queries(write: WriteFile, engine: str) -> None:
     if engine == "compiled" and not AVAILABLE:
-        pytest.skip("ragstream.trec._scan is not built")
+        pytest.skip("ragstream.trec._trec_reader is not built")
     qrels, run = write("qrels", QRELS), write("run", RUN)
     result = evaluate_files(qrels, run, ["rr"], complete=True, engine=engine)  # type: ignore[arg-type]
     assert result.missing == ("q2", "q3")
@@ -95,26 +95,26 @@ def test_score_tokens_are_read_as_python_reads_them(write: WriteFile, token: str
         assert float(result.per_query["rr"][0]) == expected, engine
 
 
-@pytest.mark.skipif(not AVAILABLE, reason="ragstream.trec._scan is not built")
+@pytest.mark.skipif(not AVAILABLE, reason="ragstream.trec._trec_reader is not built")
 def test_mapped_takes_only_read_only_file_mappings(tmp_path: Path) -> None:
     """`mapped` drops pages as they are read: on other memory that would read back zeros."""
-    from ragstream.trec import _scan
+    from ragstream.trec import _trec_reader
 
     qrels = b"q1 0 d1 1\n"
     run = b"q1 Q0 d1 1 1.0 r\n"
     with pytest.raises(ValueError, match="read-only mmap"):
-        _scan.join(qrels, run, False, 1, None, True)
+        _trec_reader.join(qrels, run, False, 1, None, True)
     with pytest.raises(ValueError, match="read-only mmap"):
-        _scan.join(bytearray(qrels), bytearray(run), False, 1, None, True)
+        _trec_reader.join(bytearray(qrels), bytearray(run), False, 1, None, True)
     (tmp_path / "q").write_bytes(qrels)
     (tmp_path / "r").write_bytes(run)
     with (tmp_path / "q").open("rb") as q, (tmp_path / "r").open("rb") as r:
         qmap = mmap.mmap(q.fileno(), 0, access=mmap.ACCESS_READ)
         rmap = mmap.mmap(r.fileno(), 0, access=mmap.ACCESS_READ)
         try:
-            out = _scan.join(qmap, rmap, False, 1, None, True)
+            out = _trec_reader.join(qmap, rmap, False, 1, None, True)
             assert not isinstance(out, str)  # joined, not declined
         finally:
             qmap.close()
             rmap.close()
-    assert _scan.join(qrels, run, False) is not None  # bytes, not mapped: fine
+    assert _trec_reader.join(qrels, run, False) is not None  # bytes, not mapped: fine

@@ -15,9 +15,7 @@ from hypothesis import strategies as st
 
 from ragstream.trec import TrecFormatError, read_qrels, read_run
 from ragstream.trec._ids import Ids
-from ragstream.trec.records import TrecTable
-from ragstream.trec.run_file import RUN_LAYOUT
-from ragstream.trec.table import read_table
+from ragstream.trec.table import RUN_LAYOUT, TrecTable, read_table
 
 WriteFile = Callable[[str, str | bytes], Path]
 

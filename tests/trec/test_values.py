@@ -170,7 +170,7 @@ def test_the_command_s_values_are_the_numpy_path_s(write: WriteFile) -> None:
 
 def test_the_cut_holds_one_kernel() -> None:
     from ragstream.metrics import _ragged
-    from ragstream.trec._scan import Cut
+    from ragstream.trec._trec_reader import Cut
 
     plan, other = _plan(["rr"], 1), _plan(["ndcg@3"], 1)
     cut = Cut()

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass, field
 
 import numpy as np
 
-from ragstream.windows import WindowSpec
+from ragstream.windows import WindowSpec, WindowTotals
 from ragstream.windows.spec import F64, I64
 
 
@@ -103,3 +104,25 @@ class RefWindow:
 
     def visible(self, now: float) -> list[Row]:
         return [r for r in self.rows if self.live(r, now)]
+
+
+def same_reads(x: WindowTotals, y: WindowTotals, tol: float = 1e-9, datol: float = 1e-9) -> None:
+    """Two reads equal: counts and histograms exactly, sums to ``tol`` (decayed ones to
+    ``tol`` relative and ``datol`` absolute)."""
+    assert x.labelsets == y.labelsets
+    for name in ("queries", "count", "decayed_count"):
+        assert getattr(x, name).tolist() == getattr(y, name).tolist(), name
+    if x.histograms is not None and y.histograms is not None:
+        assert x.histograms.tolist() == y.histograms.tolist()
+    np.testing.assert_allclose(x.total, y.total, rtol=tol, atol=tol)
+    np.testing.assert_allclose(x.total_sq, y.total_sq, rtol=tol, atol=tol)
+    np.testing.assert_allclose(x.decayed_total, y.decayed_total, rtol=tol, atol=datol)
+
+
+def merged(parts: list[WindowTotals]) -> WindowTotals:
+    """Reads of one label set in separate stores, added up (as one store merges them)."""
+    fields = ("queries", "count", "total", "total_sq", "decayed_count", "decayed_total")
+    sums = {f: sum(getattr(p, f) for p in parts) for f in fields}
+    if all(p.histograms is not None for p in parts):
+        sums["histograms"] = sum(p.histograms for p in parts if p.histograms is not None)
+    return dataclasses.replace(parts[0], **sums)

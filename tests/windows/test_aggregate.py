@@ -38,12 +38,6 @@ def check(agg: Aggregate, rows: list[Row]) -> None:
             assert agg.mean()[c] == pytest.approx(sum(vals) / len(vals), rel=1e-9, abs=1e-12)
         else:
             assert math.isnan(agg.mean()[c])
-        if len(vals) > 1:
-            var = float(np.var(vals, ddof=1))
-            assert agg.variance()[c] == pytest.approx(var, rel=1e-6, abs=1e-9)
-            assert agg.stderr()[c] == pytest.approx(math.sqrt(var / len(vals)), rel=1e-6, abs=1e-6)
-        else:
-            assert math.isnan(agg.variance()[c])
 
 
 def test_hand_computed() -> None:
@@ -55,7 +49,6 @@ def test_hand_computed() -> None:
     # Right-closed bins (0, .25], (.25, .5], (.5, .75], (.75, 1]; 0 and clipped negatives in
     # bin 0; 1.7 is clipped to 1.
     assert agg.histogram.tolist() == [[3, 1, 0, 2]]
-    assert agg.get("x")[0] == 6
 
 
 def test_cumulative_histogram_is_prometheus_le() -> None:
@@ -66,18 +59,6 @@ def test_cumulative_histogram_is_prometheus_le() -> None:
     cumulative = np.cumsum(agg.histogram[0])
     expected = [int((values <= e).sum()) for e in edges]
     assert cumulative.tolist() == expected
-
-
-def test_retract_restores_exact_zero() -> None:
-    agg = Aggregate(("x", "y"))
-    rows = np.array([[0.1, 0.7], [0.2, math.nan], [0.3, 0.9]])
-    agg.add(rows)
-    agg.retract(rows[::-1])
-    assert agg.rows == 0
-    assert agg.count.tolist() == [0, 0]
-    assert agg.total.tolist() == [0.0, 0.0]
-    assert agg.total_sq.tolist() == [0.0, 0.0]
-    assert agg.histogram.sum() == 0
 
 
 def test_rejects_wrong_width_and_infinity() -> None:
@@ -91,20 +72,13 @@ def test_rejects_wrong_width_and_infinity() -> None:
 
 
 @settings(max_examples=30, deadline=None)
-@given(st.lists(st.tuples(st.booleans(), st.lists(row_st, min_size=1, max_size=6)), max_size=25))
-def test_matches_reference_after_every_update(
-    ops: list[tuple[bool, list[tuple[float, ...]]]],
-) -> None:
+@given(st.lists(st.lists(row_st, min_size=1, max_size=6), max_size=25))
+def test_matches_reference_after_every_update(ops: list[list[tuple[float, ...]]]) -> None:
     agg = Aggregate(COLUMNS, bins=BINS)
     alive: list[Row] = []
-    for retract, batch in ops:
-        if retract and alive:
-            gone = alive[-len(batch) :]
-            del alive[-len(batch) :]
-            agg.retract([r.values for r in gone])
-        else:
-            agg.add(batch)
-            alive.extend(Row(0.0, v) for v in batch)
+    for batch in ops:
+        agg.add(batch)
+        alive.extend(Row(0.0, v) for v in batch)
         check(agg, alive)
 
 
@@ -133,7 +107,6 @@ def test_snapshot_round_trip(rows: list[tuple[float, ...]], later: list[tuple[fl
     assert twin.snapshot() == agg.snapshot()
     for x in (agg, twin):
         x.add(later)
-        x.retract(rows[:1])
     assert twin.snapshot() == agg.snapshot()
 
 

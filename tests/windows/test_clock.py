@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ragstream.windows import Clock, ClockMode, Timing, WindowSet
+from ragstream.windows import Clock, ClockMode, Timing, WindowStore
 from tests.support import defaults
 
 T0 = 1_700_000_000.0
@@ -55,12 +55,12 @@ def test_late_rule_matches_the_longest_ring() -> None:
     spec = defaults.window_spec(columns=("x",), windows=(60.0, 600.0), buckets=10)
     wall = FakeWall(T0 + 1e6)
     clock = Clock.for_spec(spec, ClockMode.EVENT, wall=wall)
-    windows = WindowSet(spec)  # a row lands when it lands in the longest ring
+    windows = WindowStore(spec)  # a row lands when it lands in the longest ring
     clock.stamp([T0])
     probes = np.arange(T0 - 700.0, T0 + 1.0, 0.5)
     for t in probes:
         stamped = clock.stamp([t])
-        landed = windows.add(T0, [t], [[0.5]])
+        landed = windows.add(0, (), T0, [t], [[0.5]])
         assert (stamped.timing[0] == Timing.LATE) == (not landed[0])
 
 

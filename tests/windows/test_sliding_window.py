@@ -4,14 +4,15 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from typing import cast
+from typing import Any, cast
 
 import numpy as np
+import numpy.typing as npt
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ragstream.windows import SlidingWindow, WindowSet, WindowSpec
+from ragstream.windows import SlidingWindow, WindowSpec, WindowStore
 from tests.support import defaults
 
 from .reference import RefWindow, Row, decayed, plain
@@ -34,11 +35,24 @@ def one(values: float = 0.5) -> list[float]:
     return [values, values]
 
 
-def ring_of(spec: WindowSpec, length: float) -> tuple[WindowSet, SlidingWindow]:
-    """A set of the spec's windows and its ring of this length."""
-    windows = WindowSet(spec)
-    name = next(n for n, w in zip(spec.names, spec.windows, strict=True) if w == length)
-    return windows, windows.windows[name]
+def ring_of(spec: WindowSpec, length: float) -> tuple[WindowStore, SlidingWindow]:
+    """A store of the spec's windows and its ring of this length."""
+    windows = WindowStore(spec)
+    return windows, windows.rings[spec.windows.index(length)]
+
+
+def add(store: WindowStore, *args: Any) -> npt.NDArray[np.bool_]:
+    """Add rows to the store's one series (series id 0 of every ring)."""
+    return store.add(0, (), *args)
+
+
+def retract(store: WindowStore, *args: Any) -> npt.NDArray[np.bool_]:
+    return store.retract(0, (), *args)
+
+
+def sums(ring: SlidingWindow, now: float, name: str) -> Any:
+    """One state of series 0 summed over its buckets live at ``now``."""
+    return ring.bucket_sums(now, 0, (name,))[name]
 
 
 @pytest.mark.parametrize(
@@ -59,56 +73,55 @@ def test_bucket_boundaries(now: float, t: float, inside: bool) -> None:
     spec = defaults.window_spec(columns=("x",), windows=(60.0,), buckets=60, horizon=60.0)
     windows, ring = ring_of(spec, 60.0)
     assert ring.slots == 60 + 1 + 60
-    landed = windows.add(now, [t], [[1.0]])
+    landed = add(windows, now, [t], [[1.0]])
     assert bool(landed[0]) is inside
-    assert ring.aggregate(now).rows == int(inside)
+    assert sums(ring, now, "rows") == int(inside)
 
 
 def test_window_rotates_as_time_advances() -> None:
     spec = defaults.window_spec(columns=("x",), windows=(60.0,), buckets=60)
     windows, ring = ring_of(spec, 60.0)
-    windows.add(1000.0, [990.0, 995.5, 1000.0], [[0.1], [0.2], [0.3]])
-    assert ring.aggregate(1000.0).count.tolist() == [3]
-    assert ring.aggregate(1050.999).count.tolist() == [3]
-    assert ring.aggregate(1051.0).count.tolist() == [2]  # bucket [990, 991) has rotated out
-    assert ring.aggregate(1056.0).count.tolist() == [1]
-    assert ring.aggregate(1061.0).count.tolist() == [0]
+    add(windows, 1000.0, [990.0, 995.5, 1000.0], [[0.1], [0.2], [0.3]])
+    assert sums(ring, 1000.0, "count").tolist() == [3]
+    assert sums(ring, 1050.999, "count").tolist() == [3]
+    assert sums(ring, 1051.0, "count").tolist() == [2]  # bucket [990, 991) has rotated out
+    assert sums(ring, 1056.0, "count").tolist() == [1]
+    assert sums(ring, 1061.0, "count").tolist() == [0]
     assert ring.state()["keys"] == [990, 995, 1000]
 
 
 def test_retract_after_rotation_is_a_counted_noop() -> None:
     spec = dataclasses.replace(SPEC, windows=(10.0,))  # 2 s buckets
     windows, ring = ring_of(spec, 10.0)
-    windows.add(T0, [T0 - 1.0, T0], [one(), one()], [[1.0, 1.0], [1.0, 1.0]])
-    windows.add(T0 + 11.0, [T0 + 11.0], [one()])
-    done = windows.retract(T0 + 11.0, [T0 - 1.0, T0], [one(), one()], [[1.0, 1.0], [1.0, 1.0]])
+    add(windows, T0, [T0 - 1.0, T0], [one(), one()], [[1.0, 1.0], [1.0, 1.0]])
+    add(windows, T0 + 11.0, [T0 + 11.0], [one()])
+    done = retract(windows, T0 + 11.0, [T0 - 1.0, T0], [one(), one()], [[1.0, 1.0], [1.0, 1.0]])
     assert done.tolist() == [False, True]
-    agg = ring.aggregate(T0 + 11.0)
-    assert agg.rows == 1
+    assert sums(ring, T0 + 11.0, "rows") == 1
 
 
 def test_rows_beyond_the_horizon_move_the_ring() -> None:
     windows, ring = ring_of(SPEC, 10.0)
-    windows.add(T0, [T0], [one()])
-    assert windows.add(T0, [T0 + 100.0], [one()]).tolist() == [True]
-    assert ring.aggregate(T0).rows == 1  # the old row was pushed out by the jump
+    add(windows, T0, [T0], [one()])
+    assert add(windows, T0, [T0 + 100.0], [one()]).tolist() == [True]
+    assert sums(ring, T0, "rows") == 1  # the old row was pushed out by the jump
 
 
 def test_memory_is_fixed_whatever_the_number_of_events() -> None:
-    windows = WindowSet(
+    windows = WindowStore(
         defaults.window_spec(columns=("a", "b", "c"), decayed=("d",), half_lives=(60.0,))
     )
     before = windows.nbytes
-    slots = [ring.slots for ring in windows.windows.values()]
+    slots = [ring.slots for ring in windows.rings]
     rng = np.random.default_rng(7)
     now = T0
     for _ in range(100):  # 100 batches of 1000 rows spread over 10 days
         now += 8640.0
         times = now - rng.uniform(0, 86400.0, 1000)
-        windows.add(now, times, rng.uniform(0, 1, (1000, 3)), rng.uniform(0, 1, (1000, 1)))
+        add(windows, now, times, rng.uniform(0, 1, (1000, 3)), rng.uniform(0, 1, (1000, 1)))
     assert windows.nbytes == before
-    assert [ring.slots for ring in windows.windows.values()] == slots == [121, 73, 62, 62]
-    state = windows.state()
+    assert [ring.slots for ring in windows.rings] == slots == [121, 73, 62, 62]
+    state = windows.snapshot()["partitions"][0]["series"][0]["windows"]
     assert all(len(state[name]["keys"]) <= 61 for name in state)
 
 
@@ -138,40 +151,41 @@ ops_st = st.lists(
 )
 
 
-def check_windows(windows: WindowSet, refs: list[RefWindow], at: float) -> None:
-    reads = windows.read(at)
+def check_windows(windows: WindowStore, refs: list[RefWindow], at: float) -> None:
     rates = SPEC.rates
+    for exact in (True, False):
+        read = windows.read(at, (), exact=exact, histograms=True)
+        assert read.histograms is not None
+        assert read.decayed_mean().shape == (1, 2, 2, 1)
+        for ref in refs:
+            j = SPEC.windows.index(ref.length)
+            rows = ref.visible(at)
+            want = plain(rows, 2, SPEC.bins)
+            assert read.queries[0, j] == want.rows
+            assert read.count[0, j].tolist() == want.count.tolist()
+            assert read.histograms[0, j].tolist() == want.hist.tolist()
+            np.testing.assert_allclose(read.total[0, j], want.total, rtol=1e-9, atol=1e-9)
+            np.testing.assert_allclose(read.total_sq[0, j], want.total_sq, rtol=1e-9, atol=1e-9)
+            count, total, _ = decayed(rows, rates, at)
+            _, _, scale = decayed(ref.ever, rates, at)
+            assert read.decayed_count[0, j].tolist() == count.tolist()
+            got = read.decayed_total[0, j]
+            assert np.all(np.abs(got - total) <= 1e-12 * scale + 1e-300), (got, total)
     for ref in refs:
-        name = read_name(ref.length)
-        read = reads[name]
         rows = ref.visible(at)
-        want = plain(rows, 2, SPEC.bins)
-        assert read.queries == want.rows
-        assert read.aggregate.count.tolist() == want.count.tolist()
-        assert read.aggregate.histogram.tolist() == want.hist.tolist()
-        np.testing.assert_allclose(read.aggregate.total, want.total, rtol=1e-9, atol=1e-9)
-        np.testing.assert_allclose(read.aggregate.total_sq, want.total_sq, rtol=1e-9, atol=1e-9)
-        count, total, _ = decayed(rows, rates, at)
-        _, _, scale = decayed(ref.ever, rates, at)
-        assert read.decay.count.tolist() == count.tolist()
-        got = read.decay.value(at)
-        assert np.all(np.abs(got - total) <= 1e-12 * scale + 1e-300), (got, total)
-        assert read.decayed_mean().shape == (2, 1)
-        ring = windows.windows[name]
         for until in (at - 1.3, at - 7.0, at - ref.length / 2, at + 2.0):
             # the window less the buckets that start after `until`
             cut = math.floor(until / ref.width)
             kept = plain([r for r in rows if ref.key(r.t) <= cut], 2, SPEC.bins)
-            t = ring.totals(at, until=until)
-            assert int(t["rows"][0]) == kept.rows
-            assert t["count"][0].tolist() == kept.count.tolist()
-            assert t["hist"][0].tolist() == kept.hist.tolist()
-            np.testing.assert_allclose(t["sum"][0], kept.total, rtol=1e-9, atol=1e-9)
-            np.testing.assert_allclose(t["sum_sq"][0], kept.total_sq, rtol=1e-9, atol=1e-9)
-
-
-def read_name(length: float) -> str:
-    return next(n for n, w in zip(SPEC.names, SPEC.windows, strict=True) if w == length)
+            for exact in (True, False):
+                t = windows.read(at, (), exact=exact, until=until, histograms=True)
+                j = SPEC.windows.index(ref.length)
+                assert t.histograms is not None
+                assert int(t.queries[0, j]) == kept.rows
+                assert t.count[0, j].tolist() == kept.count.tolist()
+                assert t.histograms[0, j].tolist() == kept.hist.tolist()
+                np.testing.assert_allclose(t.total[0, j], kept.total, rtol=1e-9, atol=1e-9)
+                np.testing.assert_allclose(t.total_sq[0, j], kept.total_sq, rtol=1e-9, atol=1e-9)
 
 
 @settings(max_examples=80, deadline=None)
@@ -179,7 +193,7 @@ def read_name(length: float) -> str:
 def test_matches_reference_after_every_update(
     ops: list[tuple[object, ...]], read_ahead: float
 ) -> None:
-    windows = WindowSet(SPEC)
+    windows = WindowStore(SPEC)
     refs = [RefWindow(SPEC, w) for w in SPEC.windows]
     alive: list[Row] = []
     now = T0
@@ -189,8 +203,12 @@ def test_matches_reference_after_every_update(
         elif op[0] == "add":
             spec_rows = cast(list[tuple[float, tuple[float, ...], tuple[float, ...]]], op[1])
             batch = [Row(now + off, v, d) for off, v, d in spec_rows]
-            landed = windows.add(
-                now, [r.t for r in batch], [r.values for r in batch], [r.decayed for r in batch]
+            landed = add(
+                windows,
+                now,
+                [r.t for r in batch],
+                [r.values for r in batch],
+                [r.decayed for r in batch],
             )
             for ref in refs:
                 ref.top = ref.position(now)
@@ -201,7 +219,7 @@ def test_matches_reference_after_every_update(
                 ref.ever.extend(batch)
         elif alive:
             row = alive.pop(int(op[1]) % len(alive))  # type: ignore[call-overload]
-            done = windows.retract(now, [row.t], [row.values], [row.decayed])
+            done = retract(windows, now, [row.t], [row.values], [row.decayed])
             for ref in refs:
                 ref.top = ref.position(now)
             assert bool(done[0]) == refs[-1].live(row, now)
@@ -219,10 +237,10 @@ def test_large_batch_equals_rows_one_by_one() -> None:
     values = rng.uniform(-0.1, 1.1, (n, 2))
     values[rng.uniform(size=values.shape) < 0.2] = np.nan
     dvalues = rng.uniform(0.0, 2.0, (n, 2))
-    batched, single = WindowSet(SPEC), WindowSet(SPEC)
-    landed = batched.add(T0, times, values, dvalues)
+    batched, single = WindowStore(SPEC), WindowStore(SPEC)
+    landed = add(batched, T0, times, values, dvalues)
     for i in range(0, n, 7):
-        single.add(T0, times[i : i + 7], values[i : i + 7], dvalues[i : i + 7])
+        add(single, T0, times[i : i + 7], values[i : i + 7], dvalues[i : i + 7])
     rows = [
         Row(float(t), tuple(v), tuple(d)) for t, v, d in zip(times, values, dvalues, strict=True)
     ]
@@ -233,11 +251,11 @@ def test_large_batch_equals_rows_one_by_one() -> None:
     assert landed.tolist() == [refs[-1].live(r, T0) for r in rows]
     check_windows(batched, refs, T0)
     check_windows(single, refs, T0 + 3.0)
-    batched.retract(T0, times, values, dvalues)
-    for read in batched.read(T0).values():
-        assert read.queries == 0
-        assert read.aggregate.total.tolist() == [0.0, 0.0]
-        assert read.decay.total.tolist() == [0.0, 0.0]
+    retract(batched, T0, times, values, dvalues)
+    read = batched.read(T0, (), exact=True)
+    assert read.queries.tolist() == [[0, 0]]
+    assert read.total.tolist() == [[[0.0, 0.0]] * 2]
+    assert read.decayed_total.tolist() == [[[0.0, 0.0]] * 2]
 
 
 @pytest.mark.parametrize("n", [1, 5, 200, 2000])
@@ -246,12 +264,12 @@ def test_batches_of_any_size_in_one_bucket(n: int) -> None:
     values = rng.uniform(-0.1, 1.1, (n, 2))
     values[rng.uniform(size=values.shape) < 0.2] = np.nan
     dvalues = rng.uniform(0.0, 2.0, (n, 2))
-    windows = WindowSet(SPEC)
-    windows.add(T0, T0, values, dvalues)  # one time: one bucket per window
+    windows = WindowStore(SPEC)
+    add(windows, T0, T0, values, dvalues)  # one time: one bucket per window
     rows = [Row(T0, tuple(v), tuple(d)) for v, d in zip(values, dvalues, strict=True)]
     refs = [RefWindow(SPEC, w, top=math.floor(T0 / (w / SPEC.buckets))) for w in SPEC.windows]
     for ref in refs:
         ref.rows = ref.ever = rows
     check_windows(windows, refs, T0 + 1.0)
-    windows.retract(T0, T0, values, dvalues)
-    assert windows.empty_series(T0).tolist() == [True]
+    retract(windows, T0, T0, values, dvalues)
+    assert [ring.empty_series(T0).tolist() for ring in windows.rings] == [[True], [True]]

@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 from ragstream.windows import (
-    WindowSet,
     WindowSpec,
+    WindowStore,
     bucket_of,
 )
 from tests.support import defaults
@@ -80,8 +80,8 @@ def test_hist_columns_set_memory_and_round_trip() -> None:
     slots = sum(60 + 1 + math.ceil(60.0 / (w / 60)) + 1 for w in some.windows)
     assert some.series_nbytes() == slots * some.slot_nbytes() + 4 * 40 * 2  # int64 totals
     keys = 8 * sum(60 + 1 + math.ceil(60.0 / (w / 60)) for w in some.windows)
-    assert WindowSet(some).nbytes == keys + some.series_nbytes()
-    assert WindowSet(full).nbytes == keys + full.series_nbytes()
+    assert WindowStore(some).nbytes == keys + some.series_nbytes()
+    assert WindowStore(full).nbytes == keys + full.series_nbytes()
     assert WindowSpec.from_dict(some.to_dict()) == some
     legacy = full.to_dict()
     del legacy["hist_columns"]  # saved before the option existed: every column
@@ -95,12 +95,14 @@ def test_histograms_of_some_columns_equal_the_full_ones() -> None:
     values = rng.uniform(-0.2, 1.2, (300, 3))
     values[rng.uniform(size=values.shape) < 0.2] = np.nan
     times = 1_700_000_000.0 - rng.uniform(0, 100.0, 300)
-    a, b = WindowSet(full), WindowSet(some)
-    a.add(1_700_000_000.0, times, values)
-    b.add(1_700_000_000.0, times, values)
-    for name in full.names:
-        x, y = a.read(1_700_000_000.0)[name].aggregate, b.read(1_700_000_000.0)[name].aggregate
-        assert y.hist_columns == ("a", "c")
-        assert y.histogram.tolist() == x.histogram[[0, 2]].tolist()
-        assert y.count.tolist() == x.count.tolist()
-        assert y.total.tolist() == x.total.tolist()
+    a, b = WindowStore(full), WindowStore(some)
+    a.add(0, (), 1_700_000_000.0, times, values)
+    b.add(0, (), 1_700_000_000.0, times, values)
+    x = a.read(1_700_000_000.0, exact=True, histograms=True)
+    y = b.read(1_700_000_000.0, exact=True, histograms=True)
+    assert x.histograms is not None
+    assert y.histograms is not None
+    assert y.spec.histogrammed == ("a", "c")
+    assert y.histograms.tolist() == x.histograms[:, :, [0, 2]].tolist()
+    assert y.count.tolist() == x.count.tolist()
+    assert y.total.tolist() == x.total.tolist()

@@ -134,3 +134,46 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
 {{- define "ragstream.image" -}}
 {{- printf "%s:%s" .Values.image.repository (default .Chart.AppVersion .Values.image.tag) }}
 {{- end }}
+
+{{/*
+The dashboard: files/ragstream-dashboard.json as scripts/grafana_dashboard.py writes it,
+with what its options add (docs/dashboard.md): the worst-queries panels and variables
+(files/ragstream-worst-queries.json, over the table worstQueries.table), and the links of
+the trace ids (an exemplar's trace_id, the worst queries' query_id) to the trace UI.
+*/}}
+{{- define "ragstream.dashboard" -}}
+{{- $g := .Values.grafanaDashboard }}
+{{- $dashboard := .Files.Get "files/ragstream-dashboard.json" | fromJson }}
+{{- if $g.worstQueries.enabled }}
+{{- $part := .Files.Get "files/ragstream-worst-queries.json" | replace "ragstream_results" $g.worstQueries.table | fromJson }}
+{{- $_ := set $dashboard "panels" (concat $dashboard.panels $part.panels) }}
+{{- $_ := set $dashboard.templating "list" (concat $dashboard.templating.list $part.variables) }}
+{{- end }}
+{{- $links := list }}
+{{- if $g.traces.url }}
+{{- $links = append $links (dict "title" "Trace ${__value.raw}" "url" $g.traces.url "targetBlank" true) }}
+{{- end }}
+{{- if $g.traces.tempoDatasourceUid }}
+{{- $query := dict "query" "${__value.raw}" "queryType" "traceql" }}
+{{- $internal := dict "datasourceUid" $g.traces.tempoDatasourceUid "datasourceName" "Tempo" "query" $query }}
+{{- $links = append $links (dict "title" "Trace ${__value.raw} in Tempo" "url" "" "internal" $internal) }}
+{{- end }}
+{{- if $links }}
+{{- range $panel := $dashboard.panels }}
+{{- $matcher := dict }}
+{{- range $target := ($panel.targets | default list) }}
+{{- if $target.exemplar }}
+{{- $matcher = dict "id" "byName" "options" "trace_id" "scope" "exemplar" }}
+{{- end }}
+{{- end }}
+{{- if and (not $matcher) (eq (dig "datasource" "uid" "" $panel) "${results_datasource}") }}
+{{- $matcher = dict "id" "byName" "options" "query_id" }}
+{{- end }}
+{{- if $matcher }}
+{{- $override := dict "matcher" $matcher "properties" (list (dict "id" "links" "value" $links)) }}
+{{- $_ := set $panel.fieldConfig "overrides" (append $panel.fieldConfig.overrides $override) }}
+{{- end }}
+{{- end }}
+{{- end }}
+{{- toPrettyJson $dashboard }}
+{{- end }}

@@ -1,4 +1,4 @@
-"""Types of the compiled scanner built from `_scan.c` (see `ragstream.trec._compiled`)."""
+"""Types of the compiled reader built from `_trec_reader.c` (see `ragstream.trec._compiled`)."""
 
 from typing_extensions import Buffer
 

@@ -1,8 +1,8 @@
-/* ragstream.events._scan: the compiled first pass over retrieval events.
+/* ragstream.events._event_scanner: the compiled first pass over retrieval events.
  *
  * scan(values, bounds, top, keys) reads each message (UTF-8 JSON bytes) once and, for a
  * retrieval event of the common shape, returns a small `Scanned` record with what the
- * engine reads when it opens a query (see _scan.pyi); for anything else it returns None
+ * engine reads when it opens a query (see _event_scanner.pyi); for anything else it returns None
  * and the caller decodes the message with msgspec as before. The labels it returns are
  * the values of `keys` only (the label keys the engine exports), as one tuple; events with
  * the same values share one tuple and its strings within a call.
@@ -1555,7 +1555,7 @@ static PyStructSequence_Field scanned_fields[] = {
 };
 
 static PyStructSequence_Desc scanned_desc = {
-    "ragstream.events._scan.Scanned",
+    "ragstream.events._event_scanner.Scanned",
     "A retrieval event the compiled scanner accepted.",
     scanned_fields,
     FIELDS,
@@ -1570,12 +1570,12 @@ static PyMethodDef methods[] = {
 };
 
 static struct PyModuleDef module_def = {
-    PyModuleDef_HEAD_INIT, "ragstream.events._scan",
+    PyModuleDef_HEAD_INIT, "ragstream.events._event_scanner",
     "The compiled first pass over retrieval events (see ragstream.events.scanner).", -1, methods,
     NULL, NULL, NULL, NULL,
 };
 
-PyMODINIT_FUNC PyInit__scan(void) {
+PyMODINIT_FUNC PyInit__event_scanner(void) {
     init_stop();
     PyObject *module = PyModule_Create(&module_def);
     if (module == NULL)

@@ -1,4 +1,4 @@
-/* ragstream.trec._scan: the compiled single pass of `ragstream eval`.
+/* ragstream.trec._trec_reader: the compiled single pass of `ragstream eval`.
  *
  * join(qrels, run, keep_best) reads both files (any buffer: an mmap, bytes) once each and
  * returns what the metric kernels need: for every query in both files, the grades of its
@@ -1974,7 +1974,7 @@ static void owned_dealloc(PyObject *self) {
 static PyBufferProcs owned_buffer = {owned_getbuffer, NULL};
 
 static PyTypeObject OwnedType = {
-    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "ragstream.trec._scan.Owned",
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "ragstream.trec._trec_reader.Owned",
     .tp_basicsize = sizeof(Owned),
     .tp_dealloc = owned_dealloc,
     .tp_as_buffer = &owned_buffer,
@@ -2519,7 +2519,7 @@ static PyGetSetDef cut_getset[] = {
 };
 
 static PyTypeObject CutType = {
-    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "ragstream.trec._scan.Cut",
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "ragstream.trec._trec_reader.Cut",
     .tp_basicsize = sizeof(CutObject),
     .tp_flags = Py_TPFLAGS_DEFAULT,
     .tp_doc = "Cut(depth=0, level=inf, kernel=None): how much of each ranking a join keeps, "
@@ -2585,14 +2585,14 @@ static PyMethodDef methods[] = {
 
 static struct PyModuleDef module = {
     PyModuleDef_HEAD_INIT,
-    "ragstream.trec._scan",
+    "ragstream.trec._trec_reader",
     "One compiled pass over a qrels and a run file: records, repeats, trec_eval's order\n"
     "and the grades of ranked documents, for the metric kernels of ragstream.trec.",
     -1,
     methods,
 };
 
-PyMODINIT_FUNC PyInit__scan(void) {
+PyMODINIT_FUNC PyInit__trec_reader(void) {
     init_classes();
     if (PyType_Ready(&OwnedType) < 0 || PyType_Ready(&CutType) < 0) return NULL;
     PyObject *m = PyModule_Create(&module);

@@ -1,4 +1,4 @@
-/* libFuzzer target for the compiled event scanner (ragstream/events/_scan.c), built with
+/* libFuzzer target for the compiled event scanner (ragstream/events/_event_scanner.c), built with
  * AddressSanitizer and UBSan by scripts/fuzz.sh (docs/testing.md, "Fuzzing the C").
  *
  * It includes the extension's source, so that the scanner and the guard read the fuzzer's
@@ -11,7 +11,7 @@
  * accepts as a retrieval event with the same query id, time and number of
  * results, and one the guard passes; anything else aborts, which libFuzzer reports.
  */
-#include "../../ragstream/events/_scan.c"
+#include "../../ragstream/events/_event_scanner.c"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,7 +20,7 @@ static Bounds caps, small;
 static PyObject *decode_event, *caps_tuple, *keys;
 
 static void fail(const char *why, const uint8_t *data, size_t size) {
-    fprintf(stderr, "events_scan: %s on %zu bytes: %.*s\n", why, size, (int)(size < 300 ? size : 300),
+    fprintf(stderr, "event_scanner: %s on %zu bytes: %.*s\n", why, size, (int)(size < 300 ? size : 300),
             (const char *)data);
     abort();
 }
