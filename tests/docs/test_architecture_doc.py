@@ -181,7 +181,7 @@ def test_the_layer_diagram_is_the_import_contract() -> None:
     assert drawn == [layer.replace("ragstream.", "") for layer in layers]
 
 
-@pytest.mark.parametrize("name", ["QueryTable", "LabelJoin.open_scanned", "Engine.apply"])
+@pytest.mark.parametrize("name", ["QueryTable", "PartitionState.export", "Engine.apply"])
 def test_the_checks_find_real_names(name: str) -> None:
     assert _exists(name)
 
