@@ -152,10 +152,8 @@ def oversize(message: dict[str, Any], limits: Limits) -> str | None:
     labels = get("labels")
     checks.append(("labels", labels, dict, limits.max_labels))
     if type(labels) is dict:
-        checks += [("labels (key or value)", x, str, limits.max_label_chars) for x in labels]
-        checks += [
-            ("labels (key or value)", x, str, limits.max_label_chars) for x in labels.values()
-        ]
+        words = (*labels, *labels.values())
+        checks += [("labels (key or value)", x, str, limits.max_label_chars) for x in words]
     kind = get("type")
     if kind == "retrieval":
         results, qrels = get("results"), get("qrels")
@@ -199,19 +197,13 @@ def _timestamp_problem(message: dict[str, Any]) -> str | None:
     if message["type"] != "retrieval":
         return None
     for name in _TIMED_LISTS:
-        for index, item in enumerate(_objects_at(message.get(name))):
-            if item is not None and item.get("t_doc") is not None:
+        items = message.get(name)
+        for index, item in enumerate(items if type(items) is list else ()):
+            if type(item) is dict and item.get("t_doc") is not None:
                 problem = _time_problem(item["t_doc"], MIN_DOC_TS, "document time")
                 if problem is not None:
                     return f"{name}.{index}.t_doc: {problem}"
     return None
-
-
-def _objects_at(items: object) -> list[dict[str, Any] | None]:
-    """The items of a list by position, None for those that are not JSON objects."""
-    if type(items) is not list:
-        return []
-    return [item if type(item) is dict else None for item in items]
 
 
 def _time_problem(value: object, low: float, what: str) -> str | None:
