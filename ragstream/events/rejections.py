@@ -46,14 +46,13 @@ _INDEX = re.compile(r"\[(\d+)\]")
 _MISSING = re.compile(r"Object missing required field `([^`]*)`")
 
 
-def sized(data: bytes | bytearray | None, limits: Limits) -> bytes | bytearray:
-    """`data` when it is neither empty nor over the message size limit (checked first)."""
+def sized(data: bytes | bytearray | None, max_bytes: int) -> bytes | bytearray:
+    """`data` when it is neither empty nor over ``max_bytes`` (checked first, for events
+    and trace messages alike)."""
     if not data:
         raise DecodeError("empty", "empty message (null or zero-length value)")
-    if len(data) > limits.max_message_bytes:
-        raise DecodeError(
-            "too_large", f"message is {len(data)} bytes, limit {limits.max_message_bytes}"
-        )
+    if len(data) > max_bytes:
+        raise DecodeError("too_large", f"message is {len(data)} bytes, limit {max_bytes}")
     return data
 
 

@@ -17,8 +17,9 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
 
 from ragstream.events import DecodeError
+from ragstream.events.rejections import sized
 from ragstream.traces.conventions import TraceMapping
-from ragstream.traces.spans import READ_KINDS, IdNames, Span, SpanBatch, check_size, local_root
+from ragstream.traces.spans import READ_KINDS, IdNames, Span, SpanBatch, local_root
 
 __all__ = ["decode_proto", "read_proto", "value_of"]
 
@@ -27,7 +28,7 @@ _ID_NAMES: IdNames = ("trace_id", "span_id", "parent_span_id")
 
 def decode_proto(value: bytes, max_bytes: int) -> ExportTraceServiceRequest:
     """An `otlp_proto` message; `DecodeError` (`empty`, `too_large`, `bad_protobuf`)."""
-    check_size(value, max_bytes)
+    sized(value, max_bytes)
     try:
         request: ExportTraceServiceRequest = ExportTraceServiceRequest.FromString(value)
     except (ProtobufDecodeError, RuntimeError, ValueError) as error:
