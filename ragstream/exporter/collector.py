@@ -17,10 +17,10 @@ from prometheus_client.registry import Collector
 from ragstream import __version__
 from ragstream.events import DECODE_REASONS
 from ragstream.exporter.family import PREFIX, Family, to_metrics
-from ragstream.exporter.windowed import build, metric_for_column
+from ragstream.exporter.windowed import build
 from ragstream.pipeline.engine import Engine
 
-__all__ = ["EngineCollector", "metric_for_column"]
+__all__ = ["EngineCollector"]
 
 # Exported at 0 from the start, so that rate() and alerts see the series before any event.
 _KNOWN_EVENT_OUTCOMES = [
@@ -45,6 +45,11 @@ _KNOWN_SPAN_OUTCOMES = [
     *((kind, "read") for kind in ("RETRIEVER", "RERANKER", "CHAIN", "AGENT", "LLM")),
     *((kind, "late") for kind in ("RETRIEVER", "RERANKER", "CHAIN", "AGENT", "LLM")),
 ]
+
+
+def _counter(name: str, help: str, *labels: str) -> Family:
+    """A counter family per input partition (`partition` its last label)."""
+    return Family(PREFIX + name, help + ", per input partition.", (*labels, "partition"), "counter")
 
 
 class EngineCollector(Collector):
@@ -85,29 +90,17 @@ class EngineCollector(Collector):
     def _health(self) -> Iterator[Family]:
         engine = self.engine
         held = [(p, str(p), engine.partition_tally(p)) for p in engine.held_partitions()]
-        events = Family(
-            PREFIX + "events",
-            "Events read, by type and outcome, per input partition.",
-            ("type", "outcome", "partition"),
-            "counter",
+        events = _counter("events", "Events read, by type and outcome", "type", "outcome")
+        invalid = _counter("invalid_events", "Malformed messages, by reason", "reason")
+        clamped = _counter(
+            "events_clamped",
+            "Events from the future (beyond the tolerance), clamped to t_now",
+            "type",
         )
-        invalid = Family(
-            PREFIX + "invalid_events",
-            "Malformed messages, by reason, per input partition.",
-            ("reason", "partition"),
-            "counter",
-        )
-        clamped = Family(
-            PREFIX + "events_clamped",
-            "Events from the future (beyond the tolerance), clamped to t_now, per input partition.",
-            ("type", "partition"),
-            "counter",
-        )
-        collapsed = Family(
-            PREFIX + "label_values_collapsed",
-            "Events with a label value beyond the cap, exported as 'other', per input partition.",
-            ("key", "partition"),
-            "counter",
+        collapsed = _counter(
+            "label_values_collapsed",
+            "Events with a label value beyond the cap, exported as 'other'",
+            "key",
         )
         for _, name, tally in held:
             known = dict.fromkeys(_KNOWN_EVENT_OUTCOMES, 0)
@@ -125,10 +118,7 @@ class EngineCollector(Collector):
                 invalid.add(reason, name, value=n)
             for key, n in sorted(keys.items()):
                 collapsed.add(key, name, value=n)
-        yield events
-        yield invalid
-        yield clamped
-        yield collapsed
+        yield from (events, invalid, clamped, collapsed)
         yield from self._join_health([(p, name) for p, name, _ in held])
         yield from self._trace_health([(p, name) for p, name, _ in held])
         last = Family(
@@ -168,24 +158,18 @@ class EngineCollector(Collector):
         traces = self.engine.traces
         if traces is None:
             return
-        spans = Family(
-            PREFIX + "trace_spans",
-            "Spans read from trace topics, by OpenInference kind and outcome, per input partition.",
-            ("kind", "outcome", "partition"),
-            "counter",
+        spans = _counter(
+            "trace_spans",
+            "Spans read from trace topics, by OpenInference kind and outcome",
+            "kind",
+            "outcome",
         )
-        closed = Family(
-            PREFIX + "traces",
-            "Traces closed, by outcome, per input partition.",
-            ("outcome", "partition"),
-            "counter",
-        )
-        skipped = Family(
-            PREFIX + "trace_records_skipped",
+        closed = _counter("traces", "Traces closed, by outcome", "outcome")
+        skipped = _counter(
+            "trace_records_skipped",
             "Records of trace topics skipped (another signal's, by its otelcol.signal header), "
-            "by reason, per input partition.",
-            ("reason", "partition"),
-            "counter",
+            "by reason",
+            "reason",
         )
         for p, name in held:
             counts = dict.fromkeys(_KNOWN_SPAN_OUTCOMES, 0) | dict(traces.span_counts(p))
@@ -195,9 +179,7 @@ class EngineCollector(Collector):
                 closed.add(outcome, name, value=n)
             for reason, n in traces.skip_counts(p).items():
                 skipped.add(reason, name, value=n)
-        yield spans
-        yield closed
-        yield skipped
+        yield from (spans, closed, skipped)
         yield Family.single(
             PREFIX + "open_traces",
             "Traces waiting for more spans before their answer event.",
@@ -206,31 +188,17 @@ class EngineCollector(Collector):
 
     def _join_health(self, held: Sequence[tuple[int, str]]) -> Iterator[Family]:
         engine = self.engine
-        labels = Family(
-            PREFIX + "labels",
-            "Relevance labels (feedback) by outcome, per input partition.",
-            ("outcome", "partition"),
-            "counter",
+        labels = _counter("labels", "Relevance labels (feedback) by outcome", "outcome")
+        finalized = _counter(
+            "queries_finalized", "Queries whose label TTL ended (or that were evicted early)"
         )
-        finalized = Family(
-            PREFIX + "queries_finalized",
-            "Queries whose label TTL ended (or that were evicted early), per input partition.",
-            ("partition",),
-            "counter",
+        evicted = _counter(
+            "open_queries_evicted",
+            "Queries finalized early because the cap on open queries was reached",
         )
-        evicted = Family(
-            PREFIX + "open_queries_evicted",
-            "Queries finalized early because the cap on open queries was reached, per input "
-            "partition.",
-            ("partition",),
-            "counter",
-        )
-        repeated = Family(
-            PREFIX + "repeated_documents",
-            "Repeated doc ids in results (each counts once, at its first rank), per input "
-            "partition.",
-            ("partition",),
-            "counter",
+        repeated = _counter(
+            "repeated_documents",
+            "Repeated doc ids in results (each counts once, at its first rank)",
         )
         for p, name in held:
             counts = engine.partition_join_counters(p)
@@ -248,6 +216,4 @@ class EngineCollector(Collector):
             "Labels waiting for their retrieval event.",
             engine.pending_labels,
         )
-        yield finalized
-        yield evicted
-        yield repeated
+        yield from (finalized, evicted, repeated)

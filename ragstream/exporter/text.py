@@ -55,7 +55,7 @@ def _quote(value: str) -> str:
 
 
 # a series' label strings: `{...}` (empty without labels), and a histogram bucket's text
-# before and after its `le` value
+# before and after its `le` value; by label values, by the family's label names
 _Strings = tuple[str, str, str]
 _Series = dict[tuple[str, ...], _Strings]
 _Make = Callable[[tuple[str, ...]], _Strings]
@@ -67,12 +67,11 @@ class TextRenderer:
     rendering to the next: between two scrapes the series are nearly all the same and only
     their values change, so a scrape formats numbers and little else.
 
-    The strings kept are those of the latest rendering only (each rendering starts a new
-    generation and takes over the strings it uses), so the memory follows the series
-    exported now, never the series exported once.
+    The strings kept are those of the latest rendering only (each rendering takes over the
+    strings it uses), so the memory follows the series exported now, never those once.
     """
 
-    __slots__ = ("_kept",)
+    __slots__ = ("_escaping", "_kept", "_new", "_openmetrics", "_out")
 
     def __init__(self) -> None:
         self._kept: _Kept = {}
@@ -82,37 +81,21 @@ class TextRenderer:
         allocates many small strings and no cycles)."""
         paused = gc.isenabled()
         gc.disable()
+        self._openmetrics, self._escaping = fmt.openmetrics, fmt.escaping
+        self._new: _Kept = {}
+        self._out: list[str] = []
         try:
-            current: _Kept = {}
-            text = _Writer(fmt, self._kept, current).write(families)
-            self._kept = current
-            return text.encode()
+            for f in families:
+                self._header(f)
+                (self._histogram if f.kind == "histogram" else self._rows)(f)
+            if fmt.openmetrics:
+                self._out.append("# EOF\n")
+            self._kept = self._new
+            return "".join(self._out).encode()
         finally:
+            self._out = []
             if paused:
                 gc.enable()
-
-
-class _Writer:
-    __slots__ = ("_cache", "_current", "_escaping", "_openmetrics", "_previous", "out")
-
-    def __init__(self, fmt: Format, previous: _Kept, current: _Kept) -> None:
-        self._openmetrics = fmt.openmetrics
-        self._escaping = fmt.escaping
-        self._previous = previous
-        self._current = current
-        self._cache: dict[str, str] = {}
-        self.out: list[str] = []
-
-    def write(self, families: Iterable[Family]) -> str:
-        for f in families:
-            self._header(f)
-            if f.kind == "histogram":
-                self._histogram(f)
-            else:
-                self._rows(f)
-        if self._openmetrics:
-            self.out.append("# EOF\n")
-        return "".join(self.out)
 
     def _name(self, name: str) -> str:
         """A sample's name: OpenMetrics escapes it as a label name is, without quoting (under
@@ -127,15 +110,9 @@ class _Writer:
         text = f.help.replace("\\", r"\\").replace("\n", r"\n")
         if self._openmetrics:
             text = text.replace('"', r"\"")
-        self.out.append(f"# HELP {name} {text}\n# TYPE {name} {f.kind}\n")
+        self._out.append(f"# HELP {name} {text}\n# TYPE {name} {f.kind}\n")
         if self._openmetrics and f.unit:
-            self.out.append(f"# UNIT {name} {f.unit}\n")
-
-    def _quoted(self, value: str) -> str:
-        found = self._cache.get(value)
-        if found is None:
-            found = self._cache[value] = '"' + _quote(value) + '"'
-        return found
+            self._out.append(f"# UNIT {name} {f.unit}\n")
 
     def _series(self, f: Family, histogram: bool) -> tuple[_Series, _Series, _Make]:
         """The label strings of a family's series: those this rendering made or took over,
@@ -145,22 +122,21 @@ class _Writer:
         names = [escape_label_name(f.labels[i], self._escaping) for i in order]
         split = sum(f.labels[i] < "le" for i in order) if histogram else len(order)
         key = (*names, "le") if histogram else tuple(names)
-        quoted = self._quoted
 
         def make(values: tuple[str, ...]) -> _Strings:
-            pairs = [f"{names[j]}={quoted(values[i])}" for j, i in enumerate(order)]
+            pairs = [f'{names[j]}="{_quote(values[i])}"' for j, i in enumerate(order)]
             before, after = ",".join(pairs[:split]), ",".join(pairs[split:])
             braced = "{" + ",".join(pairs) + "}" if pairs else ""
             return braced, f'{before},le="' if before else 'le="', f'",{after}' if after else '"'
 
         # families with the same label names share their strings
-        return self._current.setdefault(key, {}), self._previous.get(key, {}), make
+        return self._new.setdefault(key, {}), self._kept.get(key, {}), make
 
     # Values in [0, 1e6) are written by `repr` directly, as floatToGoString writes them.
 
     def _rows(self, f: Family) -> None:
         name = self._name(f.name + "_total" if f.kind == "counter" else f.name)
-        (new, old, make), go, append = self._series(f, False), _go, self.out.append
+        (new, old, make), go, append = self._series(f, False), _go, self._out.append
         for values, value in f.rows:
             found = new[values] = new.get(values) or old.get(values) or make(values)
             text = repr(value) if 0.0 <= value < 1e6 else go(value)
@@ -170,10 +146,9 @@ class _Writer:
         bucket, count, total_name = (self._name(f.name + s) for s in ("_bucket", "_count", "_sum"))
         bounds = [_quote(b) for b in f.bounds]
         with_sum = not f.bounds or float(f.bounds[0]) >= 0  # prometheus_client's rule
-        (new, old, make), go, append = self._series(f, True), _go, self.out.append
+        (new, old, make), go, append = self._series(f, True), _go, self._out.append
         for values, counts, total in f.histograms:
-            found = new[values] = new.get(values) or old.get(values) or make(values)
-            braced, head, tail = found
+            braced, head, tail = new[values] = new.get(values) or old.get(values) or make(values)
             for bound, n in zip(bounds, counts, strict=True):
                 text = repr(n) if 0.0 <= n < 1e6 else go(n)
                 # (an OpenMetrics exemplar of the bucket would follow the value)

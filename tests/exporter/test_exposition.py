@@ -11,9 +11,10 @@ from prometheus_client.exposition import choose_encoder
 from prometheus_client.parser import text_string_to_metric_families
 
 from ragstream.events import Message
-from ragstream.exporter.collector import EngineCollector, metric_for_column
+from ragstream.exporter.collector import EngineCollector
 from ragstream.exporter.http import Health, MetricsServer
 from ragstream.exporter.text import TextRenderer
+from ragstream.exporter.windowed import metric_for_column
 from ragstream.pipeline.engine import Engine
 from tests.exporter.test_text_renderer import ACCEPTS, assert_written_as_prometheus_client
 from tests.support import defaults

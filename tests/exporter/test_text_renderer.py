@@ -88,7 +88,7 @@ def _families(apps: list[str], scale: float) -> list[Family]:
     ]
 
 
-def _encoded(metrics: Iterable[Metric], accept: str) -> tuple[bytes, str]:
+def encoded(metrics: Iterable[Metric], accept: str) -> tuple[bytes, str]:
     """What prometheus_client answers for these metrics and this Accept header."""
     fixed = list(metrics)
 
@@ -106,7 +106,7 @@ def assert_written_as_prometheus_client(renderer: TextRenderer, families: list[F
     """Every Accept header above: the same bytes and Content-Type as prometheus_client."""
     for accept in ACCEPTS:
         fmt = negotiate(accept)
-        assert (renderer.render(families, fmt), fmt.content_type) == _encoded(
+        assert (renderer.render(families, fmt), fmt.content_type) == encoded(
             to_metrics(families), accept
         ), accept
 
@@ -180,7 +180,7 @@ def test_prometheus_client_metrics_read_back_are_written_as_prometheus_client_wr
     for accept in ACCEPTS:
         fmt = negotiate(accept)
         body = TextRenderer().render(families, fmt)
-        assert (body, fmt.content_type) == _encoded(metrics, accept), accept
+        assert (body, fmt.content_type) == encoded(metrics, accept), accept
 
 
 def test_what_a_family_cannot_hold_is_refused() -> None:
