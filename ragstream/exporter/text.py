@@ -55,7 +55,8 @@ def _quote(value: str) -> str:
 
 
 # a series' label strings: `{...}` (empty without labels), and a histogram bucket's text
-# before and after its `le` value; by label values, by the family's label names
+# before and after its `le` value; by label values, by the family's label names (and the
+# escaping, and whether a histogram's)
 _Strings = tuple[str, str, str]
 _Series = dict[tuple[str, ...], _Strings]
 _Make = Callable[[tuple[str, ...]], _Strings]
@@ -121,7 +122,7 @@ class TextRenderer:
         order = sorted(range(len(f.labels)), key=f.labels.__getitem__)
         names = [escape_label_name(f.labels[i], self._escaping) for i in order]
         split = sum(f.labels[i] < "le" for i in order) if histogram else len(order)
-        key = (*names, "le") if histogram else tuple(names)
+        key = (*f.labels, self._escaping, "le" if histogram else "")
 
         def make(values: tuple[str, ...]) -> _Strings:
             pairs = [f'{names[j]}="{_quote(values[i])}"' for j, i in enumerate(order)]
@@ -129,7 +130,7 @@ class TextRenderer:
             braced = "{" + ",".join(pairs) + "}" if pairs else ""
             return braced, f'{before},le="' if before else 'le="', f'",{after}' if after else '"'
 
-        # families with the same label names share their strings
+        # families with the same label names in the same order share their strings
         return self._new.setdefault(key, {}), self._kept.get(key, {}), make
 
     # Values in [0, 1e6) are written by `repr` directly, as floatToGoString writes them.

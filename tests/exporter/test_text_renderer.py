@@ -50,6 +50,8 @@ ACCEPTS = [
 def _families(apps: list[str], scale: float) -> list[Family]:
     help_text = 'MRR of the "top" \\ results,\nper window.'
     gauge = Family("ragstream_retrieval_mrr", help_text, ("window", "app"))
+    # the same label names in the other order: the same values are other series
+    swapped = Family("ragstream_swapped", "Swapped.", ("app", "window"))
     sums = Family("ragstream_window_sums", "Sums.", ("metric", "half_life", "window", "app"))
     events = Family("ragstream_things", "Things.", ("app", "service.name"), kind="counter")
     hist = Family(
@@ -62,6 +64,7 @@ def _families(apps: list[str], scale: float) -> list[Family]:
     for i, app in enumerate(apps):
         for window in ("5m", "1h"):
             gauge.add(window, app, value=scale * (i + 1) / 7)
+            swapped.add(window, app, value=scale)
             sums.add("rr", "", window, app, value=scale * i * 123_456.7)  # Go's exponents
         events.add(app, "svc", value=3.0 * i)
         hist.histograms.append((("10", app, "m"), [0.0, float(i), 2.0 * i], scale * i))
@@ -76,6 +79,7 @@ def _families(apps: list[str], scale: float) -> list[Family]:
     signed.histograms.append((("x",), [1.0, 2.0], -0.5))  # no _count, _sum: negative buckets
     return [
         gauge,
+        swapped,
         sums,
         events,
         hist,
@@ -148,9 +152,11 @@ def test_it_keeps_the_label_strings_of_the_latest_rendering_only() -> None:
         fmt = negotiate("application/openmetrics-text" if n % 2 else "")
         renderer.render(_families([f"app{n}-{i}" for i in range(100)], 1.0), fmt)
     kept = renderer._kept  # the strings it holds between scrapes
-    # mrr 2 x 100 + 3, sums 2 x 100, things 100, rr 100, signed 1, and the series without
-    # labels: one of the gauges and counters (series, retracts, size), one of a histogram's
-    assert sum(len(strings) for strings in kept.values()) == 200 + 3 + 200 + 100 + 100 + 1 + 2
+    # mrr 2 x 100 + 3, swapped 2 x 100, sums 2 x 100, things 100, rr 100, signed 1, and the
+    # series without labels: one of the gauges and counters (series, retracts, size), one of
+    # a histogram's
+    kept_now = sum(len(strings) for strings in kept.values())
+    assert kept_now == 200 + 3 + 200 + 200 + 100 + 100 + 1 + 2
     assert all(
         any(v.startswith("app4-") for v in values)
         or values in ((), ("x",))
