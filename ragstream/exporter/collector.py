@@ -53,8 +53,8 @@ def _counter(name: str, help: str, *labels: str) -> Family:
 
 
 class EngineCollector(Collector):
-    """Reads one engine at every scrape: `families()` for the exporter's renderer, and
-    `collect()` (the same families) for a prometheus_client registry."""
+    """Reads one engine at every scrape (at `clock`, by default the engine's read clock):
+    `families()` for the exporter's renderer, `collect()` for a prometheus_client registry."""
 
     def __init__(
         self,
@@ -64,23 +64,18 @@ class EngineCollector(Collector):
         lag: Callable[[], Mapping[tuple[str, int], int]] | None = None,
     ) -> None:
         self.engine = engine
-        self._clock = clock
+        self._clock = clock or engine.read_clock()
         self._lag = lag
         self.scrapes = 0
 
     def describe(self) -> list[Metric]:
         return []  # computed per scrape: nothing to check at registration
 
-    def _now(self) -> float:
-        if self._clock is not None:
-            return self._clock()
-        return self.engine.read_clock()()
-
     def families(self) -> list[Family]:
         """Every family of a scrape: the windowed gauges, drift and histograms, then the
         self-health counters and gauges."""
         self.scrapes += 1
-        return [*build(self.engine, self._now()), *self._health()]
+        return [*build(self.engine, self._clock()), *self._health()]
 
     def collect(self) -> Iterator[Metric]:
         return to_metrics(self.families())
