@@ -30,7 +30,6 @@ from prometheus_client.exposition import choose_encoder
 from bench.scrape_data import T_END, DataConfig, base_events, engine_config, fill, message_batches
 from ragstream.exporter.collector import EngineCollector
 from ragstream.exporter.http import MetricsServer
-from ragstream.exporter.text import Format, TextRenderer, negotiate
 from ragstream.pipeline.engine import Engine
 
 __all__ = ["ACCEPT", "count_series", "measure_size", "percentiles", "rss_bytes"]
@@ -111,7 +110,7 @@ async def _http_times(
         return samples, size
 
 
-def profile_scrape(scrape: Callable[[], bytes], reps: int = 5) -> dict[str, Any]:
+def profile_scrape(scrape: Callable[[], object], reps: int = 5) -> dict[str, Any]:
     """Where a scrape's time goes: windows reads, the rest of the families' building
     (label tuples, metric math), the rendering; and the top functions."""
     profiler = cProfile.Profile()
@@ -127,13 +126,14 @@ def profile_scrape(scrape: Callable[[], bytes], reps: int = 5) -> dict[str, Any]
             v[3] for (path, _, name), v in raw.items() if path_part in path and name in names
         )
 
+    total = cumulative("exporter/http.py", ("scrape",))
     families = cumulative("exporter/collector.py", ("families",))
     reads = cumulative("windows/store.py", ("read", "read_all", "read_totals"))
     rendering = cumulative("exporter/text.py", ("render",))
     top = sorted(raw.items(), key=lambda kv: kv[1][2], reverse=True)[:12]
     return {
         "reps": reps,
-        "total": (families + rendering) / reps,
+        "total": total / reps,
         "windows_reads": reads / reps,
         "families": (families - reads) / reps,
         "rendering": rendering / reps,
@@ -142,10 +142,6 @@ def profile_scrape(scrape: Callable[[], bytes], reps: int = 5) -> dict[str, Any]
             for (path, line, name), v in top
         ],
     }
-
-
-def _scrape(renderer: TextRenderer, collector: EngineCollector, fmt: Format) -> bytes:
-    return renderer.render(collector.families(), fmt)
 
 
 def measure_size(
@@ -160,9 +156,8 @@ def measure_size(
     del values
     gc.collect()
     collector = EngineCollector(engine, clock=lambda: T_END)
-    renderer = TextRenderer()
-    formats = {name: negotiate(accept) for name, accept in ACCEPT.items()}
-    text = renderer.render(collector.families(), formats["text"]).decode()
+    server = MetricsServer(collector.families)  # not started: its scrapes in-process
+    text = server.scrape(ACCEPT["text"])[0].decode()
     series, labelled = count_series(text)
     load_before = os.getloadavg()[0]
     result: dict[str, Any] = {
@@ -178,9 +173,9 @@ def measure_size(
     }
     registry = CollectorRegistry()
     registry.register(collector)
-    for name, fmt in formats.items():
+    for name, accept in ACCEPT.items():
         # what /metrics runs; and prometheus_client's encoder of the same families
-        wall, cpu = _timed(partial(_scrape, renderer, collector, fmt), reps)
+        wall, cpu = _timed(partial(server.scrape, accept), reps)
         generic, _ = _timed(partial(choose_encoder(ACCEPT[name])[0], registry), max(1, reps // 5))
         http, body = asyncio.run(_http_times(collector, http_reps, ACCEPT[name]))
         result[name] = {
@@ -196,7 +191,5 @@ def measure_size(
         "load": [load_before, os.getloadavg()[0]],
     }
     if profile:
-        result["profile"] = profile_scrape(
-            partial(_scrape, renderer, collector, formats["openmetrics"])
-        )
+        result["profile"] = profile_scrape(partial(server.scrape, ACCEPT["openmetrics"]))
     return result

@@ -11,7 +11,6 @@ creation time, as prometheus_client writes none for a `CounterMetricFamily` with
 
 from __future__ import annotations
 
-import gc
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
@@ -78,10 +77,7 @@ class TextRenderer:
         self._kept: _Kept = {}
 
     def render(self, families: Iterable[Family], fmt: Format) -> bytes:
-        """The exposition of the families (the cyclic GC paused meanwhile: a rendering
-        allocates many small strings and no cycles)."""
-        paused = gc.isenabled()
-        gc.disable()
+        """The exposition of the families."""
         self._openmetrics, self._escaping = fmt.openmetrics, fmt.escaping
         self._new: _Kept = {}
         self._out: list[str] = []
@@ -95,8 +91,6 @@ class TextRenderer:
             return "".join(self._out).encode()
         finally:
             self._out = []
-            if paused:
-                gc.enable()
 
     def _name(self, name: str) -> str:
         """A sample's name: OpenMetrics escapes it as a label name is, without quoting (under
