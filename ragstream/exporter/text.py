@@ -134,6 +134,7 @@ class TextRenderer:
         (new, old, make), go, append = self._series(f, False), _go, self._out.append
         for values, value in f.rows:
             found = new[values] = new.get(values) or old.get(values) or make(values)
+            value = float(value)  # an int would lose its ".0"
             text = repr(value) if 0.0 <= value < 1e6 else go(value)
             append(f"{name}{found[0]} {text}\n")
 

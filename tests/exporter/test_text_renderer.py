@@ -71,6 +71,7 @@ def _families(apps: list[str], scale: float) -> list[Family]:
     gauge.add("5m", "inf", value=math.inf)
     gauge.add("1h", "-inf", value=-math.inf)
     gauge.add("1h", "nan", value=math.nan)
+    gauge.rows.append((("1h", "int"), 3))  # an int, written as 3.0
     latency = Family(
         "ragstream_latency_seconds", "Latency.", (), "histogram", bounds=("0.1", "+Inf")
     )
@@ -152,16 +153,16 @@ def test_it_keeps_the_label_strings_of_the_latest_rendering_only() -> None:
         fmt = negotiate("application/openmetrics-text" if n % 2 else "")
         renderer.render(_families([f"app{n}-{i}" for i in range(100)], 1.0), fmt)
     kept = renderer._kept  # the strings it holds between scrapes
-    # mrr 2 x 100 + 3, swapped 2 x 100, sums 2 x 100, things 100, rr 100, signed 1, and the
+    # mrr 2 x 100 + 4, swapped 2 x 100, sums 2 x 100, things 100, rr 100, signed 1, and the
     # series without labels: one of the gauges and counters (series, retracts, size), one of
     # a histogram's
     kept_now = sum(len(strings) for strings in kept.values())
-    assert kept_now == 200 + 3 + 200 + 200 + 100 + 100 + 1 + 2
+    assert kept_now == 200 + 4 + 200 + 200 + 100 + 100 + 1 + 2
     assert all(
         any(v.startswith("app4-") for v in values)
         or values in ((), ("x",))
         or "inf" in values[-1]
-        or "nan" in values[-1]
+        or values[-1] in ("nan", "int")
         for strings in kept.values()
         for values in strings
     )
