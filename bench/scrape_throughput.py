@@ -3,9 +3,10 @@
 The agent runs as in production (engine on the wall clock, `Runner`, `MetricsServer` on the
 same event loop) over an in-memory source that hands out pre-built batches as fast as the
 runner takes them. The scraper is a separate process (as Prometheus would be) that GETs
-`/metrics` every `interval` seconds; the source starts the clock only once the first scrape
-has been served, so both kinds of run time the same work. Runs without and with the scraper
-alternate, so that the machine's drifting load hits both alike.
+`/metrics` every `interval` seconds, asking for OpenMetrics as Prometheus does; the source
+starts the clock only once the first scrape has been served, so both kinds of run time the
+same work. Runs without and with the scraper alternate, so that the machine's drifting load
+hits both alike.
 
 `python -m bench.scrape_throughput URL INTERVAL` is the scraper itself.
 """
@@ -25,6 +26,7 @@ from collections.abc import AsyncIterator, Callable, Sequence
 from typing import Any
 
 from bench.scrape_data import T_END, DataConfig, base_events, engine_config, message_batches
+from bench.scrape_timing import ACCEPT
 from ragstream.agent import Agent
 from ragstream.events import Message, Record
 from ragstream.pipeline.engine import Engine
@@ -161,7 +163,8 @@ def scraper(url: str, interval: float) -> None:
     while not stopping:
         started = time.perf_counter()
         try:
-            with urllib.request.urlopen(url, timeout=10) as response:
+            request = urllib.request.Request(url, headers={"Accept": ACCEPT["openmetrics"]})
+            with urllib.request.urlopen(request, timeout=10) as response:
                 response.read()
             samples.append(time.perf_counter() - started)
         except OSError:  # the server is not up yet

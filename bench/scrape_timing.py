@@ -1,11 +1,12 @@
 """One size of the scrape benchmark: fill an engine, then time its exposition.
 
 The engine follows a fixed wall clock (`T_END`, where the stream ends) and the collector
-reads at the same instant, so every repetition computes the same exposition. Timed:
-`generate_latest(registry)` in-process (collectors + text encoding), and a real HTTP GET of
-`/metrics` against `MetricsServer` on 127.0.0.1 (aiohttp client in the same process, so the
-figure includes the client's read of the body). Memory: the process's resident set and the
-windows' arrays (`engine.store.nbytes`).
+reads at the same instant, so every repetition computes the same exposition. Timed, for the
+text format and for OpenMetrics: what `/metrics` runs in-process (the collector's families,
+written by the exporter's renderer), and a real HTTP GET of `/metrics` against
+`MetricsServer` on 127.0.0.1 (aiohttp client in the same process, so the figure includes the
+client's read of the body); for reference, prometheus_client's own encoders of the same
+families. Memory: the process's resident set and the windows' arrays (`engine.store.nbytes`).
 """
 
 from __future__ import annotations
@@ -19,17 +20,27 @@ import resource
 import statistics
 import time
 from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 import aiohttp
-from prometheus_client import CollectorRegistry, generate_latest
+from prometheus_client import CollectorRegistry
+from prometheus_client.exposition import choose_encoder
 
 from bench.scrape_data import T_END, DataConfig, base_events, engine_config, fill, message_batches
 from ragstream.exporter.collector import EngineCollector
 from ragstream.exporter.http import MetricsServer
 from ragstream.pipeline.engine import Engine
 
-__all__ = ["count_series", "measure_size", "percentiles", "rss_bytes"]
+__all__ = ["ACCEPT", "count_series", "measure_size", "percentiles", "rss_bytes"]
+
+ACCEPT = {
+    "text": "text/plain;version=0.0.4;q=1,*/*;q=0.1",
+    # what Prometheus asks for unless its scrape job says otherwise: OpenMetrics first
+    "openmetrics": "application/openmetrics-text;version=1.0.0,application/openmetrics-text;"
+    "version=0.0.1;q=0.75,text/plain;version=0.0.4;q=0.5,*/*;q=0.1",
+}
+"""The Accept header of a scrape, by format."""
 
 
 def rss_bytes() -> int:
@@ -80,14 +91,11 @@ def _timed(fn: Callable[[], object], reps: int) -> tuple[list[float], list[float
 
 
 async def _http_times(
-    registry: CollectorRegistry, reps: int, collector: EngineCollector
+    collector: EngineCollector, reps: int, accept: str
 ) -> tuple[list[float], int]:
-    rest = CollectorRegistry()  # served as the agent serves it: the fast text path
-    rest.register(collector.health_only())
-    fast = (collector.windowed_text, rest)
     async with (
-        MetricsServer(registry, host="127.0.0.1", port=0, fast_text=fast) as server,
-        aiohttp.ClientSession() as session,
+        MetricsServer(collector.families, host="127.0.0.1", port=0) as server,
+        aiohttp.ClientSession(headers={"Accept": accept}) as session,
     ):
         url = server.url + "/metrics"
         samples = []
@@ -102,13 +110,13 @@ async def _http_times(
         return samples, size
 
 
-def profile_scrape(registry: CollectorRegistry, reps: int = 5) -> dict[str, Any]:
-    """Where a scrape's time goes: windows reads, the rest of the collector (families,
-    label lists, metric math), prometheus_client's text encoding; and the top functions."""
+def profile_scrape(scrape: Callable[[], object], reps: int = 5) -> dict[str, Any]:
+    """Where a scrape's time goes: windows reads, the rest of the families' building
+    (label tuples, metric math), the rendering; and the top functions."""
     profiler = cProfile.Profile()
     profiler.enable()
     for _ in range(reps):
-        generate_latest(registry)
+        scrape()
     profiler.disable()
     stats = pstats.Stats(profiler)
     raw: dict[tuple[str, int, str], tuple[int, int, float, float, Any]] = stats.stats  # type: ignore[attr-defined]
@@ -118,18 +126,17 @@ def profile_scrape(registry: CollectorRegistry, reps: int = 5) -> dict[str, Any]
             v[3] for (path, _, name), v in raw.items() if path_part in path and name in names
         )
 
-    total = cumulative("prometheus_client/exposition.py", ("generate_latest",))
-    collect = cumulative("exporter/collector.py", ("collect",))
+    total = cumulative("exporter/http.py", ("scrape",))
+    families = cumulative("exporter/collector.py", ("families",))
     reads = cumulative("windows/store.py", ("read",))
-    families = cumulative("prometheus_client/metrics_core.py", ("add_metric",))
+    rendering = cumulative("exporter/text.py", ("render",))
     top = sorted(raw.items(), key=lambda kv: kv[1][2], reverse=True)[:12]
     return {
         "reps": reps,
         "total": total / reps,
         "windows_reads": reads / reps,
-        "add_metric": families / reps,
-        "collector_other": (collect - reads - families) / reps,
-        "encoding": (total - collect) / reps,
+        "families": (families - reads) / reps,
+        "rendering": rendering / reps,
         "top": [
             {"function": f"{os.path.basename(path)}:{line}({name})", "tottime": v[2] / reps}
             for (path, line, name), v in top
@@ -148,38 +155,41 @@ def measure_size(
     fill_seconds = time.perf_counter() - started
     del values
     gc.collect()
-    registry = CollectorRegistry()
     collector = EngineCollector(engine, clock=lambda: T_END)
-    registry.register(collector)
-    text = generate_latest(registry).decode()
+    server = MetricsServer(collector.families)  # not started: its scrapes in-process
+    text = server.scrape(ACCEPT["text"])[0].decode()
     series, labelled = count_series(text)
     load_before = os.getloadavg()[0]
-    rest = CollectorRegistry()
-    rest.register(collector.health_only())
-    # what /metrics serves for the text format: the windowed families written directly,
-    # then the rest through prometheus_client; the generic encoder of everything apart
-    local, local_cpu = _timed(lambda: collector.windowed_text() + generate_latest(rest), reps)
-    generic, _ = _timed(lambda: generate_latest(registry), reps)
-    http, body = asyncio.run(_http_times(registry, http_reps, collector))
     result: dict[str, Any] = {
         "labelsets": labelsets,
         "series": series,
         "series_per_labelset": labelled / labelsets,
         "series_fixed": series - labelled,
         "covered": _coverage(text, labelsets, len(engine.spec.windows)),
-        "body_bytes": body,
         "messages": n,
         "fill_seconds": fill_seconds,
         "engine_series": len(engine.store),
         "store_nbytes": engine.store.nbytes,
+    }
+    registry = CollectorRegistry()
+    registry.register(collector)
+    for name, accept in ACCEPT.items():
+        # what /metrics runs; and prometheus_client's encoder of the same families
+        wall, cpu = _timed(partial(server.scrape, accept), reps)
+        generic, _ = _timed(partial(choose_encoder(ACCEPT[name])[0], registry), max(1, reps // 5))
+        http, body = asyncio.run(_http_times(collector, http_reps, ACCEPT[name]))
+        result[name] = {
+            "scrape": percentiles(wall),
+            "cpu": percentiles(cpu),
+            "generic_encoder": percentiles(generic),
+            "http": percentiles(http),
+            "body_bytes": body,
+        }
+    result |= {
         "rss": rss_bytes(),
         "peak_rss": peak_rss_bytes(),
-        "generate_latest": percentiles(local),
-        "generate_latest_cpu": percentiles(local_cpu),
-        "generic_encoder": percentiles(generic),
-        "http": percentiles(http),
         "load": [load_before, os.getloadavg()[0]],
     }
     if profile:
-        result["profile"] = profile_scrape(registry)
+        result["profile"] = profile_scrape(partial(server.scrape, ACCEPT["openmetrics"]))
     return result

@@ -15,11 +15,12 @@ import signal
 import time
 from collections.abc import Awaitable, Callable, Mapping
 
-from prometheus_client import CollectorRegistry
+from prometheus_client.registry import Collector
 
 from ragstream.checkpoint import HandoverCounters
 from ragstream.checkpoint.collector import HandoverCollector
 from ragstream.exporter.collector import EngineCollector
+from ragstream.exporter.family import Family, from_metric
 from ragstream.exporter.http import Health, MetricsServer
 from ragstream.judging.collector import JudgeCollector
 from ragstream.judging.service import JudgingService
@@ -75,26 +76,20 @@ class Agent:
         self._drain_timeout = drain_timeout
         self._batch_timeout = batch_timeout
         self._started = False
-        self.registry = CollectorRegistry()  # everything (OpenMetrics, tests)
-        rest = CollectorRegistry()  # all but the windowed families, for the fast text path
         self.collector = EngineCollector(engine, lag=lambda: self._lag)
-        self.registry.register(self.collector)
-        rest.register(self.collector.health_only())
+        self._collectors: list[Collector] = []
         if handover is not None:
-            states = HandoverCollector(handover)
-            self.registry.register(states)
-            rest.register(states)
+            self._collectors.append(HandoverCollector(handover))
         if judging is not None:
-            judge = JudgeCollector(judging, engine.config.label_keys, now=engine.read_clock())
-            self.registry.register(judge)
-            rest.register(judge)
-        self.server = MetricsServer(
-            self.registry,
-            host=host,
-            port=port,
-            ready=self.readiness,
-            fast_text=(self.collector.windowed_text, rest),
-        )
+            self._collectors.append(
+                JudgeCollector(judging, engine.config.label_keys, now=engine.read_clock())
+            )
+        self.server = MetricsServer(self.families, host=host, port=port, ready=self.readiness)
+
+    def families(self) -> list[Family]:
+        """What a scrape serves: the engine's families, then the hand-over's and the judge's."""
+        others = (from_metric(m) for c in self._collectors for m in c.collect())
+        return [*self.collector.families(), *others]
 
     def readiness(self) -> Health:
         """Ready once consuming, with the source answering, partitions assigned and the lag

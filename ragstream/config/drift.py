@@ -10,7 +10,7 @@ cutoff a configured cutoff).
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
@@ -35,6 +35,7 @@ __all__ = [
 ]
 
 Way = Literal["down", "up", "both"]
+P = TypeVar("P")
 
 
 class _Section(BaseModel):
@@ -50,6 +51,12 @@ class _Detector(_Section):
         """The detector's typed parameters (everything but `enabled`)."""
         raise NotImplementedError
 
+    def _build(self, params: type[P]) -> P:
+        values: dict[str, Any] = self.model_dump(exclude={"enabled"})
+        if "direction" in values:
+            values["direction"] = Direction(values["direction"])
+        return params(**values)
+
 
 class ZScoreSettings(_Detector):
     """Welch z-score of the short window against the rest of the long one."""
@@ -61,13 +68,7 @@ class ZScoreSettings(_Detector):
     release: float = Field(0.8, gt=0, le=1, description="the alarm ends under release x threshold")
 
     def params(self) -> ZScoreParams:
-        return ZScoreParams(
-            self.threshold,
-            self.min_count,
-            self.min_reference,
-            Direction(self.direction),
-            self.release,
-        )
+        return self._build(ZScoreParams)
 
 
 class PsiSettings(_Detector):
@@ -80,7 +81,7 @@ class PsiSettings(_Detector):
     release: float = Field(0.8, gt=0, le=1)
 
     def params(self) -> PsiParams:
-        return PsiParams(self.threshold, self.min_count, self.min_reference, self.eps, self.release)
+        return self._build(PsiParams)
 
 
 class PageHinkleySettings(_Detector):
@@ -93,9 +94,7 @@ class PageHinkleySettings(_Detector):
     hold: int = Field(1000, ge=1, description="values the alarm stays raised after a detection")
 
     def params(self) -> PageHinkleyParams:
-        return PageHinkleyParams(
-            self.delta, self.threshold, self.min_instances, Direction(self.direction), self.hold
-        )
+        return self._build(PageHinkleyParams)
 
 
 class AdwinSettings(_Detector):
@@ -111,16 +110,7 @@ class AdwinSettings(_Detector):
     hold: int = Field(1000, ge=1)
 
     def params(self) -> AdwinParams:
-        return AdwinParams(
-            self.delta,
-            self.clock,
-            self.max_buckets,
-            self.min_window_length,
-            self.grace_period,
-            self.max_window,
-            Direction(self.direction),
-            self.hold,
-        )
+        return self._build(AdwinParams)
 
 
 def _default_pairs() -> list[tuple[float, float]]:

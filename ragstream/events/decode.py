@@ -35,7 +35,7 @@ _TYPED = msgspec.json.Decoder(DecodedEvent)
 
 def decode_event(data: bytes | bytearray | None, limits: Limits = DEFAULT_LIMITS) -> DecodedEvent:
     """Validate one message (UTF-8 JSON object) into an event; raise `DecodeError` otherwise."""
-    data = sized(data, limits)
+    data = sized(data, limits.max_message_bytes)
     default = limits is DEFAULT_LIMITS or limits.is_default
     guarded = readable(data)
     if default and guarded:

@@ -46,14 +46,13 @@ _INDEX = re.compile(r"\[(\d+)\]")
 _MISSING = re.compile(r"Object missing required field `([^`]*)`")
 
 
-def sized(data: bytes | bytearray | None, limits: Limits) -> bytes | bytearray:
-    """`data` when it is neither empty nor over the message size limit (checked first)."""
+def sized(data: bytes | bytearray | None, max_bytes: int) -> bytes | bytearray:
+    """`data` when it is neither empty nor over ``max_bytes`` (checked first, for events
+    and trace messages alike)."""
     if not data:
         raise DecodeError("empty", "empty message (null or zero-length value)")
-    if len(data) > limits.max_message_bytes:
-        raise DecodeError(
-            "too_large", f"message is {len(data)} bytes, limit {limits.max_message_bytes}"
-        )
+    if len(data) > max_bytes:
+        raise DecodeError("too_large", f"message is {len(data)} bytes, limit {max_bytes}")
     return data
 
 
@@ -152,10 +151,8 @@ def oversize(message: dict[str, Any], limits: Limits) -> str | None:
     labels = get("labels")
     checks.append(("labels", labels, dict, limits.max_labels))
     if type(labels) is dict:
-        checks += [("labels (key or value)", x, str, limits.max_label_chars) for x in labels]
-        checks += [
-            ("labels (key or value)", x, str, limits.max_label_chars) for x in labels.values()
-        ]
+        words = (*labels, *labels.values())
+        checks += [("labels (key or value)", x, str, limits.max_label_chars) for x in words]
     kind = get("type")
     if kind == "retrieval":
         results, qrels = get("results"), get("qrels")
@@ -199,19 +196,13 @@ def _timestamp_problem(message: dict[str, Any]) -> str | None:
     if message["type"] != "retrieval":
         return None
     for name in _TIMED_LISTS:
-        for index, item in enumerate(_objects_at(message.get(name))):
-            if item is not None and item.get("t_doc") is not None:
+        items = message.get(name)
+        for index, item in enumerate(items if type(items) is list else ()):
+            if type(item) is dict and item.get("t_doc") is not None:
                 problem = _time_problem(item["t_doc"], MIN_DOC_TS, "document time")
                 if problem is not None:
                     return f"{name}.{index}.t_doc: {problem}"
     return None
-
-
-def _objects_at(items: object) -> list[dict[str, Any] | None]:
-    """The items of a list by position, None for those that are not JSON objects."""
-    if type(items) is not list:
-        return []
-    return [item if type(item) is dict else None for item in items]
 
 
 def _time_problem(value: object, low: float, what: str) -> str | None:

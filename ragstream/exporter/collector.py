@@ -9,24 +9,20 @@ for the table of names, types and labels.
 from __future__ import annotations
 
 import platform
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 
-from prometheus_client.core import (
-    CounterMetricFamily,
-    GaugeMetricFamily,
-    Metric,
-)
+from prometheus_client.core import Metric
 from prometheus_client.registry import Collector
 
 from ragstream import __version__
 from ragstream.events import DECODE_REASONS
-from ragstream.exporter.family import PREFIX, TextRenderer, to_metrics
-from ragstream.exporter.windowed import build, metric_for_column
+from ragstream.exporter.family import PREFIX, Family, to_metrics
+from ragstream.exporter.windowed import build
 from ragstream.pipeline.engine import Engine
 from ragstream.pipeline.partitions import PartitionRead
 from ragstream.traces.assembly import SKIP_REASONS, TRACE_OUTCOMES
 
-__all__ = ["EngineCollector", "metric_for_column"]
+__all__ = ["EngineCollector"]
 
 # Exported at 0 from the start, so that rate() and alerts see the series before any event.
 _KNOWN_EVENT_OUTCOMES = [
@@ -53,8 +49,14 @@ _KNOWN_SPAN_OUTCOMES = [
 ]
 
 
+def _counter(name: str, help: str, *labels: str) -> Family:
+    """A counter family per input partition (`partition` its last label)."""
+    return Family(PREFIX + name, help + ", per input partition.", (*labels, "partition"), "counter")
+
+
 class EngineCollector(Collector):
-    """Reads one engine at every scrape; register it on a `CollectorRegistry`."""
+    """Reads one engine at every scrape (at `clock`, by default the engine's read clock):
+    `families()` for the exporter's renderer, `collect()` for a prometheus_client registry."""
 
     def __init__(
         self,
@@ -62,75 +64,40 @@ class EngineCollector(Collector):
         *,
         clock: Callable[[], float] | None = None,
         lag: Callable[[], Mapping[tuple[str, int], int]] | None = None,
-        extra: Callable[[], Iterable[Metric]] | None = None,
-        windowed: bool = True,
     ) -> None:
         self.engine = engine
-        self.windowed = windowed
-        self._clock = clock
+        self._clock = clock or engine.read_clock()
         self._lag = lag
-        self._extra = extra
         self.scrapes = 0
-        self._text = TextRenderer()
 
     def describe(self) -> list[Metric]:
         return []  # computed per scrape: nothing to check at registration
 
-    def _now(self) -> float:
-        if self._clock is not None:
-            return self._clock()
-        return self.engine.read_clock()()
+    def families(self) -> list[Family]:
+        """Every family of a scrape: the windowed gauges, drift and histograms, then the
+        self-health counters and gauges."""
+        self.scrapes += 1
+        return [*build(self.engine, self._clock()), *self._health()]
 
     def collect(self) -> Iterator[Metric]:
-        self.scrapes += 1
-        if self.windowed:
-            yield from to_metrics(build(self.engine, self._now()))
-        yield from self._health()
-        if self._extra is not None:
-            yield from self._extra()
-
-    def windowed_text(self) -> bytes:
-        """The windowed gauges and histograms in the text format, written directly (fast).
-
-        Counts as a scrape, like `collect()`: the server calls one or the other per scrape.
-        """
-        self.scrapes += 1
-        return self._text.render(build(self.engine, self._now())).encode()
-
-    def health_only(self) -> EngineCollector:
-        """The same collector without the windowed families (they come from `windowed_text`)."""
-        return EngineCollector(
-            self.engine,
-            clock=self._clock,
-            lag=self._lag,
-            extra=self._extra,
-            windowed=False,
-        )
+        return to_metrics(self.families())
 
     # -- self-health ---------------------------------------------------------------------------
 
-    def _health(self) -> Iterator[Metric]:
+    def _health(self) -> Iterator[Family]:
         engine = self.engine
         held = [(str(p), read) for p, read in engine.read_partitions().items()]
-        events = CounterMetricFamily(
-            PREFIX + "events",
-            "Events read, by type and outcome, per input partition.",
-            labels=["type", "outcome", "partition"],
+        events = _counter("events", "Events read, by type and outcome", "type", "outcome")
+        invalid = _counter("invalid_events", "Malformed messages, by reason", "reason")
+        clamped = _counter(
+            "events_clamped",
+            "Events from the future (beyond the tolerance), clamped to t_now",
+            "type",
         )
-        invalid = CounterMetricFamily(
-            PREFIX + "invalid_events",
-            "Malformed messages, by reason, per input partition.",
-            labels=["reason", "partition"],
-        )
-        clamped = CounterMetricFamily(
-            PREFIX + "events_clamped",
-            "Events from the future (beyond the tolerance), clamped to t_now, per input partition.",
-            labels=["type", "partition"],
-        )
-        collapsed = CounterMetricFamily(
-            PREFIX + "label_values_collapsed",
-            "Events with a label value beyond the cap, exported as 'other', per input partition.",
-            labels=["key", "partition"],
+        collapsed = _counter(
+            "label_values_collapsed",
+            "Events with a label value beyond the cap, exported as 'other'",
+            "key",
         )
         for name, read in held:
             known = dict.fromkeys(_KNOWN_EVENT_OUTCOMES, 0)
@@ -141,129 +108,108 @@ class EngineCollector(Collector):
             reasons |= tally.invalid
             keys |= tally.collapsed
             for kind, n in sorted(tally.clamped.items()):
-                clamped.add_metric([kind, name], n)
+                clamped.add(kind, name, value=n)
             for (kind, outcome), n in sorted(known.items()):
-                events.add_metric([kind, outcome, name], n)
+                events.add(kind, outcome, name, value=n)
             for reason, n in sorted(reasons.items()):
-                invalid.add_metric([reason, name], n)
+                invalid.add(reason, name, value=n)
             for key, n in sorted(keys.items()):
-                collapsed.add_metric([key, name], n)
-        yield events
-        yield invalid
-        yield clamped
-        yield collapsed
+                collapsed.add(key, name, value=n)
+        yield from (events, invalid, clamped, collapsed)
         yield from self._join_health(held)
         yield from self._trace_health(held)
-        last = GaugeMetricFamily(
+        last = Family(
             PREFIX + "last_event_timestamp_seconds",
             "Event time of the newest event seen, by type.",
-            labels=["type"],
+            ("type",),
         )
         for kind, ts in sorted(engine.last_event_time.items()):
-            last.add_metric([kind], ts)
+            last.add(kind, value=ts)
         yield last
-        yield GaugeMetricFamily(
+        yield Family.single(
             PREFIX + "series",
             "Series (partition x label set) held in the windows.",
             len(engine.store),
         )
-        yield CounterMetricFamily(
+        yield Family.single(
             PREFIX + "window_retracts_expired",
             "Label updates whose query had already left every window.",
             engine.store.expired_retracts,
+            "counter",
         )
         if self._lag is not None:
-            lag = GaugeMetricFamily(
+            lag = Family(
                 PREFIX + "consumer_lag",
                 "Messages behind the partition's high watermark.",
-                labels=["topic", "partition"],
+                ("topic", "partition"),
             )
             for (topic, partition), n in sorted(self._lag().items()):
-                lag.add_metric([topic, str(partition)], n)
+                lag.add(topic, str(partition), value=n)
             yield lag
-        build = GaugeMetricFamily(
-            PREFIX + "build_info", "Version of the agent.", labels=["version", "python"]
-        )
-        build.add_metric([__version__, platform.python_version()], 1)
+        build = Family(PREFIX + "build_info", "Version of the agent.", ("version", "python"))
+        build.add(__version__, platform.python_version(), value=1)
         yield build
 
-    def _trace_health(self, held: Sequence[tuple[str, PartitionRead]]) -> Iterator[Metric]:
+    def _trace_health(self, held: Sequence[tuple[str, PartitionRead]]) -> Iterator[Family]:
         """Spans and traces of the OTLP topics (only when a topic carries traces)."""
         if self.engine.traces is None:
             return
-        spans = CounterMetricFamily(
-            PREFIX + "trace_spans",
-            "Spans read from trace topics, by OpenInference kind and outcome, per input partition.",
-            labels=["kind", "outcome", "partition"],
+        spans = _counter(
+            "trace_spans",
+            "Spans read from trace topics, by OpenInference kind and outcome",
+            "kind",
+            "outcome",
         )
-        closed = CounterMetricFamily(
-            PREFIX + "traces",
-            "Traces closed, by outcome, per input partition.",
-            labels=["outcome", "partition"],
-        )
-        skipped = CounterMetricFamily(
-            PREFIX + "trace_records_skipped",
+        closed = _counter("traces", "Traces closed, by outcome", "outcome")
+        skipped = _counter(
+            "trace_records_skipped",
             "Records of trace topics skipped (another signal's, by its otelcol.signal header), "
-            "by reason, per input partition.",
-            labels=["reason", "partition"],
+            "by reason",
+            "reason",
         )
         for name, read in held:
             counts = dict.fromkeys(_KNOWN_SPAN_OUTCOMES, 0) | dict(read.spans)
             for (kind, outcome), n in sorted(counts.items()):
-                spans.add_metric([kind.lower(), outcome, name], n)
+                spans.add(kind.lower(), outcome, name, value=n)
             for outcome in TRACE_OUTCOMES:
-                closed.add_metric([outcome, name], read.traces.get(outcome, 0))
+                closed.add(outcome, name, value=read.traces.get(outcome, 0))
             for reason in SKIP_REASONS:
-                skipped.add_metric([reason, name], read.skipped.get(reason, 0))
-        yield spans
-        yield closed
-        yield skipped
-        yield GaugeMetricFamily(
+                skipped.add(reason, name, value=read.skipped.get(reason, 0))
+        yield from (spans, closed, skipped)
+        yield Family.single(
             PREFIX + "open_traces",
             "Traces waiting for more spans before their answer event.",
             self.engine.open_traces,
         )
 
-    def _join_health(self, held: Sequence[tuple[str, PartitionRead]]) -> Iterator[Metric]:
+    def _join_health(self, held: Sequence[tuple[str, PartitionRead]]) -> Iterator[Family]:
         engine = self.engine
-        labels = CounterMetricFamily(
-            PREFIX + "labels",
-            "Relevance labels (feedback) by outcome, per input partition.",
-            labels=["outcome", "partition"],
+        labels = _counter("labels", "Relevance labels (feedback) by outcome", "outcome")
+        finalized = _counter(
+            "queries_finalized", "Queries whose label TTL ended (or that were evicted early)"
         )
-        finalized = CounterMetricFamily(
-            PREFIX + "queries_finalized",
-            "Queries whose label TTL ended (or that were evicted early), per input partition.",
-            labels=["partition"],
+        evicted = _counter(
+            "open_queries_evicted",
+            "Queries finalized early because the cap on open queries was reached",
         )
-        evicted = CounterMetricFamily(
-            PREFIX + "open_queries_evicted",
-            "Queries finalized early because the cap on open queries was reached, per input "
-            "partition.",
-            labels=["partition"],
-        )
-        repeated = CounterMetricFamily(
-            PREFIX + "repeated_documents",
-            "Repeated doc ids in results (each counts once, at its first rank), per input "
-            "partition.",
-            labels=["partition"],
+        repeated = _counter(
+            "repeated_documents",
+            "Repeated doc ids in results (each counts once, at its first rank)",
         )
         for name, read in held:
             counts = read.join
             for outcome, counter in _LABEL_OUTCOMES:
-                labels.add_metric([outcome, name], counts.get(counter, 0))
-            finalized.add_metric([name], counts.get("finalized", 0))
-            evicted.add_metric([name], counts.get("open_evicted", 0))
-            repeated.add_metric([name], counts.get("repeated_docs", 0))
+                labels.add(outcome, name, value=counts.get(counter, 0))
+            finalized.add(name, value=counts.get("finalized", 0))
+            evicted.add(name, value=counts.get("open_evicted", 0))
+            repeated.add(name, value=counts.get("repeated_docs", 0))
         yield labels
-        yield GaugeMetricFamily(
+        yield Family.single(
             PREFIX + "open_queries", "Queries whose labels may still change.", engine.open_queries
         )
-        yield GaugeMetricFamily(
+        yield Family.single(
             PREFIX + "pending_labels",
             "Labels waiting for their retrieval event.",
             engine.pending_labels,
         )
-        yield finalized
-        yield evicted
-        yield repeated
+        yield from (finalized, evicted, repeated)

@@ -13,7 +13,6 @@ detector has one).
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
 
 from ragstream.exporter.family import PREFIX, Family
 from ragstream.pipeline.engine import Engine
@@ -40,6 +39,13 @@ def drift_families(engine: Engine) -> list[Family]:
     score = Family(PREFIX + "drift_score", _SCORE_HELP, labels)
     alarm = Family(PREFIX + "drift_alarm", _ALARM_HELP, labels)
     detections = Family(PREFIX + "drift_detections", _DETECTIONS_HELP, labels, kind="counter")
+
+    def add(values: tuple[str, ...], value: float, raised: bool, count: int) -> None:
+        if not math.isnan(value):
+            score.rows.append((values, value))
+        alarm.rows.append((values, 1.0 if raised else 0.0))
+        detections.rows.append((values, float(count)))
+
     if engine.windowed_drift is not None:
         read = engine.windowed_drift.read()
         for result in read.results:
@@ -49,16 +55,9 @@ def drift_families(engine: Engine) -> list[Family]:
             for li, labelset in enumerate(read.labelsets):
                 for pi, pair in enumerate(read.pairs):
                     for mi, metric in enumerate(result.metrics):
-                        head = (metric, result.detector, pair.short_name, pair.long_name)
-                        _rows(
-                            score,
-                            alarm,
-                            detections,
-                            (*head, *labelset),
-                            scores[li][pi][mi],
-                            alarms[li][pi][mi],
-                            counts[li][pi][mi],
-                        )
+                        values = (metric, result.detector, pair.short_name, pair.long_name)
+                        at = scores[li][pi][mi], alarms[li][pi][mi], counts[li][pi][mi]
+                        add((*values, *labelset), *at)
     sequential = engine.sequential
     if sequential is not None:
         seen: set[tuple[str, str, tuple[str, ...]]] = set()
@@ -66,32 +65,8 @@ def drift_families(engine: Engine) -> list[Family]:
             key = (r.metric, r.detector, r.labelset)
             seen.add(key)
             n = sequential.detections.get(key, 0)
-            _rows(
-                score,
-                alarm,
-                detections,
-                (r.metric, r.detector, "", "", *r.labelset),
-                r.score,
-                r.alarm,
-                n,
-            )
+            add((r.metric, r.detector, "", "", *r.labelset), r.score, r.alarm, n)
         for (metric, detector, labelset), n in sorted(sequential.detections.items()):
             if (metric, detector, labelset) not in seen:  # its partitions have left
-                detections.rows.append(((metric, detector, "", "", *labelset), float(n)))
+                detections.add(metric, detector, "", "", *labelset, value=n)
     return [score, alarm, detections]
-
-
-def _rows(
-    score: Family,
-    alarm: Family,
-    detections: Family,
-    labels: Sequence[str],
-    value: float,
-    raised: bool,
-    count: int,
-) -> None:
-    values = tuple(labels)
-    if not math.isnan(value):
-        score.rows.append((values, value))
-    alarm.rows.append((values, 1.0 if raised else 0.0))
-    detections.rows.append((values, float(count)))

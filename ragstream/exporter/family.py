@@ -1,14 +1,10 @@
-"""Metric families as the exporter builds them, and their two renderings: prometheus_client
-metric families (`to_metrics`, for OpenMetrics and any registry user) and the Prometheus
-text format written directly (`TextRenderer`, what `/metrics` serves for the text format):
-prometheus_client's generic encoder validates and escapes every sample, while these
-families have fixed, already valid names.
-"""
+"""Metric families as the exporter builds them and `ragstream.exporter.text` writes them, with
+their prometheus_client form both ways: `to_metrics` for registry users (tests, any
+`generate_latest`), `from_metric` for collectors that yield prometheus_client metrics."""
 
 from __future__ import annotations
 
-import gc
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 
 from prometheus_client.core import (
@@ -18,7 +14,7 @@ from prometheus_client.core import (
     Metric,
 )
 
-__all__ = ["PREFIX", "Family", "TextRenderer", "to_metrics"]
+__all__ = ["PREFIX", "Family", "from_metric", "to_metrics"]
 
 PREFIX = "ragstream_"
 
@@ -27,7 +23,8 @@ PREFIX = "ragstream_"
 class Family:
     """One metric family: gauge or counter rows `(label values, value)` (a counter's name
     without `_total`), or histogram rows `(label values, cumulative bucket counts, sum)`
-    with the bucket bounds in `bounds`."""
+    with the bucket bounds in `bounds`. Names are valid Prometheus names; `name` ends with
+    `_<unit>` when `unit` is given, as prometheus_client's do."""
 
     name: str
     help: str
@@ -36,115 +33,69 @@ class Family:
     rows: list[tuple[tuple[str, ...], float]] = field(default_factory=list)
     histograms: list[tuple[tuple[str, ...], list[float], float]] = field(default_factory=list)
     bounds: tuple[str, ...] = ()
+    unit: str = ""
+
+    def add(self, *values: str, value: float) -> None:
+        """One gauge or counter row."""
+        self.rows.append((values, float(value)))
+
+    @classmethod
+    def single(cls, name: str, help: str, value: float, kind: str = "gauge") -> Family:
+        """A family of one series without labels."""
+        return cls(name, help, (), kind, [((), float(value))])
 
 
 def to_metrics(families: Sequence[Family]) -> Iterator[Metric]:
     """The families as prometheus_client metric families."""
     for f in families:
+        labels, unit = list(f.labels), f.unit
         if f.kind == "histogram":
-            histogram = HistogramMetricFamily(f.name, f.help, labels=list(f.labels))
-            for labels, counts, total in f.histograms:
+            histogram = HistogramMetricFamily(f.name, f.help, labels=labels, unit=unit)
+            for values, counts, total in f.histograms:
                 buckets = list(zip(f.bounds, counts, strict=True))
-                histogram.add_metric(list(labels), buckets, total)
+                histogram.add_metric(list(values), buckets, total)
             yield histogram
-        elif f.kind == "counter":
-            counter = CounterMetricFamily(f.name, f.help, labels=list(f.labels))
-            for labels, value in f.rows:
-                counter.add_metric(list(labels), value)
-            yield counter
-        else:
-            gauge = GaugeMetricFamily(f.name, f.help, labels=list(f.labels))
-            for labels, value in f.rows:
-                gauge.add_metric(list(labels), value)
-            yield gauge
-
-
-def _escape(value: str) -> str:
-    return value.replace("\\", r"\\").replace("\n", r"\n").replace('"', r"\"")
-
-
-def _value(value: float) -> str:
-    text = repr(float(value))
-    return _SPECIAL.get(text, text)
-
-
-# the text format's spellings of the values that `repr` spells otherwise
-_SPECIAL = {"inf": "+Inf", "-inf": "-Inf", "nan": "NaN"}
-_Pairs = dict[tuple[str, ...], dict[tuple[str, ...], str]]
-
-
-class TextRenderer:
-    """Writes families in the Prometheus text format (version 0.0.4), keeping each series'
-    label string from one rendering to the next: between two scrapes the series are nearly
-    all the same and only their values change, so a scrape formats numbers and little else.
-
-    The strings kept are those of the latest rendering only (each rendering starts a new
-    generation and takes over the strings it uses), so the memory follows the series
-    exported now, never the series exported once.
-    """
-
-    __slots__ = ("_pairs",)
-
-    def __init__(self) -> None:
-        self._pairs: _Pairs = {}
-
-    def render(self, families: Sequence[Family]) -> str:
-        """The text format of the families (the cyclic GC paused meanwhile, see `build`)."""
-        paused = gc.isenabled()
-        gc.disable()
-        try:
-            current: _Pairs = {}
-            text = _render(families, self._pairs, current)
-            self._pairs = current
-            return text
-        finally:
-            if paused:
-                gc.enable()
-
-
-def _pairs_text(
-    labels: tuple[str, ...], order: list[int], names: list[str], quoted: Callable[[str], str]
-) -> str:
-    """`name="value",...` of one series, the names in prometheus_client's (sorted) order."""
-    return ",".join(f"{names[j]}={quoted(labels[i])}" for j, i in enumerate(order))
-
-
-def _render(families: Sequence[Family], previous: _Pairs, current: _Pairs) -> str:
-    out: list[str] = []
-    cache: dict[str, str] = {}
-
-    def quoted(value: str) -> str:
-        found = cache.get(value)
-        if found is None:
-            found = cache[value] = '"' + _escape(value) + '"'
-        return found
-
-    special = _SPECIAL.get
-    for f in families:
-        name = f.name + "_total" if f.kind == "counter" else f.name
-        out.append(f"# HELP {name} {_escape(f.help)}\n# TYPE {name} {f.kind}\n")
-        order = sorted(range(len(f.labels)), key=f.labels.__getitem__)  # as prometheus_client
-        names = [f.labels[i] for i in order]
-        # families with the same label names (k, window, ...) share their label strings
-        old = previous.get(f.labels, {})
-        new = current.setdefault(f.labels, {})
-        if f.kind == "histogram":
-            for labels, counts, total in f.histograms:
-                pairs = new.get(labels) or old.get(labels)
-                if pairs is None:
-                    pairs = _pairs_text(labels, order, names, quoted)
-                new[labels] = pairs
-                sep = "," if pairs else ""
-                for bound, count in zip(f.bounds, counts, strict=True):
-                    out.append(f'{f.name}_bucket{{{pairs}{sep}le="{bound}"}} {_value(count)}\n')
-                out.append(f"{f.name}_sum{{{pairs}}} {_value(total)}\n")
-                out.append(f"{f.name}_count{{{pairs}}} {_value(counts[-1])}\n")
             continue
-        for labels, value in f.rows:
-            found = new.get(labels) or old.get(labels)
-            if found is None:
-                found = _pairs_text(labels, order, names, quoted)
-            new[labels] = found
-            text = repr(float(value))
-            out.append(f"{name}{{{found}}} {special(text, text)}\n")
-    return "".join(out)
+        kind = CounterMetricFamily if f.kind == "counter" else GaugeMetricFamily
+        metric = kind(f.name, f.help, labels=labels, unit=unit)
+        for values, value in f.rows:
+            metric.add_metric(list(values), value)
+        yield metric
+
+
+def from_metric(metric: Metric) -> Family:
+    """A prometheus_client counter, gauge or histogram as a family; what a family cannot
+    hold (another type, timestamps, exemplars, `_created`, label names that differ between
+    samples, histograms without a sum or with bounds that differ) raises ValueError."""
+    kind = metric.type
+    if kind not in ("counter", "gauge", "histogram"):
+        raise ValueError(f"{metric.name}: a {kind} metric (the exporter writes no {kind})")
+    family = Family(metric.name, metric.documentation, (), kind, unit=metric.unit)
+    names: tuple[str, ...] | None = None
+    series: dict[tuple[str, ...], tuple[list[str], list[float], list[float]]] = {}
+    for s in metric.samples:
+        labels = dict(s.labels)
+        le = labels.pop("le", None) if kind == "histogram" else None
+        names = tuple(labels) if names is None else names
+        if s.timestamp is not None or s.exemplar is not None or labels.keys() != set(names):
+            raise ValueError(f"{metric.name}: a sample the exporter cannot write: {s}")
+        values = tuple(labels[n] for n in names)
+        suffix = s.name[len(metric.name) :]
+        if (kind, suffix) in (("gauge", ""), ("counter", "_total")):
+            family.rows.append((values, float(s.value)))
+        elif kind == "histogram" and suffix in ("_bucket", "_count", "_sum"):
+            bounds, counts, total = series.setdefault(values, ([], [], []))
+            if suffix == "_bucket" and le is not None:
+                bounds.append(le)
+                counts.append(float(s.value))
+            elif suffix == "_sum":
+                total.append(float(s.value))
+        else:
+            raise ValueError(f"{metric.name}: a sample the exporter cannot write: {s}")
+    for values, (bounds, counts, total) in series.items():
+        family.bounds = family.bounds or tuple(bounds)
+        if tuple(bounds) != family.bounds or len(total) != 1:
+            raise ValueError(f"{metric.name}: a histogram without a sum or with other bounds")
+        family.histograms.append((values, counts, total[0]))
+    family.labels = names or ()
+    return family

@@ -1,20 +1,23 @@
 """`/metrics`, `/healthz` and `/readyz`, served by aiohttp on the agent's own event loop.
 
-A scrape runs the registry's collectors in the loop, between two consumer batches: the
-collectors read the windows without copying events, so a scrape costs O(series), and the
-consumer never waits on a slow client (aiohttp writes the response asynchronously).
+A scrape collects the families in the loop, between two consumer batches: the collectors
+read the windows without copying events, so a scrape costs O(series), and the consumer
+never waits on a slow client (aiohttp writes the response asynchronously). The families
+are written in the format the scraper's Accept header asks for (`ragstream.exporter.text`).
 """
 
 from __future__ import annotations
 
 import errno
+import gc
 import socket
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 
 from aiohttp import web
-from prometheus_client.exposition import choose_encoder
-from prometheus_client.registry import CollectorRegistry
+
+from ragstream.exporter.family import Family
+from ragstream.exporter.text import TextRenderer, negotiate
 
 __all__ = ["AddressInUseError", "Health", "MetricsServer"]
 
@@ -36,27 +39,24 @@ def _always_ok() -> Health:
 
 
 class MetricsServer:
-    """An aiohttp server for one registry and two health probes.
+    """An aiohttp server for the families of a scrape and two health probes.
 
-    `alive` answers `/healthz` (the process works); `ready` answers `/readyz` (assigned
-    partitions and caught up, or whatever the agent's mode means by ready). `fast_text`,
-    if given, is `(render, rest)`: for the text format the body is `render()` followed by
-    the `rest` registry, which must hold everything else of `registry`; OpenMetrics always
-    encodes `registry` whole.
+    `families` is called once per scrape of `/metrics`; `alive` answers `/healthz` (the
+    process works); `ready` answers `/readyz` (assigned partitions and caught up, or
+    whatever the agent's mode means by ready).
     """
 
     def __init__(
         self,
-        registry: CollectorRegistry,
+        families: Callable[[], Iterable[Family]],
         *,
         host: str = "0.0.0.0",
         port: int = 9464,
         alive: Callable[[], Health] = _always_ok,
         ready: Callable[[], Health] = _always_ok,
-        fast_text: tuple[Callable[[], bytes], CollectorRegistry] | None = None,
     ) -> None:
-        self.registry = registry
-        self._fast_text = fast_text
+        self._families = families
+        self._renderer = TextRenderer()
         self.host = host
         self.port = port
         self._alive = alive
@@ -106,14 +106,21 @@ class MetricsServer:
         host = "127.0.0.1" if self.host in ("0.0.0.0", "") else self.host
         return f"http://{host}:{self.port}"
 
+    def scrape(self, accept: str) -> tuple[bytes, str]:
+        """The body and Content-Type of a scrape of `/metrics` with this Accept header (the
+        cyclic GC paused meanwhile: a scrape allocates tens of thousands of small tuples and
+        strings without cycles, and collections triggered by them cost more than it)."""
+        fmt = negotiate(accept)
+        paused = gc.isenabled()
+        gc.disable()
+        try:
+            return self._renderer.render(self._families(), fmt), fmt.content_type
+        finally:
+            if paused:
+                gc.enable()
+
     async def _metrics(self, request: web.Request) -> web.Response:
-        encoder, content_type = choose_encoder(request.headers.get("Accept", ""))
-        if self._fast_text is not None and content_type.startswith("text/plain"):
-            # the bulk of the series, written directly; the rest by prometheus_client
-            render, rest = self._fast_text
-            body = render() + encoder(rest)
-        else:
-            body = encoder(self.registry)
+        body, content_type = self.scrape(request.headers.get("Accept", ""))
         response = web.Response(body=body)
         response.headers["Content-Type"] = content_type
         return response

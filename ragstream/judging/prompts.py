@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ragstream.judging.model import Claim, Judgment
 
@@ -88,13 +88,6 @@ class JudgeReply(_Strict):
     contexts: list[ContextLabel]
     refusal: bool = False
     """The answer declines to answer (a model that leaves the key out says it does not)."""
-
-    @model_validator(mode="after")
-    def _distinct_indices(self) -> JudgeReply:
-        indices = [c.index for c in self.contexts]
-        if len(set(indices)) != len(indices):
-            raise ValueError("each context index must appear once")
-        return self
 
 
 class ReplyError(ValueError):

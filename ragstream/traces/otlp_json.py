@@ -23,8 +23,9 @@ import msgspec
 
 from ragstream.events import DecodeError
 from ragstream.events.guard import readable
+from ragstream.events.rejections import sized
 from ragstream.traces.conventions import TraceMapping
-from ragstream.traces.spans import READ_KINDS, IdNames, Span, SpanBatch, check_size, local_root
+from ragstream.traces.spans import READ_KINDS, IdNames, Span, SpanBatch, local_root
 
 __all__ = ["read_json"]
 
@@ -39,7 +40,7 @@ class _SchemaError(ValueError):
 def read_json(value: bytes, mapping: TraceMapping) -> SpanBatch:
     """The spans of an `otlp_json` message the mapping reads, the others counted;
     `DecodeError` (`empty`, `too_large`, `bad_json`, `not_object`, `schema`)."""
-    check_size(value, mapping.max_message_bytes)
+    sized(value, mapping.max_message_bytes)
     if not readable(value):
         raise DecodeError("bad_json", "invalid UTF-8, or nested more than 200 levels deep")
     try:

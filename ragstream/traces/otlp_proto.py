@@ -17,40 +17,28 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
 
 from ragstream.events import DecodeError
+from ragstream.events.rejections import sized
 from ragstream.traces.conventions import TraceMapping
-from ragstream.traces.spans import READ_KINDS, IdNames, Span, SpanBatch, check_size, local_root
+from ragstream.traces.spans import READ_KINDS, IdNames, Span, SpanBatch, local_root
 
-__all__ = ["decode_proto", "read_proto", "value_of"]
+__all__ = ["read_proto", "value_of"]
 
 _ID_NAMES: IdNames = ("trace_id", "span_id", "parent_span_id")
 
 
-def decode_proto(value: bytes, max_bytes: int) -> ExportTraceServiceRequest:
-    """An `otlp_proto` message; `DecodeError` (`empty`, `too_large`, `bad_protobuf`)."""
-    check_size(value, max_bytes)
+def read_proto(value: bytes, mapping: TraceMapping) -> SpanBatch:
+    """The spans of an `otlp_proto` message the mapping reads, the others counted;
+    `DecodeError` (`empty`, `too_large`, `bad_protobuf`, or `schema` for a request without
+    resource spans: the exporter never sends one, so it is another message on the topic)."""
+    sized(value, mapping.max_message_bytes)
     try:
         request: ExportTraceServiceRequest = ExportTraceServiceRequest.FromString(value)
     except (ProtobufDecodeError, RuntimeError, ValueError) as error:
         # upb raises DecodeError; RuntimeError on recursion limits
         raise DecodeError("bad_protobuf", f"not an ExportTraceServiceRequest: {error}") from None
-    return _with_spans(request)
-
-
-def _with_spans(request: ExportTraceServiceRequest) -> ExportTraceServiceRequest:
-    """A request without resource spans is some other message (the exporter never sends
-    an empty one): a ragstream event or metrics on a traces topic, say."""
     if not request.resource_spans:
         raise DecodeError("schema", "no resource spans: not an OTLP traces request")
-    return request
-
-
-# -- the walk ---------------------------------------------------------------------------------
-
-
-def read_proto(value: bytes, mapping: TraceMapping) -> SpanBatch:
-    """The spans of an `otlp_proto` message the mapping reads, the others counted;
-    `DecodeError` when the message is not a traces request."""
-    return walk(decode_proto(value, mapping.max_message_bytes), mapping)
+    return walk(request, mapping)
 
 
 def walk(request: ExportTraceServiceRequest, mapping: TraceMapping) -> SpanBatch:

@@ -25,9 +25,7 @@ __all__ = [
     "IdNames",
     "Span",
     "SpanBatch",
-    "check_size",
     "local_root",
-    "skipped_kind",
 ]
 
 READ_KINDS = ANSWER_KINDS | {"RETRIEVER", "RERANKER"}
@@ -53,22 +51,6 @@ def local_root(parent_id: str | bytes, flags: int, kind: int) -> bool:
     if flags & HAS_IS_REMOTE:
         return bool(flags & IS_REMOTE)
     return kind == SERVER
-
-
-def skipped_kind(kind: str | None) -> str:
-    """The counter's kind of a span that is not read: its kind, `none` without one,
-    `other` for a value OpenInference does not define."""
-    if kind is None:
-        return "none"
-    return kind if kind in _KNOWN_KINDS else "other"
-
-
-def check_size(value: bytes, max_bytes: int) -> None:
-    """`empty` and `too_large`, as for events."""
-    if not value:
-        raise DecodeError("empty", "the message has no value (a tombstone or zero bytes)")
-    if len(value) > max_bytes:
-        raise DecodeError("too_large", f"message of {len(value)} bytes exceeds {max_bytes}")
 
 
 @dataclass(slots=True)
@@ -107,7 +89,7 @@ class SpanBatch:
     def skip(self, kind: str | None, root_trace_id: str) -> None:
         """Count a span that is not read; `root_trace_id`: its trace id when it is a root
         span (else empty), kept when it is 32 hex digits."""
-        self.skipped[skipped_kind(kind)] += 1
+        self.skipped["none" if kind is None else kind if kind in _KNOWN_KINDS else "other"] += 1
         if len(root_trace_id) == 32:
             self.roots.append(root_trace_id)
 

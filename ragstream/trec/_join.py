@@ -2,7 +2,7 @@
 
 1. Query ids are factorized together (code order = byte order, as trec_eval reports).
 2. Each (query, document) gets a 64-bit key: the query code in the high bits and a hash of
-   the document words below (`doc_keys`). One sort finds repeated run lines and repeated
+   the document words below (`_doc_keys`). One sort finds repeated run lines and repeated
    judgments, one binary search joins the run with the qrels. Equal pairs always get equal
    keys; a hash collision (different documents, same key) is detected by comparing the
    words of every pair a decision rests on, and then the keys are rebuilt exactly (dense
@@ -121,8 +121,8 @@ def _rank(
     """
     qrels, run, q_codes, r_codes, q_docs, r_docs, qids = tables
     n_names = qids.n_codes
-    q_keys = doc_keys(q_codes, q_docs, n_names, exact)
-    r_keys = doc_keys(r_codes, r_docs, n_names, exact)
+    q_keys = _doc_keys(q_codes, q_docs, n_names, exact)
+    r_keys = _doc_keys(r_codes, r_docs, n_names, exact)
     q_order = np.argsort(q_keys, kind="stable").astype(np.int64)
     q_sorted = q_keys[q_order]
     same = np.flatnonzero(q_sorted[1:] == q_sorted[:-1])
@@ -204,7 +204,7 @@ def _mix(x: _U64) -> _U64:
     return x
 
 
-def doc_keys(qcodes: _I64, words: _U64, n_queries: int, exact: bool) -> _U64:
+def _doc_keys(qcodes: _I64, words: _U64, n_queries: int, exact: bool) -> _U64:
     """One uint64 per (query, document): query code on top, document hash (or rank) below.
 
     `exact=True` replaces the hash by the document's dense rank among `words`, so equal keys

@@ -6,13 +6,17 @@ import json
 
 import aiohttp
 import pytest
-from prometheus_client import CollectorRegistry
+from prometheus_client import CollectorRegistry, generate_latest
+from prometheus_client.exposition import choose_encoder
 from prometheus_client.parser import text_string_to_metric_families
 
 from ragstream.events import Message
-from ragstream.exporter.collector import EngineCollector, metric_for_column
+from ragstream.exporter.collector import EngineCollector
 from ragstream.exporter.http import Health, MetricsServer
+from ragstream.exporter.text import TextRenderer
+from ragstream.exporter.windowed import metric_for_column
 from ragstream.pipeline.engine import Engine
+from tests.exporter.test_text_renderer import ACCEPTS, assert_written_as_prometheus_client
 from tests.support import defaults
 from tests.support.defaults import engine_config
 
@@ -48,8 +52,6 @@ def _retrieval(
 
 
 def _samples(registry: CollectorRegistry) -> dict[tuple[str, frozenset[tuple[str, str]]], float]:
-    from prometheus_client import generate_latest
-
     text = generate_latest(registry).decode()
     out = {}
     for family in text_string_to_metric_families(text):
@@ -155,26 +157,26 @@ async def test_http_endpoints_and_content_negotiation() -> None:
     registry.register(EngineCollector(engine, clock=lambda: WALL))
     ready = [Health(False, "no partitions assigned")]
     collector = EngineCollector(engine, clock=lambda: WALL)
-    rest = CollectorRegistry()
-    rest.register(collector.health_only())
-    server = MetricsServer(
-        registry,
-        host="127.0.0.1",
-        port=0,
-        ready=lambda: ready[0],
-        fast_text=(collector.windowed_text, rest),
-    )
+    server = MetricsServer(collector.families, host="127.0.0.1", port=0, ready=lambda: ready[0])
     async with server, aiohttp.ClientSession() as http:
+        for accept in ACCEPTS:
+            async with http.get(server.url + "/metrics", headers={"Accept": accept}) as response:
+                assert response.status == 200
+                # what prometheus_client answers for the same families, byte for byte
+                body, content_type = await response.read(), response.headers["Content-Type"]
+                encoder, expected_type = choose_encoder(accept)
+                assert (body, content_type) == (encoder(registry), expected_type), accept
         async with http.get(server.url + "/metrics") as response:
-            assert response.status == 200
-            assert response.headers["Content-Type"].startswith("text/plain")
-            body = await response.text()
-            assert 'ragstream_retrieval_mrr{app="support",window="1m"} 1.0' in body
-            assert 'ragstream_invalid_events_total{partition="0",reason="bad_json"} 0.0' in body
+            assert response.headers["Content-Type"].startswith("text/plain; version=0.0.4")
+            text = await response.text()
+            assert 'ragstream_retrieval_mrr{app="support",window="1m"} 1.0' in text
+            assert 'ragstream_invalid_events_total{partition="0",reason="bad_json"} 0.0' in text
         headers = {"Accept": "application/openmetrics-text; version=1.0.0"}
         async with http.get(server.url + "/metrics", headers=headers) as response:
             assert response.headers["Content-Type"].startswith("application/openmetrics-text")
-            assert (await response.text()).rstrip().endswith("# EOF")
+            text = await response.text()
+            assert text.endswith("# EOF\n")
+            assert "# TYPE ragstream_invalid_events counter\n" in text
         async with http.get(server.url + "/healthz") as response:
             assert response.status == 200
         async with http.get(server.url + "/readyz") as response:
@@ -185,9 +187,7 @@ async def test_http_endpoints_and_content_negotiation() -> None:
             assert response.status == 200
 
 
-def test_the_fast_text_writer_equals_prometheus_clients_encoding() -> None:
-    from prometheus_client import generate_latest
-
+def test_the_engines_families_are_written_as_prometheus_client_writes_them() -> None:
     engine = _engine(label_ttl=0.0)
     engine.apply(
         [
@@ -198,55 +198,16 @@ def test_the_fast_text_writer_equals_prometheus_clients_encoding() -> None:
     )
     engine.finish()  # fills the histograms too
     engine.apply([_retrieval("q4", "search", [("a", 3), ("b", 1)], ts=T0 + 3.0)])
-    collector = EngineCollector(engine, clock=lambda: WALL)
-    windowed_only = CollectorRegistry()
-
-    class _Windowed:
-        def collect(self):  # type: ignore[no-untyped-def]
-            return [
-                m
-                for m in collector.collect()
-                if not m.name.startswith(
-                    (
-                        "ragstream_events",
-                        "ragstream_invalid",
-                        "ragstream_labels",
-                        "ragstream_open",
-                        "ragstream_pending",
-                        "ragstream_queries_finalized",
-                        "ragstream_repeated",
-                        "ragstream_last_event",
-                        "ragstream_label_values",
-                        "ragstream_series",
-                        "ragstream_window_retracts",
-                        "ragstream_build",
-                        "ragstream_events_clamped",
-                    )
-                )
-            ]
-
-    windowed_only.register(_Windowed())
-
-    def samples(text: str) -> dict[tuple[str, frozenset[tuple[str, str]]], float]:
-        return {
-            (s.name, frozenset(s.labels.items())): s.value
-            for family in text_string_to_metric_families(text)
-            for s in family.samples
-        }
-
-    fast = samples(collector.windowed_text().decode())
-    reference = samples(generate_latest(windowed_only).decode())
-    assert fast == reference
-    assert len(fast) > 100
-    assert any(dict(labels).get("app") == 'sup"port\\x' for _, labels in fast)
+    families = EngineCollector(engine, clock=lambda: WALL).families()
+    assert {f.kind for f in families} == {"gauge", "counter", "histogram"}
+    assert sum(len(f.rows) + len(f.histograms) for f in families) > 100
+    assert_written_as_prometheus_client(TextRenderer(), families)
 
 
-def test_both_renderings_count_as_scrapes() -> None:
+def test_a_scrape_counts_once_either_way() -> None:
     collector = EngineCollector(_engine(), clock=lambda: WALL)
     registry = CollectorRegistry()
     registry.register(collector)
-    from prometheus_client import generate_latest
-
     generate_latest(registry)
-    collector.windowed_text()
+    collector.families()
     assert collector.scrapes == 2

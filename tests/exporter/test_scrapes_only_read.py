@@ -13,6 +13,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from ragstream.events import Message
 from ragstream.exporter.collector import EngineCollector
+from ragstream.exporter.text import TextRenderer, negotiate
 from ragstream.pipeline.engine import Engine
 from ragstream.sources.synthetic import SyntheticConfig, SyntheticTraffic
 from tests.support import defaults
@@ -68,11 +69,12 @@ def _run(scrapes: int) -> tuple[Engine, dict[str, Any]]:
     servers with clocks of their own (none: never until the end)."""
     engine = Engine(CONFIG)
     servers = [EngineCollector(engine, clock=_clock(engine, 7.0 * j)) for j in range(scrapes)]
+    renderer, fmt = TextRenderer(), negotiate("application/openmetrics-text")
     for i in range(0, len(MESSAGES), BATCH):
         engine.apply(MESSAGES[i : i + BATCH])
         for server in servers:
             _drift_samples(server)
-            server.windowed_text()  # the agent's own text path reads the same state
+            renderer.render(server.families(), fmt)  # what the agent's /metrics runs
     return engine, engine.snapshot()["drift"]
 
 

@@ -1,84 +1,203 @@
-"""The text writer that keeps label strings between scrapes: every rendering equals a fresh
-one and prometheus_client's encoding, whatever changed since the last, and what it keeps is
-only the latest rendering's series."""
+"""The renderer against prometheus_client's encoders: every rendering, in the format and the
+name escaping any Accept header asks for, is byte for byte what prometheus_client writes for
+the same families, whatever changed since the last rendering; what it keeps between
+renderings is only the latest one's series; and families read back from prometheus_client
+metrics are written as prometheus_client writes those metrics."""
 
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 
-from prometheus_client import CollectorRegistry, generate_latest
-from prometheus_client.parser import text_string_to_metric_families
-from prometheus_client.registry import Collector
+import pytest
+from prometheus_client.core import (
+    CounterMetricFamily,
+    GaugeMetricFamily,
+    HistogramMetricFamily,
+    InfoMetricFamily,
+    Metric,
+)
+from prometheus_client.exposition import choose_encoder
+from prometheus_client.registry import CollectorRegistry
 
-from ragstream.exporter.family import Family, TextRenderer, to_metrics
+from ragstream.exporter.family import Family, from_metric, to_metrics
+from ragstream.exporter.text import TextRenderer, negotiate
 
-Samples = dict[tuple[str, frozenset[tuple[str, str]]], float]
+ACCEPTS = [
+    "",  # no header: the text format 0.0.4
+    "*/*",
+    "application/json",
+    "text/plain;version=0.0.4",
+    "text/plain; version=1.0.0; escaping=allow-utf-8",
+    "text/plain;version=1.0.0;escaping=dots",
+    "application/openmetrics-text",
+    "application/openmetrics-text; version=1.0.0",
+    "application/openmetrics-text;version=1.0.0;escaping=underscores",
+    "application/openmetrics-text;version=1.0.0;escaping=dots",
+    "application/openmetrics-text;version=1.0.0;escaping=values",
+    "application/openmetrics-text;version=1.0.0;escaping=nonsense",
+    "application/openmetrics-text;version=2.0.0;escaping=allow-utf-8",
+    "application/openmetrics-text;version=0.0.1,text/plain;version=0.0.4",  # too old: text
+    # Prometheus 2 (OpenMetrics first), and Prometheus 3 with its default escaping
+    "application/openmetrics-text;version=1.0.0,application/openmetrics-text;version=0.0.1;"
+    "q=0.75,text/plain;version=0.0.4;q=0.5,*/*;q=0.1",
+    "application/openmetrics-text;version=1.0.0;escaping=allow-utf-8;q=0.6,"
+    "application/openmetrics-text;version=0.0.1;q=0.5,text/plain;version=1.0.0;"
+    "escaping=allow-utf-8;q=0.4,text/plain;version=0.0.4;q=0.3,*/*;q=0.2",
+]
 
 
 def _families(apps: list[str], scale: float) -> list[Family]:
-    gauge = Family("ragstream_retrieval_mrr", "MRR.", ("window", "app"))
-    sums = Family("ragstream_window_sums", "Sums.", ("metric", "window", "app"))
-    counts = Family("ragstream_window_counts", "Counts.", ("metric", "window", "app"))
-    events = Family("ragstream_things", "Things.", ("app",), kind="counter")
+    help_text = 'MRR of the "top" \\ results,\nper window.'
+    gauge = Family("ragstream_retrieval_mrr", help_text, ("window", "app"))
+    # the same label names in the other order: the same values are other series
+    swapped = Family("ragstream_swapped", "Swapped.", ("app", "window"))
+    sums = Family("ragstream_window_sums", "Sums.", ("metric", "half_life", "window", "app"))
+    events = Family("ragstream_things", "Things.", ("app", "service.name"), kind="counter")
     hist = Family(
-        "ragstream_query_rr", "RR.", ("k", "app"), kind="histogram", bounds=("0.5", "+Inf")
+        "ragstream_query_rr",
+        "RR.",
+        ("k", "app", "model"),  # `le` sorts between app, k and model
+        kind="histogram",
+        bounds=("0.05", "0.5", "+Inf"),
     )
     for i, app in enumerate(apps):
         for window in ("5m", "1h"):
-            gauge.rows.append(((window, app), scale * (i + 1) / 7))
-            sums.rows.append((("rr", window, app), scale * i))
-            counts.rows.append((("rr", window, app), float(i)))
-        events.rows.append(((app,), 3.0 * i))
-        hist.histograms.append((("10", app), [float(i), 2.0 * i], scale * i))
-    gauge.rows.append((("5m", "inf"), math.inf))
-    gauge.rows.append((("1h", "-inf"), -math.inf))
-    return [gauge, sums, counts, events, hist]
+            gauge.add(window, app, value=scale * (i + 1) / 7)
+            swapped.add(window, app, value=scale)
+            sums.add("rr", "", window, app, value=scale * i * 123_456.7)  # Go's exponents
+        events.add(app, "svc", value=3.0 * i)
+        hist.histograms.append((("10", app, "m"), [0.0, float(i), 2.0 * i], scale * i))
+    gauge.add("5m", "inf", value=math.inf)
+    gauge.add("1h", "-inf", value=-math.inf)
+    gauge.add("1h", "nan", value=math.nan)
+    gauge.rows.append((("1h", "int"), 3))  # an int, written as 3.0
+    latency = Family(
+        "ragstream_latency_seconds", "Latency.", (), "histogram", bounds=("0.1", "+Inf")
+    )
+    latency.histograms.append(((), [1.0, 3.0], 0.7))
+    signed = Family("ragstream_signed", "Signed.", ("app",), "histogram", bounds=("-1", "+Inf"))
+    signed.histograms.append((("x",), [1.0, 2.0], -0.5))  # no _count, _sum: negative buckets
+    return [
+        gauge,
+        swapped,
+        sums,
+        events,
+        hist,
+        Family.single("ragstream_series", "Series.", 12_345_678),
+        Family.single("ragstream_retracts", "Retracts.", 2, "counter"),
+        Family("ragstream_empty", "Nothing yet.", ("app",)),
+        latency,
+        Family("ragstream_size_bytes", "Size.", (), rows=[((), 1024.0)], unit="bytes"),
+        signed,
+    ]
 
 
-def _samples(text: str) -> Samples:
-    out: Samples = {}
-    for family in text_string_to_metric_families(text):
-        for s in family.samples:
-            out[(s.name, frozenset(s.labels.items()))] = s.value
-    return out
+def encoded(metrics: Iterable[Metric], accept: str) -> tuple[bytes, str]:
+    """What prometheus_client answers for these metrics and this Accept header."""
+    fixed = list(metrics)
 
-
-def _reference(families: list[Family]) -> Samples:
-    class _Fixed(Collector):
-        def collect(self):  # type: ignore[no-untyped-def]
-            return list(to_metrics(families))
+    class _Fixed:
+        def collect(self) -> list[Metric]:
+            return fixed
 
     registry = CollectorRegistry()
     registry.register(_Fixed())
-    return _samples(generate_latest(registry).decode())
+    encoder, content_type = choose_encoder(accept)
+    return encoder(registry), content_type
 
 
-def test_every_rendering_equals_a_fresh_one_as_series_come_and_go() -> None:
+def assert_written_as_prometheus_client(renderer: TextRenderer, families: list[Family]) -> None:
+    """Every Accept header above: the same bytes and Content-Type as prometheus_client."""
+    for accept in ACCEPTS:
+        fmt = negotiate(accept)
+        assert (renderer.render(families, fmt), fmt.content_type) == encoded(
+            to_metrics(families), accept
+        ), accept
+
+
+def test_every_rendering_is_prometheus_clients_as_series_come_and_go() -> None:
     renderer = TextRenderer()
     steps = [
         (["search", "support"], 1.0),
         (["search", "support"], 2.0),  # same series, new values
-        (["search", 'he said "hi"\\', "billing"], 3.0),  # one gone, two new
+        (["search", 'he said "hi"\\', "bill\ning"], 3.0),  # one gone, two new
         ([], 4.0),
         (["support"], 5.0),  # back after an absence
     ]
     for apps, scale in steps:
         families = _families(apps, scale)
-        text = renderer.render(families)
-        assert text == TextRenderer().render(families)  # as a fresh renderer writes them
-        assert _samples(text) == _reference(families)
-    infinite = ("ragstream_retrieval_mrr", frozenset({("window", "5m"), ("app", "inf")}))
-    assert _samples(text)[infinite] == math.inf
+        assert_written_as_prometheus_client(renderer, families)
+        assert_written_as_prometheus_client(TextRenderer(), families)  # as a fresh one
+    text = renderer.render(_families(["a"], 1.0), negotiate("")).decode()
+    assert 'ragstream_retrieval_mrr{app="inf",window="5m"} +Inf\n' in text
+    assert 'ragstream_query_rr_bucket{app="a",k="10",le="0.5",model="m"} 0.0\n' in text
+    assert "ragstream_series 1.2345678e+07\n" in text
+
+
+def test_the_formats_differ_in_their_headers_only() -> None:
+    families = _families(["a"], 1.0)
+    text = TextRenderer().render(families, negotiate("")).decode()
+    om = TextRenderer().render(families, negotiate("application/openmetrics-text")).decode()
+    assert "# TYPE ragstream_things_total counter\n" in text
+    assert "# TYPE ragstream_things counter\n" in om
+    assert "# UNIT ragstream_size_bytes bytes\n" in om
+    assert om.endswith("# EOF\n")
+    samples = [line for line in text.splitlines() if not line.startswith("#")]
+    assert samples == [line for line in om.splitlines() if not line.startswith("#")]
 
 
 def test_it_keeps_the_label_strings_of_the_latest_rendering_only() -> None:
     renderer = TextRenderer()
     for n in range(5):
-        renderer.render(_families([f"app{n}-{i}" for i in range(100)], 1.0))
-    kept = renderer._pairs  # the strings it holds between scrapes
-    assert sum(len(strings) for strings in kept.values()) == 100 + 2 * 100 + 2 * 100 + 2 + 100
+        fmt = negotiate("application/openmetrics-text" if n % 2 else "")
+        renderer.render(_families([f"app{n}-{i}" for i in range(100)], 1.0), fmt)
+    kept = renderer._kept  # the strings it holds between scrapes
+    # mrr 2 x 100 + 4, swapped 2 x 100, sums 2 x 100, things 100, rr 100, signed 1, and the
+    # series without labels: one of the gauges and counters (series, retracts, size), one of
+    # a histogram's
+    kept_now = sum(len(strings) for strings in kept.values())
+    assert kept_now == 200 + 4 + 200 + 200 + 100 + 100 + 1 + 2
     assert all(
-        labels[-1].startswith("app4-") or labels[-1] in ("inf", "-inf")
+        any(v.startswith("app4-") for v in values)
+        or values in ((), ("x",))
+        or "inf" in values[-1]
+        or values[-1] in ("nan", "int")
         for strings in kept.values()
-        for labels in strings
+        for values in strings
     )
+
+
+def test_prometheus_client_metrics_read_back_are_written_as_prometheus_client_writes_them() -> None:
+    counter = CounterMetricFamily("ragstream_judge_tokens", "Tokens used", labels=["kind"])
+    counter.add_metric(["prompt"], 12_345_678)
+    counter.add_metric(["completion"], 3)
+    gauge = GaugeMetricFamily("ragstream_judge_queue_depth", "Waiting", value=4)
+    histogram = HistogramMetricFamily(
+        "ragstream_judge_latency_seconds",
+        "Seconds per judgment",
+        buckets=[("0.5", 1), ("1.0", 3), ("+Inf", 4)],
+        sum_value=2.5,
+    )
+    labeled = HistogramMetricFamily("ragstream_x", "X", labels=["app", "zone"], unit="seconds")
+    labeled.add_metric(["a", "z"], [("1.0", 1), ("+Inf", 2)], 1.5)
+    labeled.add_metric(["b", "z"], [("1.0", 0), ("+Inf", 1)], 3.0)
+    metrics = [counter, gauge, histogram, labeled]
+    families = [from_metric(m) for m in metrics]
+    for accept in ACCEPTS:
+        fmt = negotiate(accept)
+        body = TextRenderer().render(families, fmt)
+        assert (body, fmt.content_type) == encoded(metrics, accept), accept
+
+
+def test_what_a_family_cannot_hold_is_refused() -> None:
+    info = InfoMetricFamily("ragstream_thing", "Thing", value={"version": "1"})
+    created = CounterMetricFamily("ragstream_c", "C", value=1, created=1.0)
+    stamped = GaugeMetricFamily("ragstream_g", "G", labels=["a"])
+    stamped.add_metric(["x"], 1.0, timestamp=5.0)
+    mixed = GaugeMetricFamily("ragstream_m", "M")
+    mixed.add_sample("ragstream_m", {"a": "1"}, 1.0)
+    mixed.add_sample("ragstream_m", {"b": "1"}, 1.0)
+    for metric in (info, created, stamped, mixed):
+        with pytest.raises(ValueError, match=metric.name):
+            from_metric(metric)

@@ -49,7 +49,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from ragstream.config import DriftSettings, LabelSettings, WindowSettings
 from ragstream.config.judging import JudgeSettings
 from ragstream.events import DecodedAnswer, decode_event
-from ragstream.exporter.family import TextRenderer
+from ragstream.exporter.text import TextRenderer, negotiate
 from ragstream.exporter.windowed import build
 from ragstream.judging.collector import GENERATION_GAUGES
 from ragstream.judging.model import JudgeInput
@@ -342,7 +342,8 @@ async def test_the_collectors_topic_gives_the_apps_events_metrics_and_judgments(
     reference_events = reference_messages(exported.requests, exported.spans)
     reference.apply(reference_events)
     reference.apply(feedback_messages(exported.requests, exported.spans))
-    expected = _retrieval_gauges(TextRenderer().render(build(reference, reference.now())))
+    text = TextRenderer().render(build(reference, reference.now()), negotiate("")).decode()
+    expected = _retrieval_gauges(text)
     assert expected  # labelled queries in every window
     assert _retrieval_gauges(body) == pytest.approx(expected, rel=1e-9, nan_ok=True)
     judged = _total(families, "ragstream_generation_judged_queries", window="1h")
