@@ -1,4 +1,4 @@
-"""Every label set's windows at once, as arrays: the totals a scrape reads in one pass."""
+"""What a window read returns: label sets' totals in every window, as arrays."""
 
 from __future__ import annotations
 
@@ -16,7 +16,8 @@ LabelSet = tuple[str, ...]
 
 @dataclass(frozen=True)
 class WindowTotals:
-    """Totals of every label set (merged over partitions) in every window at time ``at``.
+    """Totals of label sets (merged over partitions) in every window at time ``at``: the
+    one result of `WindowStore.read`, whichever summation it used.
 
     Arrays are indexed ``[labelset, window, ...]`` in the order of :attr:`labelsets` and
     ``spec.names``. Decayed values are evaluated at ``at`` and laid out half-life-major
@@ -27,7 +28,7 @@ class WindowTotals:
     at: float
     """The read time."""
     labelsets: list[LabelSet]
-    """Label sets, sorted."""
+    """Label sets, sorted (the one asked for, when a read asks for one)."""
     queries: I64
     """``(L, W)``: rows (queries) in the window."""
     count: I64
