@@ -382,7 +382,9 @@ class KafkaSource:
         A poll that times out yields an empty batch, so that the caller's clock-driven work
         (finalizing queries, stopping) goes on while the topics are quiet.
         """
-        consumer = self._require()
+        consumer = self._consumer
+        if consumer is None:
+            raise RuntimeError("the Kafka source is not started")
         timeout_ms = int(self.config.poll_timeout * 1000)
         while not self._stopping.is_set():
             if self.state is not None and self.state.checkpoint_due():
@@ -683,8 +685,3 @@ class KafkaSource:
             position = await consumer.position(tp)
             out[(tp.topic, tp.partition)] = max(0, int(ends[tp]) - position)
         return out
-
-    def _require(self) -> AIOKafkaConsumer:
-        if self._consumer is None:
-            raise RuntimeError("the Kafka source is not started")
-        return self._consumer
