@@ -1,11 +1,8 @@
 """`replay --checkpoint-dir`: when to checkpoint, and how a replay resumes from one.
 
-The checkpoint itself (its content, the atomic write, the checks) is
-`ragstream.checkpoint.local`; this decides when (after the batch that reaches
-`--checkpoint-every` lines since the last one, and at the end), resumes the engine, the
-line counts and the digest of the input, and puts the per-query output back to its size at
-the checkpoint, so that the lines written after it (by the replay that was stopped) are
-written once.
+The checkpoint itself is `ragstream.checkpoint.local`. This writes one after the batch that
+reaches `--checkpoint-every` lines and at the end, and on resume restores the engine, the
+line counts and the input's digest and cuts the per-query output back to its size then.
 """
 
 from __future__ import annotations
