@@ -536,20 +536,17 @@ class KafkaSource:
 
     async def _assigned(self, assigned: set[TopicPartition]) -> None:
         consumer = self._consumer
-        if self.state is not None and consumer is not None and assigned:
+        if consumer is not None and assigned:
             # aiokafka may fetch while this callback runs: hold the partitions back until
             # their state is in place and they are positioned
             consumer.pause(*assigned)
             try:
-                await self._adopt(consumer, assigned)
+                if self.state is None:
+                    await self._note_positions(consumer, assigned, self.config.request_timeout)
+                else:
+                    await self._adopt(consumer, assigned)
             except Exception:  # never stall the partitions: they start afresh
-                _log.exception("adopting the state of %s failed", sorted(assigned))
-            finally:
-                consumer.resume(*assigned)
-        elif consumer is not None and assigned:  # held back while their positions are taken
-            consumer.pause(*assigned)
-            try:
-                await self._note_positions(consumer, assigned, self.config.request_timeout)
+                _log.exception("taking over %s failed", sorted(assigned))
             finally:
                 consumer.resume(*assigned)
         self._owned |= assigned
