@@ -10,8 +10,6 @@ import importlib
 
 import click
 
-from ragstream import __version__
-
 __all__ = ["main"]
 
 _COMMANDS = {
@@ -43,6 +41,6 @@ class _LazyGroup(click.Group):
 
 
 @click.group(cls=_LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
-@click.version_option(__version__, prog_name="ragstream")
+@click.version_option(package_name="ragstream", prog_name="ragstream")
 def main() -> None:
     """Streaming online evaluation of RAG services."""
