@@ -1,11 +1,8 @@
 """`replay --checkpoint-dir`: when to checkpoint, and how a replay resumes from one.
 
-The checkpoint itself (its content, the atomic write, the checks) is
-`ragstream.checkpoint.local`; this decides when (after the batch that reaches
-`--checkpoint-every` lines since the last one, and at the end), resumes the engine, the
-line counts and the digest of the input, and puts the per-query output back to its size at
-the checkpoint, so that the lines written after it (by the replay that was stopped) are
-written once.
+The checkpoint itself is `ragstream.checkpoint.local`. This writes one after the batch that
+reaches `--checkpoint-every` lines and at the end, and on resume restores the engine, the
+line counts and the input's digest and cuts the per-query output back to its size then.
 """
 
 from __future__ import annotations
@@ -58,14 +55,16 @@ def replay_settings(
 
 
 class ReplayKeeper:
-    """The checkpoints of one replay of `file` in `directory`."""
+    """The checkpoints of one replay of `file` in `directory` (None: no checkpoints)."""
 
-    def __init__(self, directory: Path, file: Path, settings: dict[str, Any], every: int) -> None:
+    def __init__(
+        self, directory: Path | None, file: Path, settings: dict[str, Any], every: int
+    ) -> None:
         self.directory = directory
         self.file = file
         self.settings = settings
         self.every = every
-        self.digest: Any = hashlib.sha256()
+        self.digest: Any = None if directory is None else hashlib.sha256()
         """Fed every byte of the input read so far (`read_jsonl` updates it)."""
         self._saved: ReplayCheckpoint | None = None
         self._last_lines = 0
@@ -76,7 +75,7 @@ class ReplayKeeper:
         """The engine and line counts to go on from: the checkpoint's, or new ones when the
         directory holds none, with ``sides`` attached (`Engine.attach`). Raises
         `CheckpointError` (a mismatch says what differs)."""
-        saved = read_checkpoint(self.directory)
+        saved = None if self.directory is None else read_checkpoint(self.directory)
         if saved is None:
             engine = Engine(config)
             for name, side in (sides or {}).items():
@@ -129,14 +128,16 @@ class ReplayKeeper:
 
     def after_batch(self, engine: Engine, lines: LineCounts, out: TextIO | None) -> None:
         """Checkpoint when `every` lines were read since the last checkpoint."""
-        if lines.lines - self._last_lines >= self.every:
+        if self.directory is not None and lines.lines - self._last_lines >= self.every:
             self.save(engine, lines, out)
 
     def save(
         self, engine: Engine, lines: LineCounts, out: TextIO | None, *, done: bool = False
     ) -> None:
         """Write a checkpoint of the engine as it stands after `lines` (the per-query output
-        is made durable first: the checkpoint names its size)."""
+        is made durable first: the checkpoint names its size); none without a directory."""
+        if self.directory is None:
+            return
         size = None
         if out is not None:
             out.flush()

@@ -6,15 +6,15 @@ import asyncio
 import contextlib
 import sys
 import time
-from dataclasses import dataclass
 from pathlib import Path
 
 import click
 
+from ragstream.agent import Agent
 from ragstream.cli._settings import CommandLineError, file_settings_options, settings_from_flags
-from ragstream.config import Settings
 from ragstream.durations import format_duration
 from ragstream.exporter.http import AddressInUseError
+from ragstream.judging.service import JudgingService
 from ragstream.report.console import render_drift, render_generation, render_summary
 from ragstream.wiring.demo import demo_agent
 
@@ -118,11 +118,19 @@ def demo(
     label TTL and the address are the options above.
     """
     settings = settings_from_flags(config_file, None, (), None, None, assignments)
-    options = _Options(
-        duration, port, host, rate, drift_at, refresh, label_ttl, judge_rate, gold_share, seed
+    agent, judging = demo_agent(
+        settings=settings,
+        rate=rate,
+        drift_at=drift_at,
+        label_ttl=label_ttl,
+        judge_rate=judge_rate,
+        gold_share=gold_share,
+        seed=seed,
+        host=host,
+        port=port,
     )
     try:
-        asyncio.run(_demo(options, settings))
+        asyncio.run(_demo(agent, judging, duration, drift_at, refresh))
     except AddressInUseError as error:
         raise CommandLineError(
             f"cannot serve /metrics: {error.strerror} (another demo?); choose another port"
@@ -130,44 +138,21 @@ def demo(
         ) from None
 
 
-@dataclass(frozen=True, slots=True)
-class _Options:
-    duration: float
-    port: int
-    host: str
-    rate: float
-    drift_at: float
-    refresh: float
-    label_ttl: float
-    judge_rate: float
-    gold_share: float
-    seed: int
-
-
-async def _demo(o: _Options, settings: Settings) -> None:
-    agent, judging = demo_agent(
-        settings=settings,
-        rate=o.rate,
-        drift_at=o.drift_at,
-        label_ttl=o.label_ttl,
-        judge_rate=o.judge_rate,
-        gold_share=o.gold_share,
-        seed=o.seed,
-        host=o.host,
-        port=o.port,
-    )
+async def _demo(
+    agent: Agent, judging: JudgingService, duration: float, drift_at: float, refresh: float
+) -> None:
     engine = agent.engine
     started = time.time()
     interactive = sys.stdout.isatty()
 
     async def show() -> None:
         while True:
-            await asyncio.sleep(o.refresh)
+            await asyncio.sleep(refresh)
             elapsed = time.time() - started
-            status = "after" if elapsed >= o.drift_at else "before"
+            status = "after" if elapsed >= drift_at else "before"
             head = (
                 f"ragstream demo  t+{format_duration(round(elapsed))}  "
-                f"{status} the quality drop of app=support (at t+{format_duration(o.drift_at)})  "
+                f"{status} the quality drop of app=support (at t+{format_duration(drift_at)})  "
                 f"metrics: {agent.server.url}/metrics"
             )
             table = render_summary(engine, time.time())
@@ -182,11 +167,11 @@ async def _demo(o: _Options, settings: Settings) -> None:
             )
 
     async def stop_later() -> None:
-        await asyncio.sleep(o.duration)
+        await asyncio.sleep(duration)
         agent.stop()
 
     tasks = [asyncio.create_task(show())]
-    if o.duration > 0:
+    if duration > 0:
         tasks.append(asyncio.create_task(stop_later()))
     try:
         await agent.run()

@@ -40,25 +40,7 @@ class _LazyGroup(click.Group):
         return command
 
 
-def _print_version(ctx: click.Context, param: click.Parameter, value: bool) -> None:
-    """click's `version_option`, with the version read only when asked for (see
-    `ragstream.__version__`)."""
-    if not value or ctx.resilient_parsing:
-        return
-    from ragstream import __version__
-
-    click.echo(f"ragstream, version {__version__}")
-    ctx.exit()
-
-
 @click.group(cls=_LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
-@click.option(
-    "--version",
-    is_flag=True,
-    expose_value=False,
-    is_eager=True,
-    callback=_print_version,
-    help="Show the version and exit.",
-)
+@click.version_option(package_name="ragstream", prog_name="ragstream")
 def main() -> None:
     """Streaming online evaluation of RAG services."""

@@ -6,7 +6,6 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -74,11 +73,13 @@ def judge_command(
     started = time.monotonic()
 
     async def run() -> None:
-        from ragstream.judging.offline import judge_stream
+        from ragstream.judging.offline import judge_stream, parse_answer_line
+        from ragstream.sources.jsonl import read_jsonl
 
         last = started
+        batches = read_jsonl(file, batch_size=1000)
         stream = judge_stream(
-            _lines(file),
+            (parse_answer_line(m.value, m.offset) for batch in batches for m in batch),
             judge,
             concurrency=judge_settings.concurrency,
             window=judge_settings.queue_size,
@@ -117,13 +118,3 @@ def judge_command(
         click.echo(render_judged_lines(collected) + "\n" + render_judge_report(result), nl=False)
     if report.judged + report.outcomes["failed"] == 0:
         raise click.ClickException(f"{file} held no valid answer event")
-
-
-def _lines(file: Path) -> Iterator[Any]:
-    """The file's lines but the blank ones, parsed (`parse_answer_line`)."""
-    from ragstream.judging.offline import parse_answer_line
-    from ragstream.sources.jsonl import read_jsonl
-
-    for batch in read_jsonl(file, batch_size=1000):
-        for message in batch:
-            yield parse_answer_line(message.value, message.offset)

@@ -105,30 +105,17 @@ def replay(
         queue_size=batch_size,
     )
     sides = {} if judging is None else {"judge": judging}
-    keeper = None
-    out: TextIO | None = None
-    if checkpoint_dir is None:
-        engine, lines, digest = Engine(config), LineCounts(), None
-        for name, side in sides.items():
-            engine.attach(name, side)
-        if per_query is not None:
-            out = per_query.open("w", encoding="utf-8")
-    else:
-        judge = None if judging is None else settings.judge.model_dump(mode="json")
-        fingerprint = replay_settings(
-            config, batch_size, input_format, per_query is not None, judge
-        )
-        keeper = ReplayKeeper(checkpoint_dir, file, fingerprint, checkpoint_every)
-        try:
-            engine, lines = keeper.resume(config, sides)
-            if per_query is not None:
-                out = keeper.open_output(per_query)
-        except CheckpointError as mismatch:
-            raise click.ClickException(str(mismatch)) from mismatch
-        digest = keeper.digest
+    judge = None if judging is None else settings.judge.model_dump(mode="json")
+    fingerprint = replay_settings(config, batch_size, input_format, per_query is not None, judge)
+    keeper = ReplayKeeper(checkpoint_dir, file, fingerprint, checkpoint_every)
+    try:
+        engine, lines = keeper.resume(config, sides)
+        out = None if per_query is None else keeper.open_output(per_query)
+    except CheckpointError as mismatch:
+        raise click.ClickException(str(mismatch)) from mismatch
     engines.append(engine)
     try:
-        asyncio.run(_run(file, engine, judging, lines, digest, batch_size, keeper, out))
+        asyncio.run(_run(file, engine, judging, lines, batch_size, keeper, out))
     finally:
         if out is not None:
             out.close()
@@ -148,9 +135,8 @@ async def _run(
     engine: Engine,
     judging: JudgingService | None,
     lines: LineCounts,
-    digest: Any,
     batch_size: int,
-    keeper: ReplayKeeper | None,
+    keeper: ReplayKeeper,
     out: TextIO | None,
 ) -> None:
     """Apply the file batch by batch; the judge, when on, judges each batch's sampled
@@ -159,7 +145,7 @@ async def _run(
     if judging is not None:
         await judging.start()
     try:
-        for batch in read_jsonl(file, batch_size, lines, digest):
+        for batch in read_jsonl(file, batch_size, lines, keeper.digest):
             report = engine.apply(batch)
             for message, problem in report.invalid:
                 click.echo(f"{file}:{message.offset}: invalid event ({problem})", err=True)
@@ -168,10 +154,8 @@ async def _run(
                 judging.on_answers(report.answers)
                 judging.on_verdicts(report.verdicts)
                 await judging.settle()
-            if keeper is not None:
-                keeper.after_batch(engine, lines, out)
-        if keeper is not None:
-            keeper.save(engine, lines, out, done=True)
+            keeper.after_batch(engine, lines, out)
+        keeper.save(engine, lines, out, done=True)
         _write(out, engine, engine.finish())
     finally:
         if judging is not None:

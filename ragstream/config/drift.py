@@ -1,11 +1,9 @@
 """The `drift` section of the agent's configuration (docs/drift.md, "In the agent").
 
 The detectors' defaults are here and nowhere else (the classes of `ragstream.drift` take
-every argument); docs/drift.md says why they are what they are. Each detector registered
-in `ragstream.drift.registry` has a section of its name, whose `params()` gives its typed
-parameters. The section is checked against the
-windows and metrics by `Settings` (a pair's windows must be configured windows, a metric's
-cutoff a configured cutoff).
+every argument). Each detector registered in `ragstream.drift.registry` has a section of
+its name whose `params()` gives its typed parameters; `Settings` checks the section against
+the configured windows and cutoffs.
 """
 
 from __future__ import annotations
@@ -113,10 +111,6 @@ class AdwinSettings(_Detector):
         return self._build(AdwinParams)
 
 
-def _default_pairs() -> list[tuple[float, float]]:
-    return [(300.0, 3600.0), (3600.0, 86400.0)]
-
-
 class DriftSettings(_Section):
     """Drift detection: windowed detectors on (short, long) window pairs at every scrape,
     sequential ones on the final per-query values."""
@@ -125,7 +119,7 @@ class DriftSettings(_Section):
         default_factory=lambda: ["ndcg@10", "rr"], description="plain retrieval metrics watched"
     )
     window_pairs: list[tuple[Duration, Duration]] = Field(
-        default_factory=_default_pairs,
+        default_factory=lambda: [(300.0, 3600.0), (3600.0, 86400.0)],
         description="(short, long) windows compared; by default 5m/1h and 1h/24h, "
         "those of them whose windows are configured",
     )

@@ -48,19 +48,10 @@ class _Section(BaseModel):
 
 
 class KafkaSecurity(_Section):
-    """TLS and SASL as Kafka clients configure them.
-
-    The SASL password is given as a value (`sasl_password`, e.g. from the environment) or as
-    a file (`sasl_password_file`, e.g. a mounted Kubernetes secret), not both. The file is
-    read when the Kafka clients are built (`resolve_sasl_password`), not when the settings
-    are loaded, so `check-config` never reads or prints it. So are the other secrets' files.
-
-    SASL OAUTHBEARER takes its token from a file (`sasl_oauth_token_file`, read again when
-    it changes) or from an OAuth 2.0 token endpoint (`sasl_oauth_token_endpoint`, client
-    credentials, renewed before expiry). TLS verifies the broker's certificate against
-    `ssl_cafile` (else the system's CAs) and its host name, unless `ssl_check_hostname` is
-    false; `ssl_certfile` and `ssl_keyfile` are the client's own certificate (mTLS).
-    """
+    """TLS and SASL as Kafka clients configure them. Each secret is a value or a file (a
+    mounted Kubernetes secret), not both; files are read when the Kafka clients are built
+    (`resolve_*`), never by `check-config`. OAUTHBEARER takes its token from a file or a
+    token endpoint; `ssl_certfile` and `ssl_keyfile` are the client's own (mTLS)."""
 
     protocol: Literal["PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"] = "PLAINTEXT"
     sasl_mechanism: Literal["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER"] | None = None

@@ -80,10 +80,6 @@ def summary(engine: Engine, metrics: Sequence[str] = _SUMMARY_METRICS) -> dict[s
     }
 
 
-def _estimate(value: float, interval: tuple[float, float], n: int) -> dict[str, Any]:
-    return Estimate(value, interval[0], interval[1], n).as_dict()
-
-
 def judging_summary(engine: Engine, service: JudgingService) -> dict[str, Any]:
     """The judged windows of every label set at the engine's t_now (means, the raw and the
     corrected hallucination ratio, the refusal ratio), the judge's agreement with gold
@@ -99,9 +95,9 @@ def judging_summary(engine: Engine, service: JudgingService) -> dict[str, Any]:
             per_window[window] = {
                 "judged": read.judged,
                 **{c: _number(read.means[c]) for c in GENERATION_COLUMNS[:3]},
-                "hallucination_ratio": _estimate(
-                    read.hallucination_ratio, read.hallucination_interval, n
-                ),
+                "hallucination_ratio": Estimate(
+                    read.hallucination_ratio, *read.hallucination_interval, n
+                ).as_dict(),
                 "refusal_ratio": _number(read.refusal_ratio),
                 "corrected_hallucination_ratio": (
                     None if read.corrected is None else read.corrected.as_dict()

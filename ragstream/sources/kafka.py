@@ -1,30 +1,19 @@
 """Kafka as a source: aiokafka `getmany` batches, manual commits, partition hand-over.
 
-Offsets are committed only after the engine has applied a batch (`commit`), and at most
-every `commit_interval` seconds (0: after every batch), so a crash replays at most the
-batches applied since the last commit and never loses one (at least once). When the group
-rebalances, and on `stop()`, every applied offset is committed first; with a partition
-state store (`PartitionStateStore`, e.g. `ragstream.checkpoint.Handover`, plugged in by the
-wiring of the run), the revoked partitions' state is then saved (acknowledged) before
-`on_revoked` drops it, and newly assigned partitions adopt their latest snapshot and are
-sought to the offset it covers, so the events after it are applied once, whatever offset
-was committed. Snapshots are also saved whenever the store says a checkpoint is due and on
-`stop()`, so that the partitions of a replica that crashed move with a bounded replay.
+At least once: offsets are committed only after the engine applied their batch (`commit`),
+at most every `commit_interval` seconds, and all at once on a rebalance and on `stop()`.
+With a partition state store (`PartitionStateStore`, e.g. `ragstream.checkpoint.Handover`)
+revoked partitions' state is saved before `on_revoked` drops it, assigned partitions adopt
+their latest snapshot and are sought to the offset it covers, and snapshots are taken
+whenever the store says one is due, so a crashed replica's partitions move with a bounded
+replay.
 
-The source knows, per partition, the offset after the last message it handed out. The
-caller applies a batch before it awaits anything (the `Runner` does), so that position is
-also what the engine's state covers. Records of partitions no longer owned are never
-handed out (the new owner reads them).
-
-A record batch that cannot be read (a compressed payload that does not decompress, a CRC
-error, a codec without its library: `kafka_batches.py`) is skipped: the records before it
-are handed out, the batch itself goes into the batch's `rejected` list (one `Message`
-without a value at its first offset, with a `bad_batch` error that names its offset range),
-which the runner counts and dead-letters, and consumption goes on after it.
-
-Partitions are assigned with the range assignor (round robin as the fallback while older
-replicas are still in the group), which gives a replica the same partition numbers of
-every co-partitioned topic.
+The source knows, per owned partition, the offset after the last message it handed out;
+the caller applies a batch before it awaits anything (the `Runner` does), so that is also
+what the engine's state covers. A record batch that cannot be read (`kafka_batches.py`)
+is skipped into the batch's `rejected` list as `bad_batch`, and consumption goes on after
+it. The range assignor gives a replica the same partition numbers of every co-partitioned
+topic (round robin is the fallback while older replicas are in the group).
 """
 
 from __future__ import annotations
@@ -94,17 +83,13 @@ class KafkaSourceConfig:
     auto_offset_reset: str = "latest"
     max_batch: int = 5000
     fetch_partition_bytes: int = 4 << 20
-    """Bytes a fetch brings at most per partition (Kafka's `max.partition.fetch.bytes`;
-    aiokafka's default is 1 MiB): a larger fetch fills a `getmany` of `max_batch` records,
-    so that the engine's work per batch is spread over more events."""
+    """Kafka's `max.partition.fetch.bytes`: large enough to fill a `getmany` of `max_batch`."""
     poll_timeout: float = 0.5
     retry_backoff_max: float = 30.0
     commit_interval: float = 1.0
     """Seconds between offset commits (0: after every batch); revoke and stop commit all."""
     request_timeout: float = 5.0
-    """Seconds an offset commit or a lag read may wait on the brokers: a commit that does
-    not finish in time is retried at the next one (the offsets stay pending), a lag read
-    raises `KafkaUnreachableError` (the agent is then not ready)."""
+    """Seconds an offset commit (then retried with the next) or a lag read may wait."""
     session_timeout: float = 10.0
     """The group session (heartbeats every third of it); also the rebalance timeout."""
     client_options: Mapping[str, Any] = field(default_factory=dict)
@@ -382,7 +367,9 @@ class KafkaSource:
         A poll that times out yields an empty batch, so that the caller's clock-driven work
         (finalizing queries, stopping) goes on while the topics are quiet.
         """
-        consumer = self._require()
+        consumer = self._consumer
+        if consumer is None:
+            raise RuntimeError("the Kafka source is not started")
         timeout_ms = int(self.config.poll_timeout * 1000)
         while not self._stopping.is_set():
             if self.state is not None and self.state.checkpoint_due():
@@ -549,20 +536,17 @@ class KafkaSource:
 
     async def _assigned(self, assigned: set[TopicPartition]) -> None:
         consumer = self._consumer
-        if self.state is not None and consumer is not None and assigned:
+        if consumer is not None and assigned:
             # aiokafka may fetch while this callback runs: hold the partitions back until
             # their state is in place and they are positioned
             consumer.pause(*assigned)
             try:
-                await self._adopt(consumer, assigned)
+                if self.state is None:
+                    await self._note_positions(consumer, assigned, self.config.request_timeout)
+                else:
+                    await self._adopt(consumer, assigned)
             except Exception:  # never stall the partitions: they start afresh
-                _log.exception("adopting the state of %s failed", sorted(assigned))
-            finally:
-                consumer.resume(*assigned)
-        elif consumer is not None and assigned:  # held back while their positions are taken
-            consumer.pause(*assigned)
-            try:
-                await self._note_positions(consumer, assigned, self.config.request_timeout)
+                _log.exception("taking over %s failed", sorted(assigned))
             finally:
                 consumer.resume(*assigned)
         self._owned |= assigned
@@ -683,8 +667,3 @@ class KafkaSource:
             position = await consumer.position(tp)
             out[(tp.topic, tp.partition)] = max(0, int(ends[tp]) - position)
         return out
-
-    def _require(self) -> AIOKafkaConsumer:
-        if self._consumer is None:
-            raise RuntimeError("the Kafka source is not started")
-        return self._consumer

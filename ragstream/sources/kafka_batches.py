@@ -1,19 +1,12 @@
 """A Kafka record batch the consumer cannot read: which one, from the error `getmany` raised.
 
-aiokafka decompresses and checks a record batch while `getmany` hands out its records. A
-batch it cannot read (a compressed payload that does not decompress, a CRC that does not
-match, a codec it has no library for) raises out of `getmany`, the same batch on every
-retry: the partition is stuck and, since the error says neither the partition nor the
-offsets, a caller can only guess what to skip. The records `getmany` had already taken
-from other partitions in that call are dropped with the error (the caller must seek them
-back, `KafkaSource` does).
-
-aiokafka's fetcher raises the error from the frame that iterates the partition's batches,
-whose locals hold the partition and the batch being read (its header, read without
-decompressing). `undecodable_batch` reads them from the error's traceback: the exact
-partition and offset range, at no cost until a batch fails. The test suite pins it on the
-installed aiokafka with batches corrupted on a real broker's disk
-(tests/integration/test_kafka_codecs.py).
+A batch aiokafka cannot decompress or check (a bad payload, a CRC mismatch, a codec without
+its library) raises out of `getmany` on every retry, and the error names neither the
+partition nor the offsets; the records already taken from other partitions in that call go
+with it (`KafkaSource` seeks them back). aiokafka raises it from the frame that iterates the
+partition's batches, whose locals hold the partition and the batch header: `undecodable_batch`
+reads them from the traceback, at no cost until a batch fails
+(tests/integration/test_kafka_codecs.py checks this against the installed aiokafka).
 """
 
 from __future__ import annotations

@@ -21,9 +21,9 @@ from aiokafka.errors import KafkaError, SaslAuthenticationFailed, UnsupportedSas
 
 from ragstream.sources.kafka_oauth import OAuthTokenError
 
-__all__ = ["CONN_OPTIONS", "refused"]
+__all__ = ["refused"]
 
-CONN_OPTIONS = frozenset(
+_CONN_OPTIONS = frozenset(
     {
         "client_id",
         "security_protocol",
@@ -40,7 +40,7 @@ CONN_OPTIONS = frozenset(
 async def refused(host: str, port: int, client_options: Mapping[str, Any]) -> str | None:
     """What the broker at `host:port` refused of this client's credentials or certificate
     (a message for a person, naming no secret), or None when it did not refuse them."""
-    options = {k: v for k, v in client_options.items() if k in CONN_OPTIONS}
+    options = {k: v for k, v in client_options.items() if k in _CONN_OPTIONS}
     where = f"Kafka at {host}:{port}"
     try:
         conn = await create_conn(host, port, request_timeout_ms=10_000, **options)

@@ -11,7 +11,7 @@ from ragstream.judging.service import JudgingService, engine_lookup
 from ragstream.pipeline.engine import Engine
 from ragstream.sources.paced import PacedSyntheticSource
 from ragstream.sources.synthetic import SyntheticConfig
-from ragstream.wiring.engine import engine_config_of
+from ragstream.wiring.engine import engine_config
 from ragstream.wiring.judging import judging_service
 
 __all__ = ["demo_agent"]
@@ -33,18 +33,13 @@ def demo_agent(
     app=support dropping after `drift_at` seconds, a `gold_share` of the answers with a
     reviewer's gold verdict within the label TTL) and its judging service; `settings`
     give the windows, metrics and drift detection (default: the defaults)."""
-    settings = settings or Settings()
-    join = JoinSettings(label_ttl=label_ttl)
-    engine = Engine(
-        engine_config_of(
-            windows=settings.windows,
-            metrics=settings.metrics,
-            labels=LabelSettings(keys=["app", "index"]),
-            join=join,
-            drift=settings.drift,
-            clock="wall",
-        )
+    settings = (settings or Settings()).model_copy(
+        update={
+            "labels": LabelSettings(keys=["app", "index"]),
+            "join": JoinSettings(label_ttl=label_ttl),
+        }
     )
+    engine = Engine(engine_config(settings, clock="wall"))
     late = max(0.0, min(30.0, label_ttl / 2))  # gold verdicts come well within the TTL
     traffic = SyntheticConfig(
         seed=seed,
@@ -63,7 +58,7 @@ def demo_agent(
         bins=settings.metrics.histogram_bins,
         lookup=engine_lookup(engine, []),
         label_ttl=label_ttl,
-        pending_ttl=join.pending_ttl,
+        pending_ttl=settings.join.pending_ttl,
     )
     source = PacedSyntheticSource(traffic)
     return Agent(engine, source, host=host, port=port, judging=judging), judging

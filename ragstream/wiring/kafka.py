@@ -17,13 +17,7 @@ from ragstream.sinks.dead_letters import KafkaDeadLetters
 from ragstream.sources.kafka import KafkaSource, KafkaSourceConfig
 from ragstream.sources.kafka_oauth import EndpointTokenProvider, FileTokenProvider
 
-__all__ = [
-    "client_security",
-    "dead_letters",
-    "kafka_source",
-    "oauth_token_provider",
-    "state_handover",
-]
+__all__ = ["client_security", "dead_letters", "kafka_source", "state_handover"]
 
 
 def client_security(security: KafkaSecurity) -> dict[str, Any]:
@@ -37,7 +31,7 @@ def client_security(security: KafkaSecurity) -> dict[str, Any]:
         return kwargs
     kwargs["sasl_mechanism"] = security.sasl_mechanism
     if security.sasl_mechanism == "OAUTHBEARER":
-        kwargs["sasl_oauth_token_provider"] = oauth_token_provider(security)
+        kwargs["sasl_oauth_token_provider"] = _oauth_token_provider(security)
         return kwargs
     password = security.resolve_sasl_password()  # the value or its file's content
     assert password is not None  # one of them is required by KafkaSecurity
@@ -46,7 +40,7 @@ def client_security(security: KafkaSecurity) -> dict[str, Any]:
     return kwargs
 
 
-def oauth_token_provider(security: KafkaSecurity) -> AbstractTokenProvider:
+def _oauth_token_provider(security: KafkaSecurity) -> AbstractTokenProvider:
     """The OAUTHBEARER token provider of the settings: from the token file, else from the
     token endpoint (its client secret read from its file at each fetch, when in one)."""
     if security.sasl_oauth_token_file is not None:
