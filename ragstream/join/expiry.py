@@ -79,12 +79,9 @@ class ExpiryQueue:
         fifo = zip(self._times[start:], self._seqs[start:], self._ids[start:], strict=True)
         return [entry[2] for entry in sorted([*fifo, *self._heap])]
 
-    def pop(self) -> str:
-        """The id of the query that expires first (IndexError when empty)."""
-        return self.pop_timed()[1]
-
-    def pop_timed(self) -> tuple[float, str]:
-        """`pop`, with the query's expiry time."""
+    def pop(self) -> tuple[float, str]:
+        """The expiry time and id of the query that expires first (IndexError when
+        empty)."""
         heap, start = self._heap, self._start
         if heap and (
             start == len(self._times) or heap[0] < (self._times[start], self._seqs[start])
@@ -95,12 +92,9 @@ class ExpiryQueue:
         self._cut(start + 1)
         return entry
 
-    def pop_due(self, t_now: float) -> list[str]:
-        """The ids of every query that expires before `t_now`, earliest first."""
-        return self.pop_due_timed(t_now)[1]
-
-    def pop_due_timed(self, t_now: float) -> tuple[list[float], list[str]]:
-        """`pop_due`, with each query's expiry time."""
+    def pop_due(self, t_now: float) -> tuple[list[float], list[str]]:
+        """The expiry times and ids of every query that expires before `t_now`, earliest
+        first."""
         times, start, heap = self._times, self._start, self._heap
         if not heap:  # the usual case: one sorted run, cut in one step
             stop = bisect_left(times, t_now, start)

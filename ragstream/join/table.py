@@ -33,7 +33,6 @@ from ragstream.join.query import OpenQuery
 
 __all__ = ["QueryTable", "Rows"]
 
-_TOP = attrgetter("top")
 _RANKED = attrgetter("ranked")
 _JUDGED = attrgetter("judged")
 _COMPACT = 1024
@@ -119,17 +118,19 @@ class QueryTable:
         labelsets: Sequence[tuple[str, ...]],
         ts: Sequence[float],
         raws: Sequence[bytes],
-        events: Sequence[Scanned],
+        tops: Sequence[bytes],
+        events: Sequence[Scanned] | None,
     ) -> int:
-        """Rows for scanned retrieval events, in order (their leading document times and
-        grades from the scanner's records); returns the first one's number."""
+        """Rows for retrieval events without detail, in order: their leading document times
+        (C doubles) and, from the scanner's records (`events`; None: none graded), their
+        grades; returns the first one's number."""
         first, n = self.end, len(ids)
         self.ids += ids
         self.labelsets += labelsets
         self.ts += ts
-        self.tops += map(_TOP, events)
+        self.tops += tops
         self.raws += raws
-        ranked = list(map(_RANKED, events))
+        ranked = [None] * n if events is None else list(map(_RANKED, events))
         if self.ranked is not None or ranked.count(None) < n:
             if self.ranked is None:
                 self.ranked, self.judged = (
@@ -138,7 +139,7 @@ class QueryTable:
                 )
             assert self.judged is not None
             self.ranked += ranked
-            self.judged += map(_JUDGED, events)
+            self.judged += [None] * n if events is None else map(_JUDGED, events)
         self.closed += bytes(n)
         return first
 
@@ -184,6 +185,16 @@ class QueryTable:
         i = bisect_right(starts, row) - 1
         row_values: NDArray[np.float64] = self.values[i][row - starts[i]]
         return row_values
+
+    def labeled_contribution(self, row: int) -> NDArray[np.float64] | None:
+        """The row a query with labels has in the windows (None: no label, or not scored)."""
+        query = self.detail.get(row)
+        if query is not None:
+            return query.contribution if query.labels else None
+        ranked = self.ranked
+        if ranked is None or ranked[row - self.base] is None:
+            return None
+        return self.contribution(row)
 
     def query(self, row: int) -> OpenQuery:
         """The row as an `OpenQuery`: its detail, or one made in the state an eagerly
