@@ -153,8 +153,8 @@ class LabelJoin:
         opened, final, pending = self._open, self._final, self._pending
         try:
             tops = list(map(_TOP, events))
-        except AttributeError:  # decoded events among them: one at a time
-            return self._open_each(events, ids, labelsets, times, raws, lazy)
+        except AttributeError:  # decoded events among them: those one at a time
+            return self._open_mixed(events, ids, labelsets, times, raws, lazy)
         fits = len(opened) + len(ids) <= self.max_open
         if not (
             fits
@@ -182,6 +182,32 @@ class LabelJoin:
         self._expiry.push_many([t + ttl for t in times], ids)
         self.counters.opened += n
         return 0
+
+    def _open_mixed(
+        self,
+        events: Sequence[Scanned | DecodedRetrieval],
+        ids: list[str],
+        labelsets: Sequence[tuple[str, ...]],
+        times: Sequence[float],
+        raws: Sequence[bytes],
+        lazy: bool,
+    ) -> int:
+        """`open` of a run with decoded events: each of them alone, the scanned ones
+        between them in one step a stretch, in arrival order."""
+        duplicates = start = 0
+        for i, event in enumerate([*events, None]):
+            if event is not None and type(event) is not DecodedRetrieval:
+                continue
+            if start < i:
+                duplicates += self.open(
+                    events[start:i], labelsets[start:i], times[start:i], raws[start:i], lazy=lazy
+                )
+            if event is not None:
+                duplicates += self._open_each(
+                    [event], ids[i : i + 1], labelsets[i : i + 1], times[i : i + 1], [raws[i]], lazy
+                )
+            start = i + 1
+        return duplicates
 
     def _open_each(
         self,

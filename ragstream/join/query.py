@@ -337,20 +337,6 @@ class OpenQuery:
         self._results = self._top = self._doc_ids = self._doc_times = None
         self._raw_times = None
 
-    @staticmethod
-    def scored(queries: Sequence[OpenQuery], rows: NDArray[np.float64]) -> None:
-        """Give each query its new contribution row and `release` it: one loop for a batch
-        instead of a call per query."""
-        for query, row in zip(queries, rows, strict=True):
-            query.contribution = row
-            if query._raw is None:
-                continue
-            if query.labels:
-                query.release()
-            else:  # as `release`
-                query._results = query._top = query._doc_ids = query._doc_times = None
-                query._raw_times = None
-
     def _rank(self) -> None:
         """Build `doc_ids` and `doc_times` from the results (SPEC §2: repeats count once, at
         their first position; a missing t_doc dates from ts, a later one is clamped to ts)."""

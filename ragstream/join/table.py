@@ -6,14 +6,15 @@ columns are what every query needs: its id, label set and time (it expires `ttl`
 and once scored the row it put in the windows (a matrix per batch of rows scored together,
 `contribution`; a row with a detail keeps it there instead). Most retrieval
 events never get a label: for them the table also keeps the times of the leading documents
-as the compiled scanner gives them (`tops`, for the mean ages), the message (`raws`, to
-decode the ranking again if a label comes after all) and, for an event the scanner graded
-(`Scanned.ranked`, `Scanned.judged`), its grades and times as the kernels read them.
+as C doubles (`tops`, for the mean ages; from the compiled scanner's record or the decoded
+event alike), the message (`raws`, to decode the ranking again if a label comes after all)
+and, for an event the scanner graded (`Scanned.ranked`, `Scanned.judged`), its grades and
+times as the kernels read them.
 
-A query with labels of its own (inline labels the scanner did not grade, a label that came
-later, one opened from a decoded event or a snapshot) has an `OpenQuery` in the sparse map
-`detail`: its labels, their times and its ranking. Such a row is scored from it; every
-other row from its columns, all of them at once.
+A query with labels of its own (inline labels the scanner did not grade, a decoded event
+with labels or repeated documents, a label that came later, a snapshot) has an `OpenQuery`
+in the sparse map `detail`: its labels, their times and its ranking. Such a row is scored
+from the same columns, which its detail gives (`OpenQuery.columns`).
 
 Rows leave from the front: a final row is `closed` once the caller has read it, and the
 closed rows before the first open one are cut off when they are many.

@@ -426,8 +426,8 @@ class Engine:
                         at_eager.append(len(keys))
                         queries.append(query)
                     keys.append((partition, labelsets[row - base]))
-            width = max(self.config.cutoffs)
-            tops, ranked, judged = zip(*[query.columns(width) for query in queries], strict=True)
+            leading = max(self.layout.cutoffs)
+            tops, ranked, judged = zip(*[q.columns(leading) for q in queries], strict=True)
             eager_times = np.array([query.ts for query in queries], dtype=np.float64)
             own = self._rows(self.scorer.score(eager_times, tops, ranked, judged))
             times = np.empty(len(keys))
@@ -449,8 +449,9 @@ class Engine:
                     now, series, index[were], times[were], previous[:, :width], previous[:, width:]
                 )
         self.store.add_many(now, series, index, times, values[:, :width], values[:, width:])
-        if queries:
-            OpenQuery.scored(queries, own)  # what the message can give again is dropped
+        for query, row in zip(queries, own if queries else (), strict=True):
+            query.contribution = row  # and what its message can give again is dropped
+            query.release()
 
     def _score_fresh(
         self, tables: Sequence[QueryTable], fresh: Sequence[Rows]

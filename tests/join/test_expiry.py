@@ -109,3 +109,23 @@ def test_the_fifo_is_cut_as_it_is_read_and_keeps_its_order() -> None:
     assert len(queue) == 0
     queue.push(5.0, "late")  # an empty FIFO takes any time
     assert queue.pop() == (5.0, "late")
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(st.lists(st.integers(0, 6), max_size=8), st.integers(0, 8)), max_size=30))
+def test_many_overlapping_runs_with_ties_pop_in_time_then_push_order(
+    steps: list[tuple[list[int], int]],
+) -> None:
+    # runs of a few times out of a handful, so that runs overlap and tie often
+    queue, reference, n = ExpiryQueue(), [], 0
+    for times, due in steps:
+        ids = [f"q{n + i}" for i in range(len(times))]
+        queue.push_many([float(t) for t in times], ids)
+        reference += [(float(t), n + i, ids[i]) for i, t in enumerate(times)]
+        n += len(times)
+        reference.sort()
+        out = [entry for entry in reference if entry[0] < due]
+        assert queue.pop_due(float(due)) == ([e[0] for e in out], [e[2] for e in out])
+        reference = reference[len(out) :]
+        assert queue.ids() == [entry[2] for entry in reference]
+        assert len(queue) == len(reference)

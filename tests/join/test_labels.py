@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ragstream.events import DecodedRetrieval, decode_event
+from ragstream.events.limits import DEFAULT_LIMITS
+from ragstream.events.scanner import AVAILABLE, bounds_of, scan_retrievals
 from ragstream.join import LabelJoin, LabelOutcome, OpenQuery, RankedDoc, dedupe_ranking
 from tests.support.defaults import label_join
 
@@ -260,3 +263,35 @@ def test_final_ids_stay_within_the_horizon_and_the_cap(
             assert all(closed >= t_now - 50.0 for closed in times)
             for qid, closed in final:  # never earlier than the query really closed
                 assert closed >= finalized[qid]
+
+
+@pytest.mark.skipif(not AVAILABLE, reason="the compiled scanner is not built")
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 12), st.integers(0, 3)), min_size=1, max_size=30))
+def test_a_run_of_scanned_and_decoded_events_opens_as_each_alone(
+    picks: list[tuple[int, int]],
+) -> None:
+    # repeats (declined by the scanner, decoded), labels, duplicate ids, past the cap
+    picks = [(7, 1), *picks]  # one repeat at least
+    raws = []
+    for n, shape in picks:
+        results: list[dict[str, object]] = [{"doc_id": "a", "t_doc": 5.0}, {"doc_id": "b"}]
+        if shape == 1:
+            results.append({"doc_id": "a"})
+        elif shape == 2:
+            results[1]["rel"] = 2.0
+        message = {"type": "retrieval", "query_id": f"q{n}", "ts": 10.0 + n, "results": results}
+        raws.append(json.dumps(message).encode())
+    scanned = scan_retrievals(raws, bounds_of(DEFAULT_LIMITS))
+    events = [
+        decode_event(raw) if got is None else got for raw, got in zip(raws, scanned, strict=True)
+    ]
+    assert any(type(e) is DecodedRetrieval for e in events)
+    times = [10.0 + n for n, _ in picks]
+    together, alone = label_join(max_open=8), label_join(max_open=8)
+    duplicates = together.open(events, None, times, raws)  # type: ignore[arg-type]
+    for i, event in enumerate(events):
+        duplicates -= alone.open([event], None, times[i : i + 1], raws[i : i + 1])  # type: ignore[list-item]
+    assert duplicates == 0
+    assert together.take_changed() == alone.take_changed()
+    assert together.snapshot() == alone.snapshot()
