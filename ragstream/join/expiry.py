@@ -1,133 +1,138 @@
-"""When open queries expire: a queue ordered by expiry time, cheap when times come in order.
+"""When open queries expire: a heap of sorted runs, ordered by expiry time, then by arrival.
 
 Queries of one partition usually open in event-time order with the same TTL, so their
-expiry times arrive already sorted. Those go to a FIFO (parallel lists of times, sequence
-numbers and ids, read from a moving head: pushes append, and everything due leaves in one
-binary search and one slice); only a time earlier than the FIFO's last goes to a binary
-heap. The earliest entry is the smaller of the two heads, so the order is exact whatever
-the arrival order: by expiry time, then by arrival (a sequence number breaks ties, in both
-parts alike).
+expiry times arrive already sorted. A push that is not earlier than the newest run's last
+time extends that run; an earlier one starts a new run. The heap (`heapq`) holds each
+run once, keyed by its first entry not yet popped: (time, sequence number), the sequence
+number counting pushes, so that ties leave in arrival order. Everything due leaves the
+smallest run in one binary search and one slice, as far as the next run's key allows:
+with times in order there is one run and a batch costs one step, whatever its size.
 """
 
 from __future__ import annotations
 
 import heapq
-from bisect import bisect_left
+from bisect import bisect_left, bisect_right
 from collections.abc import Sequence
 from operator import le
 
 __all__ = ["ExpiryQueue"]
 
-_Entry = tuple[float, int, str]
-"""(expires_at, sequence number, query id)"""
 _COMPACT = 4096
-"""Entries read past the FIFO's head before they are cut from its lists (when they are
-also at least half of them): amortised O(1) a pop."""
+"""Entries read past a run's head before they are cut from its lists (when they are also
+at least half of them): amortised O(1) a pop."""
+
+
+class _Run:
+    """Entries pushed one after another in nondecreasing time order, from `start` on; the
+    entry at index i was push number `seq + i`."""
+
+    __slots__ = ("ids", "seq", "start", "times")
+
+    def __init__(self, seq: int) -> None:
+        self.times: list[float] = []
+        self.ids: list[str] = []
+        self.seq = seq
+        self.start = 0
+
+
+_Key = tuple[float, int, _Run]
+"""A run in the heap: the time and sequence number of its first entry, then the run."""
 
 
 class ExpiryQueue:
     """Query ids by expiry time (ties: first pushed first)."""
 
-    __slots__ = ("_heap", "_ids", "_seq", "_seqs", "_start", "_times")
+    __slots__ = ("_heap", "_last", "_len", "_seq")
 
     def __init__(self) -> None:
-        self._times: list[float] = []
-        """The FIFO: entries pushed in nondecreasing time order (each at least the one
-        before), from `_start` on."""
-        self._seqs: list[int] = []
-        self._ids: list[str] = []
-        self._start = 0
-        self._heap: list[_Entry] = []
-        """Entries that came earlier than the FIFO's last."""
+        self._heap: list[_Key] = []
+        self._last: _Run | None = None
+        """The newest run while it is in the heap (pushes may extend it)."""
         self._seq = 0
+        self._len = 0
 
     def __len__(self) -> int:
-        return len(self._times) - self._start + len(self._heap)
+        return self._len
 
     def push(self, expires_at: float, query_id: str) -> None:
-        times = self._times
-        if len(times) == self._start or expires_at >= times[-1]:
-            times.append(expires_at)
-            self._seqs.append(self._seq)
-            self._ids.append(query_id)
-        else:
-            heapq.heappush(self._heap, (expires_at, self._seq, query_id))
-        self._seq += 1
+        self.push_many([expires_at], [query_id])
 
     def push_many(self, times: Sequence[float], query_ids: Sequence[str]) -> None:
         """`push` of each (time, id) in turn; times already in order (the usual run of a
-        partition) go to the FIFO in one step."""
-        fifo, n = self._times, len(times)
-        if (
-            n
-            and (len(fifo) == self._start or times[0] >= fifo[-1])
-            and all(map(le, times, times[1:]))
-        ):
-            fifo.extend(times)
-            self._seqs.extend(range(self._seq, self._seq + n))
-            self._ids.extend(query_ids)
-            self._seq += n
+        partition) extend the newest run in one step."""
+        n = len(times)
+        if not n:
             return
-        push = self.push
-        for expires_at, query_id in zip(times, query_ids, strict=True):
-            push(expires_at, query_id)
+        if not all(map(le, times, times[1:])):  # out of order: a run each sorted stretch
+            for expires_at, query_id in zip(times, query_ids, strict=True):
+                self.push_many([expires_at], [query_id])
+            return
+        run = self._last
+        if run is None or times[0] < run.times[-1]:
+            run = self._last = _Run(self._seq)
+            heapq.heappush(self._heap, (times[0], self._seq, run))
+        run.times.extend(times)
+        run.ids.extend(query_ids)
+        self._seq += n
+        self._len += n
 
     def ids(self) -> list[str]:
         """Every query id in the order they would be popped (pushed again in this order,
         they pop in it)."""
-        start = self._start
-        fifo = zip(self._times[start:], self._seqs[start:], self._ids[start:], strict=True)
-        return [entry[2] for entry in sorted([*fifo, *self._heap])]
+        entries = [
+            (t, run.seq + run.start + i, query_id)
+            for _, _, run in self._heap
+            for i, (t, query_id) in enumerate(
+                zip(run.times[run.start :], run.ids[run.start :], strict=True)
+            )
+        ]
+        return [entry[2] for entry in sorted(entries)]
 
-    def pop(self) -> str:
-        """The id of the query that expires first (IndexError when empty)."""
-        return self.pop_timed()[1]
-
-    def pop_timed(self) -> tuple[float, str]:
-        """`pop`, with the query's expiry time."""
-        heap, start = self._heap, self._start
-        if heap and (
-            start == len(self._times) or heap[0] < (self._times[start], self._seqs[start])
-        ):
-            expires_at, _, query_id = heapq.heappop(heap)
-            return expires_at, query_id
-        entry = self._times[start], self._ids[start]  # IndexError when both are empty
-        self._cut(start + 1)
+    def pop(self) -> tuple[float, str]:
+        """The expiry time and id of the query that expires first (IndexError when
+        empty)."""
+        run = self._heap[0][2]  # IndexError when empty
+        entry = run.times[run.start], run.ids[run.start]
+        self._take(run, run.start + 1)
         return entry
 
-    def pop_due(self, t_now: float) -> list[str]:
-        """The ids of every query that expires before `t_now`, earliest first."""
-        return self.pop_due_timed(t_now)[1]
-
-    def pop_due_timed(self, t_now: float) -> tuple[list[float], list[str]]:
-        """`pop_due`, with each query's expiry time."""
-        times, start, heap = self._times, self._start, self._heap
-        if not heap:  # the usual case: one sorted run, cut in one step
-            stop = bisect_left(times, t_now, start)
-            due = times[start:stop], self._ids[start:stop]
-            self._cut(stop)
-            return due
+    def pop_due(self, t_now: float) -> tuple[list[float], list[str]]:
+        """The expiry times and ids of every query that expires before `t_now`, earliest
+        first."""
+        heap = self._heap
         out_times: list[float] = []
         out_ids: list[str] = []
-        while True:
-            start = self._start
-            in_order = start < len(times)
-            if heap and (not in_order or heap[0] < (times[start], self._seqs[start])):
-                if heap[0][0] >= t_now:
-                    break
-                expires_at, _, query_id = heapq.heappop(heap)
-            elif in_order and times[start] < t_now:
-                expires_at, query_id = times[start], self._ids[start]
-                self._cut(start + 1)
-            else:
-                break
-            out_times.append(expires_at)
-            out_ids.append(query_id)
+        while heap and heap[0][0] < t_now:
+            run = heap[0][2]
+            times, start = run.times, run.start
+            if len(heap) == 1:  # the usual case: one run, cut in one step
+                stop = bisect_left(times, t_now, start)
+            else:  # up to the next run's first entry (ties: the older run first)
+                limit, seq, _ = min(heap[1:3])
+                if limit >= t_now:
+                    stop = bisect_left(times, t_now, start)
+                elif run.seq < seq:
+                    stop = bisect_right(times, limit, start)
+                else:
+                    stop = bisect_left(times, limit, start)
+            out_times += times[start:stop]
+            out_ids += run.ids[start:stop]
+            self._take(run, stop)
         return out_times, out_ids
 
-    def _cut(self, start: int) -> None:
-        """Move the FIFO's head to `start`; drop what it passed once that is much."""
-        if start >= _COMPACT and 2 * start >= len(self._times):
-            del self._times[:start], self._seqs[:start], self._ids[:start]
+    def _take(self, run: _Run, start: int) -> None:
+        """Move the smallest run's head to `start`: out of the heap when it is empty, else
+        keyed again by its new head; its lists cut when what it passed is much."""
+        self._len -= start - run.start
+        if start == len(run.times):
+            heapq.heappop(self._heap)
+            if run is self._last:
+                self._last = None
+            return
+        if start >= _COMPACT and 2 * start >= len(run.times):
+            del run.times[:start], run.ids[:start]
+            run.seq += start
             start = 0
-        self._start = start
+        run.start = start
+        heapq.heapreplace(self._heap, (run.times[start], run.seq + start, run))

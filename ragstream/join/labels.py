@@ -13,11 +13,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from operator import attrgetter
-from typing import Any
+from typing import Any, cast
 
+from ragstream.events import DecodedRetrieval
 from ragstream.events.scanner import Scanned
 from ragstream.join.expiry import ExpiryQueue
-from ragstream.join.query import DocLike, OpenQuery
+from ragstream.join.query import OpenQuery
 from ragstream.join.recent import RecentFinal
 from ragstream.join.table import QueryTable
 
@@ -25,6 +26,7 @@ __all__ = ["JoinCounters", "LabelJoin", "LabelOutcome", "PendingLabel"]
 
 _QUERY_ID = attrgetter("query_id")
 _IDS = attrgetter("ids")
+_TOP = attrgetter("top")
 
 
 class LabelOutcome(StrEnum):
@@ -128,56 +130,31 @@ class LabelJoin:
 
     def open(
         self,
-        query_id: str,
-        *,
-        partition: int,
-        labelset: tuple[str, ...],
-        ts: float,
-        results: Sequence[DocLike],
-        qrels: Sequence[DocLike] = (),
-        raw: bytes | None = None,
-    ) -> OpenQuery | None:
-        """Open a query from its decoded retrieval event; None if it is a duplicate.
-
-        `raw`: the event's message, so that the query may drop its decoded documents once
-        scored (see `OpenQuery.release`)."""
-        if self._known(query_id):
-            return None
-        query = OpenQuery.from_retrieval(
-            query_id,
-            partition=partition,
-            labelset=labelset,
-            ts=ts,
-            ttl=self.label_ttl,
-            results=results,
-            qrels=qrels,
-            raw=raw,
-        )
-        self._register(query)
-        return query
-
-    def open_scanned(
-        self,
-        events: Sequence[Scanned],
+        events: Sequence[Scanned | DecodedRetrieval],
         labelsets: Sequence[tuple[str, ...]] | None,
         times: Sequence[float],
         raws: Sequence[bytes],
         *,
         lazy: bool = True,
     ) -> int:
-        """`open` for retrieval events read by the compiled scanner, in arrival order: the
-        events, their label sets (None: all ``()``), their times on the clock and their
-        messages; returns how many were duplicates. One call for a run of them: thousands a
-        batch.
+        """Open queries from their retrieval events, in arrival order: the events (read by
+        the compiled scanner, or decoded where it declined them), their label sets (None:
+        all ``()``), their times on the clock and their messages; returns how many were
+        duplicates. One call for a run of them: thousands a batch.
 
-        ``lazy``: the queries without labels of their own (no ranking in the record) and
-        no label waiting are rows of the table only, scored from its columns; the caller
-        says whether the leading document times the scanner keeps are all its scoring
-        reads. The others get an `OpenQuery` (the row's detail)."""
+        ``lazy``: the queries without labels of their own (no ranking in a scanned record,
+        no label nor repeat in a decoded event) and no label waiting are rows of the table
+        only, scored from its columns; the caller says whether the leading document times
+        kept there are all its scoring reads. The others get an `OpenQuery` (the row's
+        detail)."""
         ids = list(map(_QUERY_ID, events))
         if labelsets is None:
             labelsets = [()] * len(ids)
         opened, final, pending = self._open, self._final, self._pending
+        try:
+            tops = list(map(_TOP, events))
+        except AttributeError:  # decoded events among them: those one at a time
+            return self._open_mixed(events, ids, labelsets, times, raws, lazy)
         fits = len(opened) + len(ids) <= self.max_open
         if not (
             fits
@@ -188,15 +165,16 @@ class LabelJoin:
         ):  # duplicates, labels waiting or the cap: one at a time, in arrival order
             return self._open_each(events, ids, labelsets, times, raws, lazy)
         n, ttl, partition, table = len(ids), self.label_ttl, self.table.partition, self.table
-        first = table.extend(ids, labelsets, times, raws, events)
+        scanned = cast("Sequence[Scanned]", events)
+        first = table.extend(ids, labelsets, times, raws, tops, scanned)
         if lazy:  # the queries that came with labels the scanner did not grade
-            eager = [i for i, got in enumerate(map(_IDS, events)) if got is not None]
+            eager = [i for i, got in enumerate(map(_IDS, scanned)) if got is not None]
         else:
             eager = list(range(n))
         new = OpenQuery.from_scanned
         for i in eager:
             table.give_detail(
-                first + i, new(events[i], partition, labelsets[i], times[i], ttl, raws[i])
+                first + i, new(scanned[i], partition, labelsets[i], times[i], ttl, raws[i])
             )
         rows = range(first, first + n)
         opened.update(zip(ids, rows, strict=True))
@@ -205,16 +183,43 @@ class LabelJoin:
         self.counters.opened += n
         return 0
 
-    def _open_each(
+    def _open_mixed(
         self,
-        events: Sequence[Scanned],
+        events: Sequence[Scanned | DecodedRetrieval],
         ids: list[str],
         labelsets: Sequence[tuple[str, ...]],
         times: Sequence[float],
         raws: Sequence[bytes],
         lazy: bool,
     ) -> int:
-        """`open_scanned` one event at a time (duplicates, labels waiting, the cap)."""
+        """`open` of a run with decoded events: each of them alone, the scanned ones
+        between them in one step a stretch, in arrival order."""
+        duplicates = start = 0
+        for i, event in enumerate([*events, None]):
+            if event is not None and type(event) is not DecodedRetrieval:
+                continue
+            if start < i:
+                duplicates += self.open(
+                    events[start:i], labelsets[start:i], times[start:i], raws[start:i], lazy=lazy
+                )
+            if event is not None:
+                duplicates += self._open_each(
+                    [event], ids[i : i + 1], labelsets[i : i + 1], times[i : i + 1], [raws[i]], lazy
+                )
+            start = i + 1
+        return duplicates
+
+    def _open_each(
+        self,
+        events: Sequence[Scanned | DecodedRetrieval],
+        ids: list[str],
+        labelsets: Sequence[tuple[str, ...]],
+        times: Sequence[float],
+        raws: Sequence[bytes],
+        lazy: bool,
+    ) -> int:
+        """`open` one event at a time (decoded events, duplicates, labels waiting, the
+        cap)."""
         opened, final, pending = self._open, self._final, self._pending
         partition, ttl, table = self.table.partition, self.label_ttl, self.table
         duplicates = 0
@@ -222,27 +227,36 @@ class LabelJoin:
             if query_id in opened or query_id in final:
                 duplicates += 1
                 continue
-            scanned = events[i]
-            if (
-                lazy
-                and scanned.ids is None  # no label of its own, or graded ones
-                and not (pending and query_id in pending)
-            ):
-                row = table.extend([query_id], [labelsets[i]], [times[i]], [raws[i]], [scanned])
-                self._keep(query_id, row, times[i] + ttl)
-                continue
-            self._register(
-                OpenQuery.from_scanned(scanned, partition, labelsets[i], times[i], ttl, raws[i])
-            )
+            event, ts, raw = events[i], times[i], raws[i]
+            lazy_row = lazy and not (pending and query_id in pending)
+            if type(event) is DecodedRetrieval:
+                query = OpenQuery.from_retrieval(
+                    query_id,
+                    partition=partition,
+                    labelset=labelsets[i],
+                    ts=ts,
+                    ttl=ttl,
+                    results=event.results,
+                    qrels=event.qrels or (),
+                    raw=raw,
+                )
+                top = query.plain_top() if lazy_row else None
+                if top is not None:  # the row form of a scanned event without labels
+                    row = table.extend([query_id], [labelsets[i]], [ts], [raw], [top], None)
+                    self._keep(query_id, row, ts + ttl)
+                    continue
+            else:
+                scanned = cast("Scanned", event)
+                if lazy_row and scanned.ids is None:  # no label of its own, or graded ones
+                    row = table.extend(
+                        [query_id], [labelsets[i]], [ts], [raw], [scanned.top], [scanned]
+                    )
+                    self._keep(query_id, row, ts + ttl)
+                    continue
+                query = OpenQuery.from_scanned(scanned, partition, labelsets[i], ts, ttl, raw)
+            self._register(query)
         self.counters.duplicate_retrievals += duplicates
         return duplicates
-
-    def _known(self, query_id: str) -> bool:
-        """Whether a retrieval event for this query came before (counted as a duplicate)."""
-        if query_id in self._open or query_id in self._final:
-            self.counters.duplicate_retrievals += 1
-            return True
-        return False
 
     def _register(self, query: OpenQuery) -> None:
         """Count a new query, apply the labels that waited for it, and keep it open."""
@@ -317,24 +331,13 @@ class LabelJoin:
         self._dirty.clear()
         return changed
 
-    def advance(self, t_now: float, *, unlabeled: bool = True) -> list[OpenQuery]:
+    def advance(self, t_now: float) -> list[int]:
         """Finalize queries whose TTL ended before `t_now` and expire waiting labels.
 
-        Returns every query that became final since the last call, including those evicted
-        early by `max_open`; ``unlabeled=False``: only those with a label (the rest are
-        finalized and counted all the same, without an object each). Call it after the
-        changed queries have been scored, so that each final query carries its last
-        contribution.
-        """
-        table = self.table
-        rows = self.advance_rows(t_now)
-        if not unlabeled:
-            rows = [row for row in rows if table.labeled(row)]
-        return [table.query(row) for row in rows]
-
-    def advance_rows(self, t_now: float) -> list[int]:
-        """`advance` as rows of the table: every row final since the last call, valid to
-        read until the next call."""
+        Returns the rows of the table of every query that became final since the last
+        call, including those evicted early by `max_open`, valid to read until the next
+        call. Call it after the changed queries have been scored, so that each final row
+        has its last contribution."""
         self.table.close(self._handed)
         self.table.compact()
         self._expire(t_now)
@@ -345,7 +348,7 @@ class LabelJoin:
     def _expire(self, t_now: float) -> None:
         """Finalize the queries due at `t_now` (out to `_final_out`) and expire waiting
         labels."""
-        closed, due = self._expiry.pop_due_timed(t_now)
+        closed, due = self._expiry.pop_due(t_now)
         self._close(due, closed)
         self._final.forget_before(t_now - self.label_ttl)
         while self._pending:
@@ -367,7 +370,7 @@ class LabelJoin:
 
     def _evict_earliest(self) -> None:
         """Finalize the query that expires first, before its time (`max_open` reached)."""
-        expires_at, query_id = self._expiry.pop_timed()
+        expires_at, query_id = self._expiry.pop()
         self._close([query_id], [expires_at])
         self.counters.open_evicted += 1
 

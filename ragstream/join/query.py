@@ -307,6 +307,14 @@ class OpenQuery:
         them) until the query is scored, as `from_scanned` does."""
         self._top = top
 
+    def plain_top(self) -> bytes | None:
+        """The leading document times as a table row keeps them (C doubles), when the query
+        needs no detail: no label, no repeat, its message kept; else None."""
+        top = self._top
+        if self.labels or self.repeats or self._raw is None or top is None:
+            return None
+        return bytes(top)
+
     def _docs(self) -> Sequence[DecodedDoc]:
         """The decoded results, decoded again from the message after `release`."""
         if self._results is None:
@@ -328,20 +336,6 @@ class OpenQuery:
             return
         self._results = self._top = self._doc_ids = self._doc_times = None
         self._raw_times = None
-
-    @staticmethod
-    def scored(queries: Sequence[OpenQuery], rows: NDArray[np.float64]) -> None:
-        """Give each query its new contribution row and `release` it: one loop for a batch
-        instead of a call per query."""
-        for query, row in zip(queries, rows, strict=True):
-            query.contribution = row
-            if query._raw is None:
-                continue
-            if query.labels:
-                query.release()
-            else:  # as `release`
-                query._results = query._top = query._doc_ids = query._doc_times = None
-                query._raw_times = None
 
     def _rank(self) -> None:
         """Build `doc_ids` and `doc_times` from the results (SPEC §2: repeats count once, at
@@ -384,19 +378,6 @@ class OpenQuery:
             return self.doc_times[:width]
         return [doc.t_doc for doc in self._docs()[:width]]
 
-    @staticmethod
-    def packed_top_times(queries: Sequence[OpenQuery], width: int) -> bytes | None:
-        """`top_doc_times(width)` of every query as C doubles end to end, when each query
-        still holds exactly `width` of them as a buffer (the usual query, not yet scored:
-        one join for the batch instead of a call per query); else None."""
-        if width != TOP_DOCS:
-            return None
-        try:
-            packed = b"".join([q._top for q in queries])  # type: ignore[misc]
-        except TypeError:  # a query whose leading times are not kept (None)
-            return None
-        return packed if len(packed) == 8 * width * len(queries) else None
-
     def raw_ranking(self) -> tuple[Sequence[str], Sequence[float | None]]:
         """Doc ids and times of the ranking; the times raw (as in `top_doc_times`) unless
         the ranking has been built. No repeats: the caller need not deduplicate."""
@@ -406,6 +387,31 @@ class OpenQuery:
         if self._doc_times is None and self._raw_times is not None and self._doc_ids is not None:
             return self._doc_ids, self._raw_times  # a labeled scanned query, not yet scored
         return self.doc_ids, self.doc_times
+
+    def columns(self, width: int) -> tuple[bytes, bytes | None, bytes | None]:
+        """The query as the scorer reads a table's rows: the raw times of its first `width`
+        documents (C doubles, NaN: none) and, when it has labels, its grades and times as
+        the scanner grades an event (`Scanned.ranked`, `Scanned.judged`): per ranked
+        document its grade (0 unjudged), then its time (a judged one's label time); per
+        judged document, in the order of its first label, its grade, then its label time."""
+        top = self.top_doc_times(width)
+        if isinstance(top, memoryview | array):  # C doubles already
+            packed = bytes(top)
+        else:
+            packed = _doubles(list(top)).tobytes()
+        labels = self.labels
+        if not labels:
+            return packed, None, None
+        doc_ids, doc_times = self.raw_ranking()
+        label_times = self.label_times
+        grades = array("d", bytes(8 * len(doc_ids)))
+        times = _doubles(list(doc_times))
+        for doc_id, at in _positions(doc_ids, labels):
+            grades[at] = labels[doc_id]
+            times[at] = label_times[doc_id]
+        judged = array("d", labels.values())
+        judged.extend([label_times[doc_id] for doc_id in labels])
+        return packed, (grades + times).tobytes(), judged.tobytes()
 
     @property
     def labeled(self) -> bool:
@@ -474,3 +480,21 @@ class OpenQuery:
             f"OpenQuery(query_id={self.query_id!r}, partition={self.partition}, "
             f"labelset={self.labelset!r}, ts={self.ts!r}, labels={self.labels!r})"
         )
+
+
+def _positions(doc_ids: Sequence[str], labels: Mapping[str, float]) -> list[tuple[str, int]]:
+    """(doc id, rank position) of the judged documents that are in the ranking (which has no
+    repeats): a scan of the ranking per label while labels are few, a dictionary beyond."""
+    if len(labels) <= _SCAN_LABELS:
+        out = []
+        for doc_id in labels:
+            try:
+                out.append((doc_id, doc_ids.index(doc_id)))
+            except ValueError:  # judged but not retrieved
+                continue
+        return out
+    where = {doc_id: at for at, doc_id in enumerate(doc_ids)}
+    return [(doc_id, where[doc_id]) for doc_id in labels if doc_id in where]
+
+
+_SCAN_LABELS = 8

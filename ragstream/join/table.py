@@ -6,14 +6,15 @@ columns are what every query needs: its id, label set and time (it expires `ttl`
 and once scored the row it put in the windows (a matrix per batch of rows scored together,
 `contribution`; a row with a detail keeps it there instead). Most retrieval
 events never get a label: for them the table also keeps the times of the leading documents
-as the compiled scanner gives them (`tops`, for the mean ages), the message (`raws`, to
-decode the ranking again if a label comes after all) and, for an event the scanner graded
-(`Scanned.ranked`, `Scanned.judged`), its grades and times as the kernels read them.
+as C doubles (`tops`, for the mean ages; from the compiled scanner's record or the decoded
+event alike), the message (`raws`, to decode the ranking again if a label comes after all)
+and, for an event the scanner graded (`Scanned.ranked`, `Scanned.judged`), its grades and
+times as the kernels read them.
 
-A query with labels of its own (inline labels the scanner did not grade, a label that came
-later, one opened from a decoded event or a snapshot) has an `OpenQuery` in the sparse map
-`detail`: its labels, their times and its ranking. Such a row is scored from it; every
-other row from its columns, all of them at once.
+A query with labels of its own (inline labels the scanner did not grade, a decoded event
+with labels or repeated documents, a label that came later, a snapshot) has an `OpenQuery`
+in the sparse map `detail`: its labels, their times and its ranking. Such a row is scored
+from the same columns, which its detail gives (`OpenQuery.columns`).
 
 Rows leave from the front: a final row is `closed` once the caller has read it, and the
 closed rows before the first open one are cut off when they are many.
@@ -33,7 +34,6 @@ from ragstream.join.query import OpenQuery
 
 __all__ = ["QueryTable", "Rows"]
 
-_TOP = attrgetter("top")
 _RANKED = attrgetter("ranked")
 _JUDGED = attrgetter("judged")
 _COMPACT = 1024
@@ -119,17 +119,19 @@ class QueryTable:
         labelsets: Sequence[tuple[str, ...]],
         ts: Sequence[float],
         raws: Sequence[bytes],
-        events: Sequence[Scanned],
+        tops: Sequence[bytes],
+        events: Sequence[Scanned] | None,
     ) -> int:
-        """Rows for scanned retrieval events, in order (their leading document times and
-        grades from the scanner's records); returns the first one's number."""
+        """Rows for retrieval events without detail, in order: their leading document times
+        (C doubles) and, from the scanner's records (`events`; None: none graded), their
+        grades; returns the first one's number."""
         first, n = self.end, len(ids)
         self.ids += ids
         self.labelsets += labelsets
         self.ts += ts
-        self.tops += map(_TOP, events)
+        self.tops += tops
         self.raws += raws
-        ranked = list(map(_RANKED, events))
+        ranked = [None] * n if events is None else list(map(_RANKED, events))
         if self.ranked is not None or ranked.count(None) < n:
             if self.ranked is None:
                 self.ranked, self.judged = (
@@ -138,7 +140,7 @@ class QueryTable:
                 )
             assert self.judged is not None
             self.ranked += ranked
-            self.judged += map(_JUDGED, events)
+            self.judged += [None] * n if events is None else map(_JUDGED, events)
         self.closed += bytes(n)
         return first
 
@@ -184,6 +186,16 @@ class QueryTable:
         i = bisect_right(starts, row) - 1
         row_values: NDArray[np.float64] = self.values[i][row - starts[i]]
         return row_values
+
+    def labeled_contribution(self, row: int) -> NDArray[np.float64] | None:
+        """The row a query with labels has in the windows (None: no label, or not scored)."""
+        query = self.detail.get(row)
+        if query is not None:
+            return query.contribution if query.labels else None
+        ranked = self.ranked
+        if ranked is None or ranked[row - self.base] is None:
+            return None
+        return self.contribution(row)
 
     def query(self, row: int) -> OpenQuery:
         """The row as an `OpenQuery`: its detail, or one made in the state an eagerly

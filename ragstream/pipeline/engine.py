@@ -75,8 +75,8 @@ _LATE = int(Timing.LATE)
 _FUTURE = int(Timing.FUTURE)
 _EVENT_TS = attrgetter("ts")
 
-_Run = tuple[list[Scanned], list[tuple[str, ...]], list[float], list[bytes]]
-"""A partition's scanned retrieval events not opened yet: the events, their label sets
+_Run = tuple[list[Scanned | DecodedRetrieval], list[tuple[str, ...]], list[float], list[bytes]]
+"""A partition's retrieval events not opened yet: the events, their label sets
 (empty without label keys), their times on the clock and their messages."""
 
 
@@ -320,7 +320,7 @@ class Engine:
         counts: Counter[tuple[int, str, str]] = Counter()
         latest: dict[tuple[int, str], float] = {}
         runs: dict[int, _Run] = {}
-        """Per partition: scanned retrieval events not opened yet. They open in one call
+        """Per partition: retrieval events not opened yet. They open in one call
         per run, before the partition's next event that touches its join: per partition
         (each has its own join) the arrival order holds."""
 
@@ -328,14 +328,14 @@ class Engine:
             run = runs.pop(partition, None)
             if run is None:
                 return
-            scanned, labelsets, stamped, raws = run
-            newest = max(map(_EVENT_TS, scanned))
+            opening, labelsets, stamped, raws = run
+            newest = max(map(_EVENT_TS, opening))
             if newest > latest.get((partition, "retrieval"), -math.inf):
                 latest[(partition, "retrieval")] = newest
-            duplicates = states[partition].join.open_scanned(  # type: ignore[union-attr]
-                scanned, labelsets or None, stamped, raws, lazy=self._columns_only
+            duplicates = states[partition].join.open(  # type: ignore[union-attr]
+                opening, labelsets or None, stamped, raws, lazy=self._columns_only
             )
-            counts[(partition, "retrieval", "processed")] += len(scanned) - duplicates
+            counts[(partition, "retrieval", "processed")] += len(opening) - duplicates
             if duplicates:
                 counts[(partition, "retrieval", "duplicate")] += duplicates
 
@@ -360,55 +360,40 @@ class Engine:
                     answers.append((partition, event))
                     counts[(partition, kind, "processed")] += 1
                     continue
-                if type(event) is not Scanned:  # the join, after the partition's run
+                if type(event) is DecodedFeedback:  # the join, after the partition's run
                     if partition in runs:
                         flush(partition)
-                    if type(event) is DecodedRetrieval:
-                        labelset = (
-                            ()
-                            if mapper is None
-                            else mapper(event.labels, self._tally(partition).collapsed)
-                        )
-                        query = join.open(
-                            event.query_id,
-                            partition=partition,
-                            labelset=labelset,
-                            ts=ts,
-                            results=event.results,
-                            qrels=event.qrels or (),
-                            raw=value,
-                        )
-                        counted = "duplicate" if query is None else "processed"
-                    else:
-                        assert type(event) is DecodedFeedback
-                        if event.answer is not None:  # a gold verdict: the judge's
-                            verdicts.append((partition, event))
-                            counts[(partition, kind, "processed")] += 1
-                            continue
-                        assert event.doc_id is not None
-                        assert event.rel is not None
-                        outcome = join.label(
-                            event.query_id, event.doc_id, event.rel, ts=event.ts, t_now=now
-                        )
-                        counted = "late" if outcome is LabelOutcome.LATE else "processed"
+                    if event.answer is not None:  # a gold verdict: the judge's
+                        verdicts.append((partition, event))
+                        counts[(partition, kind, "processed")] += 1
+                        continue
+                    assert event.doc_id is not None
+                    assert event.rel is not None
+                    outcome = join.label(
+                        event.query_id, event.doc_id, event.rel, ts=event.ts, t_now=now
+                    )
+                    counted = "late" if outcome is LabelOutcome.LATE else "processed"
                     counts[(partition, kind, counted)] += 1
                     continue
-            # a scanned retrieval event (one clamped to now too): opened with its run
+            # a retrieval event (one clamped to now too): opened with its run
             run = runs.get(partition)
             if run is None:
                 run = runs[partition] = ([], [], [], [])
                 state = states.get(partition)
                 if state is None or state.join is None:
                     self._new_join(partition)
-            run[0].append(event)
+            retrieval = cast("Scanned | DecodedRetrieval", event)
+            run[0].append(retrieval)
             run[2].append(ts)
             run[3].append(value)
             if mapper is not None:
                 past = collapsed.get(partition)
                 if past is None:
                     past = collapsed[partition] = self._tally(partition).collapsed
-                # a tuple, not None: the reader asks for the label keys the mapper maps
-                run[1].append(mapper.of_values(event.labels, past))  # type: ignore[arg-type]
+                if type(retrieval) is DecodedRetrieval:
+                    run[1].append(mapper(retrieval.labels, past))
+                else:  # the values of the keys the mapper maps, a tuple
+                    run[1].append(mapper.of_values(retrieval.labels, past))  # type: ignore[arg-type]
         for partition in list(runs):
             flush(partition)
         for (p, type_, result), n in counts.items():
@@ -434,8 +419,9 @@ class Engine:
     def _rescore(self, now: float) -> None:
         """Replace the contribution of every query that changed in this batch: one retract
         of the old rows and one add of the new ones, for all series at once, in arrival
-        order. The rows opened in the batch without a detail are scored from their
-        columns, all at once; the others from their details."""
+        order. The rows opened in the batch without a detail are scored from their table's
+        columns, all at once, and the rows with a detail from its columns, all at once (a
+        pass of the kernels each, as they were always grouped)."""
         changes = [(join.table, join.take_changed()) for join in self._joins()]
         changes = [(table, rows) for table, rows in changes if rows]
         if not changes:
@@ -465,13 +451,15 @@ class Engine:
                         at_eager.append(len(keys))
                         queries.append(query)
                     keys.append((partition, labelsets[row - base]))
-            scored = self.scorer.score(queries)
-            own = self._rows(scored)
+            leading = max(self.layout.cutoffs)
+            tops, ranked, judged = zip(*[q.columns(leading) for q in queries], strict=True)
+            eager_times = np.array([query.ts for query in queries], dtype=np.float64)
+            own = self._rows(self.scorer.score(eager_times, tops, ranked, judged))
             times = np.empty(len(keys))
             values = np.empty((len(keys), own.shape[1]))
             if at_fresh:
                 times[at_fresh], values[at_fresh] = fresh_times, fresh_rows
-            times[at_eager], values[at_eager] = scored.ts, own
+            times[at_eager], values[at_eager] = eager_times, own
         distinct = dict.fromkeys(keys)  # the series, in order of first appearance
         code = {key: at for at, key in enumerate(distinct)}
         index = np.fromiter(map(code.__getitem__, keys), dtype=np.int64, count=len(keys))
@@ -486,8 +474,9 @@ class Engine:
                     now, series, index[were], times[were], previous[:, :width], previous[:, width:]
                 )
         self.store.add_many(now, series, index, times, values[:, :width], values[:, width:])
-        if queries:
-            OpenQuery.scored(queries, own)  # what the message can give again is dropped
+        for query, row in zip(queries, own if queries else (), strict=True):
+            query.contribution = row  # and what its message can give again is dropped
+            query.release()
 
     def _score_fresh(
         self, tables: Sequence[QueryTable], fresh: Sequence[Rows]
@@ -514,7 +503,7 @@ class Engine:
         if not times:
             return np.empty(0), np.empty((0, 0))
         ts_all = np.array(times, dtype=np.float64)
-        rows_all = self._rows(self.scorer.blocks(ts_all, tops, ranked, judged))
+        rows_all = self._rows(self.scorer.score(ts_all, tops, ranked, judged))
         start = 0
         for table, rows in zip(tables, fresh, strict=True):
             table.store(rows, rows_all[start : start + len(rows)])
@@ -536,37 +525,22 @@ class Engine:
                 self.sequential.prune(set(self.store.series()))
         final: list[OpenQuery] = []
         rows: dict[tuple[int, tuple[str, ...]], list[_F64]] = {}
-        if self.config.report_final:
-            unlabeled = self.config.final_unlabeled
-            final = [q for join in self._joins() for q in join.advance(now, unlabeled=unlabeled)]
-            for query in final:
-                if query.contribution is not None and query.labels:
-                    key = (query.partition, query.labelset)
-                    rows.setdefault(key, []).append(query.contribution)
-        else:  # the labeled rows, read from the tables
-            for join in self._joins():
-                final_rows = join.advance_rows(now)  # first: it may cut the table's front
-                table = join.table
-                detail, ranked, base = table.detail, table.ranked, table.base
-                if ranked is None:  # the labeled ones have a detail
-                    final_rows = list(filter(detail.__contains__, final_rows))
-                else:  # or were graded by the scanner
-                    final_rows = [
-                        r for r in final_rows if ranked[r - base] is not None or r in detail
-                    ]
-                for row in final_rows:
-                    labeled = detail.get(row)
-                    if labeled is not None:
-                        if labeled.contribution is not None and labeled.labels:
-                            key = (table.partition, labeled.labelset)
-                            rows.setdefault(key, []).append(labeled.contribution)
-                        continue
-                    assert ranked is not None
-                    if ranked[row - base] is not None:  # graded
-                        contribution = table.contribution(row)
-                        if contribution is not None:
-                            key = (table.partition, table.labelsets[row - base])
-                            rows.setdefault(key, []).append(contribution)
+        report, unlabeled = self.config.report_final, self.config.final_unlabeled
+        for join in self._joins():
+            final_rows = join.advance(now)
+            table = join.table
+            if report:  # as objects, for the caller
+                final += [table.query(r) for r in final_rows if unlabeled or table.labeled(r)]
+            detail, ranked, base = table.detail, table.ranked, table.base
+            if ranked is None:  # the labeled ones have a detail
+                final_rows = list(filter(detail.__contains__, final_rows))
+            else:  # or were graded by the scanner
+                final_rows = [r for r in final_rows if ranked[r - base] is not None or r in detail]
+            for row in final_rows:
+                contribution = table.labeled_contribution(row)
+                if contribution is not None:
+                    key = (table.partition, table.labelsets[row - base])
+                    rows.setdefault(key, []).append(contribution)
         merged: dict[tuple[int, tuple[str, ...]], list[_F64]] = {}
         for (partition, labelset), contributions in rows.items():
             block = np.stack(contributions)[:, : self._final_columns]

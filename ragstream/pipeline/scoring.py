@@ -9,14 +9,12 @@ and per cutoff the mean age of the top-k documents at `ts` (NaN without document
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from itertools import chain
 
 import numpy as np
 from numpy.typing import NDArray
 
-from ragstream.join import OpenQuery
 from ragstream.metrics import (
     Gain,
     RankingBatch,
@@ -59,37 +57,19 @@ class Scorer:
         self.threshold = threshold
         self._rates = [decay_rate(h) for h in layout.half_lives]
 
-    def score(self, queries: Sequence[OpenQuery]) -> ScoredQueries:
-        """Metric rows for `queries`, in order; the kernels run on the labeled ones only."""
-        n = len(queries)
-        layout = self.layout
-        ts = np.array([q.ts for q in queries], dtype=np.float64).reshape(n)
-        labeled = np.array([len(q.labels) for q in queries], dtype=np.int64).reshape(n) > 0
-        h = len(self._rates)
-        plain = np.full((n, len(layout.plain)), np.nan)
-        ratio = np.full((n, h, len(layout.ratio)), np.nan)
-        decayed = np.full((n, h, len(layout.decayed)), np.nan)
-        chosen = np.flatnonzero(labeled)
-        if chosen.size:
-            subset = [queries[i] for i in chosen.tolist()]
-            p, r, d = self._kernels(subset, ts[chosen])
-            plain[chosen], ratio[chosen], decayed[chosen] = p, r, d
-        doc_age = self._doc_ages(queries, ts)
-        return ScoredQueries(labeled, ts, plain, ratio, decayed, doc_age)
-
-    def blocks(
+    def score(
         self,
         ts: _F64,
         tops: Sequence[bytes],
         ranked: Sequence[bytes | None] | None,
         judged: Sequence[bytes | None] | None,
     ) -> ScoredQueries:
-        """Rows of queries scored from their table's columns (`ragstream.join.QueryTable`),
-        from their leading
-        document times as the scanner keeps them (C doubles, at most `TOP_DOCS`, which must
-        cover the largest cutoff) and, for those the scanner graded (``ranked[i]`` and
-        ``judged[i]`` not None, see `Scanned.ranked`; None: none was), the kernels on their
-        grades: what `score` gives for the same queries opened one by one."""
+        """Rows of queries from their columns (`ragstream.join.QueryTable.columns`,
+        `OpenQuery.columns`): their leading document times (C doubles, at least the largest
+        cutoff's when the ranking has them) and, for those with labels (``ranked[i]`` and
+        ``judged[i]`` not None, see `Scanned.ranked`; None: none has), the kernels on their
+        grades, one pass for the batch (the kernels pad it to its longest ranking, which
+        sets the order of their sums: a batch scored together gives the same bits)."""
         scored = self._unlabeled(ts, tops)
         if ranked is None or judged is None:
             return scored
@@ -106,7 +86,7 @@ class Scorer:
         return scored
 
     def _unlabeled(self, ts: _F64, tops: Sequence[bytes]) -> ScoredQueries:
-        """`blocks` of queries without labels: the mean ages only."""
+        """`score` of queries without labels: the mean ages only."""
         n = len(tops)
         layout = self.layout
         h = len(self._rates)
@@ -115,7 +95,7 @@ class Scorer:
         if len(packed) == 8 * width * n:  # `width` each: one buffer
             times = np.frombuffer(packed, dtype=np.float64).reshape(n, width).copy()
             length = np.full(n, width, dtype=np.int64)
-        else:  # as `_doc_ages` fills rows of unequal length
+        else:  # rows of unequal length
             sizes = [min(len(top) >> 3, width) for top in tops]
             length = np.array(sizes, dtype=np.int64).reshape(n)
             flat = np.frombuffer(b"".join([t[: 8 * width] for t in tops]), dtype=np.float64)
@@ -132,49 +112,13 @@ class Scorer:
     def _graded_kernels(
         self, ranked: Sequence[bytes], judged: Sequence[bytes], ts: _F64
     ) -> tuple[_F64, _F64, _F64]:
-        """`_kernels` of graded queries: their grades and raw times straight from the
-        scanner's C doubles (per query its n grades then its n times; the judged the same),
-        the times made effective here, for the whole batch at once."""
+        """Plain, ratio and decayed rows of graded queries: their grades and raw times as C
+        doubles (per query its n grades then its n times; the judged the same), the times
+        made effective here, one kernel pass per half-life for the whole batch."""
         rel, rel_times, rel_offsets = _halves(ranked, ts)
         judged_rel, judged_times, judged_offsets = _halves(judged, ts)
         return self._evaluate(
             rel, rel_offsets, judged_rel, judged_offsets, rel_times, judged_times, ts
-        )
-
-    def _kernels(self, queries: Sequence[OpenQuery], ts: _F64) -> tuple[_F64, _F64, _F64]:
-        """Plain, ratio and decayed rows of labeled queries: one kernel pass per half-life."""
-        rel: list[float] = []
-        rel_times: list[float | None] = []
-        judged: list[float] = []
-        judged_times: list[float] = []
-        rel_length: list[int] = []
-        judged_length: list[int] = []
-        for query in queries:
-            labels = query.labels
-            doc_ids, doc_times = query.raw_ranking()
-            label_times = query.label_times
-            # per document its grade (0 unjudged) and one time: a judged one weighs by its
-            # label's time in the ranking too, as in the ideal ranking (else a ranking time
-            # later than the label's would give ndcg_decayed above 1). Judged documents are
-            # few: they are looked up in the ranking, not the ranking in the labels.
-            base, size = len(rel), len(doc_ids)
-            rel.extend(_ZEROS[:size] if size <= len(_ZEROS) else [0.0] * size)
-            rel_times.extend(doc_times)
-            for doc_id, at in _positions(doc_ids, labels):
-                rel[base + at] = labels[doc_id]
-                rel_times[base + at] = label_times[doc_id]
-            rel_length.append(size)
-            judged.extend(labels.values())
-            judged_times.extend([label_times[doc_id] for doc_id in labels])
-            judged_length.append(len(labels))
-        rel_offsets = _offsets(rel_length)
-        judged_offsets = _offsets(judged_length)
-        # raw document times made effective for the batch: missing (NaN) or later -> ts
-        flat_times = effective_doc_time(
-            np.array(rel_times, dtype=np.float64), np.repeat(ts, rel_length)
-        )
-        return self._evaluate(
-            rel, rel_offsets, judged, judged_offsets, flat_times, judged_times, ts
         )
 
     def _evaluate(
@@ -208,29 +152,6 @@ class Scorer:
             decayed[:, j, :] = _stack(values, layout.decayed, n)
         return plain, ratio, decayed
 
-    def _doc_ages(self, queries: Sequence[OpenQuery], ts: _F64) -> _F64:
-        """Mean age of the top-k documents at ts, per cutoff (NaN without documents).
-
-        The top documents' times are gathered raw (`OpenQuery.top_doc_times`) and made
-        effective here for the whole batch: NaN (missing) -> ts, later than ts -> ts.
-        """
-        n = len(queries)
-        cutoffs = self.layout.cutoffs
-        width = max(cutoffs)
-        packed = OpenQuery.packed_top_times(queries, width)
-        if packed is not None:  # the usual case: no call per query
-            times = np.frombuffer(packed, dtype=np.float64).reshape(n, width).copy()
-            return self._ages(times, np.full(n, width, dtype=np.int64), ts)
-        tops = [query.top_doc_times(width) for query in queries]
-        sizes = list(map(len, tops))
-        length = np.array(sizes, dtype=np.int64).reshape(n)
-        if n and min(sizes) == width:
-            times = np.array(tops, dtype=np.float64).reshape(n, width)  # None -> NaN
-        else:
-            flat = np.array(list(chain.from_iterable(tops)), dtype=np.float64)
-            times = _ragged(flat, length, width)
-        return self._ages(times, length, ts)
-
     def _ages(self, raw: _F64, length: NDArray[np.int64], ts: _F64) -> _F64:
         """Mean ages per cutoff of raw leading document times (`length` of each row)."""
         return mean_doc_ages(effective_doc_time(raw, ts), length, self.layout.cutoffs, ts)
@@ -254,27 +175,6 @@ def _ragged(flat: _F64, length: NDArray[np.int64], width: int) -> _F64:
     times = np.zeros((length.shape[0], width))
     times[np.arange(width) < length[:, None]] = flat
     return times
-
-
-_ZEROS = [0.0] * 64
-
-
-def _positions(doc_ids: Sequence[str], labels: Mapping[str, float]) -> list[tuple[str, int]]:
-    """(doc id, rank position) of the judged documents that are in the ranking (which has no
-    repeats): a scan of the ranking per label while labels are few, a dictionary beyond."""
-    if len(labels) <= _SCAN_LABELS:
-        out = []
-        for doc_id in labels:
-            try:
-                out.append((doc_id, doc_ids.index(doc_id)))
-            except ValueError:  # judged but not retrieved
-                continue
-        return out
-    where = {doc_id: at for at, doc_id in enumerate(doc_ids)}
-    return [(doc_id, where[doc_id]) for doc_id in labels if doc_id in where]
-
-
-_SCAN_LABELS = 8
 
 
 def _offsets(lengths: Sequence[int] | NDArray[np.int64]) -> NDArray[np.int64]:

@@ -30,10 +30,10 @@ def test_same_order_as_a_sorted_list(steps: list[tuple[str, int]]) -> None:
             reference.sort()
         elif op == "pop":
             if reference:
-                assert queue.pop() == reference.pop(0)[2]
+                assert queue.pop()[1] == reference.pop(0)[2]
         else:
             due = [entry[2] for entry in reference if entry[0] < value]
-            assert queue.pop_due(float(value)) == due
+            assert queue.pop_due(float(value))[1] == due
             reference = reference[len(due) :]
         assert len(queue) == len(reference)
 
@@ -44,9 +44,9 @@ def test_ties_leave_in_push_order_across_both_parts() -> None:
     queue.push(3.0, "b")  # earlier than the last: the heap
     queue.push(5.0, "c")  # in order again
     queue.push(3.0, "d")  # the heap
-    assert queue.pop_due(5.0) == ["b", "d"]
-    assert queue.pop() == "a"
-    assert queue.pop_due(6.0) == ["c"]
+    assert queue.pop_due(5.0) == ([3.0, 3.0], ["b", "d"])
+    assert queue.pop() == (5.0, "a")
+    assert queue.pop_due(6.0) == ([5.0], ["c"])
     assert len(queue) == 0
 
 
@@ -65,7 +65,7 @@ _MORE_STEPS = st.lists(
 @settings(max_examples=300, deadline=None)
 @given(steps=_MORE_STEPS)
 def test_runs_pushed_together_pop_as_pushed_one_by_one(steps: list[tuple[str, Any]]) -> None:
-    # push_many (in order or not), pop_timed and pop_due_timed against a sorted list
+    # push_many (in order or not), pop and pop_due with their times against a sorted list
     queue, reference = ExpiryQueue(), []
     clock, n = 0, 0
     for op, value in steps:
@@ -86,10 +86,10 @@ def test_runs_pushed_together_pop_as_pushed_one_by_one(steps: list[tuple[str, An
         elif op == "pop":
             if reference:
                 expires_at, _, query_id = reference.pop(0)
-                assert queue.pop_timed() == (expires_at, query_id)
+                assert queue.pop() == (expires_at, query_id)
         else:
             due = [entry for entry in reference if entry[0] < value]
-            assert queue.pop_due_timed(float(value)) == (
+            assert queue.pop_due(float(value)) == (
                 [entry[0] for entry in due],
                 [entry[2] for entry in due],
             )
@@ -103,9 +103,29 @@ def test_the_fifo_is_cut_as_it_is_read_and_keeps_its_order() -> None:
     queue = ExpiryQueue()
     queue.push_many([float(t) for t in range(20_000)], [f"q{t}" for t in range(20_000)])
     for start in range(0, 20_000, 3_000):
-        times, ids = queue.pop_due_timed(float(start + 3_000))
+        times, ids = queue.pop_due(float(start + 3_000))
         assert ids == [f"q{t}" for t in range(start, min(start + 3_000, 20_000))]
         assert times == [float(t) for t in range(start, min(start + 3_000, 20_000))]
     assert len(queue) == 0
     queue.push(5.0, "late")  # an empty FIFO takes any time
-    assert queue.pop() == "late"
+    assert queue.pop() == (5.0, "late")
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(st.lists(st.integers(0, 6), max_size=8), st.integers(0, 8)), max_size=30))
+def test_many_overlapping_runs_with_ties_pop_in_time_then_push_order(
+    steps: list[tuple[list[int], int]],
+) -> None:
+    # runs of a few times out of a handful, so that runs overlap and tie often
+    queue, reference, n = ExpiryQueue(), [], 0
+    for times, due in steps:
+        ids = [f"q{n + i}" for i in range(len(times))]
+        queue.push_many([float(t) for t in times], ids)
+        reference += [(float(t), n + i, ids[i]) for i, t in enumerate(times)]
+        n += len(times)
+        reference.sort()
+        out = [entry for entry in reference if entry[0] < due]
+        assert queue.pop_due(float(due)) == ([e[0] for e in out], [e[2] for e in out])
+        reference = reference[len(out) :]
+        assert queue.ids() == [entry[2] for entry in reference]
+        assert len(queue) == len(reference)

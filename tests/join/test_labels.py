@@ -4,9 +4,13 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from ragstream.events import DecodedRetrieval, decode_event
+from ragstream.events.limits import DEFAULT_LIMITS
+from ragstream.events.scanner import AVAILABLE, bounds_of, scan_retrievals
 from ragstream.join import LabelJoin, LabelOutcome, OpenQuery, RankedDoc, dedupe_ranking
 from tests.support.defaults import label_join
 
@@ -18,8 +22,26 @@ def _changed(join: LabelJoin) -> list[OpenQuery]:
     return [join.table.query(row) for row in join.take_changed()]
 
 
-def _open(join: LabelJoin, qid: str, ts: float, docs: list[RankedDoc], **kw: object) -> None:
-    join.open(qid, partition=0, labelset=LS, ts=ts, results=docs, **kw)  # type: ignore[arg-type]
+def _advance(join: LabelJoin, t_now: float) -> list[OpenQuery]:
+    """The queries final at `t_now`, as objects."""
+    return [join.table.query(row) for row in join.advance(t_now)]
+
+
+def _open(
+    join: LabelJoin,
+    qid: str,
+    ts: float,
+    docs: list[RankedDoc],
+    qrels: list[RankedDoc] | None = None,
+) -> int:
+    """Open a query from its retrieval event's message, decoded; returns the duplicates."""
+    event: dict[str, object] = {"type": "retrieval", "query_id": qid, "ts": ts, "results": docs}
+    if qrels is not None:
+        event["qrels"] = qrels
+    raw = json.dumps(event).encode()
+    decoded = decode_event(raw)
+    assert isinstance(decoded, DecodedRetrieval)
+    return join.open([decoded], [LS], [ts], [raw])
 
 
 def test_dedupe_keeps_first_position_and_counts_repeats() -> None:
@@ -75,8 +97,8 @@ def test_label_past_ttl_or_after_final_is_late() -> None:
     join = label_join(label_ttl=100.0)
     _open(join, "q", 0.0, [RankedDoc(doc_id="a")])
     assert join.label("q", "a", 1, ts=100.5, t_now=50) is LabelOutcome.LATE
-    assert join.advance(100.0) == []  # expires_at == 100 is still open at t_now = 100
-    final = join.advance(100.1)
+    assert _advance(join, 100.0) == []  # expires_at == 100 is still open at t_now = 100
+    final = _advance(join, 100.1)
     assert [q.query_id for q in final] == ["q"]
     assert join.label("q", "a", 1, ts=90, t_now=101) is LabelOutcome.LATE
     assert join.counters.labels_late == 2
@@ -101,9 +123,9 @@ def test_waiting_labels_expire_after_pending_ttl() -> None:
     join = label_join(pending_ttl=60.0)
     join.label("lost", "a", 1, ts=0, t_now=0)
     join.label("lost", "b", 1, ts=1, t_now=1)
-    join.advance(60.0)
+    _advance(join, 60.0)
     assert join.pending_count == 2
-    join.advance(60.5)
+    _advance(join, 60.5)
     assert join.pending_count == 0
     assert join.counters.pending_expired == 2
     _open(join, "lost", 2.0, [RankedDoc(doc_id="a")])
@@ -118,7 +140,7 @@ def test_caps_evict_oldest_and_count() -> None:
         _open(join, f"q{i}", float(i), [RankedDoc(doc_id="a")])
     assert join.open_count == 2
     assert join.counters.open_evicted == 1
-    final = join.advance(0.0)
+    final = _advance(join, 0.0)
     assert [q.query_id for q in final] == ["q0"]
     for i in range(3):
         join.label(f"w{i}", "a", 1, ts=0, t_now=0)
@@ -129,7 +151,7 @@ def test_caps_evict_oldest_and_count() -> None:
 def test_duplicate_retrieval_is_counted_and_ignored() -> None:
     join = label_join()
     _open(join, "q", 0.0, [RankedDoc(doc_id="a", rel=1)])
-    assert join.open("q", partition=0, labelset=LS, ts=1.0, results=[RankedDoc(doc_id="b")]) is None
+    assert _open(join, "q", 1.0, [RankedDoc(doc_id="b")]) == 1
     assert join.counters.duplicate_retrievals == 1
     query = join.get("q")
     assert query is not None
@@ -159,7 +181,7 @@ def test_every_label_is_accounted_for_and_state_is_bounded(
             labels += 1
             join.label(f"q{n}", "a", 1.0, ts=t, t_now=t_now)
         else:
-            join.advance(t_now)
+            _advance(join, t_now)
         assert join.open_count <= 3
         assert join.pending_count <= 4
         c = join.counters
@@ -172,17 +194,17 @@ def test_every_label_is_accounted_for_and_state_is_bounded(
 def test_final_ids_are_remembered_for_label_ttl_after_their_query_closed() -> None:
     join = label_join(label_ttl=100.0, pending_ttl=60.0)
     _open(join, "q", 0.0, [RankedDoc(doc_id="a")])  # closes at 0 + 100
-    assert [q.query_id for q in join.advance(100.1)] == ["q"]
-    join.advance(200.0)  # 100 + 100 = 200 is not before t_now: just inside the horizon
+    assert [q.query_id for q in _advance(join, 100.1)] == ["q"]
+    _advance(join, 200.0)  # 100 + 100 = 200 is not before t_now: just inside the horizon
     assert join.snapshot()["final"] == [("q", 100.0)]
     assert join.label("q", "a", 1, ts=150, t_now=200) is LabelOutcome.LATE
-    assert join.open("q", partition=0, labelset=LS, ts=150.0, results=[]) is None  # duplicate
-    join.advance(200.5)  # just outside: forgotten
+    assert _open(join, "q", 150.0, []) == 1  # duplicate
+    _advance(join, 200.5)  # just outside: forgotten
     assert join.snapshot()["final"] == []
     assert join.label("q", "a", 1, ts=150, t_now=200.5) is LabelOutcome.PENDING
     assert join.counters.labels_late == 1
     assert join.counters.duplicate_retrievals == 1
-    join.advance(260.6)  # the label waited pending_ttl = 60 s, then expired
+    _advance(join, 260.6)  # the label waited pending_ttl = 60 s, then expired
     assert join.counters.pending_expired == 1
 
 
@@ -190,7 +212,7 @@ def test_the_count_cap_still_bounds_the_final_ids_within_the_horizon() -> None:
     join = label_join(label_ttl=100.0, recent_final=2)
     for i in range(3):
         _open(join, f"q{i}", float(i), [RankedDoc(doc_id="a")])
-    join.advance(103.0)  # all three close (100, 101, 102), all within the horizon
+    _advance(join, 103.0)  # all three close (100, 101, 102), all within the horizon
     assert join.snapshot()["final"] == [("q1", 101.0), ("q2", 102.0)]
     assert join.label("q0", "a", 1, ts=50, t_now=103) is LabelOutcome.PENDING
 
@@ -198,13 +220,13 @@ def test_the_count_cap_still_bounds_the_final_ids_within_the_horizon() -> None:
 def test_a_query_closing_out_of_time_order_is_remembered_until_the_later_close() -> None:
     join = label_join(label_ttl=10.0)
     _open(join, "late-event", 20.0, [RankedDoc(doc_id="a")])  # closes at 30
-    join.advance(30.5)
+    _advance(join, 30.5)
     _open(join, "older", 5.0, [RankedDoc(doc_id="a")])  # closes at 15, already past
-    join.advance(31.0)
+    _advance(join, 31.0)
     assert join.snapshot()["final"] == [("late-event", 30.0), ("older", 30.0)]
-    join.advance(40.0)
+    _advance(join, 40.0)
     assert len(join.snapshot()["final"]) == 2
-    join.advance(40.1)
+    _advance(join, 40.1)
     assert join.snapshot()["final"] == []
 
 
@@ -213,7 +235,7 @@ def test_restore_keeps_the_close_times_nondecreasing() -> None:
     snap["final"] = [["a", 5.0], ["b", 3.0], ["c", 7.0]]  # e.g. written by an older version
     join = LabelJoin.restore(snap)
     assert join.snapshot()["final"] == [("a", 5.0), ("b", 5.0), ("c", 7.0)]
-    join.advance(15.5)
+    _advance(join, 15.5)
     assert join.snapshot()["final"] == [("c", 7.0)]
 
 
@@ -232,7 +254,7 @@ def test_final_ids_stay_within_the_horizon_and_the_cap(
         elif kind == "label":
             join.label(f"q{n}", "a", 1.0, ts=t, t_now=t_now)
         else:
-            for q in join.advance(t_now):
+            for q in _advance(join, t_now):
                 finalized[q.query_id] = q.expires_at
             final = join.snapshot()["final"]
             times = [closed for _, closed in final]
@@ -241,3 +263,35 @@ def test_final_ids_stay_within_the_horizon_and_the_cap(
             assert all(closed >= t_now - 50.0 for closed in times)
             for qid, closed in final:  # never earlier than the query really closed
                 assert closed >= finalized[qid]
+
+
+@pytest.mark.skipif(not AVAILABLE, reason="the compiled scanner is not built")
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 12), st.integers(0, 3)), min_size=1, max_size=30))
+def test_a_run_of_scanned_and_decoded_events_opens_as_each_alone(
+    picks: list[tuple[int, int]],
+) -> None:
+    # repeats (declined by the scanner, decoded), labels, duplicate ids, past the cap
+    picks = [(7, 1), *picks]  # one repeat at least
+    raws = []
+    for n, shape in picks:
+        results: list[dict[str, object]] = [{"doc_id": "a", "t_doc": 5.0}, {"doc_id": "b"}]
+        if shape == 1:
+            results.append({"doc_id": "a"})
+        elif shape == 2:
+            results[1]["rel"] = 2.0
+        message = {"type": "retrieval", "query_id": f"q{n}", "ts": 10.0 + n, "results": results}
+        raws.append(json.dumps(message).encode())
+    scanned = scan_retrievals(raws, bounds_of(DEFAULT_LIMITS))
+    events = [
+        decode_event(raw) if got is None else got for raw, got in zip(raws, scanned, strict=True)
+    ]
+    assert any(type(e) is DecodedRetrieval for e in events)
+    times = [10.0 + n for n, _ in picks]
+    together, alone = label_join(max_open=8), label_join(max_open=8)
+    duplicates = together.open(events, None, times, raws)  # type: ignore[arg-type]
+    for i, event in enumerate(events):
+        duplicates -= alone.open([event], None, times[i : i + 1], raws[i : i + 1])  # type: ignore[list-item]
+    assert duplicates == 0
+    assert together.take_changed() == alone.take_changed()
+    assert together.snapshot() == alone.snapshot()

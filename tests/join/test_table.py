@@ -32,7 +32,8 @@ def _scanned(n: int, *, graded: bool = False) -> tuple[list[Scanned], list[bytes
 def _rows(table: QueryTable, n: int) -> int:
     events, raws = _scanned(n)
     ids = [e.query_id for e in events]
-    return table.extend(ids, [()] * n, [TS + i for i in range(n)], raws, events)
+    tops = [e.top for e in events]
+    return table.extend(ids, [()] * n, [TS + i for i in range(n)], raws, tops, events)
 
 
 def test_rows_keep_their_numbers_and_contributions_through_the_cut() -> None:
@@ -98,7 +99,8 @@ def test_rows_given_a_detail_are_not_scored_from_their_columns() -> None:
 def test_graded_rows_are_labeled_and_decoded_with_their_labels() -> None:
     table = QueryTable(partition=0, ttl=60.0)
     events, raws = _scanned(4, graded=True)
-    table.extend([e.query_id for e in events], [()] * 4, [TS + i for i in range(4)], raws, events)
+    ids, tops = [e.query_id for e in events], [e.top for e in events]
+    table.extend(ids, [()] * 4, [TS + i for i in range(4)], raws, tops, events)
     assert table.ranked is not None
     assert [table.labeled(row) for row in range(4)] == [False, True, False, True]
     assert table.query(1).labels == {"d1": 2.0}

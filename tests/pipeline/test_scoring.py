@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 
 from ragstream.join import OpenQuery, RankedDoc
-from ragstream.pipeline.scoring import Scorer
+from ragstream.pipeline.row_layout import RowLayout
+from ragstream.pipeline.scoring import ScoredQueries, Scorer
 from tests.support import defaults
 
 DAY = 86_400.0
@@ -18,6 +19,13 @@ def _query(qid: str, ts: float, docs: list[RankedDoc], qrels: list[RankedDoc]) -
     return OpenQuery.from_retrieval(
         qid, partition=0, labelset=(), ts=ts, ttl=900.0, results=docs, qrels=qrels
     )
+
+
+def _score(layout: RowLayout, queries: list[OpenQuery]) -> ScoredQueries:
+    """The queries scored from their columns, as the engine scores those with a detail."""
+    tops, ranked, judged = zip(*[q.columns(max(layout.cutoffs)) for q in queries], strict=True)
+    ts = np.array([q.ts for q in queries], dtype=np.float64)
+    return Scorer(layout, gain="linear", threshold=1.0).score(ts, tops, ranked, judged)
 
 
 def _dcg(gains: list[float]) -> float:
@@ -35,9 +43,7 @@ def test_rows_match_hand_computation_including_decay() -> None:
     qrels = [RankedDoc(doc_id="b", rel=2), RankedDoc(doc_id="z", rel=3, t_doc=ts - 14 * DAY)]
     layout = defaults.row_layout(cutoffs=(1, 3), half_lives=(7 * DAY,))
     unlabeled = _query("u", ts, [RankedDoc(doc_id="x", t_doc=ts - 10.0)], [])
-    scored = Scorer(layout, gain="linear", threshold=1.0).score(
-        [_query("q", ts, docs, qrels), unlabeled]
-    )
+    scored = _score(layout, [_query("q", ts, docs, qrels), unlabeled])
     row = dict(zip(layout.plain, scored.plain[0], strict=True))
     assert row["rr"] == 0.5
     assert row["precision@1"] == 0.0
@@ -77,7 +83,7 @@ def test_a_document_has_one_time_in_the_ranking_and_the_ideal(
     docs = [RankedDoc(doc_id="a", t_doc=ranked_time), RankedDoc(doc_id="b", t_doc=ts)]
     qrels = [RankedDoc(doc_id="a", rel=3, t_doc=label_time)]
     layout = defaults.row_layout(cutoffs=(1, 3), half_lives=(7 * DAY,))
-    scored = Scorer(layout, gain="linear", threshold=1.0).score([_query("q", ts, docs, qrels)])
+    scored = _score(layout, [_query("q", ts, docs, qrels)])
     ratio = dict(zip(layout.ratio, scored.ratio[0, 0], strict=True))
     decayed = dict(zip(layout.decayed, scored.decayed[0, 0], strict=True))
     assert ratio["ndcg_decayed@1"] == pytest.approx(1.0)
