@@ -67,23 +67,24 @@ def capture(
     per query, `(n, C)`, NaN for no value) of ``columns``, whose times and ids are ``ts``
     and ``ids``; bucket j of a column holds the values in ``(edges[j-1], edges[j]]``, as
     the histograms count them. Queries whose id is no trace id are passed over."""
-    rows = [i for i, query_id in enumerate(ids) if is_trace_id(query_id)]
-    if not rows:
+    rows = np.asarray([i for i, q in enumerate(ids) if is_trace_id(q)], dtype=np.int64)
+    if not rows.size:
         return
-    rows.sort(key=lambda i: (ts[i], ids[i]))  # oldest first: the last of a bucket wins
-    order = np.asarray(rows, dtype=np.int64)
+    times = np.asarray(ts, dtype=np.float64)[rows]
+    # the ids' ranks (equal ids equal), to order by (time, id, value) in numpy
+    _, id_rank = np.unique(np.asarray([ids[i] for i in rows]), return_inverse=True)
     for column in columns:
-        values = block[order, column]
-        present = ~np.isnan(values)
-        if not present.any():
+        values = block[rows, column]
+        present = np.flatnonzero(~np.isnan(values))
+        if not present.size:
             continue
-        kept = order[present]
-        buckets = bin_index(values[present], edges)
-        # the last row of each bucket: the first of the reversed rows
+        order = present[np.lexsort((values[present], id_rank[present], times[present]))]
+        buckets = bin_index(values[order], edges)
+        # the newest of each bucket: the last in that order, the first of the reversed
         found, first = np.unique(buckets[::-1], return_index=True)
         for bucket, at in zip(found.tolist(), first.tolist(), strict=True):
-            i = int(kept[len(kept) - 1 - at])
-            candidate = Exemplar(float(ts[i]), ids[i], float(block[i, column]))
+            j = int(order[len(order) - 1 - at])
+            candidate = Exemplar(float(times[j]), ids[int(rows[j])], float(values[j]))
             key = (column, bucket)
             current = held.get(key)
             if current is None or candidate > current:

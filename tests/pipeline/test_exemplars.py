@@ -132,7 +132,8 @@ def _traced(n: int) -> list[Message]:
 
 
 def _engine() -> Engine:
-    return Engine(_config(report_final=True, final_unlabeled=False), wall=lambda: WALL)
+    config = _config(report_final=True, final_unlabeled=False, label_ttl=20.0)
+    return Engine(config, wall=lambda: WALL)  # queries final 20 s after they opened
 
 
 def test_an_engine_keeps_the_newest_final_query_of_each_bucket_across_a_resume() -> None:
@@ -163,6 +164,7 @@ def test_an_engine_keeps_the_newest_final_query_of_each_bucket_across_a_resume()
     first = _engine()
     for start in range(0, 500, 100):
         first.apply(messages[start : start + 100])
+    assert first.exemplars  # the snapshot holds some
     snapshot = json.loads(json.dumps(first.snapshot(), allow_nan=False))
     resumed = Engine.restore(first.config, snapshot, wall=lambda: WALL)
     for start in range(500, len(messages), 100):
@@ -170,3 +172,23 @@ def test_an_engine_keeps_the_newest_final_query_of_each_bucket_across_a_resume()
     resumed.finish()
     assert resumed.exemplars == straight.exemplars
     assert json.dumps(resumed.snapshot()) == json.dumps(straight.snapshot())
+
+
+def test_exemplars_move_with_their_partitions() -> None:
+    messages = _traced(900)
+    reference = _engine()
+    first, second = _engine(), _engine()
+    for start in range(0, len(messages), 100):
+        reference.apply(messages[start : start + 100])
+        first.apply(messages[start : start + 100] if start < 500 else [])
+    for partition, state in first.export_partitions({0, 1}).items():  # 2 stays
+        second.adopt_partition(json.loads(json.dumps(state, allow_nan=False)))
+        first.drop_partitions({partition})
+    for start in range(500, len(messages), 100):
+        batch = messages[start : start + 100]
+        first.apply([m for m in batch if m.partition == 2])
+        second.apply([m for m in batch if m.partition != 2])
+    assert second.exemplars  # what moved is exposed by its new owner
+    assert first.partitions[2].tally.exemplars
+    by_replica = merge_exemplars_of([first.partitions[2].tally, *second._tallies()])
+    assert by_replica == reference.exemplars
