@@ -11,6 +11,7 @@ stopped). Memory is bounded by one exemplar per label set, metric and bucket.
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, NamedTuple
@@ -67,38 +68,51 @@ def capture(
     per query, `(n, C)`, NaN for no value) of ``columns``, whose times and ids are ``ts``
     and ``ids``; bucket j of a column holds the values in ``(edges[j-1], edges[j]]``, as
     the histograms count them. Queries whose id is no trace id are passed over."""
-    rows = np.asarray([i for i, q in enumerate(ids) if is_trace_id(q)], dtype=np.int64)
-    if not rows.size:
+    rows = sorted(
+        (i for i, query_id in enumerate(ids) if is_trace_id(query_id)),
+        key=lambda i: (ts[i], ids[i]),
+    )  # oldest first
+    if not rows:
         return
-    times = np.asarray(ts, dtype=np.float64)[rows]
-    # the ids' ranks (equal ids equal), to order by (time, id, value) in numpy
-    _, id_rank = np.unique(np.asarray([ids[i] for i in rows]), return_inverse=True)
-    for column in columns:
-        values = block[rows, column]
-        present = np.flatnonzero(~np.isnan(values))
-        if not present.size:
-            continue
-        order = present[np.lexsort((values[present], id_rank[present], times[present]))]
-        buckets = bin_index(values[order], edges)
-        # the newest of each bucket: the last in that order, the first of the reversed
-        found, first = np.unique(buckets[::-1], return_index=True)
-        for bucket, at in zip(found.tolist(), first.tolist(), strict=True):
-            j = int(order[len(order) - 1 - at])
-            candidate = Exemplar(float(times[j]), ids[int(rows[j])], float(values[j]))
-            key = (column, bucket)
-            current = held.get(key)
-            if current is None or candidate > current:
-                held[key] = candidate
+    values = block[np.ix_(rows, columns)]
+    buckets = bin_index(np.nan_to_num(values, nan=0.0), edges)  # NaN: no bucket, below
+    tied = any((ts[a], ids[a]) == (ts[b], ids[b]) for a, b in itertools.pairwise(rows))
+    if len(rows) <= _FEW or tied:  # each value against the held one
+        for i, row_values, row_buckets in zip(rows, values.tolist(), buckets.tolist(), strict=True):
+            t, query_id = float(ts[i]), ids[i]
+            for column, value, bucket in zip(columns, row_values, row_buckets, strict=True):
+                if value == value:  # not NaN
+                    _keep(held, (column, bucket), Exemplar(t, query_id, value))
+        return
+    # many, each (time, id) once: the last of each (column, bucket) in row order is the
+    # newest (an index assigned several times keeps the last value assigned)
+    r, c = np.nonzero(~np.isnan(values))
+    keys = c * edges.size + buckets[r, c]
+    last = np.full(len(columns) * edges.size, -1, dtype=np.int64)
+    last[keys] = np.arange(keys.size)
+    for at in last[last >= 0].tolist():
+        row, col = int(r[at]), int(c[at])
+        exemplar = Exemplar(float(ts[rows[row]]), ids[rows[row]], float(values[row, col]))
+        _keep(held, (columns[col], int(buckets[row, col])), exemplar)
+
+
+_FEW = 4
+"""Up to this many queries, `capture` compares them one by one (fewer numpy calls)."""
+
+
+def _keep(held: Exemplars, key: tuple[int, int], candidate: Exemplar) -> None:
+    current = held.get(key)
+    if current is None or candidate > current:
+        held[key] = candidate
 
 
 def merge_exemplars(parts: Iterable[Exemplars]) -> Exemplars:
-    """The newest exemplar of each bucket over several label sets' (a fresh map)."""
+    """The newest exemplar of each bucket over several partitions' of one label set (a
+    fresh map)."""
     merged: Exemplars = {}
     for part in parts:
         for key, exemplar in part.items():
-            current = merged.get(key)
-            if current is None or exemplar > current:
-                merged[key] = exemplar
+            _keep(merged, key, exemplar)
     return merged
 
 
