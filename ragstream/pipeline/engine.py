@@ -38,7 +38,7 @@ from ragstream.join.query import TOP_DOCS
 from ragstream.join.table import Rows
 from ragstream.metrics import Gain
 from ragstream.pipeline.drift_config import DriftConfig, ResolvedDrift
-from ragstream.pipeline.exemplars import Exemplars, capture
+from ragstream.pipeline.exemplars import Exemplars, Found, capture
 from ragstream.pipeline.labelsets import LabelSetMapper
 from ragstream.pipeline.partition_tally import (
     PartitionTally,
@@ -559,6 +559,7 @@ class Engine:
             merged.setdefault((partition, labelset), []).append(block)
             if self.sequential is not None:  # in finalization order, per partition
                 self.sequential.feed(self._state(partition).detectors, labelset, block)
+        found: list[Found] = []  # for the exemplars
         for (partition, labelset), blocks in merged.items():  # one add per series and batch
             tally = self._tally(partition)
             aggregate = tally.final.get(labelset)
@@ -568,11 +569,10 @@ class Engine:
                 )
             block = blocks[0] if len(blocks) == 1 else np.concatenate(blocks)
             aggregate.add(block)
-            times, ids = queries[(partition, labelset)]
-            held = tally.exemplars.get(labelset, {})
-            capture(held, block, times, ids, self._exemplar_columns, self.spec.edges())
-            if held:  # none without a query whose id is a trace id
-                tally.exemplars[labelset] = held
+            found.append(
+                (tally.exemplars.setdefault(labelset, {}), block, *queries[(partition, labelset)])
+            )
+        capture(found, self._exemplar_columns, self.spec.edges())
         return final
 
     def finish(self) -> list[OpenQuery]:

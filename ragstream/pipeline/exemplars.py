@@ -11,7 +11,6 @@ stopped). Memory is bounded by one exemplar per label set, metric and bucket.
 
 from __future__ import annotations
 
-import itertools
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, NamedTuple
@@ -24,6 +23,7 @@ from ragstream.windows import bin_index
 __all__ = [
     "Exemplar",
     "Exemplars",
+    "Found",
     "by_labelset",
     "capture",
     "is_trace_id",
@@ -56,48 +56,37 @@ def is_trace_id(query_id: str) -> bool:
     return len(query_id) == 32 and query_id != _ZERO and _TRACE_ID.fullmatch(query_id) is not None
 
 
-def capture(
-    held: Exemplars,
-    block: npt.NDArray[np.float64],
-    ts: Sequence[float],
-    ids: Sequence[str],
-    columns: Sequence[int],
-    edges: npt.NDArray[np.float64],
-) -> None:
-    """Keep in ``held`` the newest query of each bucket among the rows of ``block`` (one
-    per query, `(n, C)`, NaN for no value) of ``columns``, whose times and ids are ``ts``
-    and ``ids``; bucket j of a column holds the values in ``(edges[j-1], edges[j]]``, as
-    the histograms count them. Queries whose id is no trace id are passed over."""
-    rows = sorted(
-        (i for i, query_id in enumerate(ids) if is_trace_id(query_id)),
-        key=lambda i: (ts[i], ids[i]),
-    )  # oldest first
-    if not rows:
+Found = tuple[Exemplars, npt.NDArray[np.float64], Sequence[float], Sequence[str]]
+"""Final queries of one label set: where its exemplars are kept, the queries' rows
+(`(n, C)`, NaN for no value), their times and their ids."""
+
+
+def capture(found: Iterable[Found], columns: Sequence[int], edges: npt.NDArray[np.float64]) -> None:
+    """Keep in each label set's exemplars the newest of its queries of each bucket of
+    ``columns``; bucket j holds the values in ``(edges[j-1], edges[j]]``, as the histograms
+    count them. Queries whose id is no trace id are passed over. All label sets' values
+    are binned together, so that a batch of many label sets with a query or two each costs
+    little more than their values."""
+    traced: list[tuple[Exemplars, float, str]] = []
+    blocks = []
+    for held, block, ts, ids in found:
+        rows = [i for i, query_id in enumerate(ids) if is_trace_id(query_id)]
+        if rows:
+            blocks.append(block[rows])
+            traced += [(held, float(ts[i]), ids[i]) for i in rows]
+    if not traced:
         return
-    values = block[np.ix_(rows, columns)]
+    values = np.concatenate(blocks)[:, columns]
     buckets = bin_index(np.nan_to_num(values, nan=0.0), edges)  # NaN: no bucket, below
-    tied = any((ts[a], ids[a]) == (ts[b], ids[b]) for a, b in itertools.pairwise(rows))
-    if len(rows) <= _FEW or tied:  # each value against the held one
-        for i, row_values, row_buckets in zip(rows, values.tolist(), buckets.tolist(), strict=True):
-            t, query_id = float(ts[i]), ids[i]
-            for column, value, bucket in zip(columns, row_values, row_buckets, strict=True):
-                if value == value:  # not NaN
-                    _keep(held, (column, bucket), Exemplar(t, query_id, value))
-        return
-    # many, each (time, id) once: the last of each (column, bucket) in row order is the
-    # newest (an index assigned several times keeps the last value assigned)
-    r, c = np.nonzero(~np.isnan(values))
-    keys = c * edges.size + buckets[r, c]
-    last = np.full(len(columns) * edges.size, -1, dtype=np.int64)
-    last[keys] = np.arange(keys.size)
-    for at in last[last >= 0].tolist():
-        row, col = int(r[at]), int(c[at])
-        exemplar = Exemplar(float(ts[rows[row]]), ids[rows[row]], float(values[row, col]))
-        _keep(held, (columns[col], int(buckets[row, col])), exemplar)
-
-
-_FEW = 4
-"""Up to this many queries, `capture` compares them one by one (fewer numpy calls)."""
+    for (held, t, query_id), row_values, row_buckets in zip(
+        traced, values.tolist(), buckets.tolist(), strict=True
+    ):
+        for column, value, bucket in zip(columns, row_values, row_buckets, strict=True):
+            if value == value:  # not NaN
+                key = (column, bucket)
+                current = held.get(key)
+                if current is None or (t, query_id, value) > current:
+                    held[key] = Exemplar(t, query_id, value)
 
 
 def _keep(held: Exemplars, key: tuple[int, int], candidate: Exemplar) -> None:

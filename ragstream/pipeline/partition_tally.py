@@ -60,7 +60,7 @@ class PartitionTally:
             "last_event_time": dict(sorted(self.last_event_time.items())),
             "final": [[list(k), a.snapshot()] for k, a in sorted(self.final.items())],
             "exemplars": [
-                [list(k), snapshot_exemplars(e)] for k, e in sorted(self.exemplars.items())
+                [list(k), snapshot_exemplars(e)] for k, e in sorted(self.exemplars.items()) if e
             ],
         }
 
@@ -105,5 +105,6 @@ def merge_exemplars_of(tallies: Sequence[PartitionTally]) -> dict[tuple[str, ...
     parts: dict[tuple[str, ...], list[Exemplars]] = {}
     for tally in tallies:
         for labelset, held in tally.exemplars.items():
-            parts.setdefault(labelset, []).append(held)
+            if held:
+                parts.setdefault(labelset, []).append(held)
     return {labelset: merge_exemplars(found) for labelset, found in parts.items()}

@@ -67,7 +67,7 @@ def _queries(seed: int, n: int) -> list[Query]:
 def _capture(held: Exemplars, queries: list[Query]) -> None:
     if queries:
         block = np.array([values for _, _, values in queries], dtype=np.float64)
-        capture(held, block, [q[0] for q in queries], [q[1] for q in queries], COLUMNS, EDGES)
+        capture([(held, block, [q[0] for q in queries], [q[1] for q in queries])], COLUMNS, EDGES)
 
 
 @settings(max_examples=60, deadline=None)
@@ -81,10 +81,17 @@ def test_capture_in_any_batches_and_merge_over_partitions_equals_the_reference(
     shuffled = queries[:]
     rng.shuffle(shuffled)
     start = 0
-    while start < len(shuffled):
-        size = rng.randrange(1, 10)
-        _capture(partitions[rng.randrange(parts)], shuffled[start : start + size])
-        start += size
+    while start < len(shuffled):  # a batch: a few queries for each of a few partitions
+        found = []
+        for _ in range(rng.randrange(1, 4)):
+            size = rng.randrange(1, 10)
+            chosen = shuffled[start : start + size]
+            if chosen:
+                block = np.array([values for _, _, values in chosen], dtype=np.float64)
+                times, ids = [q[0] for q in chosen], [q[1] for q in chosen]
+                found.append((partitions[rng.randrange(parts)], block, times, ids))
+            start += size
+        capture(found, COLUMNS, EDGES)
     order = list(range(parts))
     rng.shuffle(order)
     merged = merge_exemplars(partitions[i] for i in order)
@@ -150,14 +157,8 @@ def test_an_engine_keeps_the_newest_final_query_of_each_bucket_across_a_resume()
     for query in final:  # from scratch: every final query with labels, one at a time
         assert query.contribution is not None
         row = query.contribution[None, : len(layout.plain)]
-        capture(
-            expected.setdefault(query.labelset, {}),
-            row,
-            [query.ts],
-            [query.query_id],
-            columns,
-            edges,
-        )
+        held = expected.setdefault(query.labelset, {})
+        capture([(held, row, [query.ts], [query.query_id])], columns, edges)
     assert straight.exemplars == expected
     assert sum(map(len, expected.values())) > 3 * len(columns)  # several label sets, buckets
 
