@@ -1,7 +1,8 @@
 """Traffic for the exposition benchmark: the synthetic stream, spread over N label sets.
 
 One base stream of `SyntheticTraffic` (retrievals, answers, clicks that come back as feedback)
-covers the `span` seconds before `T_END` at `rate` queries a second, with one label set; it
+covers the `span` seconds before `T_END` at `rate` queries a second, with one label set and
+trace ids as query ids (so the final-query histograms carry exemplars); it
 is cached in `bench/.data/` (the generator takes about 2 ms a query). Query `i` is then given
 the label set `app = f"app{i % N}"` (so every label set gets the same share of the traffic
 and has data in every window) and partition `i % partitions` (all events of a query on one
@@ -39,7 +40,9 @@ T_END = 1_790_000_000.0
 """The fixed "now" of the scrape measurements: the stream ends here."""
 LABEL_KEYS = ("app", "index")
 _DATA = Path(__file__).resolve().parent / ".data"
-_QUERY_INDEX = re.compile(rb'"query_id":"q-\d+-(\d+)"')
+_QUERY_INDEX = re.compile(rb'"query_id":"[0-9a-f]{16}([0-9a-f]{16})"')
+"""The index of a query in its trace id (`SyntheticConfig.trace_ids`): the last 16 hex
+digits are the index + 1."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,7 +59,7 @@ class DataConfig:
 
     @property
     def path(self) -> Path:
-        return _DATA / f"scrape-events-{self.seed}-{self.rate:g}-{self.span:g}.jsonl"
+        return _DATA / f"scrape-events-{self.seed}-{self.rate:g}-{self.span:g}-traced.jsonl"
 
 
 def base_events(config: DataConfig) -> list[bytes]:
@@ -71,6 +74,7 @@ def base_events(config: DataConfig) -> list[bytes]:
             rate=config.rate,
             label_sets=({"app": "app0", "index": "v7"},),
             drift_at=None,
+            trace_ids=True,  # every final query may be an exemplar: the largest exposition
         )
     )
     n_queries = int(config.span * config.rate)
@@ -86,7 +90,7 @@ def _query_index(value: bytes) -> int:
     match = _QUERY_INDEX.search(value)
     if match is None:
         raise ValueError("event without a synthetic query id")
-    return int(match.group(1))
+    return int(match.group(1), 16) - 1
 
 
 def _shifted(value: bytes, shift: float, decoder: msgspec.json.Decoder[Any]) -> bytes:

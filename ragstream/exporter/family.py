@@ -13,6 +13,9 @@ from prometheus_client.core import (
     HistogramMetricFamily,
     Metric,
 )
+from prometheus_client.samples import Exemplar as ClientExemplar
+
+from ragstream.pipeline.exemplars import Exemplar
 
 __all__ = ["PREFIX", "Family", "from_metric", "to_metrics"]
 
@@ -34,6 +37,9 @@ class Family:
     histograms: list[tuple[tuple[str, ...], list[float], float]] = field(default_factory=list)
     bounds: tuple[str, ...] = ()
     unit: str = ""
+    exemplars: dict[tuple[str, ...], dict[int, Exemplar]] = field(default_factory=dict)
+    """A histogram's exemplars: by a series' label values, by bucket index (OpenMetrics
+    writes each after its bucket's value, as `trace_id`)."""
 
     def add(self, *values: str, value: float) -> None:
         """One gauge or counter row."""
@@ -52,7 +58,11 @@ def to_metrics(families: Sequence[Family]) -> Iterator[Metric]:
         if f.kind == "histogram":
             histogram = HistogramMetricFamily(f.name, f.help, labels=labels, unit=unit)
             for values, counts, total in f.histograms:
-                buckets = list(zip(f.bounds, counts, strict=True))
+                held = f.exemplars.get(values, {})
+                buckets = [
+                    (bound, n, _client_exemplar(held[j])) if j in held else (bound, n)
+                    for j, (bound, n) in enumerate(zip(f.bounds, counts, strict=True))
+                ]
                 histogram.add_metric(list(values), buckets, total)
             yield histogram
             continue
@@ -63,9 +73,14 @@ def to_metrics(families: Sequence[Family]) -> Iterator[Metric]:
         yield metric
 
 
+def _client_exemplar(exemplar: Exemplar) -> ClientExemplar:
+    return ClientExemplar({"trace_id": exemplar.trace_id}, exemplar.value, exemplar.ts)
+
+
 def from_metric(metric: Metric) -> Family:
     """A prometheus_client counter, gauge or histogram as a family; what a family cannot
-    hold (another type, timestamps, exemplars, `_created`, label names that differ between
+    hold (another type, timestamps, exemplars other than a bucket's `trace_id` with a
+    timestamp, `_created`, label names that differ between
     samples, histograms without a sum or with bounds that differ) raises ValueError."""
     kind = metric.type
     if kind not in ("counter", "gauge", "histogram"):
@@ -77,15 +92,28 @@ def from_metric(metric: Metric) -> Family:
         labels = dict(s.labels)
         le = labels.pop("le", None) if kind == "histogram" else None
         names = tuple(labels) if names is None else names
-        if s.timestamp is not None or s.exemplar is not None or labels.keys() != set(names):
+        if s.timestamp is not None or labels.keys() != set(names):
             raise ValueError(f"{metric.name}: a sample the exporter cannot write: {s}")
         values = tuple(labels[n] for n in names)
         suffix = s.name[len(metric.name) :]
+        exemplar = s.exemplar
+        if exemplar is not None and (
+            suffix != "_bucket"
+            or set(exemplar.labels) != {"trace_id"}
+            or exemplar.timestamp is None
+        ):
+            raise ValueError(f"{metric.name}: an exemplar the exporter cannot write: {s}")
         if (kind, suffix) in (("gauge", ""), ("counter", "_total")):
             family.rows.append((values, float(s.value)))
         elif kind == "histogram" and suffix in ("_bucket", "_count", "_sum"):
             bounds, counts, total = series.setdefault(values, ([], [], []))
             if suffix == "_bucket" and le is not None:
+                if exemplar is not None:
+                    family.exemplars.setdefault(values, {})[len(bounds)] = Exemplar(
+                        float(exemplar.timestamp),  # type: ignore[arg-type]
+                        exemplar.labels["trace_id"],
+                        float(exemplar.value),
+                    )
                 bounds.append(le)
                 counts.append(float(s.value))
             elif suffix == "_sum":

@@ -3,10 +3,12 @@ prometheus_client's encoders write them (the same lines in the same order, byte 
 and the format a scrape's Accept header asks for, chosen by prometheus_client's own
 negotiation (`choose_encoder`, whose encoder is not used).
 
-The two formats differ only in their headers: OpenMetrics names a counter without `_total`
-in `# HELP`/`# TYPE`, escapes `"` in help texts, writes `# UNIT` and ends with `# EOF`. The
-sample lines are the same; counters have no `_created` line (the families carry no
-creation time, as prometheus_client writes none for a `CounterMetricFamily` without one).
+The two formats differ in their headers and exemplars: OpenMetrics names a counter without
+`_total` in `# HELP`/`# TYPE`, escapes `"` in help texts, writes `# UNIT`, ends with `# EOF`
+and writes a histogram bucket's exemplar after its value (`# {trace_id="..."} value ts`).
+The sample lines are otherwise the same; counters have no `_created` line (the families
+carry no creation time, as prometheus_client writes none for a `CounterMetricFamily`
+without one).
 """
 
 from __future__ import annotations
@@ -143,11 +145,15 @@ class TextRenderer:
         bounds = [_quote(b) for b in f.bounds]
         with_sum = not f.bounds or float(f.bounds[0]) >= 0  # prometheus_client's rule
         (new, old, make), go, append = self._series(f, True), _go, self._out.append
+        exemplars = f.exemplars if self._openmetrics else {}
         for values, counts, total in f.histograms:
             braced, head, tail = new[values] = new.get(values) or old.get(values) or make(values)
-            for bound, n in zip(bounds, counts, strict=True):
+            held = exemplars.get(values)
+            for j, (bound, n) in enumerate(zip(bounds, counts, strict=True)):
                 text = repr(n) if 0.0 <= n < 1e6 else go(n)
-                # (an OpenMetrics exemplar of the bucket would follow the value)
+                if held is not None and j in held:  # OpenMetrics: the bucket's exemplar
+                    e = held[j]
+                    text += f' # {{trace_id="{_quote(e.trace_id)}"}} {go(e.value)} {e.ts!r}'
                 append(f"{bucket}{{{head}{bound}{tail}}} {text}\n")
             if with_sum:
                 append(f"{count}{braced} {go(counts[-1])}\n")

@@ -17,6 +17,7 @@ import numpy as np
 from ragstream.exporter.drift import drift_families
 from ragstream.exporter.family import PREFIX, Family
 from ragstream.pipeline.engine import Engine
+from ragstream.pipeline.exemplars import Exemplar
 from ragstream.pipeline.row_layout import EVENT_TIME, Column
 from ragstream.windows import WindowTotals
 
@@ -164,7 +165,11 @@ def _histograms(engine: Engine) -> list[Family]:
         if name in layout.hist_columns
     ]
     families: dict[str, Family] = {}
+    exemplars = engine.exemplars
     for labelset, aggregate in sorted(engine.final.items()):
+        by_bucket: dict[int, dict[int, Exemplar]] = {}  # column -> bucket -> exemplar
+        for (column_index, bucket), exemplar in exemplars.get(labelset, {}).items():
+            by_bucket.setdefault(column_index, {})[bucket] = exemplar
         counts = np.cumsum(aggregate.histogram, axis=1).astype(np.float64)
         sums = aggregate.total
         for i, column in exported:
@@ -181,7 +186,8 @@ def _histograms(engine: Engine) -> list[Family]:
                     kind="histogram",
                     bounds=bounds,
                 )
-            found.histograms.append(
-                ((*extra.values(), *labelset), counts[i].tolist(), float(sums[i]))
-            )
+            values = (*extra.values(), *labelset)
+            found.histograms.append((values, counts[i].tolist(), float(sums[i])))
+            if i in by_bucket:
+                found.exemplars[values] = by_bucket[i]
     return list(families.values())

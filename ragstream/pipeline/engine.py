@@ -38,8 +38,14 @@ from ragstream.join.query import TOP_DOCS
 from ragstream.join.table import Rows
 from ragstream.metrics import Gain
 from ragstream.pipeline.drift_config import DriftConfig, ResolvedDrift
+from ragstream.pipeline.exemplars import Exemplars, Found, capture
 from ragstream.pipeline.labelsets import LabelSetMapper
-from ragstream.pipeline.partition_tally import PartitionTally, merge_final, sum_counters
+from ragstream.pipeline.partition_tally import (
+    PartitionTally,
+    merge_exemplars_of,
+    merge_final,
+    sum_counters,
+)
 from ragstream.pipeline.partitions import (
     VERSION,
     JoinLimits,
@@ -169,6 +175,8 @@ class Engine:
         """State kept beside the engine per partition (the judge's windows), saved and
         moved with the engine's own (`attach`)."""
         self._final_columns = len(layout.plain)
+        self._exemplar_columns = [i for i, c in enumerate(layout.plain) if c in layout.hist_columns]
+        """The final-query histograms the exporter writes, and whose exemplars are kept."""
         self._columns_only = max(config.cutoffs, default=0) <= TOP_DOCS
         """Whether scanned queries without labels of their own are rows of the table only
         (no `OpenQuery`): their scoring reads no more
@@ -525,6 +533,7 @@ class Engine:
                 self.sequential.prune(set(self.store.series()))
         final: list[OpenQuery] = []
         rows: dict[tuple[int, tuple[str, ...]], list[_F64]] = {}
+        queries: dict[tuple[int, tuple[str, ...]], tuple[list[float], list[str]]] = {}
         report, unlabeled = self.config.report_final, self.config.final_unlabeled
         for join in self._joins():
             final_rows = join.advance(now)
@@ -541,12 +550,16 @@ class Engine:
                 if contribution is not None:
                     key = (table.partition, table.labelsets[row - base])
                     rows.setdefault(key, []).append(contribution)
+                    times, ids = queries.setdefault(key, ([], []))  # for the exemplars
+                    times.append(table.ts[row - base])
+                    ids.append(table.ids[row - base])
         merged: dict[tuple[int, tuple[str, ...]], list[_F64]] = {}
         for (partition, labelset), contributions in rows.items():
             block = np.stack(contributions)[:, : self._final_columns]
             merged.setdefault((partition, labelset), []).append(block)
             if self.sequential is not None:  # in finalization order, per partition
                 self.sequential.feed(self._state(partition).detectors, labelset, block)
+        found: list[Found] = []  # for the exemplars
         for (partition, labelset), blocks in merged.items():  # one add per series and batch
             tally = self._tally(partition)
             aggregate = tally.final.get(labelset)
@@ -554,7 +567,12 @@ class Engine:
                 aggregate = tally.final[labelset] = Aggregate(
                     self.layout.plain, bins=self.config.bins
                 )
-            aggregate.add(blocks[0] if len(blocks) == 1 else np.concatenate(blocks))
+            block = blocks[0] if len(blocks) == 1 else np.concatenate(blocks)
+            aggregate.add(block)
+            found.append(
+                (tally.exemplars.setdefault(labelset, {}), block, *queries[(partition, labelset)])
+            )
+        capture(found, self._exemplar_columns, self.spec.edges())
         return final
 
     def finish(self) -> list[OpenQuery]:
@@ -644,6 +662,12 @@ class Engine:
         """Per label set: the final-query histograms of the held partitions, merged (read
         only: an aggregate may be a partition's own)."""
         return merge_final([self.partitions[p].tally for p in sorted(self.partitions)])
+
+    @property
+    def exemplars(self) -> dict[tuple[str, ...], Exemplars]:
+        """Per label set: the newest final query of each histogram bucket over the held
+        partitions (`ragstream.pipeline.exemplars`; fresh maps)."""
+        return merge_exemplars_of([self.partitions[p].tally for p in sorted(self.partitions)])
 
     def state_config(self) -> dict[str, Any]:
         """What a partition's state depends on besides the events: the window spec

@@ -15,9 +15,10 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
+from ragstream.pipeline.exemplars import Exemplars, by_labelset, merge_exemplars, snapshot_exemplars
 from ragstream.windows import Aggregate
 
-__all__ = ["PartitionTally", "merge_final", "sum_counters"]
+__all__ = ["PartitionTally", "merge_exemplars_of", "merge_final", "sum_counters"]
 
 _K = TypeVar("_K")
 
@@ -38,6 +39,9 @@ class PartitionTally:
     """Event time of the newest event seen, by type."""
     final: dict[tuple[str, ...], Aggregate] = field(default_factory=dict)
     """Per label set: every final query's plain metrics (cumulative histograms)."""
+    exemplars: dict[tuple[str, ...], Exemplars] = field(default_factory=dict)
+    """Per label set: the newest final query of each histogram bucket
+    (`ragstream.pipeline.exemplars`)."""
 
     def seen(self, latest: Mapping[str, float]) -> None:
         """Move the newest event times up to `latest` (type -> time)."""
@@ -55,6 +59,9 @@ class PartitionTally:
             "collapsed": dict(sorted(self.collapsed.items())),
             "last_event_time": dict(sorted(self.last_event_time.items())),
             "final": [[list(k), a.snapshot()] for k, a in sorted(self.final.items())],
+            "exemplars": [
+                [list(k), snapshot_exemplars(e)] for k, e in sorted(self.exemplars.items()) if e
+            ],
         }
 
     @classmethod
@@ -69,6 +76,7 @@ class PartitionTally:
             collapsed=Counter({str(k): int(n) for k, n in data.get("collapsed", {}).items()}),
             last_event_time={str(k): float(v) for k, v in data["last_event_time"].items()},
             final={tuple(k): Aggregate.restore(a) for k, a in data["final"]},
+            exemplars=by_labelset(data),
         )
 
 
@@ -89,3 +97,14 @@ def merge_final(tallies: Sequence[PartitionTally]) -> dict[tuple[str, ...], Aggr
             found = merged.get(labelset)
             merged[labelset] = aggregate if found is None else found + aggregate
     return merged
+
+
+def merge_exemplars_of(tallies: Sequence[PartitionTally]) -> dict[tuple[str, ...], Exemplars]:
+    """Per label set: the newest exemplar of each bucket over several partitions (fresh
+    maps)."""
+    parts: dict[tuple[str, ...], list[Exemplars]] = {}
+    for tally in tallies:
+        for labelset, held in tally.exemplars.items():
+            if held:
+                parts.setdefault(labelset, []).append(held)
+    return {labelset: merge_exemplars(found) for labelset, found in parts.items()}

@@ -123,6 +123,9 @@ class SyntheticConfig:
     without the option)."""
     gold_delay: tuple[float, float] = (5.0, 60.0)
     """Gold verdict delay range in seconds after the answer (uniform)."""
+    trace_ids: bool = False
+    """Query ids that are OpenTelemetry trace ids (32 hex digits of the seed and the index),
+    as those of queries read from spans are; False: `q-<seed>-<index>`."""
 
 
 class SyntheticTraffic:
@@ -146,7 +149,7 @@ class SyntheticTraffic:
         ts = c.start + index / c.rate
         ls = int(rng.integers(len(c.label_sets)))
         drifted = self.drifted(ts, ls)
-        qid = f"q-{c.seed}-{index}"
+        qid = f"{c.seed:016x}{index + 1:016x}" if c.trace_ids else f"q-{c.seed}-{index}"
         labels = dict(c.label_sets[ls])
         n_rel = int(rng.integers(1, 6))
         n_pool = c.docs_per_query + n_rel

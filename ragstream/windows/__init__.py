@@ -6,6 +6,7 @@ read as arrays of every label set (`WindowStore.read`); decayed sum metrics deca
 through forward-decay sums. See docs/windows.md.
 """
 
+from ragstream.windows._scatter import bin_index
 from ragstream.windows.aggregate import Aggregate
 from ragstream.windows.clock import Clock, ClockMode, Stamped, Timing
 from ragstream.windows.sliding_window import SlidingWindow
@@ -25,5 +26,6 @@ __all__ = [
     "WindowSpec",
     "WindowStore",
     "WindowTotals",
+    "bin_index",
     "bucket_of",
 ]

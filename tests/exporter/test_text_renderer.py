@@ -19,9 +19,11 @@ from prometheus_client.core import (
 )
 from prometheus_client.exposition import choose_encoder
 from prometheus_client.registry import CollectorRegistry
+from prometheus_client.samples import Exemplar as ClientExemplar
 
 from ragstream.exporter.family import Family, from_metric, to_metrics
 from ragstream.exporter.text import TextRenderer, negotiate
+from ragstream.pipeline.exemplars import Exemplar
 
 ACCEPTS = [
     "",  # no header: the text format 0.0.4
@@ -68,6 +70,10 @@ def _families(apps: list[str], scale: float) -> list[Family]:
             sums.add("rr", "", window, app, value=scale * i * 123_456.7)  # Go's exponents
         events.add(app, "svc", value=3.0 * i)
         hist.histograms.append((("10", app, "m"), [0.0, float(i), 2.0 * i], scale * i))
+        hist.exemplars[("10", app, "m")] = {  # buckets 0 and 2; none in bucket 1
+            0: Exemplar(1_700_000_000.0 + i, f"{i + 1:032x}", 0.0),
+            2: Exemplar(1_700_000_000.25 * scale, f'{app}"\\', scale * 1e-7),
+        }
     gauge.add("5m", "inf", value=math.inf)
     gauge.add("1h", "-inf", value=-math.inf)
     gauge.add("1h", "nan", value=math.nan)
@@ -76,6 +82,7 @@ def _families(apps: list[str], scale: float) -> list[Family]:
         "ragstream_latency_seconds", "Latency.", (), "histogram", bounds=("0.1", "+Inf")
     )
     latency.histograms.append(((), [1.0, 3.0], 0.7))
+    latency.exemplars[()] = {1: Exemplar(12.5, "4bf92f3577b34da6a3ce929d0e0e4736", 1_234_567.0)}
     signed = Family("ragstream_signed", "Signed.", ("app",), "histogram", bounds=("-1", "+Inf"))
     signed.histograms.append((("x",), [1.0, 2.0], -0.5))  # no _count, _sum: negative buckets
     return [
@@ -135,7 +142,7 @@ def test_every_rendering_is_prometheus_clients_as_series_come_and_go() -> None:
     assert "ragstream_series 1.2345678e+07\n" in text
 
 
-def test_the_formats_differ_in_their_headers_only() -> None:
+def test_the_formats_differ_in_their_headers_and_exemplars_only() -> None:
     families = _families(["a"], 1.0)
     text = TextRenderer().render(families, negotiate("")).decode()
     om = TextRenderer().render(families, negotiate("application/openmetrics-text")).decode()
@@ -143,8 +150,27 @@ def test_the_formats_differ_in_their_headers_only() -> None:
     assert "# TYPE ragstream_things counter\n" in om
     assert "# UNIT ragstream_size_bytes bytes\n" in om
     assert om.endswith("# EOF\n")
+    assert (
+        'ragstream_query_rr_bucket{app="a",k="10",le="0.05",model="m"} 0.0'
+        ' # {trace_id="00000000000000000000000000000001"} 0.0 1700000000.0\n'
+    ) in om
     samples = [line for line in text.splitlines() if not line.startswith("#")]
-    assert samples == [line for line in om.splitlines() if not line.startswith("#")]
+    exemplars = [line for line in om.splitlines() if " # {trace_id=" in line]
+    assert len(exemplars) == 3
+    om_samples = [line.partition(" # ")[0] for line in om.splitlines() if not line.startswith("#")]
+    assert samples == om_samples
+
+
+def test_the_text_format_is_the_same_with_or_without_exemplars() -> None:
+    families = _families(["a", "b"], 2.0)
+    bare = _families(["a", "b"], 2.0)
+    for family in bare:
+        family.exemplars.clear()
+    for accept in ACCEPTS:
+        fmt = negotiate(accept)
+        with_exemplars = TextRenderer().render(families, fmt)
+        without = TextRenderer().render(bare, fmt)
+        assert (with_exemplars == without) != fmt.openmetrics, accept
 
 
 def test_it_keeps_the_label_strings_of_the_latest_rendering_only() -> None:
@@ -182,7 +208,13 @@ def test_prometheus_client_metrics_read_back_are_written_as_prometheus_client_wr
     labeled = HistogramMetricFamily("ragstream_x", "X", labels=["app", "zone"], unit="seconds")
     labeled.add_metric(["a", "z"], [("1.0", 1), ("+Inf", 2)], 1.5)
     labeled.add_metric(["b", "z"], [("1.0", 0), ("+Inf", 1)], 3.0)
-    metrics = [counter, gauge, histogram, labeled]
+    traced = HistogramMetricFamily("ragstream_query_mrr", "MRR", labels=["app"])
+    traced.add_metric(
+        ["a"],
+        [("0.5", 1, ClientExemplar({"trace_id": "ab" * 16}, 0.25, 17.5)), ("+Inf", 2)],
+        0.75,
+    )
+    metrics = [counter, gauge, histogram, labeled, traced]
     families = [from_metric(m) for m in metrics]
     for accept in ACCEPTS:
         fmt = negotiate(accept)
@@ -198,6 +230,10 @@ def test_what_a_family_cannot_hold_is_refused() -> None:
     mixed = GaugeMetricFamily("ragstream_m", "M")
     mixed.add_sample("ragstream_m", {"a": "1"}, 1.0)
     mixed.add_sample("ragstream_m", {"b": "1"}, 1.0)
-    for metric in (info, created, stamped, mixed):
+    untimed = HistogramMetricFamily("ragstream_h", "H", labels=["a"])
+    untimed.add_metric(["x"], [("+Inf", 1, ClientExemplar({"trace_id": "1"}, 0.5))], 0.5)
+    other = HistogramMetricFamily("ragstream_o", "O", labels=["a"])
+    other.add_metric(["x"], [("+Inf", 1, ClientExemplar({"span_id": "1"}, 0.5, 1.0))], 0.5)
+    for metric in (info, created, stamped, mixed, untimed, other):
         with pytest.raises(ValueError, match=metric.name):
             from_metric(metric)

@@ -137,6 +137,7 @@ def start(broker: KafkaBroker, logs: Path) -> Iterator[Scraped]:
             probe_share=0.5,
             gold_share=0.3,  # gold verdicts within the label TTL: the corrected ratio
             gold_delay=(0.5, 4.0),
+            trace_ids=True,  # query ids that are trace ids: the histograms carry exemplars
         )
     )
     stream = traffic.stream()
@@ -155,7 +156,10 @@ def start(broker: KafkaBroker, logs: Path) -> Iterator[Scraped]:
         with (
             LiveTraffic(broker.bootstrap_servers, topic, stream),
             PrometheusServer(
-                [first.target, second.target], rule_files=[RULES], labels={"cluster": CLUSTER}
+                [first.target, second.target],
+                rule_files=[RULES],
+                labels={"cluster": CLUSTER},
+                features=["exemplar-storage"],
             ) as prom,
         ):
             # every event of the history applied, then the recording rules evaluated

@@ -15,6 +15,7 @@ import pytest
 import yaml
 
 from ragstream.judging.results import wilson_interval
+from ragstream.pipeline.exemplars import is_trace_id
 from tests.grafana.generator import generator
 from tests.grafana.scraped import (
     CLUSTER,
@@ -143,10 +144,11 @@ def test_prometheus_answers_the_exemplar_query_of_a_panel(
     assert isinstance(found, list), found
     histograms = {name for name in metric_names(expr) if name.endswith("_bucket")}
     assert histograms, expr
+    assert any(series["exemplars"] for series in found), found
     for series in found:
         assert series["seriesLabels"]["__name__"] in histograms, series
         for exemplar in series["exemplars"]:
-            assert exemplar["labels"].get("trace_id"), exemplar
+            assert is_trace_id(exemplar["labels"].get("trace_id", "")), exemplar
 
 
 @pytest.mark.parametrize("where", EXPRESSIONS)

@@ -42,6 +42,7 @@ class PrometheusServer(ServerProcess):
         labels: Mapping[str, str] | None = None,
         binary: str = "prometheus",
         start_timeout: float = 60.0,
+        features: Sequence[str] = (),
     ) -> None:
         self.targets = list(targets)
         self.scrape_interval = scrape_interval
@@ -50,6 +51,8 @@ class PrometheusServer(ServerProcess):
         self.labels = dict(labels or {})
         """Target labels of every scraped series (e.g. the `cluster` of a deployment)."""
         self.binary = binary
+        self.features = list(features)
+        """`--enable-feature` values (e.g. `exemplar-storage`)."""
         self.start_timeout = start_timeout
         self.port = free_port()
         self._dir = Path(tempfile.mkdtemp(prefix="ragstream-prometheus-"))
@@ -87,6 +90,7 @@ class PrometheusServer(ServerProcess):
                 f"--storage.tsdb.path={self._dir / 'data'}",
                 f"--web.listen-address=127.0.0.1:{self.port}",
                 "--log.level=warn",
+                *(f"--enable-feature={feature}" for feature in self.features),
             ],
             stdout=log,
             stderr=subprocess.STDOUT,
