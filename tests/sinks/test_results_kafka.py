@@ -12,6 +12,7 @@ from pathlib import Path
 
 import jsonschema
 import pytest
+from aiokafka import AIOKafkaConsumer, TopicPartition
 from click.testing import CliRunner
 from prometheus_client.parser import text_string_to_metric_families
 
@@ -92,12 +93,7 @@ async def test_the_results_topic_holds_each_final_query_once(
     topic, results = await kafka_topic_factory(1), await kafka_topic_factory(1)
     messages = _events()
     await produce_records(kafka_broker.bootstrap_servers, topic, messages)
-    overrides = [*SETTINGS, f"results.topic={results}", "kafka.max_batch=300"]
-    env = {
-        "RAGSTREAM_KAFKA__BOOTSTRAP_SERVERS": kafka_broker.bootstrap_servers,
-        "RAGSTREAM_KAFKA__TOPICS": f'["{topic}"]',
-    }
-    args = ["run", "--group-id", "g-results", *(a for s in overrides for a in ("--set", s))]
+    args, env = _command(kafka_broker, topic, results)
     expected = _reference(messages)
     assert 200 < len(expected) < len({k for k, _ in messages})  # some are still open
     async with running_agent(args, tmp_path / "agent.log", env) as agent:
@@ -134,3 +130,73 @@ async def test_the_results_topic_holds_each_final_query_once(
     assert outcome.exit_code == 0, outcome.output
     replayed = {r["query_id"]: r for r in map(json.loads, per_query.read_text().splitlines())}
     assert {q: replayed[q] for q in got} == got
+
+
+async def _count(bootstrap: str, topic: str) -> int:
+    """How many records the (one-partition) topic holds."""
+    consumer = AIOKafkaConsumer(bootstrap_servers=bootstrap)
+    await consumer.start()
+    try:
+        tp = TopicPartition(topic, 0)
+        return int((await consumer.end_offsets([tp]))[tp])
+    finally:
+        await consumer.stop()
+
+
+async def _until_count(broker: KafkaBroker, topic: str, count: int, within: float = 90.0) -> None:
+    deadline = time.monotonic() + within
+    while await _count(broker.bootstrap_servers, topic) < count:
+        assert time.monotonic() < deadline, f"fewer than {count} records in {topic}"
+        await asyncio.sleep(0.5)
+
+
+def _command(broker: KafkaBroker, topic: str, results: str) -> tuple[list[str], dict[str, str]]:
+    # periodic snapshots off: a crash resumes from the partition's first (empty) snapshot
+    overrides = [
+        *SETTINGS,
+        f"results.topic={results}",
+        "kafka.max_batch=300",
+        "state.checkpoint_interval=1h",
+    ]
+    env = {
+        "RAGSTREAM_KAFKA__BOOTSTRAP_SERVERS": broker.bootstrap_servers,
+        "RAGSTREAM_KAFKA__TOPICS": f'["{topic}"]',
+    }
+    return ["run", "--group-id", f"g-{topic}", *(a for s in overrides for a in ("--set", s))], env
+
+
+@pytest.mark.parametrize("stop", ["sigterm", "sigkill"])
+async def test_a_restart_writes_each_query_again_only_after_a_crash(
+    kafka_broker: KafkaBroker, kafka_topic_factory: TopicFactory, tmp_path: Path, stop: str
+) -> None:
+    """Half the events, a stop, the other half to a new agent: after a clean stop each
+    final query is written once; after SIGKILL none is lost, and the queries written again
+    (those finalized since the partition's last snapshot) carry the same record."""
+    topic, results = await kafka_topic_factory(1), await kafka_topic_factory(1)
+    messages = _events()
+    expected = _reference(messages)
+    first_half = _reference(messages[:1000])
+    args, env = _command(kafka_broker, topic, results)
+    await produce_records(kafka_broker.bootstrap_servers, topic, messages[:1000])
+    agent = AgentProcess(args, tmp_path / "first.log", env=env)
+    await asyncio.to_thread(agent.start)
+    try:
+        await _until_count(kafka_broker, results, len(first_half))
+        sent_before = await asyncio.to_thread(_outcomes, agent)
+    finally:
+        await asyncio.to_thread(agent.kill if stop == "sigkill" else agent.stop)
+    assert sent_before["sent"] == len(first_half)
+    await produce_records(kafka_broker.bootstrap_servers, topic, messages[1000:])
+    async with running_agent(args, tmp_path / "second.log", env):
+        await _until_count(kafka_broker, results, len(expected))
+        await asyncio.sleep(2.0)  # time for a record too many, if one were sent
+        total = await _count(kafka_broker.bootstrap_servers, results)
+    records = await read_records(kafka_broker.bootstrap_servers, results, total)
+    assert len(records) == total
+    assert {r.key.decode() for r in records} == set(expected)
+    for r in records:
+        assert json.loads(r.value) == expected[r.key.decode()]
+    if stop == "sigterm":
+        assert total == len(expected)
+    else:  # the first agent's records again, each equal to its first copy
+        assert total == len(expected) + len(first_half)
