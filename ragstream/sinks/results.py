@@ -24,12 +24,17 @@ __all__ = [
     "ResultRecord",
     "ResultSampler",
     "ResultsSink",
+    "UnknownMetricError",
     "query_record",
     "result_json_schema",
 ]
 
 SampleMode = Literal["all", "share", "below"]
 SAMPLE_MODES: tuple[SampleMode, ...] = ("all", "share", "below")
+
+
+class UnknownMetricError(ValueError):
+    """The sampling names a metric the engine's registry does not compute."""
 
 
 class ResultRecord(BaseModel):
@@ -151,7 +156,9 @@ class ResultsSink:
             engine.layout.record_names()
         ):
             names = ", ".join(engine.layout.record_names())
-            raise ValueError(f"no per-query metric {self.sampler.metric!r}; known: {names}")
+            raise UnknownMetricError(
+                f"results.metric: no per-query metric {self.sampler.metric!r}; known: {names}"
+            )
         self.counts: Counter[str] = Counter()
         """Final queries by outcome: ``offered``, ``sampled_out``; and ``flush_timeouts``."""
 

@@ -17,7 +17,7 @@ def results_sink(
     settings: Settings, engine: Engine, client_options: dict[str, Any] | None = None
 ) -> ResultsSink | None:
     """The sink of `results.topic` (None while unset); `client_options` as for
-    `kafka_source`. Raises ValueError when `results.metric` names no per-query metric."""
+    `kafka_source`. Raises `UnknownMetricError` when `results.metric` names no per-query metric."""
     r, k = settings.results, settings.kafka
     if not r.topic:
         return None

@@ -20,6 +20,7 @@ from ragstream.sinks.results import (
     ResultRecord,
     ResultSampler,
     ResultsSink,
+    UnknownMetricError,
     query_record,
     result_json_schema,
     share_point,
@@ -133,7 +134,7 @@ async def test_sampling_below_in_the_sink_and_a_full_queue_drops_and_counts() ->
 def test_an_unknown_metric_is_a_clear_error() -> None:
     engine = _engine()
     publisher = KafkaPublisher("unused", bootstrap_servers="127.0.0.1:9")
-    with pytest.raises(ValueError, match="no per-query metric 'ndcg@7'"):
+    with pytest.raises(UnknownMetricError, match="no per-query metric 'ndcg@7'"):
         ResultsSink(engine, publisher, ResultSampler("below", metric="ndcg@7"))
 
 
@@ -147,3 +148,17 @@ def test_the_sink_is_off_without_a_topic_and_built_from_the_settings() -> None:
     assert sink is not None
     assert sink.publisher.topic == "results"
     assert (sink.sampler.mode, sink.sampler.share, sink.sampler.metric) == ("share", 0.25, None)
+
+
+def test_run_stops_with_the_known_metrics_when_the_sampling_names_another() -> None:
+    args = ["run", "--set", "results.topic=r", "--set", "results.sample=below"]
+    result = CliRunner().invoke(main, [*args, "--set", "results.metric=ndcg@7"])
+    assert result.exit_code == 1
+    assert "results.metric: no per-query metric 'ndcg@7'; known: rr," in result.output
+
+
+def test_schema_command_prints_the_result_schema() -> None:
+    result = CliRunner().invoke(main, ["schema", "--type", "result"])
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.output) == result_json_schema()
+    assert json.loads(result.output)["title"] == "ragstream result"
