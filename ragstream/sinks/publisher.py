@@ -10,11 +10,11 @@ offset commit. The judge's judgments and the per-query results go through it.
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 from collections import Counter
 from typing import Any, Self
 
+import msgspec
 from aiokafka import AIOKafkaProducer
 
 __all__ = ["OUTCOMES", "KafkaPublisher"]
@@ -55,8 +55,9 @@ class KafkaPublisher:
         """Records by outcome (`OUTCOMES`)."""
 
     def offer_record(self, key: str, record: dict[str, Any]) -> bool:
-        """Queue one record (JSON, keyed by ``key``); False (counted) when the queue is full."""
-        value = json.dumps(record, ensure_ascii=False, allow_nan=False).encode()
+        """Queue one record (JSON, keyed by ``key``; a NaN or infinite number is written as
+        null); False (counted) when the queue is full."""
+        value = msgspec.json.encode(record)
         try:
             self._queue.put_nowait((key.encode(), value))
         except asyncio.QueueFull:

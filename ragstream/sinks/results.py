@@ -8,7 +8,6 @@ duplicate.
 from __future__ import annotations
 
 import hashlib
-import math
 from collections import Counter
 from collections.abc import Sequence
 from typing import Any, Literal
@@ -67,10 +66,6 @@ def result_json_schema() -> dict[str, Any]:
     return {"$schema": "https://json-schema.org/draft/2020-12/schema", **body}
 
 
-def _number(value: float) -> float | None:
-    return None if math.isnan(value) else float(value)
-
-
 def query_record(engine: Engine, query: OpenQuery) -> dict[str, Any]:
     """The `ResultRecord` of one final query, as a JSON object.
 
@@ -80,9 +75,9 @@ def query_record(engine: Engine, query: OpenQuery) -> dict[str, Any]:
     layout = engine.layout
     metrics: dict[str, float | None] = {}
     if query.contribution is not None:
-        values = layout.record_values(query.contribution)
-        names = layout.record_names()
-        metrics = {name: _number(v) for name, v in zip(names, values, strict=True)}
+        values = layout.record_values(query.contribution)  # floats; NaN is not defined
+        defined = [None if v != v else v for v in values]
+        metrics = dict(zip(layout.record_names(), defined, strict=True))
     return {
         "type": "result",
         "query_id": query.query_id,
