@@ -1,8 +1,9 @@
 """JSON records to a Kafka topic from a bounded queue, never blocking the caller.
 
-`offer` is synchronous: it queues the record or, when the queue is full, drops it and
-counts the drop. One task sends in the background with an aiokafka producer; send failures
-are counted and logged, never raised into the caller. `flush` waits (within a timeout)
+`offer_record` is synchronous: it queues the record or, when the queue is full, drops it and
+counts the drop. One task sends in the background with an aiokafka producer, what is
+queued at a time (up to 1000 records, batched by the producer); send failures are counted
+and logged, never raised into the caller. `flush` waits (within a timeout)
 until everything offered so far has been sent, so a caller can order its records before an
 offset commit. The judge's judgments and the per-query results go through it.
 """
@@ -20,6 +21,8 @@ from aiokafka import AIOKafkaProducer
 __all__ = ["OUTCOMES", "KafkaPublisher"]
 
 _log = logging.getLogger("ragstream.sinks")
+_MAX_IN_FLIGHT = 1000
+"""Records handed to the producer before their acknowledgements are awaited."""
 
 OUTCOMES = ("sent", "queue_full", "failed", "shutdown")
 """What became of an offered record: sent, dropped for a full queue, refused by the brokers
@@ -108,15 +111,31 @@ class KafkaPublisher:
         await self.stop()
 
     async def _send_loop(self) -> None:
+        """Send what is queued, many records at a time (the producer batches them), then
+        wait for their acknowledgements."""
         while True:
-            key, value = await self._queue.get()
+            items = [await self._queue.get()]
+            while len(items) < _MAX_IN_FLIGHT and not self._queue.empty():
+                items.append(self._queue.get_nowait())
             try:
-                await self._producer.send_and_wait(self.topic, value=value, key=key)
-                self.counts["sent"] += 1
-            except asyncio.CancelledError:
-                raise
-            except Exception:
-                self.counts["failed"] += 1
-                _log.exception("could not publish a record to %s", self.topic)
+                await self._send(items)
             finally:
-                self._queue.task_done()
+                for _ in items:
+                    self._queue.task_done()
+
+    async def _send(self, items: list[tuple[bytes, bytes]]) -> None:
+        futures: list[asyncio.Future[Any]] = []
+        try:
+            for key, value in items:
+                futures.append(await self._producer.send(self.topic, value=value, key=key))
+        except asyncio.CancelledError:
+            raise
+        except Exception:
+            self.counts["failed"] += len(items) - len(futures)
+            _log.exception("could not publish records to %s", self.topic)
+        outcomes = await asyncio.gather(*futures, return_exceptions=True)
+        failed = [o for o in outcomes if isinstance(o, BaseException)]
+        self.counts["sent"] += len(outcomes) - len(failed)
+        if failed:
+            self.counts["failed"] += len(failed)
+            _log.error("could not publish %d records to %s: %s", len(failed), self.topic, failed[0])
