@@ -55,8 +55,8 @@ class ResultRecord(BaseModel):
         "empty for an unlabeled query, null for a value that is not defined"
     )
     judge: dict[str, Any] | None = Field(
-        description="the judge's verdicts; null: not joined here (they are on `judge.topic`, "
-        "keyed by the same query id)"
+        description="the judge's verdicts; null: not joined here (they are on "
+        "`judge.publish_topic`, keyed by the same query id)"
     )
 
 
