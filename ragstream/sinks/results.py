@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 from collections import Counter
 from collections.abc import Sequence
+from datetime import UTC, datetime
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -45,6 +46,10 @@ class ResultRecord(BaseModel):
     query_id: str = Field(description="the query's id; also the Kafka record's key")
     labels: dict[str, str] = Field(description="the configured service labels (`labels.keys`)")
     ts: float = Field(description="the retrieval event's time, Unix seconds")
+    time: str = Field(
+        description="`ts` as an RFC 3339 UTC timestamp (microseconds), for stores that read dates",
+        json_schema_extra={"format": "date-time"},
+    )
     labeled: bool = Field(description="whether any document was graded before it was final")
     graded_docs: int = Field(ge=0, description="how many documents carry a grade")
     label_sources: list[str] | None = Field(
@@ -54,7 +59,7 @@ class ResultRecord(BaseModel):
         description="every per-query metric by its registry name (`ragstream.metrics`); "
         "empty for an unlabeled query, null for a value that is not defined"
     )
-    judge: dict[str, Any] | None = Field(
+    verdicts: dict[str, Any] | None = Field(
         description="the judge's verdicts; null: not joined here (they are on "
         "`judge.publish_topic`, keyed by the same query id)"
     )
@@ -83,11 +88,12 @@ def query_record(engine: Engine, query: OpenQuery) -> dict[str, Any]:
         "query_id": query.query_id,
         "labels": layout.labelset_labels(query.labelset),
         "ts": query.ts,
+        "time": datetime.fromtimestamp(query.ts, UTC).isoformat(timespec="microseconds"),
         "labeled": query.labeled,
         "graded_docs": len(query.labels),
         "label_sources": None,
         "metrics": metrics,
-        "judge": None,
+        "verdicts": None,
     }
 
 
