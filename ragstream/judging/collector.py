@@ -187,12 +187,12 @@ class JudgeCollector:
         yield GaugeMetricFamily(
             "ragstream_judge_gold_open_answers",
             "Answers open for a gold verdict (within their label TTL)",
-            value=service.gold.open_count,
+            value=service.gold_open,
         )
         yield GaugeMetricFamily(
             "ragstream_judge_gold_waiting",
             "Gold verdicts waiting for their answer",
-            value=service.gold.waiting_count,
+            value=service.gold_waiting,
         )
 
     def _health(self) -> Iterator[Metric]:

@@ -15,15 +15,17 @@ answer; the join follows the retrieval join's rules (`ragstream.join.LabelJoin`)
   per partition, the oldest evicted first (`evicted`).
 
 An open answer is one of: not sampled and kept (its text, so that a later verdict can have
-it judged), queued for the judge, or judged (its verdict only). `GoldJoin` holds the state
-and says what to do; `JudgingService` submits, records and counts. Pure: time is passed in.
+it judged), queued for the judge, or judged (its verdict only). A partition's open answers
+and waiting verdicts are its `GoldShare` (part of its `JudgePartition`); `GoldJoin` holds
+the settings and counts and says what to do with a share; `JudgingService` submits, records
+and counts. Pure: time is passed in.
 """
 
 from __future__ import annotations
 
 from collections import Counter, OrderedDict
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import msgspec
@@ -33,6 +35,7 @@ from ragstream.judging.model import AnswerLike, JudgeInput, Judgment
 __all__ = [
     "GOLD_OUTCOMES",
     "GoldJoin",
+    "GoldShare",
     "OpenAnswer",
     "Verdict",
     "WaitingGold",
@@ -124,8 +127,40 @@ class WaitingGold:
     """The clock when it arrived; it waits until ``arrived + pending_ttl``."""
 
 
+@dataclass(slots=True)
+class GoldShare:
+    """One partition's open answers and waiting gold verdicts, in arrival order."""
+
+    answers: OrderedDict[str, OpenAnswer] = field(default_factory=OrderedDict)
+    """Open answers by query id."""
+    waiting: OrderedDict[str, WaitingGold] = field(default_factory=OrderedDict)
+    """Gold verdicts waiting for their answer, by query id."""
+
+    def export(self, partition: int) -> dict[str, Any]:
+        """Its open answers and waiting verdicts, JSON-friendly."""
+        return {
+            "answers": [[qid, entry.to_state(partition)] for qid, entry in self.answers.items()],
+            "waiting": [[qid, g.hallucination, g.ts, g.arrived] for qid, g in self.waiting.items()],
+        }
+
+    @classmethod
+    def restore(cls, data: Mapping[str, Any] | None) -> GoldShare:
+        """A share from `export` output (None: an empty one)."""
+        return cls(
+            OrderedDict(
+                (str(qid), OpenAnswer.from_state(state))
+                for qid, state in (data or {}).get("answers", ())
+            ),
+            OrderedDict(
+                (str(qid), WaitingGold(bool(h), float(ts), float(arrived)))
+                for qid, h, ts, arrived in (data or {}).get("waiting", ())
+            ),
+        )
+
+
 class GoldJoin:
-    """Open answers and waiting gold verdicts of each partition (see the module docstring)."""
+    """The gold join's settings and counts, and what it does with a partition's
+    `GoldShare` (see the module docstring)."""
 
     def __init__(
         self,
@@ -143,26 +178,21 @@ class GoldJoin:
         self.pending_ttl = pending_ttl
         self.max_answers = max_answers
         self.max_waiting = max_waiting
-        self.answers: dict[int, OrderedDict[str, OpenAnswer]] = {}
-        """Per partition: open answers by query id, in arrival order."""
-        self.waiting: dict[int, OrderedDict[str, WaitingGold]] = {}
-        """Per partition: gold verdicts waiting for their answer, in arrival order."""
         self.outcomes: Counter[str] = Counter(dict.fromkeys(GOLD_OUTCOMES, 0))
         """Gold verdicts by outcome (`GOLD_OUTCOMES`); this process's count."""
 
     # -- answers -------------------------------------------------------------------------------
 
     def open(
-        self, partition: int, query_id: str, ts: float, labels: Mapping[str, str]
+        self, share: GoldShare, query_id: str, ts: float, labels: Mapping[str, str]
     ) -> bool | None:
         """Open an answer; returns the gold verdict that was waiting for it (None: none)."""
-        answers = self.answers.setdefault(partition, OrderedDict())
+        answers = share.answers
         entry = OpenAnswer(ts, labels)
         if query_id in answers:  # a repeated answer: open again, in arrival order
             del answers[query_id]
         answers[query_id] = entry
-        waiting = self.waiting.get(partition)
-        gold = None if not waiting else waiting.pop(query_id, None)
+        gold = share.waiting.pop(query_id, None)
         if gold is not None:
             if gold.ts > ts + self.label_ttl:
                 self.outcomes["late"] += 1
@@ -171,25 +201,25 @@ class GoldJoin:
         self._cap(answers)
         return entry.gold
 
-    def keep(self, partition: int, query_id: str, item: AnswerLike) -> None:
+    def keep(self, share: GoldShare | None, query_id: str, item: AnswerLike) -> None:
         """Keep an unsampled answer, in case a gold verdict comes for it."""
-        entry = self._entry(partition, query_id)
+        entry = self._entry(share, query_id)
         if entry is not None:
             entry.item = item
 
-    def queued(self, partition: int, query_id: str) -> None:
+    def queued(self, share: GoldShare | None, query_id: str) -> None:
         """The answer went to the judge."""
-        entry = self._entry(partition, query_id)
+        entry = self._entry(share, query_id)
         if entry is not None:
             entry.item, entry.queued = None, True
 
     def judged(
-        self, partition: int, query_id: str, verdict: Verdict | None, judge: str
+        self, share: GoldShare | None, query_id: str, verdict: Verdict | None, judge: str
     ) -> OpenAnswer | None:
         """The judge came back (``verdict`` None: it failed); the open answer, if it still
         is, to compare when it has a gold verdict. A failed judgment of an answer with a gold
         verdict is counted (`failed`)."""
-        entry = self._entry(partition, query_id)
+        entry = self._entry(share, query_id)
         if entry is None:
             return None
         entry.queued = False
@@ -200,27 +230,27 @@ class GoldJoin:
         entry.verdict, entry.judge = verdict, judge
         return entry
 
-    def dropped(self, partition: int, query_id: str) -> None:
+    def dropped(self, share: GoldShare | None, query_id: str) -> None:
         """The answer could not be queued (a full queue): its gold verdict is counted
         `dropped`; the text stays kept, so a later verdict may try again."""
-        entry = self._entry(partition, query_id)
+        entry = self._entry(share, query_id)
         if entry is not None and entry.gold is not None:
             self.outcomes["dropped"] += 1
 
-    def _entry(self, partition: int, query_id: str) -> OpenAnswer | None:
-        answers = self.answers.get(partition)
-        return None if answers is None else answers.get(query_id)
+    @staticmethod
+    def _entry(share: GoldShare | None, query_id: str) -> OpenAnswer | None:
+        return None if share is None else share.answers.get(query_id)
 
     # -- gold verdicts -------------------------------------------------------------------------
 
     def verdict(
-        self, partition: int, query_id: str, hallucination: bool, ts: float, now: float
+        self, share: GoldShare, query_id: str, hallucination: bool, ts: float, now: float
     ) -> OpenAnswer | None:
         """A gold verdict in arrival order; the open answer it is for when it counts (its
         `gold` set), None when it is late or waits for its answer."""
-        entry = self._entry(partition, query_id)
+        entry = self._entry(share, query_id)
         if entry is None:
-            waiting = self.waiting.setdefault(partition, OrderedDict())
+            waiting = share.waiting
             waiting[query_id] = WaitingGold(hallucination, ts, now)
             waiting.move_to_end(query_id)
             while len(waiting) > self.max_waiting:
@@ -235,17 +265,18 @@ class GoldJoin:
 
     # -- time and bounds -----------------------------------------------------------------------
 
-    def expire(self, now: float) -> None:
-        """Close answers past their label TTL and drop verdicts that waited too long (each
-        partition's oldest first, in arrival order)."""
-        for answers in self.answers.values():
+    def expire(self, shares: Iterable[GoldShare], now: float) -> None:
+        """Close the shares' answers past their label TTL and drop verdicts that waited too
+        long (each partition's oldest first, in arrival order)."""
+        shares = list(shares)
+        for answers in (share.answers for share in shares):
             while answers:
                 entry = next(iter(answers.values()))
                 if entry.ts + self.label_ttl >= now:
                     break
                 answers.popitem(last=False)
                 self._lost(entry, "expired")
-        for waiting in self.waiting.values():
+        for waiting in (share.waiting for share in shares):
             while waiting:
                 gold = next(iter(waiting.values()))
                 if gold.arrived + self.pending_ttl >= now:
@@ -262,40 +293,3 @@ class GoldJoin:
         """An answer leaves: a gold verdict it holds that was never compared is counted."""
         if entry.gold is not None and entry.compared is None and entry.queued:
             self.outcomes[why] += 1
-
-    @property
-    def open_count(self) -> int:
-        return sum(map(len, self.answers.values()))
-
-    @property
-    def waiting_count(self) -> int:
-        return sum(map(len, self.waiting.values()))
-
-    # -- partition state -----------------------------------------------------------------------
-
-    def export_partition(self, partition: int) -> dict[str, Any]:
-        """One partition's open answers and waiting verdicts, JSON-friendly."""
-        answers = self.answers.get(partition, OrderedDict[str, OpenAnswer]())
-        waiting = self.waiting.get(partition, OrderedDict[str, WaitingGold]())
-        return {
-            "answers": [[qid, entry.to_state(partition)] for qid, entry in answers.items()],
-            "waiting": [[qid, g.hallucination, g.ts, g.arrived] for qid, g in waiting.items()],
-        }
-
-    def adopt_partition(self, partition: int, data: Mapping[str, Any] | None) -> None:
-        """Take over a partition's open answers and waiting verdicts (None: none)."""
-        self.answers[partition] = OrderedDict(
-            (str(qid), OpenAnswer.from_state(state))
-            for qid, state in (data or {}).get("answers", ())
-        )
-        self.waiting[partition] = OrderedDict(
-            (str(qid), WaitingGold(bool(h), float(ts), float(arrived)))
-            for qid, h, ts, arrived in (data or {}).get("waiting", ())
-        )
-
-    def drop_partition(self, partition: int) -> None:
-        self.answers.pop(partition, None)
-        self.waiting.pop(partition, None)
-
-    def partitions(self) -> list[int]:
-        return sorted(self.answers.keys() | self.waiting.keys())

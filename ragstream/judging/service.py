@@ -7,15 +7,17 @@ per answer and enqueues or drops, so consumption never waits for a judge. Built 
 What is judged is partition state (docs/judging.md, "With the partition"): the answers
 sampled and not judged yet, and the windows of the judgments, are kept per Kafka partition,
 saved in the engine's snapshots with the offsets they cover and moved with a partition on a
-rebalance (the service is a `ragstream.pipeline.partitions.SideState`, attached with
-`Engine.attach`). A judgment that comes back for a partition that has left this replica is
-discarded: its next owner judges that answer again from the state it adopted.
+rebalance. Each partition's share is a `JudgePartition` held in its `PartitionState`, in
+the partition map the service is bound to: the engine's once attached (`Engine.attach`; the
+service is a `ragstream.pipeline.partitions.SideState`), its own until then. A judgment that
+comes back for a partition that has left this replica is discarded: its next owner judges
+that answer again from the state it adopted.
 
 Gold verdicts (`on_verdicts`, feedback events with `answer`) join their answers in a
-`GoldJoin`, part of the same partition state: an answer with a gold verdict is judged
-whatever the sampler drew (still subject to the queue bound), and the judge's verdict is
-compared with the gold one in the results' gold window. An answer judged only for its gold
-verdict is compared, not added to the windows' rates.
+`GoldJoin`, each partition's open answers and verdicts part of its share: an answer with a
+gold verdict is judged whatever the sampler drew (still subject to the queue bound), and the
+judge's verdict is compared with the gold one in the results' gold window. An answer judged
+only for its gold verdict is compared, not added to the windows' rates.
 """
 
 from __future__ import annotations
@@ -26,12 +28,14 @@ from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from ragstream.judging.gold import GoldJoin, OpenAnswer, verdict_of
+from ragstream.judging.gold import GoldJoin, GoldShare, OpenAnswer, verdict_of
 from ragstream.judging.model import AnswerLike, Judge, JudgeError, JudgeInput, Judgment
+from ragstream.judging.partition import JudgePartition
 from ragstream.judging.publisher import JudgmentPublisher
 from ragstream.judging.results import JudgeLabel, JudgeResults, judge_labels
 from ragstream.judging.sampler import Outcome, RetrievalRule, Sampler
 from ragstream.judging.workers import JudgeWorkers
+from ragstream.pipeline.partitions import PartitionState
 
 if TYPE_CHECKING:
     from ragstream.events import DecodedFeedback
@@ -116,13 +120,15 @@ class JudgingService:
         self._sampler_clock = sampler_clock
         self._window_clock = window_clock
         self._needs_metrics = any(isinstance(r, RetrievalRule) for r in sampler.rules)
-        self._pending: dict[int, dict[int, JudgeInput]] = {}
-        """Per held partition: the sampled answers submitted and not judged yet, by the
-        item's identity (the same object comes back from the workers)."""
+        self.name = "judge"
+        """Its shares' name in the partition states (`bind`)."""
+        self.partitions: dict[int, PartitionState] = {}
+        """The partition map its shares (`JudgePartition`) are held in: its own until it
+        is bound to an engine's (`bind`)."""
         self.discarded = 0
         """Judgments dropped because their partition had left this replica."""
         self.gold = GoldJoin() if gold is None else gold
-        """Gold verdicts and the open answers they are for (see `ragstream.judging.gold`)."""
+        """The gold join's settings and counts (see `ragstream.judging.gold`)."""
         self.agreement: Counter[tuple[str, tuple[str, ...], bool, str]] = Counter()
         """Comparisons by (judge, label set, gold verdict, judge's verdict); this process's
         count (a corrected gold verdict is compared, and counted, again)."""
@@ -135,19 +141,20 @@ class JudgingService:
         now = self._sampler_clock()
         gold = self.gold
         for partition, event in answers:
-            verdict = gold.open(partition, event.query_id, event.ts, event.labels)
+            share = self._gold(partition)
+            verdict = gold.open(share, event.query_id, event.ts, event.labels)
             metrics = None
             if self._needs_metrics and self.lookup is not None:
                 metrics = self.lookup(event.query_id)
             decision = self.sampler.decide(event.query_id, event.labels, now, metrics)
             if not decision.sampled and verdict is None:
-                gold.keep(partition, event.query_id, event)  # judged if a gold verdict comes
+                gold.keep(share, event.query_id, event)  # judged if a gold verdict comes
                 continue
             workers = self.workers
             if workers.full:  # do not even build the item
                 workers.drop()
                 if verdict is not None:
-                    gold.dropped(partition, event.query_id)
+                    gold.dropped(share, event.query_id)
             elif self._submit(
                 JudgeInput.from_event(
                     event,
@@ -155,7 +162,8 @@ class JudgingService:
                     estimated_cost=decision.charged,
                     admitted_at=decision.at,
                     sampled=decision.sampled,
-                )
+                ),
+                self._share(partition),
             ):
                 continue
             if decision.sampled:
@@ -171,8 +179,9 @@ class JudgingService:
         gold = self.gold
         for partition, event in verdicts:
             assert event.answer is not None
+            share = self._gold(partition)
             entry = gold.verdict(
-                partition, event.query_id, event.answer["hallucination"], event.ts, now
+                share, event.query_id, event.answer["hallucination"], event.ts, now
             )
             if entry is None:
                 continue
@@ -184,13 +193,14 @@ class JudgingService:
                 item = dataclasses.replace(kept, admitted_at=self._sampler_clock())
                 if self.workers.full:
                     self.workers.drop()
-                    gold.dropped(partition, event.query_id)
+                    gold.dropped(share, event.query_id)
                 else:
-                    self._submit(item)
+                    self._submit(item, self._share(partition))
             elif not entry.queued:  # its judgment failed: nothing to compare with
                 gold.outcomes["failed"] += 1
             # queued: compared when its judgment comes back
-        gold.expire(now)  # after: a verdict for an answer past its TTL is found late
+        # after: a verdict for an answer past its TTL is found late
+        gold.expire((s.gold for _, s in self._shares() if s.gold is not None), now)
 
     def _compare(self, partition: int, entry: OpenAnswer, now: float) -> None:
         """Record the comparison of an open answer's verdict with its latest gold verdict,
@@ -209,26 +219,69 @@ class JudgingService:
         key = (entry.judge, results.labelset(entry.labels), entry.gold, entry.verdict)
         self.agreement[key] += 1
 
-    def _submit(self, item: JudgeInput) -> bool:
+    def _share(self, partition: int) -> JudgePartition:
+        """The partition's share, made (with its state) when it has none yet."""
+        state = self.partitions.get(partition)
+        if state is None:
+            state = self.partitions[partition] = PartitionState(partition)
+        share = state.sides.get(self.name)
+        if not isinstance(share, JudgePartition):
+            share = state.sides[self.name] = JudgePartition(partition, self.results)
+        return share
+
+    def _held(self, partition: int) -> JudgePartition | None:
+        """The partition's share, if it holds one."""
+        state = self.partitions.get(partition)
+        share = None if state is None else state.sides.get(self.name)
+        return share if isinstance(share, JudgePartition) else None
+
+    def _shares(self) -> list[tuple[int, JudgePartition]]:
+        """The shares held, in partition order."""
+        held = ((p, state.sides.get(self.name)) for p, state in self.partitions.items())
+        return sorted(
+            ((p, s) for p, s in held if isinstance(s, JudgePartition)), key=lambda x: x[0]
+        )
+
+    def _gold(self, partition: int) -> GoldShare:
+        """The partition's gold join, made when it has none yet."""
+        share = self._share(partition)
+        if share.gold is None:
+            share.gold = GoldShare()
+        return share.gold
+
+    def _submit(self, item: JudgeInput, share: JudgePartition) -> bool:
         if not self.workers.submit(item):
             return False
-        self._pending.setdefault(item.partition, {})[id(item)] = item
-        self.gold.queued(item.partition, item.query_id)
+        if share.pending is None:
+            share.pending = {}
+        share.pending[id(item)] = item
+        self.gold.queued(share.gold, item.query_id)
         return True
 
-    def _settle(self, item: JudgeInput) -> bool:
-        """Take a finished item off its partition's pending answers; False (and counted)
+    def _settle(self, item: JudgeInput) -> JudgePartition | None:
+        """Take a finished item off its partition's pending answers; None (and counted)
         when that partition left this replica, or came back since (it was re-queued)."""
-        pending = self._pending.get(item.partition)
+        share = self._held(item.partition)
+        pending = None if share is None else share.pending
         if pending is None or pending.pop(id(item), None) is None:
             self.discarded += 1
-            return False
-        return True
+            return None
+        return share
 
     @property
     def unjudged(self) -> int:
         """Sampled answers of held partitions that are not judged yet."""
-        return sum(len(items) for items in self._pending.values())
+        return sum(len(s.pending) for _, s in self._shares() if s.pending is not None)
+
+    @property
+    def gold_open(self) -> int:
+        """Open answers of the gold join, over held partitions."""
+        return sum(len(s.gold.answers) for _, s in self._shares() if s.gold is not None)
+
+    @property
+    def gold_waiting(self) -> int:
+        """Gold verdicts waiting for their answer, over held partitions."""
+        return sum(len(s.gold.waiting) for _, s in self._shares() if s.gold is not None)
 
     # -- results ------------------------------------------------------------------------------
 
@@ -236,13 +289,14 @@ class JudgingService:
         self.sampler.reconcile(  # the call was made: its cost counts wherever it lands
             item.admitted_at, item.estimated_cost, judgment.usage.cost, self._sampler_clock()
         )
-        if not self._settle(item):
+        share = self._settle(item)
+        if share is None:
             return
         now = self._window_clock()
         if item.sampled:
             self.results.record(item, judgment, now)
         judge = judgment.judge or self.judge.name
-        entry = self.gold.judged(item.partition, item.query_id, verdict_of(judgment), judge)
+        entry = self.gold.judged(share.gold, item.query_id, verdict_of(judgment), judge)
         if entry is not None and entry.gold is not None:
             self._compare(item.partition, entry, now)
         if self.on_labels is not None:
@@ -256,53 +310,44 @@ class JudgingService:
         self.sampler.reconcile(
             item.admitted_at, item.estimated_cost, error.usage.cost, self._sampler_clock(), ok=False
         )
-        if self._settle(item):
+        share = self._settle(item)
+        if share is not None:
             self.results.record_failure(item, error)
-            self.gold.judged(item.partition, item.query_id, None, self.judge.name)
+            self.gold.judged(share.gold, item.query_id, None, self.judge.name)
 
     # -- partition state (`ragstream.pipeline.partitions.SideState`) --------------------------
 
-    def export_partition(self, partition: int) -> dict[str, Any]:
-        """The partition's unjudged answers, judgment windows, gold comparisons, open
-        answers and waiting gold verdicts, JSON-friendly."""
-        pending = self._pending.get(partition, {})
-        return {
-            "pending": [item.to_state() for item in pending.values()],
-            "windows": self.results.export_partition(partition),
-            "agreement": self.results.export_gold(partition),
-            "gold": self.gold.export_partition(partition),
-        }
+    def bind(self, name: str, partitions: dict[int, PartitionState]) -> None:
+        """Hold its shares in ``partitions`` (an engine's map), under ``name``; the service
+        must hold none yet (attach it before it sees answers)."""
+        if self._shares():
+            raise ValueError("the judging service holds partitions already: attach it first")
+        self.name, self.partitions = name, partitions
 
-    def adopt_partition(self, partition: int, data: Any) -> None:
-        """Take over a partition's state (None: start it empty): its windows and gold
+    def new_partition(self, partition: int) -> JudgePartition:
+        """An empty share of the partition, not held."""
+        return JudgePartition(partition, self.results)
+
+    def adopt_partition(self, partition: int, data: Any) -> JudgePartition:
+        """Take over a partition's share (None: start it empty): its windows and gold
         join, and its unjudged answers queued again."""
-        self._pending.setdefault(partition, {})
-        self.gold.adopt_partition(partition, None if not data else data.get("gold"))
-        if not data:
-            return
-        self.results.adopt_partition(partition, data.get("windows"))
-        self.results.adopt_gold(partition, data.get("agreement"))
-        for state in data.get("pending") or ():
-            self._requeue(JudgeInput.from_state(state))
-
-    def drop_partitions(self, partitions: set[int]) -> None:
-        """Forget revoked partitions; their queued answers are judged for nothing
-        (`discarded`), the new owner judges them from the state it adopts."""
-        for partition in partitions:
-            self._pending.pop(partition, None)
-            self.results.drop_partition(partition)
-            self.gold.drop_partition(partition)
+        share, unjudged = JudgePartition.adopt(partition, data, self.results)
+        for item in unjudged:
+            self._requeue(item, share)
+        return share
 
     def snapshot(self) -> dict[str, Any]:
         """Every held partition's unjudged answers and gold join, and the windows."""
+        shares = self._shares()
         return {
             "pending": {
-                str(p): [item.to_state() for item in items.values()]
-                for p, items in sorted(self._pending.items())
+                str(p): [item.to_state() for item in s.pending.values()]
+                for p, s in shares
+                if s.pending is not None
             },
             "results": self.results.snapshot(),
             "agreement": self.results.gold_snapshot(),
-            "gold": {str(p): self.gold.export_partition(p) for p in self.gold.partitions()},
+            "gold": {str(p): s.gold.export(p) for p, s in shares if s.gold is not None},
             "counts": self._counts(),
         }
 
@@ -342,9 +387,8 @@ class JudgingService:
     def restore(self, data: Any) -> None:
         """Continue from `snapshot` output (None: from nothing); unjudged answers queued
         again."""
-        self._pending = {}
-        for partition in self.gold.partitions():
-            self.gold.drop_partition(partition)
+        for state in self.partitions.values():
+            state.sides.pop(self.name, None)
         if not data:
             self.results.restore(None)
             return
@@ -352,13 +396,14 @@ class JudgingService:
         if data.get("counts"):
             self._restore_counts(data["counts"])
         for key, state in (data.get("gold") or {}).items():
-            self.gold.adopt_partition(int(key), state)
+            self._share(int(key)).gold = GoldShare.restore(state)
         for key, items in (data.get("pending") or {}).items():
-            self._pending.setdefault(int(key), {})
+            share = self._share(int(key))
+            share.pending = {}
             for state in items:
-                self._requeue(JudgeInput.from_state(state))
+                self._requeue(JudgeInput.from_state(state), share)
 
-    def _requeue(self, item: JudgeInput) -> None:
+    def _requeue(self, item: JudgeInput, share: JudgePartition) -> None:
         """Queue an unjudged answer again (admitted now, nothing charged yet: the cost is
         counted when it is judged); dropped and counted when the queue is full."""
         now = self._sampler_clock()
@@ -366,7 +411,7 @@ class JudgingService:
         if self.workers.full:
             self.workers.drop()
         else:
-            self._submit(item)
+            self._submit(item, share)
 
     # -- lifecycle ----------------------------------------------------------------------------
 

@@ -602,8 +602,9 @@ class Engine:
 
     def attach(self, name: str, side: SideState) -> None:
         """Keep ``side``'s per-partition state in this engine's partition states and
-        snapshots, under ``name`` (e.g. the judge's windows and queue)."""
+        snapshots, under ``name`` (e.g. the judge's queue and gold join)."""
         self.sides[name] = side
+        side.bind(name, self.partitions)
 
     def join_counters(self) -> dict[str, int]:
         """The label joins' counters summed over held partitions."""
@@ -768,7 +769,7 @@ class Engine:
         if store.spec != self.spec:
             raise ValueError("the snapshot was taken with other windows or metrics")
         self.store = store
-        self.partitions = {}
+        self.partitions.clear()  # the map the sides are bound to (`attach`)
         for p, join in data["joins"].items():  # the joins first: visited in this order
             self.partitions[int(p)] = PartitionState(int(p), join=LabelJoin.restore(join, int(p)))
         for p, tally in data["tallies"].items():

@@ -3,10 +3,10 @@
 Everything the agent knows about one Kafka partition moves with it between replicas and
 survives a restart: its open queries and waiting labels (the join), its cumulative counts
 (the tally), its drift detectors, its open traces and the judge's share. A `PartitionState`
-holds the join, the tally, the sequential drift detectors and the open traces itself, and
-reaches the shares the engine-wide holders keep per partition (the shared window store and
-the sides such as the judge) through `Shares`; its `export`, `adopt` and `drop` are the one
-place where a partition's record is written, read or forgotten, and `read` what the
+holds the join, the tally, the sequential drift detectors, the open traces and the sides'
+shares (the judge's `JudgePartition`) itself, and reaches what engine-wide holders keep per
+partition (the shared window stores) through `Shares`; its `export`, `adopt` and `drop` are
+the one place where a partition's record is written, read or forgotten, and `read` what the
 exporter sees of it.
 """
 
@@ -30,6 +30,7 @@ __all__ = [
     "PartitionRead",
     "PartitionState",
     "Shares",
+    "SidePartition",
     "SideState",
 ]
 
@@ -47,20 +48,37 @@ class PartitionConfigError(ValueError):
         """The names of the settings that differ."""
 
 
+class SidePartition(Protocol):
+    """A side's share of one partition (e.g. the judge's `JudgePartition`), held in the
+    partition's `PartitionState.sides`; called between batches."""
+
+    def export(self) -> Any:
+        """Its state, JSON-friendly, for the partition's next owner (or a restart)."""
+        ...
+
+    def drop(self) -> None:
+        """Forget what the side keeps of the partition beyond this share (its windows)."""
+        ...
+
+
 class SideState(Protocol):
-    """Per-partition state kept beside the engine (the judge's windows and queue), saved
-    and moved with the partition's own (`Engine.attach`). Every method takes JSON-friendly
-    data and is called between batches."""
+    """A holder of per-partition state kept beside the engine's (the judge), attached with
+    `Engine.attach`: its shares live in the partition states of the map it is bound to,
+    and are saved and moved with the partition's own. Every method takes JSON-friendly data
+    and is called between batches."""
 
-    def export_partition(self, partition: int) -> Any:
-        """The partition's state, for its next owner (or a restart)."""
+    def bind(self, name: str, partitions: dict[int, PartitionState]) -> None:
+        """Keep its shares in ``partitions`` (the engine's map), under ``name``."""
         ...
 
-    def adopt_partition(self, partition: int, data: Any) -> None:
-        """Take over the partition's state (None: start it empty)."""
+    def new_partition(self, partition: int) -> SidePartition:
+        """An empty share of the partition (not held: exported or dropped as is)."""
         ...
 
-    def drop_partitions(self, partitions: set[int]) -> None: ...
+    def adopt_partition(self, partition: int, data: Any) -> SidePartition:
+        """The partition's share taken over from `SidePartition.export` output (None:
+        start it empty)."""
+        ...
 
     def snapshot(self) -> Any: ...
 
@@ -127,8 +145,8 @@ _TRACE_ORDER = itertools.count()
 @dataclass(slots=True)
 class PartitionState:
     """One held partition: its join (None before its first event), its tally, its
-    sequential drift detectors and its open traces; `export`, `adopt`, `drop` and `read`
-    are what is done with it as a whole."""
+    sequential drift detectors, its open traces and its sides' shares; `export`, `adopt`,
+    `drop` and `read` are what is done with it as a whole."""
 
     partition: int
     tally: PartitionTally = field(default_factory=PartitionTally)
@@ -139,6 +157,8 @@ class PartitionState:
     """Its sequential drift detectors (`ragstream.pipeline.sequential_drift`), by label set."""
     traces: TraceAssembler | None = None
     """Its open traces and span counters (None before its first trace record)."""
+    sides: dict[str, SidePartition] = field(default_factory=dict)
+    """The attached sides' shares of it, by side name (each made by its side)."""
     trace_order: int = 0
     """When its traces began (`begin_traces`): the partitions' traces close in this order,
     the order their first trace record came (or they were adopted or restored), which the
@@ -163,7 +183,7 @@ class PartitionState:
             if shares.sequential is None
             else shares.sequential.export(self.detectors),
             "tally": self.tally.snapshot(),
-            "sides": {name: side.export_partition(p) for name, side in shares.sides.items()},
+            "sides": {name: self._side(name, side).export() for name, side in shares.sides.items()},
         }
 
     @classmethod
@@ -186,14 +206,19 @@ class PartitionState:
             adopted.begin_traces(shares.traces.new_assembler()).restore(traces)
         sides = state.get("sides") or {}
         for name, side in shares.sides.items():  # absent: that side starts afresh
-            side.adopt_partition(partition, sides.get(name))
+            adopted.sides[name] = side.adopt_partition(partition, sides.get(name))
         return adopted
 
     def drop(self, shares: Shares) -> None:
         """Forget the partition's share in every holder (its own state goes with it)."""
         shares.store.drop_partition(self.partition)
-        for side in shares.sides.values():
-            side.drop_partitions({self.partition})
+        for name, side in shares.sides.items():
+            self._side(name, side).drop()
+
+    def _side(self, name: str, side: SideState) -> SidePartition:
+        """Its share of ``side`` (an empty one, not held, when the side holds none)."""
+        share = self.sides.get(name)
+        return side.new_partition(self.partition) if share is None else share
 
     def read(self) -> PartitionRead:
         """Its counters, for the exporter."""

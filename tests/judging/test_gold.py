@@ -107,7 +107,7 @@ async def test_gold_after_or_before_the_answer_is_judged_by_force_and_compared()
     # q-a: gold after its answer; q-b: gold before its answer; q-c: an answer without gold
     await _feed(engine, service, [_answer("q-a", T0, ANSWERS[0]), _answer("q-c", T0, ANSWERS[1])])
     await _feed(engine, service, [verdict_event("q-b", True, "annotator", ts=T0 + 1)])
-    assert service.gold.waiting_count == 1
+    assert service.gold_waiting == 1
     await _feed(
         engine,
         service,
@@ -142,8 +142,8 @@ async def test_late_expired_and_evicted_verdicts_are_counted_not_compared() -> N
     # q-9's never answered, q-3's whose answer was evicted by the cap: both waited in vain
     assert service.gold.outcomes["expired"] == 2
     assert service.gold.outcomes["compared"] == 0
-    assert service.gold.open_count == 0  # closed at the end of their TTL
-    assert service.gold.waiting_count == 0
+    assert service.gold_open == 0  # closed at the end of their TTL
+    assert service.gold_waiting == 0
     assert sum(service.agreement.values()) == 0
 
 
@@ -238,7 +238,7 @@ async def test_the_gold_join_moves_with_its_partition() -> None:
     await _feed(first_engine, first, events[:cut])
     state = _moved(first_engine.export_partitions({0})[0])
     await first.stop()
-    assert first.gold.open_count > 0
+    assert first.gold_open > 0
     second_engine, second = _setup(rate=0.3)
     second_engine.adopt_partition(state)
     await second.start()

@@ -13,9 +13,11 @@ import zlib
 from typing import Any
 
 import numpy as np
+import pytest
 
 from ragstream.config.judging import JudgeSettings, SamplingSettings
 from ragstream.events import Message
+from ragstream.judging.partition import JudgePartition
 from ragstream.judging.service import JudgingService
 from ragstream.pipeline.engine import Engine
 from ragstream.sources.synthetic import SyntheticConfig, SyntheticTraffic
@@ -212,3 +214,33 @@ async def test_a_restart_judges_what_the_checkpoint_had_queued_once() -> None:
     await _feed(resumed, judge_s, MESSAGES[checkpoint:])
     await judge_s.stop()
     _assert_same(reference, [judge_s])
+
+
+async def test_the_judges_share_is_held_in_the_engines_partition_states() -> None:
+    """Each partition's unjudged answers are in its `PartitionState` (as a `JudgePartition`):
+    dropping the partition from the engine drops them, and its record carries them."""
+    engine, service = _replica()
+    await _feed(engine, service, MESSAGES[:300], judge=False)  # nothing judged yet
+    shares = {p: state.sides.get("judge") for p, state in engine.partitions.items()}
+    assert shares
+    assert all(isinstance(s, JudgePartition) for s in shares.values())
+    held = {p: len(s.pending or {}) for p, s in shares.items() if isinstance(s, JudgePartition)}
+    assert sum(held.values()) == service.unjudged == service.workers.depth > 0
+    moved = _moved(engine.export_partitions({0})[0])
+    assert len(moved["sides"]["judge"]["pending"]) == held[0]
+    engine.drop_partitions({0})
+    assert service.unjudged == sum(held.values()) - held[0]
+    assert 0 not in service.results.store.partitions()
+    engine.adopt_partition(moved)
+    assert service.unjudged == sum(held.values())  # queued again (the queue holds all)
+
+
+def test_a_service_holding_partitions_is_not_bound_to_another_map() -> None:
+    """A service not attached keeps its shares in its own partition map; once it holds one,
+    attaching it to an engine (whose map would not hold them) is refused."""
+    engine, service = _replica(attach=False)
+    service.on_answers(engine.apply(MESSAGES[:100]).answers)
+    assert service.partitions
+    assert not any(s.sides for s in engine.partitions.values())
+    with pytest.raises(ValueError, match="attach it first"):
+        engine.attach("judge", service)

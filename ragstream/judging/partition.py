@@ -1,0 +1,68 @@
+"""The judge's share of one partition: `JudgePartition`.
+
+Held in the partition's `ragstream.pipeline.partitions.PartitionState` (under the name the
+judge is attached with), it is what the judge knows of that partition besides the windows:
+the sampled answers submitted and not judged yet, and the gold join's open answers and
+waiting verdicts. Its judgment and gold-comparison windows are rows of the judge's window
+stores (`JudgeResults`), engine-wide as the engine's own store; `export` and `drop` reach
+them by partition. `JudgingService` makes and adopts the shares (adopting queues the
+unjudged answers again).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from ragstream.judging.gold import GoldShare
+from ragstream.judging.model import JudgeInput
+from ragstream.judging.results import JudgeResults
+
+__all__ = ["JudgePartition"]
+
+
+class JudgePartition:
+    """The judge's share of one partition (a `ragstream.pipeline.partitions.SidePartition`)."""
+
+    __slots__ = ("gold", "partition", "pending", "results")
+
+    def __init__(self, partition: int, results: JudgeResults) -> None:
+        self.partition = partition
+        self.results = results
+        """The judge's windows, where this partition's rows are kept."""
+        self.pending: dict[int, JudgeInput] | None = None
+        """The sampled answers submitted and not judged yet, by the item's identity (the
+        same object comes back from the workers); None until the first is submitted or the
+        partition is adopted."""
+        self.gold: GoldShare | None = None
+        """The gold join's open answers and waiting verdicts (None: none yet)."""
+
+    def export(self) -> dict[str, Any]:
+        """Its unjudged answers, judgment windows, gold comparisons, open answers and
+        waiting gold verdicts, JSON-friendly."""
+        p = self.partition
+        return {
+            "pending": [item.to_state() for item in (self.pending or {}).values()],
+            "windows": self.results.export_partition(p),
+            "agreement": self.results.export_gold(p),
+            "gold": (self.gold or GoldShare()).export(p),
+        }
+
+    @classmethod
+    def adopt(
+        cls, partition: int, data: Mapping[str, Any] | None, results: JudgeResults
+    ) -> tuple[JudgePartition, list[JudgeInput]]:
+        """The share taken over from `export` output (None: empty), its windows put in
+        ``results``; with its unjudged answers, to be queued again."""
+        share = cls(partition, results)
+        share.pending = {}
+        share.gold = GoldShare.restore(None if not data else data.get("gold"))
+        if not data:
+            return share, []
+        results.adopt_partition(partition, data.get("windows"))
+        results.adopt_gold(partition, data.get("agreement"))
+        return share, [JudgeInput.from_state(state) for state in data.get("pending") or ()]
+
+    def drop(self) -> None:
+        """Forget its windows (the rest goes with this object)."""
+        self.results.drop_partition(self.partition)
