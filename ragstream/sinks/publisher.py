@@ -117,8 +117,13 @@ class KafkaPublisher:
             items = [await self._queue.get()]
             while len(items) < _MAX_IN_FLIGHT and not self._queue.empty():
                 items.append(self._queue.get_nowait())
+            settled = self.counts["sent"] + self.counts["failed"]
             try:
                 await self._send(items)
+            except asyncio.CancelledError:  # stopped: not acknowledged by then
+                done = self.counts["sent"] + self.counts["failed"] - settled
+                self.counts["shutdown"] += len(items) - done
+                raise
             finally:
                 for _ in items:
                     self._queue.task_done()
