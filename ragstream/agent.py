@@ -27,6 +27,8 @@ from ragstream.judging.service import JudgingService
 from ragstream.pipeline.engine import Engine
 from ragstream.pipeline.gc_tuning import tune_gc
 from ragstream.pipeline.runner import DeadLetterSink, Runner, Source
+from ragstream.sinks.collector import ResultsCollector
+from ragstream.sinks.results import ResultsSink
 
 __all__ = ["Agent"]
 
@@ -53,6 +55,7 @@ class Agent:
         batch_timeout: float = 5.0,
         judging: JudgingService | None = None,
         handover: HandoverCounters | None = None,
+        results: ResultsSink | None = None,
     ) -> None:
         self.engine = engine
         self.source = source
@@ -63,6 +66,8 @@ class Agent:
             dead_letters=dead_letters,
             on_answers=None if judging is None else judging.on_answers,
             on_verdicts=None if judging is None else judging.on_verdicts,
+            on_final=None if results is None else results.on_final,
+            before_commit=None if results is None else results.flush,
         )
         self._start_source = start_source
         self._lag_fn = lag
@@ -80,6 +85,8 @@ class Agent:
         self._collectors: list[Collector] = []
         if handover is not None:
             self._collectors.append(HandoverCollector(handover))
+        if results is not None:
+            self._collectors.append(ResultsCollector(results))
         if judging is not None:
             self._collectors.append(
                 JudgeCollector(judging, engine.config.label_keys, now=engine.read_clock())

@@ -39,7 +39,8 @@ __all__ = ["replay"]
 @click.option(
     "--per-query",
     type=click.Path(path_type=Path, dir_okay=False, writable=True),
-    help="Write one JSON line per query with its final metrics.",
+    help="Write one JSON line per final query with its metrics: the record of the results "
+    "topic (docs/results.md; `ragstream schema --type result`).",
 )
 @click.option(
     "--input-format",

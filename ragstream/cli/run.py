@@ -10,6 +10,7 @@ import click
 from ragstream.cli._settings import CommandLineError, settings_options, with_settings
 from ragstream.config import SecretFileError, Settings
 from ragstream.exporter.http import AddressInUseError
+from ragstream.sinks.results import UnknownMetricError
 from ragstream.sources.kafka import CoPartitionError, KafkaAuthError
 from ragstream.traces import TraceSupportError
 from ragstream.wiring.run import run_agent
@@ -31,7 +32,13 @@ def run(settings: Settings) -> None:
     )
     try:
         asyncio.run(run_agent(settings))
-    except (CoPartitionError, KafkaAuthError, SecretFileError, TraceSupportError) as error:
+    except (
+        CoPartitionError,
+        KafkaAuthError,
+        SecretFileError,
+        TraceSupportError,
+        UnknownMetricError,
+    ) as error:
         raise click.ClickException(str(error)) from error
     except AddressInUseError as error:
         raise CommandLineError(

@@ -35,6 +35,7 @@ __all__ = [
     "KafkaSettings",
     "LabelSettings",
     "MetricSettings",
+    "ResultsSettings",
     "Settings",
     "StateSettings",
     "TraceSettings",
@@ -347,6 +348,22 @@ class HttpSettings(_Section):
     port: int = Field(9464, ge=0, le=65535)
 
 
+class ResultsSettings(_Section):
+    """The per-query results topic (docs/results.md); off while `topic` is unset."""
+
+    topic: str | None = Field(None, description="where each final query's record goes")
+    sample: Literal["all", "share", "below"] = Field(
+        "all", description="all; a share (by query id hash); or below a threshold on a metric"
+    )
+    share: float = Field(1.0, ge=0.0, le=1.0, description="the share written (sample=share)")
+    metric: str = Field("ndcg@10", description="the metric compared (sample=below)")
+    threshold: float = Field(0.5, description="records with the metric below it (sample=below)")
+    queue_size: int = Field(10_000, ge=1, description="records waiting to be sent; more drop")
+    flush_timeout: Duration = Field(
+        5.0, gt=0, description="wait for the records of a batch before its commit, at most"
+    )
+
+
 class Settings(BaseSettings):
     """Everything `ragstream run` needs."""
 
@@ -368,6 +385,7 @@ class Settings(BaseSettings):
     judge: JudgeSettings = Field(default_factory=JudgeSettings)
     traces: TraceSettings = Field(default_factory=TraceSettings)
     drift: DriftSettings = Field(default_factory=DriftSettings)
+    results: ResultsSettings = Field(default_factory=ResultsSettings)
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
 
     @model_validator(mode="after")

@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -93,6 +93,7 @@ class Runner:
         on_final: Callable[[Sequence[OpenQuery]], None] | None = None,
         on_answers: Callable[[Sequence[tuple[int, DecodedAnswer]]], None] | None = None,
         on_verdicts: Callable[[Sequence[tuple[int, DecodedFeedback]]], None] | None = None,
+        before_commit: Callable[[], Awaitable[None]] | None = None,
         invalid_log: RateLimitedLog | None = None,
     ) -> None:
         self.engine = engine
@@ -101,6 +102,9 @@ class Runner:
         self.on_final = on_final
         self.on_answers = on_answers
         self.on_verdicts = on_verdicts
+        self.before_commit = before_commit
+        """Awaited after a batch's side outputs and before its commit (the results topic
+        waits there for its records to be acknowledged)."""
         self.invalid_log = invalid_log or RateLimitedLog()
         self.batches = 0
         self.dead_letter_failures = 0
@@ -126,6 +130,8 @@ class Runner:
                 self.engine.reject(rejected)
                 report.invalid.extend(rejected)
             await self._handle(batch, report)
+            if self.before_commit is not None:
+                await self.before_commit()
             await self.source.commit(batch)
             self.batches += 1
             if self._stop.is_set():

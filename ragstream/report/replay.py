@@ -7,13 +7,13 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
-from ragstream.join import OpenQuery
 from ragstream.judging.agreement import Estimate
 from ragstream.judging.gold import GOLD_OUTCOMES
 from ragstream.judging.results import GENERATION_COLUMNS
 from ragstream.judging.service import JudgingService
 from ragstream.judging.workers import DROP_REASONS
 from ragstream.pipeline.engine import Engine
+from ragstream.sinks.results import query_record
 
 __all__ = ["judging_summary", "query_record", "summary"]
 
@@ -22,27 +22,6 @@ _SUMMARY_METRICS = ("rr", "ndcg@10", "precision@5", "recall@10", "hit_rate@10")
 
 def _number(value: float) -> float | None:
     return None if math.isnan(value) else float(value)
-
-
-def query_record(engine: Engine, query: OpenQuery) -> dict[str, Any]:
-    """`{"query_id", "labels", "ts", "labeled", "metrics": {...}}` for one final query.
-
-    Decayed sum metrics are valued at the query's own event time; unlabeled queries have
-    null retrieval metrics.
-    """
-    layout = engine.layout
-    metrics: dict[str, float | None] = {}
-    if query.contribution is not None:
-        values = layout.record_values(query.contribution)
-        names = layout.record_names()
-        metrics = {name: _number(v) for name, v in zip(names, values, strict=True)}
-    return {
-        "query_id": query.query_id,
-        "labels": layout.labelset_labels(query.labelset),
-        "ts": query.ts,
-        "labeled": query.labeled,
-        "metrics": metrics,
-    }
 
 
 def summary(engine: Engine, metrics: Sequence[str] = _SUMMARY_METRICS) -> dict[str, Any]:

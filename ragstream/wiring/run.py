@@ -9,6 +9,7 @@ from ragstream.pipeline.engine import Engine
 from ragstream.wiring.engine import engine_config
 from ragstream.wiring.judging import engine_judging
 from ragstream.wiring.kafka import client_security, dead_letters, kafka_source, state_handover
+from ragstream.wiring.results import results_sink
 
 __all__ = ["run_agent"]
 
@@ -19,17 +20,21 @@ async def run_agent(settings: Settings) -> None:
     Raises `ragstream.sources.kafka.CoPartitionError` when the topics are not
     co-partitioned."""
     security = client_security(settings.kafka.security)  # one token provider for all clients
-    # the agent reads no final query from the batch reports (the engine keeps their
-    # histograms): the queries' table rows need not become objects to be finalized
-    engine = Engine(engine_config(settings, final_unlabeled=False, report_final=False))
+    # without a results topic the agent reads no final query from the batch reports (the
+    # engine keeps their histograms): the queries' table rows need not become objects
+    results_on = settings.results.topic is not None
+    engine = Engine(engine_config(settings, final_unlabeled=results_on, report_final=results_on))
     handover = state_handover(settings, engine, security)
     source = kafka_source(settings, engine, handover, security)
     letters = dead_letters(settings, security)
+    results = results_sink(settings, engine, security)
 
     async def start() -> None:
         await source.start()
         if letters is not None:
             await letters.start()
+        if results is not None:
+            await results.start()
 
     agent = Agent(
         engine,
@@ -43,9 +48,12 @@ async def run_agent(settings: Settings) -> None:
         dead_letters=letters,
         judging=engine_judging(settings, engine, security),
         handover=None if handover is None else handover.counters,
+        results=results,
     )
     try:
         await agent.run()
     finally:
         if letters is not None:
             await letters.stop()
+        if results is not None:
+            await results.stop()

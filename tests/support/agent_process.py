@@ -105,6 +105,13 @@ class AgentProcess(ServerProcess):
         proc, self._proc = self._proc, None
         terminate(proc, 30)
 
+    def kill(self) -> None:
+        """SIGKILL the agent (a crash: no commit, no snapshot, no flush) and reap it."""
+        proc, self._proc = self._proc, None
+        if proc is not None:
+            proc.kill()
+            proc.wait()
+
 
 def wait_ready(agents: Sequence[AgentProcess], within: float = 90.0) -> None:
     """Wait until every agent's /readyz answers 200 (on a broker: each owns its partitions)."""

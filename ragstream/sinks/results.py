@@ -1,0 +1,194 @@
+"""Per-query results: one JSON record per final query, the same for `ragstream replay
+--per-query` and the results topic (`ResultsSink`), with its JSON Schema (`ResultRecord`).
+
+docs/results.md says what a record holds, how queries are sampled, and what a crash can
+duplicate.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections import Counter
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from ragstream.join import OpenQuery
+from ragstream.pipeline.engine import Engine
+from ragstream.sinks.publisher import OUTCOMES, KafkaPublisher
+
+__all__ = [
+    "SAMPLE_MODES",
+    "ResultRecord",
+    "ResultSampler",
+    "ResultsSink",
+    "UnknownMetricError",
+    "query_record",
+    "result_json_schema",
+]
+
+SampleMode = Literal["all", "share", "below"]
+SAMPLE_MODES: tuple[SampleMode, ...] = ("all", "share", "below")
+
+
+class UnknownMetricError(ValueError):
+    """The sampling names a metric the engine's registry does not compute."""
+
+
+class ResultRecord(BaseModel):
+    """One final query: who it was, when, and every metric of the registry."""
+
+    model_config = ConfigDict(extra="forbid", title="ragstream result")
+
+    type: Literal["result"] = Field(description="always `result`")
+    query_id: str = Field(description="the query's id; also the Kafka record's key")
+    labels: dict[str, str] = Field(description="the configured service labels (`labels.keys`)")
+    ts: float = Field(description="the retrieval event's time, Unix seconds")
+    time: str = Field(
+        description="`ts` as an RFC 3339 UTC timestamp (microseconds), for stores that read dates",
+        json_schema_extra={"format": "date-time"},
+    )
+    labeled: bool = Field(description="whether any document was graded before it was final")
+    graded_docs: int = Field(ge=0, description="how many documents carry a grade")
+    label_sources: list[str] | None = Field(
+        description="where the grades came from; null: the engine does not keep it per query"
+    )
+    metrics: dict[str, float | None] = Field(
+        description="every per-query metric by its registry name (`ragstream.metrics`); "
+        "empty for an unlabeled query, null for a value that is not defined"
+    )
+    verdicts: dict[str, Any] | None = Field(
+        description="the judge's verdicts; null: not joined here (they are on "
+        "`judge.publish_topic`, keyed by the same query id)"
+    )
+
+
+def result_json_schema() -> dict[str, Any]:
+    """The JSON Schema (draft 2020-12) of a result record."""
+    body = ResultRecord.model_json_schema()
+    return {"$schema": "https://json-schema.org/draft/2020-12/schema", **body}
+
+
+def query_record(engine: Engine, query: OpenQuery) -> dict[str, Any]:
+    """The `ResultRecord` of one final query, as a JSON object.
+
+    Decayed sum metrics are valued at the query's own event time; unlabeled queries have
+    no retrieval metrics.
+    """
+    layout = engine.layout
+    metrics: dict[str, float | None] = {}
+    if query.contribution is not None:
+        values = layout.record_values(query.contribution)  # floats; NaN is not defined
+        defined = [None if v != v else v for v in values]
+        metrics = dict(zip(layout.record_names(), defined, strict=True))
+    return {
+        "type": "result",
+        "query_id": query.query_id,
+        "labels": layout.labelset_labels(query.labelset),
+        "ts": query.ts,
+        "time": datetime.fromtimestamp(query.ts, UTC).isoformat(timespec="microseconds"),
+        "labeled": query.labeled,
+        "graded_docs": len(query.labels),
+        "label_sources": None,
+        "metrics": metrics,
+        "verdicts": None,
+    }
+
+
+class ResultSampler:
+    """Which final queries are written: `all`; a `share` of them, chosen by a hash of the
+    query id (a rerun chooses the same ones); or those `below` a threshold on a metric
+    (queries without that metric's value are not chosen)."""
+
+    def __init__(
+        self,
+        mode: SampleMode = "all",
+        *,
+        share: float = 1.0,
+        metric: str | None = None,
+        threshold: float = 0.0,
+    ) -> None:
+        if mode not in SAMPLE_MODES:
+            raise ValueError(f"sample mode must be one of {', '.join(SAMPLE_MODES)}, not {mode!r}")
+        if not 0.0 <= share <= 1.0:
+            raise ValueError(f"share must be within [0, 1], not {share}")
+        if mode == "below" and metric is None:
+            raise ValueError("sample mode 'below' needs a metric")
+        self.mode = mode
+        self.share = share
+        self.metric = metric
+        self.threshold = threshold
+
+    def chooses(self, record: dict[str, Any]) -> bool:
+        """Whether `record` (a `query_record`) is written."""
+        if self.mode == "all":
+            return True
+        if self.mode == "share":
+            return share_point(record["query_id"]) < self.share
+        value = record["metrics"].get(self.metric)
+        return value is not None and value < self.threshold
+
+
+def share_point(query_id: str) -> float:
+    """A point in [0, 1) fixed by the query id (BLAKE2b), for deterministic shares."""
+    digest = hashlib.blake2b(query_id.encode(), digest_size=8).digest()
+    return int.from_bytes(digest, "big") / 2.0**64
+
+
+class ResultsSink:
+    """Final queries to a results topic: sampled, then offered to a `KafkaPublisher`
+    (never blocking); `flush` before the batch's offsets are committed."""
+
+    def __init__(
+        self,
+        engine: Engine,
+        publisher: KafkaPublisher,
+        sampler: ResultSampler | None = None,
+        *,
+        flush_timeout: float = 5.0,
+    ) -> None:
+        self.engine = engine
+        self.publisher = publisher
+        self.sampler = sampler or ResultSampler()
+        self.flush_timeout = flush_timeout
+        if self.sampler.metric is not None and self.sampler.metric not in set(
+            engine.layout.record_names()
+        ):
+            names = ", ".join(engine.layout.record_names())
+            raise UnknownMetricError(
+                f"results.metric: no per-query metric {self.sampler.metric!r}; known: {names}"
+            )
+        self.counts: Counter[str] = Counter()
+        """Final queries by outcome: ``offered``, ``sampled_out``; and ``flush_timeouts``."""
+
+    def on_final(self, queries: Sequence[OpenQuery]) -> None:
+        """Offer each chosen final query's record; a full queue drops it (counted)."""
+        for query in queries:
+            record = query_record(self.engine, query)
+            if not self.sampler.chooses(record):
+                self.counts["sampled_out"] += 1
+                continue
+            self.counts["offered"] += 1
+            self.publisher.offer_record(query.query_id, record)
+
+    async def flush(self) -> None:
+        """Wait until the records offered so far are acknowledged (within `flush_timeout`;
+        past it they stay queued and the commit goes on)."""
+        if not await self.publisher.flush(self.flush_timeout):
+            self.counts["flush_timeouts"] += 1
+
+    async def start(self) -> None:
+        await self.publisher.start()
+
+    async def stop(self) -> None:
+        await self.publisher.stop(self.flush_timeout)
+
+    def outcomes(self) -> dict[str, int]:
+        """Records by outcome, for `ragstream_results_records_total`: sampled out, or what
+        the publisher made of them (`ragstream.sinks.publisher.OUTCOMES`)."""
+        return {
+            "sampled_out": self.counts["sampled_out"],
+            **{o: self.publisher.counts[o] for o in OUTCOMES},
+        }

@@ -1,0 +1,164 @@
+"""Result records: their JSON Schema, the sampling, and the bounded queue of the results
+topic (drops counted, never blocking)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import jsonschema
+import pytest
+from click.testing import CliRunner
+
+from ragstream.cli import main
+from ragstream.config.settings import load_settings
+from ragstream.events import Message
+from ragstream.join import OpenQuery
+from ragstream.pipeline.engine import Engine
+from ragstream.sinks.publisher import KafkaPublisher
+from ragstream.sinks.results import (
+    ResultRecord,
+    ResultSampler,
+    ResultsSink,
+    UnknownMetricError,
+    query_record,
+    result_json_schema,
+    share_point,
+)
+from ragstream.sources.synthetic import SyntheticConfig, SyntheticTraffic
+from ragstream.wiring import engine_config
+from ragstream.wiring.results import results_sink
+
+
+def _traffic() -> list[tuple[bytes, bytes]]:
+    traffic = SyntheticTraffic(SyntheticConfig(seed=5, rate=2.0, answer_share=0.0))
+    return [(e.key, e.value) for e in traffic.take(600)]
+
+
+def _engine() -> Engine:
+    settings = load_settings(overrides={"labels": {"keys": ["app"]}})
+    return Engine(engine_config(settings, clock="event"))
+
+
+def _final(engine: Engine) -> list[OpenQuery]:
+    report = engine.apply([Message(v, key=k) for k, v in _traffic()])
+    return report.final + engine.finish()
+
+
+def test_records_are_valid_by_the_published_schema() -> None:
+    schema = result_json_schema()
+    jsonschema.Draft202012Validator.check_schema(schema)
+    engine = _engine()
+    records = [query_record(engine, q) for q in _final(engine)]
+    assert any(r["labeled"] for r in records)
+    assert not all(r["labeled"] for r in records)
+    for record in records:
+        jsonschema.validate(record, schema)
+        assert ResultRecord.model_validate(record).model_dump() == record
+    labeled = next(r for r in records if r["labeled"])
+    assert set(labeled["metrics"]) == set(engine.layout.record_names())
+    assert labeled["graded_docs"] > 0
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate({**labeled, "metrics": {"rr": "high"}}, schema)
+    without_id = {k: v for k, v in labeled.items() if k != "query_id"}
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate(without_id, schema)
+
+
+def test_replay_per_query_writes_result_records(tmp_path: Path) -> None:
+    events = tmp_path / "events.jsonl"
+    events.write_bytes(b"\n".join(v for _, v in _traffic()) + b"\n")
+    out = tmp_path / "per-query.jsonl"
+    args = ["replay", str(events), "--set", "labels.keys=[app]", "--per-query", str(out)]
+    result = CliRunner().invoke(main, args)
+    assert result.exit_code == 0, result.output
+    engine = _engine()
+    expected = sorted(
+        (json.loads(json.dumps(query_record(engine, q))) for q in _final(engine)),
+        key=lambda r: r["query_id"],
+    )
+    written = sorted(map(json.loads, out.read_text().splitlines()), key=lambda r: r["query_id"])
+    assert written == expected
+    assert all(set(r) == set(ResultRecord.model_fields) for r in written)
+
+
+def test_a_share_is_chosen_by_query_id_the_same_every_time() -> None:
+    ids = [f"q-{i}" for i in range(20_000)]
+    records = [{"query_id": q, "metrics": {}} for q in ids]
+    third = ResultSampler("share", share=0.3)
+    chosen = [r["query_id"] for r in records if third.chooses(r)]
+    assert 0.28 < len(chosen) / len(ids) < 0.32
+    again = ResultSampler("share", share=0.3)
+    assert chosen == [r["query_id"] for r in records if again.chooses(r)]
+    assert chosen == [q for q in ids if share_point(q) < 0.3]
+    larger = {r["query_id"] for r in records if ResultSampler("share", share=0.5).chooses(r)}
+    assert set(chosen) < larger  # a larger share keeps the smaller one's queries
+    assert not any(ResultSampler("share", share=0.0).chooses(r) for r in records)
+    assert all(ResultSampler("share", share=1.0).chooses(r) for r in records)
+
+
+def test_below_chooses_queries_under_the_threshold_on_the_metric() -> None:
+    sampler = ResultSampler("below", metric="ndcg@10", threshold=0.5)
+    assert sampler.chooses({"query_id": "a", "metrics": {"ndcg@10": 0.2}})
+    assert not sampler.chooses({"query_id": "b", "metrics": {"ndcg@10": 0.5}})
+    assert not sampler.chooses({"query_id": "c", "metrics": {"ndcg@10": None}})
+    assert not sampler.chooses({"query_id": "d", "metrics": {}})  # unlabeled
+    with pytest.raises(ValueError, match="needs a metric"):
+        ResultSampler("below")
+    with pytest.raises(ValueError, match="share"):
+        ResultSampler("share", share=1.5)
+
+
+async def test_sampling_below_in_the_sink_and_a_full_queue_drops_and_counts() -> None:
+    engine = _engine()
+    final = _final(engine)
+    values = [query_record(engine, q)["metrics"].get("rr") for q in final]
+    low = sum(v is not None and v < 0.5 for v in values)
+    assert 10 < low < len(final)
+    publisher = KafkaPublisher("unused", bootstrap_servers="127.0.0.1:9", queue_size=5)
+    sink = ResultsSink(engine, publisher, ResultSampler("below", metric="rr", threshold=0.5))
+    sink.on_final(final)  # never started: nothing is sent, nothing blocks
+    assert sink.counts["offered"] == low
+    assert sink.outcomes()["sampled_out"] == len(final) - low
+    assert publisher.counts["queue_full"] == low - 5
+    await sink.stop()
+    assert sink.outcomes() == {
+        "sampled_out": len(final) - low,
+        "sent": 0,
+        "queue_full": low - 5,
+        "failed": 0,
+        "shutdown": 5,
+    }
+
+
+def test_an_unknown_metric_is_a_clear_error() -> None:
+    engine = _engine()
+    publisher = KafkaPublisher("unused", bootstrap_servers="127.0.0.1:9")
+    with pytest.raises(UnknownMetricError, match="no per-query metric 'ndcg@7'"):
+        ResultsSink(engine, publisher, ResultSampler("below", metric="ndcg@7"))
+
+
+def test_the_sink_is_off_without_a_topic_and_built_from_the_settings() -> None:
+    engine = _engine()
+    assert results_sink(load_settings(), engine) is None
+    settings = load_settings(
+        overrides={"results": {"topic": "results", "sample": "share", "share": 0.25}}
+    )
+    sink = results_sink(settings, engine)
+    assert sink is not None
+    assert sink.publisher.topic == "results"
+    assert (sink.sampler.mode, sink.sampler.share, sink.sampler.metric) == ("share", 0.25, None)
+
+
+def test_run_stops_with_the_known_metrics_when_the_sampling_names_another() -> None:
+    args = ["run", "--set", "results.topic=r", "--set", "results.sample=below"]
+    result = CliRunner().invoke(main, [*args, "--set", "results.metric=ndcg@7"])
+    assert result.exit_code == 1
+    assert "results.metric: no per-query metric 'ndcg@7'; known: rr," in result.output
+
+
+def test_schema_command_prints_the_result_schema() -> None:
+    result = CliRunner().invoke(main, ["schema", "--type", "result"])
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.output) == result_json_schema()
+    assert json.loads(result.output)["title"] == "ragstream result"
