@@ -12,6 +12,11 @@ asks Prometheus's HTTP API for the queries of three panels of grafana/ragstream-
   * the hallucination ratio with its Wilson 95% band, pooled over replicas, per app;
   * the z-score drift detector's score per label set, with its alarms.
 
+With --exemplars it draws one panel instead, "Median final nDCG@k", with its exemplars as
+Grafana shows them: the run gives the demo query ids that are trace ids (`--trace-ids`),
+Prometheus stores exemplars (`--enable-feature=exemplar-storage`), and the points are what
+`/api/v1/query_exemplars` returns for the panel's exemplar query (docs/drill-down.md).
+
 Grafana does not run here, so matplotlib draws the same series; the figure says so.
 Use scripts/render_panels.sh (it installs matplotlib, the `render` extra, and Prometheus).
 """
@@ -45,6 +50,7 @@ from tests.support.prometheus import PrometheusServer  # noqa: E402
 DASHBOARD = ROOT / "grafana" / "ragstream-dashboard.json"
 RULES = ROOT / "deploy" / "prometheus" / "ragstream.rules.yml"
 OUTPUT = ROOT / "docs" / "img" / "dashboard-panels.png"
+EXEMPLARS_OUTPUT = ROOT / "docs" / "img" / "drill-down-exemplars.png"
 STEP = 2.0
 WINDOWS = ("30s", "1m", "5m")
 DEMO_SETTINGS = (
@@ -192,18 +198,7 @@ def render(
     prom: PrometheusServer, start: float, end: float, drift_at: float, rate: float, out: Path
 ) -> None:
     dashboard = json.loads(DASHBOARD.read_text())
-    values = {
-        "cluster": "",  # this Prometheus attaches none: `cluster=~""` matches every series
-        "job": "$__all",
-        "app": "$__all",
-        "index": "$__all",
-        "window": "1m",
-        "k": "10",
-        "half_life": "1w",
-        "drift_metric": "ndcg@10",
-        "instance": "$__all",
-    }
-    q = Queries(prom, dashboard, values, start, end)
+    q = Queries(prom, dashboard, _values(), start, end)
     fig, axes = plt.subplots(3, 1, figsize=(11, 11), sharex=True)
     _quality(axes[0], q, dashboard, drift_at)
     _hallucination(axes[1], q, dashboard, drift_at)
@@ -227,6 +222,86 @@ def render(
     print(f"wrote {out}")
 
 
+def _values() -> dict[str, str]:
+    """The dashboard variables' values of the figures: everything selected."""
+    return {
+        "cluster": "",  # this Prometheus attaches none: `cluster=~""` matches every series
+        "job": "$__all",
+        "app": "$__all",
+        "index": "$__all",
+        "window": "1m",
+        "k": "10",
+        "half_life": "1w",
+        "drift_metric": "ndcg@10",
+        "instance": "$__all",
+    }
+
+
+def render_exemplars(
+    prom: PrometheusServer, start: float, end: float, drift_at: float, rate: float, out: Path
+) -> None:
+    """The panel "Median final nDCG@k": its query over the run, and the exemplars
+    Prometheus returns for it (as Grafana asks: the same expression, the same range)."""
+    dashboard = json.loads(DASHBOARD.read_text())
+    q = Queries(prom, dashboard, _values(), start, end)
+    panel = _panel(dashboard, "Median final nDCG")
+    target = next(t for t in panel["targets"] if t.get("exemplar"))
+    fig, ax = plt.subplots(figsize=(11, 5.5))
+    for labels, times, values in q.series(target["expr"]):
+        app = labels.get("app", "")
+        ax.plot(
+            times, values, color=COLORS.get(app), linewidth=2,
+            label=f"{_legend(labels, ('app', 'index'))} final median",
+        )  # fmt: skip
+    params = [("query", q.expr(target["expr"])), ("start", f"{start:.3f}"), ("end", f"{end:.3f}")]
+    found: list[dict[str, Any]] = prom.api("/api/v1/query_exemplars", params)
+    lowest: tuple[float, float, str] | None = None
+    total = 0
+    for group in found:
+        app = group["seriesLabels"].get("app", "")
+        points = [
+            (float(e["timestamp"]) - start, float(e["value"]), e["labels"]["trace_id"])
+            for e in group["exemplars"]
+        ]
+        total += len(points)
+        ax.scatter(
+            [t for t, _, _ in points], [v for _, v, _ in points], s=9, marker="D",
+            color=COLORS.get(app), alpha=0.45, linewidths=0,
+        )  # fmt: skip
+        if app == "support":
+            after = [p for p in points if p[0] > drift_at]
+            low = min(after, key=lambda p: p[1], default=None)
+            if low is not None and (lowest is None or low[1] < lowest[1]):
+                lowest = low
+    ax.scatter([], [], s=9, marker="D", color="gray", label="exemplars (one query each)")
+    if lowest is not None:
+        t, v, trace_id = lowest
+        ax.annotate(
+            f"trace_id={trace_id}\nnDCG@10 = {v:.3f}", xy=(t, v), xytext=(t + 8, v + 0.12),
+            fontsize=8, arrowprops={"arrowstyle": "->", "color": "black"},
+        )  # fmt: skip
+    _mark(ax, drift_at, [])
+    ax.set_title(f"{q.expr(panel['title'])} per label set, with its exemplars")
+    ax.set_ylabel("nDCG@10 (final, per query)")
+    ax.set_ylim(0, 1.05)
+    ax.grid(alpha=0.3)
+    ax.legend(loc="lower left", fontsize=8, ncols=2)
+    ax.set_xlabel(
+        f"seconds since the demo started (dashed: the scheduled quality drop at {drift_at:g} s)"
+    )
+    fig.suptitle(
+        "Rendered from Prometheus (query_range and query_exemplars) for the panel's query "
+        "(grafana/ragstream-dashboard.json)\n"
+        f"over a run of `ragstream demo --trace-ids` ({rate:g} queries/s, label TTL 10 s); "
+        f"{total} exemplars",
+        fontsize=10,
+    )
+    fig.tight_layout()
+    out.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(out, dpi=100)
+    print(f"wrote {out}: {total} exemplars; lowest of app=support after the drop: {lowest}")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
     parser.add_argument(
@@ -234,8 +309,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument("--drift-at", type=float, default=60.0, help="the drop (%(default)s s)")
     parser.add_argument("--rate", type=float, default=60.0, help="queries/s (%(default)s)")
-    parser.add_argument("--output", type=Path, default=OUTPUT, help="default: %(default)s")
+    parser.add_argument(
+        "--exemplars",
+        action="store_true",
+        help=f"draw the median final nDCG panel with its exemplars (default output: "
+        f"{EXEMPLARS_OUTPUT.relative_to(ROOT)})",
+    )
+    parser.add_argument("--output", type=Path, help=f"default: {OUTPUT.relative_to(ROOT)}")
     args = parser.parse_args(argv)
+    output: Path = args.output or (EXEMPLARS_OUTPUT if args.exemplars else OUTPUT)
     with tempfile.TemporaryDirectory(prefix="ragstream-render-") as tmp:
         demo_args = [
             "demo",
@@ -246,15 +328,20 @@ def main(argv: Sequence[str] | None = None) -> int:
             "--refresh", "3600",
             "--label-ttl", "10",
             *(arg for setting in DEMO_SETTINGS for arg in ("--set", setting)),
+            *(["--trace-ids"] if args.exemplars else []),
         ]  # fmt: skip
+        features = ["exemplar-storage"] if args.exemplars else []
         with AgentProcess(demo_args, Path(tmp) / "demo.log") as demo:
             start = time.time()
-            with PrometheusServer([demo.target], scrape_interval="2s", rule_files=[RULES]) as prom:
+            with PrometheusServer(
+                [demo.target], scrape_interval="2s", rule_files=[RULES], features=features
+            ) as prom:
                 print(f"demo on {demo.url}, Prometheus on {prom.url}: {args.duration:g} s")
                 while (left := start + args.duration - time.time()) > 0:
                     time.sleep(min(left, 30.0))
                     print(f"  {time.time() - start:5.0f} s", flush=True)
-                render(prom, start, time.time(), args.drift_at, args.rate, args.output)
+                draw = render_exemplars if args.exemplars else render
+                draw(prom, start, time.time(), args.drift_at, args.rate, output)
     return 0
 
 

@@ -89,6 +89,12 @@ __all__ = ["demo"]
 @click.option(
     "--seed", type=int, default=7, show_default=True, help="Seed of the synthetic traffic."
 )
+@click.option(
+    "--trace-ids",
+    is_flag=True,
+    help="Query ids that are OpenTelemetry trace ids, so that the final-query histograms "
+    "carry exemplars (docs/drill-down.md); default: q-SEED-N.",
+)
 @file_settings_options
 def demo(
     config_file: Path | None,
@@ -103,6 +109,7 @@ def demo(
     judge_rate: float,
     gold_share: float,
     seed: int,
+    trace_ids: bool,
 ) -> None:
     """Run the agent on synthetic traffic, serve /metrics, and print a live summary.
 
@@ -126,6 +133,7 @@ def demo(
         judge_rate=judge_rate,
         gold_share=gold_share,
         seed=seed,
+        trace_ids=trace_ids,
         host=host,
         port=port,
     )

@@ -28,11 +28,14 @@ def demo_agent(
     port: int,
     settings: Settings | None = None,
     gold_share: float = 0.0,
+    trace_ids: bool = False,
 ) -> tuple[Agent, JudgingService]:
     """The demo's agent (three apps' traffic at `rate` queries a second, the quality of
     app=support dropping after `drift_at` seconds, a `gold_share` of the answers with a
-    reviewer's gold verdict within the label TTL) and its judging service; `settings`
-    give the windows, metrics and drift detection (default: the defaults)."""
+    reviewer's gold verdict within the label TTL, query ids that are OpenTelemetry trace
+    ids with `trace_ids`, so that the final-query histograms carry exemplars) and its
+    judging service; `settings` give the windows, metrics and drift detection (default:
+    the defaults)."""
     settings = (settings or Settings()).model_copy(
         update={
             "labels": LabelSettings(keys=["app", "index"]),
@@ -48,6 +51,7 @@ def demo_agent(
         feedback_delay=(1.0, 15.0),
         gold_share=gold_share,
         gold_delay=(min(1.0, late), late),
+        trace_ids=trace_ids,
     )
     judge = JudgeSettings(sampling=SamplingSettings(rate=judge_rate, max_per_second=100.0))
     judging = judging_service(
