@@ -11,7 +11,9 @@ from ragstream.cli import main
 from ragstream.config import load_settings
 from ragstream.events import Message
 from ragstream.pipeline.engine import Engine
+from ragstream.pipeline.exemplars import is_trace_id
 from ragstream.report.console import render_drift
+from ragstream.sources.paced import PacedSyntheticSource
 from ragstream.sources.synthetic import SyntheticConfig, SyntheticTraffic
 from ragstream.wiring.demo import demo_agent
 from tests.support import defaults
@@ -88,3 +90,18 @@ def test_the_summary_lists_the_raised_alarms() -> None:
     assert rows
     assert {row[0] for row in rows} == {"app=support"}
     assert ("zscore", "1m/10m") in {(row[2], row[3]) for row in rows}
+
+
+def test_demo_trace_ids_make_query_ids_exemplar_trace_ids() -> None:
+    """`ragstream demo --trace-ids` (what scripts/render_panels.py --exemplars runs): every
+    event's query id is an OpenTelemetry trace id; without it none is."""
+    for trace_ids in (True, False):
+        agent, _ = demo_agent(
+            rate=10.0, drift_at=60.0, label_ttl=5.0, judge_rate=0.1, seed=1,
+            host="127.0.0.1", port=0, trace_ids=trace_ids,
+        )  # fmt: skip
+        assert isinstance(agent.source, PacedSyntheticSource)
+        traffic = SyntheticTraffic(agent.source.config)
+        ids = {e.event["query_id"] for i in range(20) for e in traffic.query_events(i)}
+        assert len(ids) == 20
+        assert {is_trace_id(i) for i in ids} == {trace_ids}
