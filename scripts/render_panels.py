@@ -268,8 +268,8 @@ def render_exemplars(
             [t for t, _, _ in points], [v for _, v, _ in points], s=9, marker="D",
             color=COLORS.get(app), alpha=0.45, linewidths=0,
         )  # fmt: skip
-        if app == "support":
-            after = [p for p in points if p[0] > drift_at]
+        if app == "support":  # a low query of the drop (0 happens before it too)
+            after = [p for p in points if p[0] > drift_at + 20 and p[1] > 0]
             low = min(after, key=lambda p: p[1], default=None)
             if low is not None and (lowest is None or low[1] < lowest[1]):
                 lowest = low
@@ -299,7 +299,7 @@ def render_exemplars(
     fig.tight_layout()
     out.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(out, dpi=100)
-    print(f"wrote {out}: {total} exemplars; lowest of app=support after the drop: {lowest}")
+    print(f"wrote {out}: {total} exemplars; annotated: {lowest}")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
