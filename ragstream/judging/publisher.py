@@ -34,23 +34,11 @@ class JudgmentPublisher(KafkaPublisher):
     """Publishes judgments to ``topic`` through a `KafkaPublisher` (its queue and counts)."""
 
     def __init__(
-        self,
-        topic: str,
-        *,
-        bootstrap_servers: str | None = None,
-        producer: Any = None,
-        queue_size: int = 1000,
-        wall: Callable[[], float] = time.time,
-        **producer_options: Any,
+        self, topic: str, *, wall: Callable[[], float] = time.time, **options: Any
     ) -> None:
-        super().__init__(
-            topic,
-            bootstrap_servers=bootstrap_servers,
-            producer=producer,
-            queue_size=queue_size,
-            name="judgment-publisher",
-            **producer_options,
-        )
+        """``options``: `KafkaPublisher`'s (``bootstrap_servers`` or ``producer``,
+        ``queue_size``, the producer's own)."""
+        super().__init__(topic, name="judgment-publisher", **options)
         self._wall = wall
 
     def offer(self, item: JudgeInput, judgment: Judgment) -> bool:

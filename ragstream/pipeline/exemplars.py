@@ -83,10 +83,7 @@ def capture(found: Iterable[Found], columns: Sequence[int], edges: npt.NDArray[n
     ):
         for column, value, bucket in zip(columns, row_values, row_buckets, strict=True):
             if value == value:  # not NaN
-                key = (column, bucket)
-                current = held.get(key)
-                if current is None or (t, query_id, value) > current:
-                    held[key] = Exemplar(t, query_id, value)
+                _keep(held, (column, bucket), Exemplar(t, query_id, value))
 
 
 def _keep(held: Exemplars, key: tuple[int, int], candidate: Exemplar) -> None:
