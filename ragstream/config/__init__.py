@@ -5,6 +5,7 @@ from ragstream.config.explain import describe_sources, explain_error, render_set
 from ragstream.config.secrets import SecretFileError, read_secret_file
 from ragstream.config.settings import (
     DriftSettings,
+    ExemplarSettings,
     HttpSettings,
     JoinSettings,
     KafkaSecurity,
@@ -20,6 +21,7 @@ from ragstream.durations import format_duration, parse_duration
 __all__ = [
     "DriftSettings",
     "Duration",
+    "ExemplarSettings",
     "HttpSettings",
     "JoinSettings",
     "KafkaSecurity",

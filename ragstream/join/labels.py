@@ -136,6 +136,7 @@ class LabelJoin:
         raws: Sequence[bytes],
         *,
         lazy: bool = True,
+        traces: Sequence[str | None] | None = None,
     ) -> int:
         """Open queries from their retrieval events, in arrival order: the events (read by
         the compiled scanner, or decoded where it declined them), their label sets (None:
@@ -146,7 +147,7 @@ class LabelJoin:
         no label nor repeat in a decoded event) and no label waiting are rows of the table
         only, scored from its columns; the caller says whether the leading document times
         kept there are all its scoring reads. The others get an `OpenQuery` (the row's
-        detail)."""
+        detail). ``traces``: the queries' trace ids, kept in their rows (None: none)."""
         ids = list(map(_QUERY_ID, events))
         if labelsets is None:
             labelsets = [()] * len(ids)
@@ -154,7 +155,7 @@ class LabelJoin:
         try:
             tops = list(map(_TOP, events))
         except AttributeError:  # decoded events among them: those one at a time
-            return self._open_mixed(events, ids, labelsets, times, raws, lazy)
+            return self._open_mixed(events, ids, labelsets, times, raws, lazy, traces)
         fits = len(opened) + len(ids) <= self.max_open
         if not (
             fits
@@ -163,10 +164,10 @@ class LabelJoin:
             and (not pending or pending.keys().isdisjoint(ids))
             and len(set(ids)) == len(ids)
         ):  # duplicates, labels waiting or the cap: one at a time, in arrival order
-            return self._open_each(events, ids, labelsets, times, raws, lazy)
+            return self._open_each(events, ids, labelsets, times, raws, lazy, traces)
         n, ttl, partition, table = len(ids), self.label_ttl, self.table.partition, self.table
         scanned = cast("Sequence[Scanned]", events)
-        first = table.extend(ids, labelsets, times, raws, tops, scanned)
+        first = table.extend(ids, labelsets, times, raws, tops, scanned, traces)
         if lazy:  # the queries that came with labels the scanner did not grade
             eager = [i for i, got in enumerate(map(_IDS, scanned)) if got is not None]
         else:
@@ -191,6 +192,7 @@ class LabelJoin:
         times: Sequence[float],
         raws: Sequence[bytes],
         lazy: bool,
+        traces: Sequence[str | None] | None,
     ) -> int:
         """`open` of a run with decoded events: each of them alone, the scanned ones
         between them in one step a stretch, in arrival order."""
@@ -200,11 +202,22 @@ class LabelJoin:
                 continue
             if start < i:
                 duplicates += self.open(
-                    events[start:i], labelsets[start:i], times[start:i], raws[start:i], lazy=lazy
+                    events[start:i],
+                    labelsets[start:i],
+                    times[start:i],
+                    raws[start:i],
+                    lazy=lazy,
+                    traces=None if traces is None else traces[start:i],
                 )
             if event is not None:
                 duplicates += self._open_each(
-                    [event], ids[i : i + 1], labelsets[i : i + 1], times[i : i + 1], [raws[i]], lazy
+                    [event],
+                    ids[i : i + 1],
+                    labelsets[i : i + 1],
+                    times[i : i + 1],
+                    [raws[i]],
+                    lazy,
+                    None if traces is None else traces[i : i + 1],
                 )
             start = i + 1
         return duplicates
@@ -217,6 +230,7 @@ class LabelJoin:
         times: Sequence[float],
         raws: Sequence[bytes],
         lazy: bool,
+        traces: Sequence[str | None] | None,
     ) -> int:
         """`open` one event at a time (decoded events, duplicates, labels waiting, the
         cap)."""
@@ -228,6 +242,7 @@ class LabelJoin:
                 duplicates += 1
                 continue
             event, ts, raw = events[i], times[i], raws[i]
+            trace = None if traces is None else traces[i : i + 1]
             lazy_row = lazy and not (pending and query_id in pending)
             if type(event) is DecodedRetrieval:
                 query = OpenQuery.from_retrieval(
@@ -242,24 +257,25 @@ class LabelJoin:
                 )
                 top = query.plain_top() if lazy_row else None
                 if top is not None:  # the row form of a scanned event without labels
-                    row = table.extend([query_id], [labelsets[i]], [ts], [raw], [top], None)
+                    row = table.extend([query_id], [labelsets[i]], [ts], [raw], [top], None, trace)
                     self._keep(query_id, row, ts + ttl)
                     continue
             else:
                 scanned = cast("Scanned", event)
                 if lazy_row and scanned.ids is None:  # no label of its own, or graded ones
                     row = table.extend(
-                        [query_id], [labelsets[i]], [ts], [raw], [scanned.top], [scanned]
+                        [query_id], [labelsets[i]], [ts], [raw], [scanned.top], [scanned], trace
                     )
                     self._keep(query_id, row, ts + ttl)
                     continue
                 query = OpenQuery.from_scanned(scanned, partition, labelsets[i], ts, ttl, raw)
-            self._register(query)
+            self._register(query, None if trace is None else trace[0])
         self.counters.duplicate_retrievals += duplicates
         return duplicates
 
-    def _register(self, query: OpenQuery) -> None:
-        """Count a new query, apply the labels that waited for it, and keep it open."""
+    def _register(self, query: OpenQuery, trace: str | None) -> None:
+        """Count a new query, apply the labels that waited for it, and keep it open (with
+        its trace id, None: none)."""
         counters, query_id = self.counters, query.query_id
         if query.repeats:
             counters.repeated_docs += query.repeats
@@ -271,7 +287,7 @@ class LabelJoin:
                     continue
                 query.set_label(label.doc_id, label.rel, label.t_doc)
                 counters.labels_applied += 1
-        self._keep(query_id, self.table.add(query), query.expires_at)
+        self._keep(query_id, self.table.add(query, trace), query.expires_at)
 
     def _keep(self, query_id: str, row: int, expires_at: float) -> None:
         """Count a new row and keep it open (the oldest finalized early past `max_open`)."""
@@ -404,8 +420,9 @@ class LabelJoin:
 
     def snapshot(self) -> dict[str, Any]:
         """A JSON-friendly copy of the state; take dirty and final queries first."""
-        query, opened = self.table.query, self._open
-        return {
+        table, opened = self.table, self._open
+        query, trace = table.query, table.trace
+        snapshot: dict[str, Any] = {
             "label_ttl": self.label_ttl,
             "pending_ttl": self.pending_ttl,
             "max_open": self.max_open,
@@ -419,6 +436,10 @@ class LabelJoin:
             },
             "final": self._final.items(),
         }
+        if table.traces is not None:  # open query id -> its trace id, for those with one
+            traces = {q: trace(opened[q]) for q in self._expiry.ids()}
+            snapshot["traces"] = {q: t for q, t in traces.items() if t is not None}
+        return snapshot
 
     @classmethod
     def restore(cls, data: Mapping[str, Any], partition: int = 0) -> LabelJoin:
@@ -432,9 +453,13 @@ class LabelJoin:
             partition=partition,
             counters=JoinCounters(**data["counters"]),
         )
+        traces = data.get("traces", {})  # absent: none (or an older snapshot)
         for item in data["open"]:
             query = OpenQuery.restore(item)
-            join._open[query.query_id] = join.table.add(query)
+            trace = traces.get(query.query_id)
+            join._open[query.query_id] = join.table.add(
+                query, None if trace is None else str(trace)
+            )
             join._expiry.push(query.expires_at, query.query_id)
         join.table.take_fresh()  # scored: each has its row in the windows
         for qid, waiting in data["pending"].items():

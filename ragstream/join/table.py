@@ -18,6 +18,9 @@ from the same columns, which its detail gives (`OpenQuery.columns`).
 
 Rows leave from the front: a final row is `closed` once the caller has read it, and the
 closed rows before the first open one are cut off when they are many.
+
+With a trace field configured (`ragstream.events.trace_ids`), each row also has its query's
+trace id (`traces`, for its exemplars); without, the column is never made.
 """
 
 from __future__ import annotations
@@ -61,6 +64,7 @@ class QueryTable:
         "raws",
         "starts",
         "tops",
+        "traces",
         "ts",
         "ttl",
         "values",
@@ -89,6 +93,9 @@ class QueryTable:
         self.judged: list[bytes | None] | None = None
         """Per row, its judged documents' grades and times (`Scanned.judged`), as
         `ranked`."""
+        self.traces: list[str | None] | None = None
+        """Per row, its query's trace id from the event's trace field (None for a row
+        without); None: no row was given one (the field is not configured)."""
         self.values: list[NDArray[np.float64]] = []
         """The rows the queries without detail put in the windows: a matrix per run of
         rows scored together, the first of them at the same place in `starts`."""
@@ -121,11 +128,14 @@ class QueryTable:
         raws: Sequence[bytes],
         tops: Sequence[bytes],
         events: Sequence[Scanned] | None,
+        traces: Sequence[str | None] | None = None,
     ) -> int:
         """Rows for retrieval events without detail, in order: their leading document times
-        (C doubles) and, from the scanner's records (`events`; None: none graded), their
-        grades; returns the first one's number."""
+        (C doubles), from the scanner's records (`events`; None: none graded) their grades,
+        and their trace ids (None: none); returns the first one's number."""
         first, n = self.end, len(ids)
+        if traces is not None or self.traces is not None:
+            self._trace(traces or [None] * n)
         self.ids += ids
         self.labelsets += labelsets
         self.ts += ts
@@ -144,9 +154,12 @@ class QueryTable:
         self.closed += bytes(n)
         return first
 
-    def add(self, query: OpenQuery) -> int:
-        """A row for a query opened as an object (its `detail`); returns its number."""
+    def add(self, query: OpenQuery, trace: str | None = None) -> int:
+        """A row for a query opened as an object (its `detail`), with its trace id (None:
+        none); returns its number."""
         row = self.end
+        if trace is not None or self.traces is not None:
+            self._trace([trace])
         self.ids.append(query.query_id)
         self.labelsets.append(query.labelset)
         self.ts.append(query.ts)
@@ -160,6 +173,12 @@ class QueryTable:
         self.give_detail(row, query)
         return row
 
+    def _trace(self, traces: Sequence[str | None]) -> None:
+        """The trace ids of the rows about to be added (before `ids` grows)."""
+        if self.traces is None:
+            self.traces = [None] * len(self.ids)
+        self.traces += traces
+
     def give_detail(self, row: int, query: OpenQuery) -> None:
         """Keep ``query`` as the row's detail: the row is scored from it from now on, and
         its contribution is the query's (`OpenQuery.contribution`), no longer `rows`."""
@@ -168,6 +187,11 @@ class QueryTable:
             self._fresh_detail.append(row)
 
     # -- reading rows --------------------------------------------------------------------
+
+    def trace(self, row: int) -> str | None:
+        """The row's trace id (None: none given)."""
+        traces = self.traces
+        return None if traces is None else traces[row - self.base]
 
     def labeled(self, row: int) -> bool:
         """Whether the row has any label."""
@@ -303,6 +327,8 @@ class QueryTable:
             return
         del self.ids[:cut], self.labelsets[:cut], self.ts[:cut]
         del self.tops[:cut], self.raws[:cut], self.closed[:cut]
+        if self.traces is not None:
+            del self.traces[:cut]
         if self.ranked is not None:
             assert self.judged is not None
             del self.ranked[:cut], self.judged[:cut]

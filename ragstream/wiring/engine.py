@@ -46,6 +46,7 @@ def engine_config(
         traces=settings.traces,
         final_unlabeled=final_unlabeled,
         report_final=report_final,
+        trace_id_field=settings.exemplars.trace_id_field,
     )
 
 
@@ -73,10 +74,11 @@ def engine_config_of(
     traces: TraceSettings | None = None,
     final_unlabeled: bool = True,
     report_final: bool = True,
+    trace_id_field: str | None = None,
 ) -> EngineConfig:
     """The engine's configuration from settings sections (absent: their defaults, drift
     detection on), without reading the environment (the demo and the benchmarks);
-    `formats`: topic -> format."""
+    `formats`: topic -> format; `trace_id_field`: `exemplars.trace_id_field`."""
     w = windows or WindowSettings()
     m = metrics or MetricSettings()
     lab = labels or LabelSettings()
@@ -104,6 +106,7 @@ def engine_config_of(
         drift=drift_config((drift or DriftSettings()).fitted(w.sizes)),
         final_unlabeled=final_unlabeled,
         report_final=report_final,
+        trace_id_field=trace_id_field,
     )
 
 

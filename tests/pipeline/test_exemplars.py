@@ -14,12 +14,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ragstream.events import Message
+from ragstream.events.trace_ids import is_trace_id
 from ragstream.pipeline.engine import Engine
 from ragstream.pipeline.exemplars import (
     Exemplar,
     Exemplars,
     capture,
-    is_trace_id,
     merge_exemplars,
 )
 from ragstream.pipeline.partition_tally import PartitionTally, merge_exemplars_of
