@@ -419,7 +419,8 @@ class LabelJoin:
         return self.table.query(row)
 
     def snapshot(self) -> dict[str, Any]:
-        """A JSON-friendly copy of the state; take dirty and final queries first."""
+        """A JSON-friendly copy of the state; take dirty and final queries first. With
+        trace ids in the table, `traces` maps each open query id that has one to it."""
         table, opened = self.table, self._open
         query, trace = table.query, table.trace
         snapshot: dict[str, Any] = {
