@@ -57,26 +57,41 @@ fields' values; None: none)."""
 def capture(found: Iterable[Found], columns: Sequence[int], edges: npt.NDArray[np.float64]) -> None:
     """Keep in each label set's exemplars the newest of its queries of each bucket of
     ``columns``; bucket j holds the values in ``(edges[j-1], edges[j]]``, as the histograms
-    count them. Queries without a trace id are passed over. All label sets' values
-    are binned together, so that a batch of many label sets with a query or two each costs
-    little more than their values."""
-    traced: list[tuple[Exemplars, float, str]] = []
+    count them. Queries without a trace id are passed over. All label sets' values are
+    binned and sorted together, and only the newest of each label set, column and bucket
+    is compared with the one kept, so that a batch costs little more than its values."""
+    traced: list[tuple[float, str]] = []
+    """(time, trace id) of each query with a trace id."""
+    owners: list[int] = []
+    held_by: list[Exemplars] = []
     blocks = []
     for held, block, ts, ids in found:
         rows = [(i, t) for i, t in enumerate(ids) if t is not None and is_trace_id(t)]
         if rows:
+            owners += [len(held_by)] * len(rows)
+            held_by.append(held)
             blocks.append(block[[i for i, _ in rows]])
-            traced += [(held, float(ts[i]), trace_id) for i, trace_id in rows]
+            traced += [(float(ts[i]), trace_id) for i, trace_id in rows]
     if not traced:
         return
     values = np.concatenate(blocks)[:, columns]
     buckets = bin_index(np.nan_to_num(values, nan=0.0), edges)  # NaN: no bucket, below
-    for (held, t, trace_id), row_values, row_buckets in zip(
-        traced, values.tolist(), buckets.tolist(), strict=True
-    ):
-        for column, value, bucket in zip(columns, row_values, row_buckets, strict=True):
-            if value == value:  # not NaN
-                _keep(held, (column, bucket), Exemplar(t, trace_id, value))
+    rank = np.empty(len(traced), dtype=np.int64)  # the order of (time, trace id), ties equal
+    r, previous = -1, None
+    for i in sorted(range(len(traced)), key=traced.__getitem__):
+        if traced[i] != previous:
+            r, previous = r + 1, traced[i]
+        rank[i] = r
+    row, col = np.nonzero(~np.isnan(values))  # a candidate per query and column with a value
+    value, bucket, owner = values[row, col], buckets[row, col], np.array(owners)[row]
+    # by label set, column, bucket, then as exemplars compare (the first query of equals last)
+    order = np.lexsort((-row, value, rank[row], bucket, col, owner))
+    group = np.stack([owner[order], col[order], bucket[order]])
+    last = order[np.append(np.any(group[:, 1:] != group[:, :-1], axis=0), True)]
+    for k in last.tolist():
+        t, trace_id = traced[row[k]]
+        key = (columns[col[k]], int(bucket[k]))
+        _keep(held_by[owner[k]], key, Exemplar(t, trace_id, float(value[k])))
 
 
 def _keep(held: Exemplars, key: tuple[int, int], candidate: Exemplar) -> None:
