@@ -14,6 +14,8 @@ the schema's own keys.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
+from operator import attrgetter
 from typing import Any
 
 import msgspec
@@ -26,6 +28,7 @@ __all__ = ["SCHEMA_FIELDS", "TraceField", "is_trace_id"]
 SCHEMA_FIELDS = frozenset({"type", *DecodedRetrieval.__struct_fields__})
 """The top-level keys of a retrieval event in the schema: none of them can be the field."""
 
+_SCANNED_TRACE_ID = attrgetter("trace_id")
 _TRACE_ID = re.compile(r"[0-9a-f]{32}")
 _ZERO = "0" * 32
 
@@ -54,6 +57,15 @@ class TraceField:
             "TraceFieldValue", [("value", object, None)], rename={"value": name}, gc=False
         )
         self._decoder: msgspec.json.Decoder[Any] = msgspec.json.Decoder(holder)
+
+    def of_each(
+        self, events: Sequence[Scanned | DecodedRetrieval], messages: Sequence[bytes]
+    ) -> list[str | None]:
+        """`of` for each event and its message (a run of scanned ones in one step)."""
+        try:
+            return list(map(_SCANNED_TRACE_ID, events))
+        except AttributeError:  # decoded events among them
+            return list(map(self.of, events, messages))
 
     def of(self, event: Scanned | DecodedRetrieval, message: bytes) -> str | None:
         """The trace id of a retrieval event read from ``message``: the scanner's, or, for

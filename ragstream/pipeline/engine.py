@@ -340,7 +340,7 @@ class Engine:
         """Per partition: retrieval events not opened yet. They open in one call
         per run, before the partition's next event that touches its join: per partition
         (each has its own join) the arrival order holds."""
-        trace_of = None if self._trace_field is None else self._trace_field.of
+        trace_of = None if self._trace_field is None else self._trace_field.of_each
 
         def flush(partition: int) -> None:
             run = runs.pop(partition, None)
@@ -356,7 +356,7 @@ class Engine:
                 stamped,
                 raws,
                 lazy=self._columns_only,
-                traces=None if trace_of is None else list(map(trace_of, opening, raws)),
+                traces=None if trace_of is None else trace_of(opening, raws),
             )
             counts[(partition, "retrieval", "processed")] += len(opening) - duplicates
             if duplicates:
