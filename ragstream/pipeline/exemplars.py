@@ -76,22 +76,25 @@ def capture(found: Iterable[Found], columns: Sequence[int], edges: npt.NDArray[n
         return
     values = np.concatenate(blocks)[:, columns]
     buckets = bin_index(np.nan_to_num(values, nan=0.0), edges)  # NaN: no bucket, below
-    rank = np.empty(len(traced), dtype=np.int64)  # the order of (time, trace id), ties equal
-    r, previous = -1, None
-    for i in sorted(range(len(traced)), key=traced.__getitem__):
+    n = len(traced)
+    rank = np.empty(n, dtype=np.int64)  # the order of (time, trace id), equal ones equal
+    at, previous = -1, None
+    for i in sorted(range(n), key=traced.__getitem__):
         if traced[i] != previous:
-            r, previous = r + 1, traced[i]
-        rank[i] = r
+            at, previous = at + 1, traced[i]
+        rank[i] = at
     row, col = np.nonzero(~np.isnan(values))  # a candidate per query and column with a value
-    value, bucket, owner = values[row, col], buckets[row, col], np.array(owners)[row]
-    # by label set, column, bucket, then as exemplars compare (the first query of equals last)
-    order = np.lexsort((-row, value, rank[row], bucket, col, owner))
-    group = np.stack([owner[order], col[order], bucket[order]])
-    last = order[np.append(np.any(group[:, 1:] != group[:, :-1], axis=0), True)]
-    for k in last.tolist():
-        t, trace_id = traced[row[k]]
-        key = (columns[col[k]], int(bucket[k]))
-        _keep(held_by[owner[k]], key, Exemplar(t, trace_id, float(value[k])))
+    value, bucket = values[row, col], buckets[row, col]
+    cells = len(columns) * edges.size
+    group = np.array(owners)[row] * cells + col * edges.size + bucket  # label set, column, bucket
+    # by group, then as exemplars compare: the last of a group is its newest (the first of
+    # equal ones, as `_keep` keeps it)
+    order = np.lexsort((-row, value, group * n + rank[row]))
+    ends = order[np.append(group[order][1:] != group[order][:-1], True)]
+    newest = zip(*(a[ends].tolist() for a in (row, col, bucket, group, value)), strict=True)
+    for r, c, b, g, v in newest:
+        t, trace_id = traced[r]
+        _keep(held_by[g // cells], (columns[c], b), Exemplar(t, trace_id, v))
 
 
 def _keep(held: Exemplars, key: tuple[int, int], candidate: Exemplar) -> None:
