@@ -1,8 +1,8 @@
 """The engine alone, for side-by-side comparisons: CPU time per event, no broker.
 
 Usage: `python -m bench.engine_bench [--events N] [--traffic plain|keys|labeled]
-[--repeat R] [--interleaved] [--extra-fields] [--trace-id-field NAME]` (or `scripts/bench.sh
-engine`). See docs/benchmarks.md, "Streaming pipeline".
+[--repeat R] [--interleaved] [--extra-fields] [--trace-id-field NAME] [--msgspec]` (or
+`scripts/bench.sh engine`). See docs/benchmarks.md, "Streaming pipeline".
 
 It generates the streaming benchmark's retrieval events (`bench.pipeline_data`, the
 partition Kafka's partitioner gives each key), cuts them into batches of 5000 grouped by
@@ -57,6 +57,9 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument(
         "--trace-id-field", default=None, help="exemplars.trace_id_field (e.g. trace_id)"
     )
+    p.add_argument(
+        "--msgspec", action="store_true", help="msgspec reads every message (no scanner)"
+    )
     return p.parse_args(argv)
 
 
@@ -105,7 +108,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     streams = {"": batches(data, args.events, args.partitions, args.interleaved)}
     config = engine_config({"label_keys": traffic.label_keys, "label_ttl": 900.0})
-    config = dataclasses.replace(config, trace_id_field=args.trace_id_field)
+    config = dataclasses.replace(config, trace_id_field=args.trace_id_field, scan=not args.msgspec)
     tune_gc()
     passes: dict[str, list[float]] = {label: [] for label in streams}
     for _ in range(args.repeat):
@@ -114,6 +117,7 @@ def main(argv: list[str] | None = None) -> int:
     shape = "interleaved" if args.interleaved else "grouped by partition"
     extra = ", extra fields" if args.extra_fields else ""
     field = f", trace id field {args.trace_id_field}" if args.trace_id_field else ""
+    field += ", msgspec only" if args.msgspec else ""
     print(
         f"engine alone, traffic {args.traffic}{extra}{field}, {args.events:,} events in"
         f" batches of {BATCH} ({shape}), passes: {args.repeat}"
