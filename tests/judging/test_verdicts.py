@@ -8,6 +8,7 @@ Every replica runs the real engine and the real lexical judge on synthetic traff
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import zlib
 from pathlib import Path
@@ -30,7 +31,7 @@ from ragstream.judging.publisher import judgment_record
 from ragstream.judging.sampler import sample_point
 from ragstream.judging.service import JudgingService
 from ragstream.judging.verdicts import VerdictKeeper
-from ragstream.pipeline.engine import Engine
+from ragstream.pipeline.engine import Engine, EngineConfig
 from ragstream.sinks.results import ResultRecord, query_record, result_json_schema
 from ragstream.sources.synthetic import SyntheticConfig, SyntheticTraffic
 from ragstream.wiring import build_judge, judging_service
@@ -94,8 +95,10 @@ def _expected_verdict(published: dict[str, Any], query_id: str) -> dict[str, Any
     return None if record is None else {k: record[k] for k in VERDICT_FIELDS}
 
 
-def _replica(max_verdicts: int = 10_000) -> tuple[Engine, JudgingService]:
-    engine = Engine(CONFIG, wall=lambda: START)
+def _replica(
+    max_verdicts: int = 10_000, config: EngineConfig = CONFIG
+) -> tuple[Engine, JudgingService]:
+    engine = Engine(config, wall=lambda: START)
     settings = JudgeSettings(
         sampling=SamplingSettings(rate=RATE, max_per_second=None), queue_size=100_000
     )
@@ -307,6 +310,23 @@ async def test_the_cap_evicts_the_oldest_and_every_verdict_is_counted() -> None:
         ("ragstream_judge_verdicts_total", "evicted"): outcomes["evicted"],
         ("ragstream_judge_verdicts_kept", None): 0,
     }
+
+
+async def test_a_verdict_that_comes_after_its_query_is_final_is_not_kept() -> None:
+    """With a label TTL shorter than a batch, many queries are final in the batch that
+    brings their answer, before the judge sees it: their records are null and their
+    judgments counted `not_open`; the others (open to the batch's end) carry theirs."""
+    engine, service = _replica(config=dataclasses.replace(CONFIG, label_ttl=0.2))
+    records: Records = {}
+    await _run(engine, service, MESSAGES, records)
+    assert service.verdicts is not None
+    outcomes = service.verdicts.outcomes
+    judged = service.workers.outcomes["ok"]
+    carried = sum(r["verdicts"] is not None for r in records.values())
+    assert outcomes["not_open"] + outcomes["kept"] == judged > 100
+    assert outcomes["not_open"] > 50
+    assert outcomes["kept"] == outcomes["attached"] == carried
+    assert outcomes["evicted"] == service.verdicts_kept == 0
 
 
 async def test_a_verdict_whose_query_is_not_open_is_not_kept() -> None:
