@@ -291,7 +291,9 @@ class JudgingService:
         kept; None when it was not judged while open, or nothing is kept."""
         if self.verdicts is None:
             return None
-        return self.verdicts.take((s.verdicts for _, s in self._shares()), query_id)
+        held = (state.sides.get(self.name) for state in self.partitions.values())
+        kept = (s.verdicts for s in held if isinstance(s, JudgePartition) and s.verdicts)
+        return self.verdicts.take(kept, query_id)
 
     @property
     def gold_open(self) -> int:
