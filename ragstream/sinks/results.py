@@ -15,7 +15,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ragstream.join import OpenQuery
+from ragstream.join import QueryView
 from ragstream.pipeline.engine import Engine
 from ragstream.sinks.publisher import OUTCOMES, KafkaPublisher
 
@@ -52,8 +52,10 @@ class ResultRecord(BaseModel):
     )
     labeled: bool = Field(description="whether any document was graded before it was final")
     graded_docs: int = Field(ge=0, description="how many documents carry a grade")
-    label_sources: list[str] | None = Field(
-        description="where the grades came from; null: the engine does not keep it per query"
+    label_sources: dict[str, int] = Field(
+        description="the graded documents by the source of their latest grade: `inline` "
+        "(a result's `rel`), `qrels`, or a feedback event's `source` (`click`, `judge`, ...); "
+        "empty for an unlabeled query"
     )
     metrics: dict[str, float | None] = Field(
         description="every per-query metric by its registry name (`ragstream.metrics`); "
@@ -71,7 +73,7 @@ def result_json_schema() -> dict[str, Any]:
     return {"$schema": "https://json-schema.org/draft/2020-12/schema", **body}
 
 
-def query_record(engine: Engine, query: OpenQuery) -> dict[str, Any]:
+def query_record(engine: Engine, query: QueryView) -> dict[str, Any]:
     """The `ResultRecord` of one final query, as a JSON object.
 
     Decayed sum metrics are valued at the query's own event time; unlabeled queries have
@@ -91,7 +93,7 @@ def query_record(engine: Engine, query: OpenQuery) -> dict[str, Any]:
         "time": datetime.fromtimestamp(query.ts, UTC).isoformat(timespec="microseconds"),
         "labeled": query.labeled,
         "graded_docs": len(query.labels),
-        "label_sources": None,
+        "label_sources": query.label_sources,
         "metrics": metrics,
         "verdicts": None,
     }
@@ -163,7 +165,7 @@ class ResultsSink:
         self.counts: Counter[str] = Counter()
         """Final queries by outcome: ``offered``, ``sampled_out``; and ``flush_timeouts``."""
 
-    def on_final(self, queries: Sequence[OpenQuery]) -> None:
+    def on_final(self, queries: Sequence[QueryView]) -> None:
         """Offer each chosen final query's record; a full queue drops it (counted)."""
         for query in queries:
             record = query_record(self.engine, query)

@@ -13,7 +13,7 @@ from click.testing import CliRunner
 from ragstream.cli import main
 from ragstream.config.settings import load_settings
 from ragstream.events import Message
-from ragstream.join import OpenQuery
+from ragstream.join import QueryView
 from ragstream.pipeline.engine import Engine
 from ragstream.sinks.publisher import KafkaPublisher
 from ragstream.sinks.results import (
@@ -40,7 +40,7 @@ def _engine() -> Engine:
     return Engine(engine_config(settings, clock="event"))
 
 
-def _final(engine: Engine) -> list[OpenQuery]:
+def _final(engine: Engine) -> list[QueryView]:
     report = engine.apply([Message(v, key=k) for k, v in _traffic()])
     return report.final + engine.finish()
 
