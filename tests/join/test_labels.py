@@ -232,6 +232,44 @@ def test_a_query_closing_out_of_time_order_is_remembered_until_the_later_close()
     assert join.snapshot()["final"] == []
 
 
+def test_grades_keep_their_source_through_a_snapshot_and_an_older_one_restores() -> None:
+    join = label_join(label_ttl=100.0)
+    _open(join, "q", 0.0, [RetrievedDoc(doc_id="a", rel=1), RetrievedDoc(doc_id="b")])
+    _open(join, "r", 1.0, [RetrievedDoc(doc_id="a")], qrels=[RetrievedDoc(doc_id="z", rel=2)])
+    join.label("q", "b", 2, ts=5, t_now=5, source="thumb")
+    join.label("q", "a", 0, ts=6, t_now=6, source="click")  # the latest grade's source
+    join.label("later", "c", 1, ts=7, t_now=7, source="annotator")  # waits
+    _changed(join)
+    snap = json.loads(json.dumps(join.snapshot()))
+    restored = LabelJoin.restore(snap)
+    assert restored.snapshot() == snap
+    q, r = restored.get("q"), restored.get("r")
+    assert q is not None
+    assert r is not None
+    assert (q.labels, q.label_sources) == ({"a": 0, "b": 2}, {"click": 1, "thumb": 1})
+    assert r.label_sources == {"qrels": 1}
+    _open(restored, "later", 8.0, [RetrievedDoc(doc_id="c")])
+    assert restored.get("later").label_sources == {"annotator": 1}  # type: ignore[union-attr]
+    # a snapshot of the previous version: no sources, and each open query's partition and
+    # repeats; its grades and waiting labels restore with the source `unknown`
+    older = json.loads(json.dumps(snap))
+    for item in older["open"]:
+        del item["sources"]
+        item |= {"partition": 0, "repeats": 0}
+    older["pending"] = {q: [label[:5] for label in w] for q, w in older["pending"].items()}
+    old = LabelJoin.restore(older)
+    q = old.get("q")
+    assert q is not None
+    assert (q.labels, q.label_times, q.doc_ids) == (
+        {"a": 0, "b": 2},
+        {"a": 0.0, "b": 0.0},
+        ("a", "b"),
+    )
+    assert q.label_sources == {"unknown": 2}
+    _open(old, "later", 8.0, [RetrievedDoc(doc_id="c")])
+    assert old.get("later").label_sources == {"unknown": 1}  # type: ignore[union-attr]
+
+
 def test_restore_keeps_the_close_times_nondecreasing() -> None:
     snap = label_join(label_ttl=10.0).snapshot()
     snap["final"] = [["a", 5.0], ["b", 3.0], ["c", 7.0]]  # e.g. written by an older version
