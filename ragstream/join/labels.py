@@ -30,6 +30,7 @@ from ragstream.join.view import QueryView
 __all__ = ["JoinCounters", "LabelJoin", "LabelOutcome", "PendingLabel"]
 
 _QUERY_ID = attrgetter("query_id")
+_IDS = attrgetter("ids")
 _TOP = attrgetter("top")
 
 
@@ -164,7 +165,7 @@ class LabelJoin:
             and final.keys().isdisjoint(ids)
             and (not pending or pending.keys().isdisjoint(ids))
             and len(set(ids)) == len(ids)
-            and all(record.ids is None for record in scanned)
+            and list(map(_IDS, scanned)).count(None) == len(ids)
         ):  # duplicates, labels waiting or ungraded, the cap: one at a time, in order
             return self._open_each(events, ids, labelsets, times, raws)
         n, ttl, table = len(ids), self.label_ttl, self.table
