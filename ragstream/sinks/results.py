@@ -9,15 +9,16 @@ from __future__ import annotations
 
 import hashlib
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ragstream.join import OpenQuery
+from ragstream.join import QueryView
 from ragstream.pipeline.engine import Engine
 from ragstream.sinks.publisher import OUTCOMES, KafkaPublisher
+from ragstream.sinks.verdict import JudgeVerdict
 
 __all__ = [
     "SAMPLE_MODES",
@@ -52,16 +53,18 @@ class ResultRecord(BaseModel):
     )
     labeled: bool = Field(description="whether any document was graded before it was final")
     graded_docs: int = Field(ge=0, description="how many documents carry a grade")
-    label_sources: list[str] | None = Field(
-        description="where the grades came from; null: the engine does not keep it per query"
+    label_sources: dict[str, int] = Field(
+        description="the graded documents by the source of their latest grade: `inline` "
+        "(a result's `rel`), `qrels`, or a feedback event's `source` (`click`, `judge`, ...); "
+        "empty for an unlabeled query"
     )
     metrics: dict[str, float | None] = Field(
         description="every per-query metric by its registry name (`ragstream.metrics`); "
         "empty for an unlabeled query, null for a value that is not defined"
     )
-    verdicts: dict[str, Any] | None = Field(
-        description="the judge's verdicts; null: not joined here (they are on "
-        "`judge.publish_topic`, keyed by the same query id)"
+    verdicts: JudgeVerdict | None = Field(
+        description="the judge's verdict on the query's answer, when it was judged while the "
+        "query was open; null otherwise (docs/results.md, `Judge verdicts`)"
     )
 
 
@@ -71,8 +74,11 @@ def result_json_schema() -> dict[str, Any]:
     return {"$schema": "https://json-schema.org/draft/2020-12/schema", **body}
 
 
-def query_record(engine: Engine, query: OpenQuery) -> dict[str, Any]:
-    """The `ResultRecord` of one final query, as a JSON object.
+def query_record(
+    engine: Engine, query: QueryView, verdicts: Mapping[str, Any] | None = None
+) -> dict[str, Any]:
+    """The `ResultRecord` of one final query, as a JSON object, with the judge's
+    ``verdicts`` (`JudgeVerdict` fields; None: not judged).
 
     Decayed sum metrics are valued at the query's own event time; unlabeled queries have
     no retrieval metrics.
@@ -91,9 +97,9 @@ def query_record(engine: Engine, query: OpenQuery) -> dict[str, Any]:
         "time": datetime.fromtimestamp(query.ts, UTC).isoformat(timespec="microseconds"),
         "labeled": query.labeled,
         "graded_docs": len(query.labels),
-        "label_sources": None,
+        "label_sources": query.label_sources,
         "metrics": metrics,
-        "verdicts": None,
+        "verdicts": None if verdicts is None else dict(verdicts),
     }
 
 
@@ -148,11 +154,15 @@ class ResultsSink:
         sampler: ResultSampler | None = None,
         *,
         flush_timeout: float = 5.0,
+        verdicts: Callable[[str], Mapping[str, Any] | None] | None = None,
     ) -> None:
+        """``verdicts``: query id -> the judge's verdict kept for that final query (taken:
+        asked once per final query, sampled or not), e.g. `JudgingService.take_verdict`."""
         self.engine = engine
         self.publisher = publisher
         self.sampler = sampler or ResultSampler()
         self.flush_timeout = flush_timeout
+        self.verdicts = verdicts
         if self.sampler.metric is not None and self.sampler.metric not in set(
             engine.layout.record_names()
         ):
@@ -163,10 +173,12 @@ class ResultsSink:
         self.counts: Counter[str] = Counter()
         """Final queries by outcome: ``offered``, ``sampled_out``; and ``flush_timeouts``."""
 
-    def on_final(self, queries: Sequence[OpenQuery]) -> None:
+    def on_final(self, queries: Sequence[QueryView]) -> None:
         """Offer each chosen final query's record; a full queue drops it (counted)."""
+        take = self.verdicts
         for query in queries:
-            record = query_record(self.engine, query)
+            verdicts = None if take is None else take(query.query_id)
+            record = query_record(self.engine, query, verdicts)
             if not self.sampler.chooses(record):
                 self.counts["sampled_out"] += 1
                 continue

@@ -1,15 +1,17 @@
-"""The table of open queries: rows by number, their contributions, details, the front cut."""
+"""The table of open queries: rows by number, their contributions, the label map, the front
+cut."""
 
 from __future__ import annotations
 
 import json
+from array import array
 
 import numpy as np
 import pytest
 
 from ragstream.events.limits import DEFAULT_LIMITS
 from ragstream.events.scanner import AVAILABLE, Scanned, bounds_of, scan_retrievals
-from ragstream.join import OpenQuery, QueryTable
+from ragstream.join import QueryTable, RowLabels
 
 pytestmark = pytest.mark.skipif(not AVAILABLE, reason="the compiled scanner is not built")
 
@@ -57,7 +59,7 @@ def test_rows_keep_their_numbers_and_contributions_through_the_cut() -> None:
     assert contribution is not None
     assert contribution.tolist() == values[4600].tolist()
     assert table.contribution(5003) is not None
-    query = table.query(4600)  # made from its row: its id, time, expiry and row
+    query = table.read(4600)  # read from its row: its id, time, expiry and row
     assert (query.query_id, query.ts, query.expires_at) == ("q4600", TS + 4600, TS + 4660)
     assert query.contribution is not None
     assert query.contribution.tolist() == values[4600].tolist()
@@ -74,12 +76,11 @@ def test_a_short_front_is_not_cut() -> None:
     assert len(table) == 100
 
 
-def test_rows_given_a_detail_are_not_scored_from_their_columns() -> None:
+def test_rows_given_an_entry_are_not_scored_from_their_columns() -> None:
     table = QueryTable(partition=0, ttl=60.0)
     _rows(table, 3)
-    detail = table.query(1)
-    detail.set_label("d1", 1.0)
-    table.give_detail(1, detail)
+    entry = table.entry(1)
+    entry.grade("d1", 1.0, None, "click")
     fresh = table.take_fresh()
     assert fresh == [0, 2]
     ts, tops, ranked, judged = table.columns(fresh)
@@ -88,7 +89,8 @@ def test_rows_given_a_detail_are_not_scored_from_their_columns() -> None:
     assert ranked is None
     assert judged is None
     table.store(fresh, np.array([[1.0, 2.0], [5.0, 6.0]]))
-    assert table.query(1) is detail
+    assert table.labels[1] is entry
+    assert table.read(1).labels == {"d1": 1.0}
     assert table.labeled(1)
     assert not table.labeled(0)
     row = table.contribution(2)
@@ -103,13 +105,14 @@ def test_graded_rows_are_labeled_and_decoded_with_their_labels() -> None:
     table.extend(ids, [()] * 4, [TS + i for i in range(4)], raws, tops, events)
     assert table.ranked is not None
     assert [table.labeled(row) for row in range(4)] == [False, True, False, True]
-    assert table.query(1).labels == {"d1": 2.0}
-    added = table.add(OpenQuery("x", 0, (), TS, TS + 60.0, doc_ids=(), doc_times=()))
+    assert table.read(1).labels == {"d1": 2.0}
+    assert table.read(1).label_sources == {"inline": 1}
+    added = table.add("x", (), b"", None, RowLabels(TS, TS + 60.0, (), array("d")))
     assert added == 4
     assert table.ranked[added] is None
 
 
-def test_trace_ids_stay_with_their_rows_through_the_cut_and_details() -> None:
+def test_trace_ids_stay_with_their_rows_through_the_cut_and_entries() -> None:
     table = QueryTable(partition=1, ttl=60.0)
     _rows(table, 100)
     assert table.traces is None  # no row given one: no column
@@ -121,9 +124,9 @@ def test_trace_ids_stay_with_their_rows_through_the_cut_and_details() -> None:
         ids, [()] * 3000, [TS] * 3000, raws, [e.top for e in events], events, traces
     )
     assert first == 100
-    detail = OpenQuery.from_scanned(events[0], 1, (), TS, 60.0, raws[0])
-    row = table.add(detail, "f" * 32)  # a row opened with its detail
-    plain = table.add(OpenQuery.from_scanned(events[1], 1, (), TS, 60.0, raws[1]))
+    entry = RowLabels(TS, TS + 60.0, (), array("d"))
+    row = table.add("x", (), b"", None, entry, ["f" * 32])  # a row with its entry
+    plain = table.add("y", (), b"", None, RowLabels(TS, TS + 60.0, (), array("d")))
     table.close(list(range(2000)))
     table.compact()
     assert table.base == 2000
@@ -131,5 +134,5 @@ def test_trace_ids_stay_with_their_rows_through_the_cut_and_details() -> None:
     assert len(table.traces) == len(table.ids)
     assert [table.trace(r) for r in range(2000, 3100)] == traces[1900:]
     assert (table.trace(row), table.trace(plain)) == ("f" * 32, None)
-    table.give_detail(2500, table.query(2500))  # a row that gets its detail keeps its trace
+    table.entry(2500).grade("d1", 1.0, None, "click")  # a row given an entry keeps its trace
     assert table.trace(2500) == traces[2400]
