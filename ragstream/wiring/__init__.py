@@ -1,7 +1,7 @@
 """Builds the library objects from the settings: the one place where configuration meets
 code (with the command line, which reads the settings)."""
 
-from ragstream.wiring.engine import drift_config, engine_config, engine_config_of
+from ragstream.wiring.engine import drift_config, engine_config
 from ragstream.wiring.judging import (
     build_judge,
     build_sampler,
@@ -18,7 +18,6 @@ __all__ = [
     "dead_letters",
     "drift_config",
     "engine_config",
-    "engine_config_of",
     "engine_judging",
     "judging_service",
     "kafka_source",

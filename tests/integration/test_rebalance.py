@@ -27,10 +27,10 @@ from ragstream.checkpoint import Handover, StateTopic
 from ragstream.exporter.collector import EngineCollector
 from ragstream.pipeline.engine import Engine, EngineConfig
 from ragstream.pipeline.runner import Runner
-from ragstream.sources.kafka import KafkaSource, KafkaSourceConfig
+from ragstream.sources.kafka import KafkaSource
 from ragstream.sources.synthetic import SyntheticConfig, SyntheticTraffic
 from tests.support import KafkaBroker, TopicFactory
-from tests.support.defaults import engine_config
+from tests.support.defaults import engine_config, kafka_source_config
 
 WALL = 1_900_000_000.0
 START = 1_767_225_600.0
@@ -93,7 +93,7 @@ class _Replica:
         state = StateTopic(f"{group}-state", bootstrap_servers=bootstrap)
         self.handover = Handover(self.engine, state, interval=0.5, chunk_bytes=8192)
         self.source = KafkaSource(
-            KafkaSourceConfig(
+            kafka_source_config(
                 bootstrap_servers=bootstrap,
                 topics=(topic,),
                 group_id=group,

@@ -26,10 +26,10 @@ from ragstream.events import Message
 from ragstream.exporter.collector import EngineCollector
 from ragstream.pipeline.engine import Engine, EngineConfig
 from ragstream.pipeline.runner import Runner
-from ragstream.sources.kafka import KafkaSource, KafkaSourceConfig
+from ragstream.sources.kafka import KafkaSource
 from ragstream.sources.synthetic import SyntheticConfig, SyntheticTraffic
 from tests.support import KafkaBroker, TopicFactory, committed_offsets, produce_records
-from tests.support.defaults import engine_config
+from tests.support.defaults import engine_config, kafka_source_config
 
 WALL = 1_900_000_000.0
 Pairs = list[tuple[bytes, bytes]]
@@ -84,7 +84,7 @@ class _Replica:
         state = StateTopic(f"{topic}-state", bootstrap_servers=bootstrap)
         self.handover = Handover(self.engine, state, interval=interval, chunk_bytes=4096)
         self.source = KafkaSource(
-            KafkaSourceConfig(
+            kafka_source_config(
                 bootstrap_servers=bootstrap,
                 topics=(topic, *more_topics),
                 group_id=f"g-{topic}",

@@ -10,24 +10,28 @@ import dataclasses
 from collections.abc import Iterable
 from typing import Any
 
-from ragstream.config import DriftSettings, JoinSettings, TraceSettings
+from ragstream.config import DriftSettings, JoinSettings, Settings, TraceSettings
 from ragstream.config.drift import AdwinSettings, PageHinkleySettings, PsiSettings, ZScoreSettings
+from ragstream.config.settings import KafkaSettings
 from ragstream.drift import DETECTORS, Adwin, PageHinkley, Psi, PsiBank, ZScore, ZScoreBank
 from ragstream.join import LabelJoin
 from ragstream.judging.results import JudgeResults
 from ragstream.pipeline.drift_config import DriftConfig
 from ragstream.pipeline.engine import EngineConfig
 from ragstream.pipeline.row_layout import RowLayout
+from ragstream.sources.kafka import KafkaSourceConfig
 from ragstream.traces import TraceMapping
 from ragstream.windows import WindowSpec
-from ragstream.wiring.engine import engine_config_of
+from ragstream.wiring.engine import engine_config as engine_config_from
 from ragstream.wiring.engine import trace_mapping as mapping_of
+from ragstream.wiring.kafka import source_config
 
 __all__ = [
     "adwin",
     "drift_config",
     "engine_config",
     "judge_results",
+    "kafka_source_config",
     "label_join",
     "page_hinkley",
     "psi",
@@ -39,7 +43,7 @@ __all__ = [
     "zscore_bank",
 ]
 
-_ENGINE = engine_config_of(drift=DriftSettings(enabled=False))
+_ENGINE = engine_config_from(Settings(), drift=False)
 """The agent's engine at the default settings, drift detection off (a test that watches
 drift gives its own `drift`)."""
 _DRIFT = DriftSettings()
@@ -156,3 +160,9 @@ def judge_results(**overrides: Any) -> JudgeResults:
         **overrides,
     }
     return JudgeResults(**arguments)
+
+
+def kafka_source_config(**overrides: Any) -> KafkaSourceConfig:
+    """A Kafka consumer's configuration at the `kafka` defaults (plaintext, no client
+    options), with ``overrides``; give its ``bootstrap_servers`` and ``topics``."""
+    return dataclasses.replace(source_config(KafkaSettings(), {}), **overrides)
