@@ -91,7 +91,9 @@ class _Replica:
     def __init__(self, bootstrap: str, topic: str, group: str) -> None:
         self.engine = Engine(_config(), wall=lambda: WALL)
         state = StateTopic(f"{group}-state", bootstrap_servers=bootstrap)
-        self.handover = Handover(self.engine, state, interval=0.5, chunk_bytes=8192)
+        self.handover = Handover(
+            self.engine, state, interval=0.5, chunk_bytes=8192, writer="ragstream"
+        )
         self.source = KafkaSource(
             kafka_source_config(
                 bootstrap_servers=bootstrap,

@@ -82,7 +82,9 @@ class _Replica:
     ) -> None:
         self.engine = Engine(_config(buckets), wall=lambda: WALL)
         state = StateTopic(f"{topic}-state", bootstrap_servers=bootstrap)
-        self.handover = Handover(self.engine, state, interval=interval, chunk_bytes=4096)
+        self.handover = Handover(
+            self.engine, state, interval=interval, chunk_bytes=4096, writer="ragstream"
+        )
         self.source = KafkaSource(
             kafka_source_config(
                 bootstrap_servers=bootstrap,
