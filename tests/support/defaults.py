@@ -12,9 +12,15 @@ from typing import Any
 
 from ragstream.config import DriftSettings, JoinSettings, Settings, TraceSettings
 from ragstream.config.drift import AdwinSettings, PageHinkleySettings, PsiSettings, ZScoreSettings
+from ragstream.config.judging import LexicalSettings, OpenAISettings
 from ragstream.config.settings import KafkaSettings
 from ragstream.drift import DETECTORS, Adwin, PageHinkley, Psi, PsiBank, ZScore, ZScoreBank
 from ragstream.join import LabelJoin
+from ragstream.judging.cache import JudgmentCache
+from ragstream.judging.circuit import CircuitBreaker
+from ragstream.judging.http import ChatClient
+from ragstream.judging.lexical import LexicalJudge
+from ragstream.judging.openai_judge import OpenAIJudge
 from ragstream.judging.results import JudgeResults
 from ragstream.pipeline.drift_config import DriftConfig
 from ragstream.pipeline.engine import EngineConfig
@@ -28,11 +34,15 @@ from ragstream.wiring.kafka import source_config
 
 __all__ = [
     "adwin",
+    "chat_client",
+    "circuit_breaker",
     "drift_config",
     "engine_config",
     "judge_results",
     "kafka_source_config",
     "label_join",
+    "lexical_judge",
+    "openai_judge",
     "page_hinkley",
     "psi",
     "psi_bank",
@@ -166,3 +176,47 @@ def kafka_source_config(**overrides: Any) -> KafkaSourceConfig:
     """A Kafka consumer's configuration at the `kafka` defaults (plaintext, no client
     options), with ``overrides``; give its ``bootstrap_servers`` and ``topics``."""
     return dataclasses.replace(source_config(KafkaSettings(), {}), **overrides)
+
+
+def lexical_judge(**overrides: Any) -> LexicalJudge:
+    """The lexical judge at the `judge.lexical` defaults, with ``overrides``."""
+    return LexicalJudge(**{**LexicalSettings().model_dump(), **overrides})
+
+
+def chat_client(base_url: str, model: str, **overrides: Any) -> ChatClient:
+    """A chat-completions client at the `judge.openai` defaults, with ``overrides``."""
+    o = OpenAISettings()
+    arguments: dict[str, Any] = {
+        "timeout": o.timeout,
+        "max_retries": o.max_retries,
+        "backoff_initial": o.backoff_initial,
+        "backoff_max": o.backoff_max,
+        "retry_after_max": o.retry_after_max,
+        "json_mode": o.json_mode,
+        "temperature": o.temperature,
+        "max_tokens": o.max_tokens,
+        **overrides,
+    }
+    return ChatClient(base_url, model, **arguments)
+
+
+def circuit_breaker(**overrides: Any) -> CircuitBreaker:
+    """A circuit breaker at the `judge.openai` defaults, with ``overrides``."""
+    o = OpenAISettings()
+    arguments: dict[str, Any] = {
+        "failures": o.circuit_failures,
+        "cooldown": o.circuit_cooldown,
+        **overrides,
+    }
+    return CircuitBreaker(**arguments)
+
+
+def openai_judge(client: ChatClient, **overrides: Any) -> OpenAIJudge:
+    """A judge on ``client`` with the `judge.openai` defaults' breaker and cache, with
+    ``overrides``."""
+    arguments: dict[str, Any] = {
+        "breaker": circuit_breaker(),
+        "cache": JudgmentCache(OpenAISettings().cache_size),
+        **overrides,
+    }
+    return OpenAIJudge(client, **arguments)
