@@ -2,19 +2,11 @@
 code (with the command line, which reads the settings)."""
 
 from ragstream.wiring.engine import drift_config, engine_config
-from ragstream.wiring.judging import (
-    build_judge,
-    build_sampler,
-    engine_judging,
-    judging_service,
-    replay_judging,
-)
-from ragstream.wiring.kafka import client_security, dead_letters, kafka_source, state_handover
+from ragstream.wiring.judging import build_judge, engine_judging, judging_service, replay_judging
+from ragstream.wiring.kafka import dead_letters, kafka_source, state_handover
 
 __all__ = [
     "build_judge",
-    "build_sampler",
-    "client_security",
     "dead_letters",
     "drift_config",
     "engine_config",

@@ -66,24 +66,8 @@ def drift_config(settings: DriftSettings) -> DriftConfig | None:
 
 def trace_mapping(t: TraceSettings) -> TraceMapping:
     """How spans become events, from the `traces` settings."""
-    return TraceMapping(
-        span_kind=t.span_kind,
-        input_value=t.input_value,
-        input_mime_type=t.input_mime_type,
-        output_value=t.output_value,
-        output_mime_type=t.output_mime_type,
-        documents=t.documents,
-        reranked_documents=t.reranked_documents,
-        input_messages=t.input_messages,
-        output_messages=t.output_messages,
-        model_name=t.model_name,
-        query_id=t.query_id_attribute,
-        doc_id_keys=tuple(t.doc_id_keys),
-        doc_time_key=t.doc_time_key,
-        question_keys=tuple(t.question_keys),
-        answer_keys=tuple(t.answer_keys),
-        labels=tuple(sorted(t.labels.items())),
-        wait=t.wait,
-        max_open=t.max_open,
-        max_message_bytes=t.max_message_bytes,
-    )
+    values = t.model_dump(exclude={"query_id_attribute", "labels"})
+    for key in ("doc_id_keys", "question_keys", "answer_keys"):
+        values[key] = tuple(values[key])
+    labels = tuple(sorted(t.labels.items()))
+    return TraceMapping(**values, query_id=t.query_id_attribute, labels=labels)

@@ -57,15 +57,7 @@ def build_sampler(settings: JudgeSettings) -> Sampler:
 def build_judge(settings: JudgeSettings) -> Judge:
     """The configured judge: `LexicalJudge` or an `OpenAIJudge` on the configured endpoint."""
     if settings.kind == "lexical":
-        lx = settings.lexical
-        return LexicalJudge(
-            support_threshold=lx.support_threshold,
-            min_claim_tokens=lx.min_claim_tokens,
-            check_numbers=lx.check_numbers,
-            window=lx.window,
-            record_threshold=lx.record_threshold,
-            answer_threshold=lx.answer_threshold,
-        )
+        return LexicalJudge(**settings.lexical.model_dump())
     o = settings.openai
     client = ChatClient(
         o.base_url,
