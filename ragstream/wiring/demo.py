@@ -60,6 +60,7 @@ def demo_agent(
         windows=settings.windows.sizes,
         buckets=settings.windows.buckets,
         bins=settings.metrics.histogram_bins,
+        horizon=settings.windows.future_tolerance,
         lookup=engine_lookup(engine, []),
         label_ttl=label_ttl,
         pending_ttl=settings.join.pending_ttl,
