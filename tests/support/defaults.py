@@ -7,12 +7,12 @@ every argument. A test states the values it is about and takes the rest from her
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Any
 
-from ragstream.config import DriftSettings, JoinSettings, Settings, TraceSettings
+from ragstream.config import DriftSettings, JoinSettings, Settings, TraceSettings, WindowSettings
 from ragstream.config.drift import AdwinSettings, PageHinkleySettings, PsiSettings, ZScoreSettings
-from ragstream.config.judging import LexicalSettings, OpenAISettings
+from ragstream.config.judging import JudgeSettings, LexicalSettings, OpenAISettings
 from ragstream.config.settings import KafkaSettings
 from ragstream.drift import DETECTORS, Adwin, PageHinkley, Psi, PsiBank, ZScore, ZScoreBank
 from ragstream.join import LabelJoin
@@ -34,6 +34,7 @@ from ragstream.wiring.kafka import source_config
 
 __all__ = [
     "adwin",
+    "agent_settings",
     "chat_client",
     "circuit_breaker",
     "drift_config",
@@ -220,3 +221,12 @@ def openai_judge(client: ChatClient, **overrides: Any) -> OpenAIJudge:
         **overrides,
     }
     return OpenAIJudge(client, **arguments)
+
+
+def agent_settings(judge: JudgeSettings, windows: Sequence[float] = (), **join: Any) -> Settings:
+    """The agent's settings with the ``judge`` section, the window sizes ``windows`` (none
+    given: the default ones) and the ``join`` settings given; the rest at the defaults."""
+    sections: dict[str, Any] = {"judge": judge, "join": JoinSettings(**join)}
+    if windows:
+        sections["windows"] = WindowSettings(sizes=list(windows))
+    return Settings(**sections)
