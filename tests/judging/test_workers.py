@@ -72,6 +72,7 @@ async def test_failures_are_counted_by_reason_and_delivered(server: OpenAIServer
     results: list[Judgment] = []
     workers = JudgeWorkers(
         _slow_judge(server),
+        queue_size=1000,
         concurrency=1,
         on_result=lambda x, j: results.append(j),
         on_failure=lambda x, e: failures.append((x.query_id, e.reason)),
@@ -101,7 +102,7 @@ async def test_unexpected_errors_and_bad_callbacks_do_not_kill_workers() -> None
     def explode(x: JudgeInput, e: JudgeError) -> None:
         raise ValueError("callback bug")
 
-    workers = JudgeWorkers(_Broken(), concurrency=1, on_failure=explode)
+    workers = JudgeWorkers(_Broken(), queue_size=1000, concurrency=1, on_failure=explode)
     async with workers:
         for x in _inputs(3):
             workers.submit(x)
