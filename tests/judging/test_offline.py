@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from ragstream.config.judging import JudgeSettings
 from ragstream.judging.agreement import Confusion, auroc, corrected_rate
 from ragstream.judging.budget import CostBudget
 from ragstream.judging.cache import JudgmentCache
@@ -102,6 +103,9 @@ _ANSWERS = [
 
 
 async def _collect(lines: list[AnswerLine], judge: Any, **options: Any) -> list[JudgedLine]:
+    """`judge_stream` at the judge's concurrency and queue size defaults, with ``options``."""
+    defaults = JudgeSettings()
+    options = {"concurrency": defaults.concurrency, "window": defaults.queue_size, **options}
     return [row async for row in judge_stream(lines, judge, **options)]
 
 
