@@ -10,10 +10,11 @@ import dataclasses
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from ragstream.checkpoint import StateTopic
 from ragstream.config import DriftSettings, JoinSettings, Settings, TraceSettings, WindowSettings
 from ragstream.config.drift import AdwinSettings, PageHinkleySettings, PsiSettings, ZScoreSettings
 from ragstream.config.judging import JudgeSettings, LexicalSettings, OpenAISettings
-from ragstream.config.settings import KafkaSettings
+from ragstream.config.settings import KafkaSettings, StateSettings
 from ragstream.drift import DETECTORS, Adwin, PageHinkley, Psi, PsiBank, ZScore, ZScoreBank
 from ragstream.join import LabelJoin
 from ragstream.judging.cache import JudgmentCache
@@ -48,6 +49,7 @@ __all__ = [
     "psi",
     "psi_bank",
     "row_layout",
+    "state_topic",
     "trace_mapping",
     "window_spec",
     "zscore",
@@ -230,3 +232,13 @@ def agent_settings(judge: JudgeSettings, windows: Sequence[float] = (), **join: 
     if windows:
         sections["windows"] = WindowSettings(sizes=list(windows))
     return Settings(**sections)
+
+
+def state_topic(topic: str, bootstrap_servers: str, **overrides: Any) -> StateTopic:
+    """A state topic's client at the `kafka` and `state` defaults, with ``overrides``."""
+    arguments: dict[str, Any] = {
+        "client_id": KafkaSettings().client_id,
+        "replication_factor": StateSettings().replication_factor,
+        **overrides,
+    }
+    return StateTopic(topic, bootstrap_servers=bootstrap_servers, **arguments)
