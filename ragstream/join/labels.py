@@ -233,7 +233,8 @@ class LabelJoin:
                 duplicates += 1
                 continue
             event, ts, raw, labelset = events[i], times[i], raws[i], labelsets[i]
-            trace = None if traces is None else traces[i : i + 1]
+            trace = None if traces is None else traces[i]
+            its_trace = None if trace is None else [trace]  # as `extend` takes it
             waiting = pending.pop(query_id, None) if pending else None
             if type(event) is DecodedRetrieval:
                 decoded = event
@@ -241,7 +242,7 @@ class LabelJoin:
                 scanned = cast("Scanned", event)
                 if scanned.ids is None and not waiting:
                     row = table.extend(
-                        [query_id], [labelset], [ts], [raw], [scanned.top], [scanned], trace
+                        [query_id], [labelset], [ts], [raw], [scanned.top], [scanned], its_trace
                     )
                     self._keep(query_id, row, ts + ttl)
                     continue
@@ -258,7 +259,7 @@ class LabelJoin:
             if entry.grades:
                 row = table.add(query_id, labelset, top, raw, entry, trace)
             else:  # no label: a row, its ranking read again from its message if need be
-                row = table.extend([query_id], [labelset], [ts], [raw], [top], None, trace)
+                row = table.extend([query_id], [labelset], [ts], [raw], [top], None, its_trace)
             self._keep(query_id, row, ts + ttl)
         counters.duplicate_retrievals += duplicates
         return duplicates
@@ -437,7 +438,7 @@ class LabelJoin:
                 entry.doc_times.tobytes(),
                 None,
                 entry,
-                None if trace is None else [str(trace)],
+                None if trace is None else str(trace),
             )
             join._expiry.push(entry.expires_at, query_id)
         table.take_fresh()  # scored: each has its row in the windows

@@ -162,12 +162,13 @@ class QueryTable:
         top: bytes,
         raw: bytes | None,
         entry: RowLabels,
-        trace: Sequence[str | None] | None = None,
+        trace: str | None = None,
     ) -> int:
         """A row for a query with its entry (the entry's `ts`; `raw`: its message, None
-        for a row restored from a snapshot; `trace`: its trace id in a list, None: none);
-        returns its number."""
-        row = self.extend([query_id], [labelset], [entry.ts], [raw], [top], None, trace)
+        for a row restored from a snapshot) and its trace id (None: none); returns its
+        number."""
+        traces = None if trace is None else [trace]
+        row = self.extend([query_id], [labelset], [entry.ts], [raw], [top], None, traces)
         self.give_labels(row, entry)
         return row
 

@@ -125,7 +125,7 @@ def test_trace_ids_stay_with_their_rows_through_the_cut_and_entries() -> None:
     )
     assert first == 100
     entry = RowLabels(TS, TS + 60.0, (), array("d"))
-    row = table.add("x", (), b"", None, entry, ["f" * 32])  # a row with its entry
+    row = table.add("x", (), b"", None, entry, "f" * 32)  # a row with its entry
     plain = table.add("y", (), b"", None, RowLabels(TS, TS + 60.0, (), array("d")))
     table.close(list(range(2000)))
     table.compact()
