@@ -337,24 +337,9 @@ class JudgingService:
         return share
 
     def snapshot(self) -> dict[str, Any]:
-        """Every held partition's unjudged answers and gold join, and the windows."""
-        shares = self._shares()
-        return {
-            "pending": {
-                str(p): [item.to_state() for item in s.pending.values()]
-                for p, s in shares
-                if s.pending is not None
-            },
-            "results": self.results.snapshot(),
-            "agreement": self.results.gold_snapshot(),
-            "gold": {str(p): s.gold.export(p) for p, s in shares if s.gold is not None},
-            "counts": self._counts(),
-        }
-
-    def _counts(self) -> dict[str, Any]:
-        """This process's counts, JSON-friendly: a whole-engine snapshot carries them, so
-        that a process that continues from it (a resumed replay, a restarted agent) counts
-        on from there."""
+        """This process's counts, JSON-friendly: a whole-engine snapshot carries them beside
+        the partitions' shares, so that a process that continues from it (a resumed replay)
+        counts on from there."""
         return {
             "samples": {str(k): v for k, v in self.sampler.counts.items()},
             "by_rule": dict(self.sampler.by_rule),
@@ -368,7 +353,11 @@ class JudgingService:
             ],
         }
 
-    def _restore_counts(self, counts: Mapping[str, Any]) -> None:
+    def restore(self, counts: Any) -> None:
+        """Count on from `snapshot` output (None: from 0); the partitions' shares are
+        adopted after (`adopt_partition`)."""
+        if not counts:
+            return
         for key, n in counts["samples"].items():
             self.sampler.counts[Outcome(key)] = int(n)
         self.sampler.by_rule = Counter({str(k): int(n) for k, n in counts["by_rule"].items()})
@@ -383,25 +372,6 @@ class JudgingService:
                 for judge, labelset, gold, verdict, n in counts["agreement"]
             }
         )
-
-    def restore(self, data: Any) -> None:
-        """Continue from `snapshot` output (None: from nothing); unjudged answers queued
-        again."""
-        for state in self.partitions.values():
-            state.sides.pop(self.name, None)
-        if not data:
-            self.results.restore(None)
-            return
-        self.results.restore(data.get("results"), data.get("agreement"))
-        if data.get("counts"):
-            self._restore_counts(data["counts"])
-        for key, state in (data.get("gold") or {}).items():
-            self._share(int(key)).gold = GoldShare.restore(state)
-        for key, items in (data.get("pending") or {}).items():
-            share = self._share(int(key))
-            share.pending = {}
-            for state in items:
-                self._requeue(JudgeInput.from_state(state), share)
 
     def _requeue(self, item: JudgeInput, share: JudgePartition) -> None:
         """Queue an unjudged answer again (admitted now, nothing charged yet: the cost is
