@@ -80,7 +80,6 @@ _PRUNE_EVERY = 60.0
 SNAPSHOT_VERSION = 2
 """Version of a whole-engine snapshot (`Engine.snapshot`): 2 holds each partition's record
 (`Engine.export_partitions`) beside the shared parts; 1 grouped the state by kind."""
-_LATE = int(Timing.LATE)
 _FUTURE = int(Timing.FUTURE)
 _EVENT_TS = attrgetter("ts")
 
