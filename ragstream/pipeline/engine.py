@@ -185,7 +185,6 @@ class Engine:
         than the leading document times the scanner keeps."""
         self.next_prune = -math.inf
         """Event time of the next upkeep of the windows (empty series leave them)."""
-        self.pruned_series = 0
         self.drift = (
             None if config.drift is None else ResolvedDrift.of(config.drift, layout, config.windows)
         )
@@ -529,7 +528,6 @@ class Engine:
     def _advance(self, now: float) -> list[OpenQuery]:
         if math.isfinite(now) and now >= self.next_prune:  # quiet label sets leave when empty
             pruned = self.store.prune(now)
-            self.pruned_series += pruned
             self.next_prune = now + _PRUNE_EVERY
             if pruned and self.sequential is not None:
                 self.sequential.prune(set(self.store.series()))
