@@ -104,6 +104,8 @@ def replay(
         lambda: engines[0].now(),
         lambda labels: engines[0].labelsets(labels),
         queue_size=batch_size,
+        # per-query records carry the verdicts of queries judged while open
+        is_open=None if per_query is None else lambda q: engines[0].find_query(q) is not None,
     )
     sides = {} if judging is None else {"judge": judging}
     judge = None if judging is None else settings.judge.model_dump(mode="json")
@@ -150,24 +152,28 @@ async def _run(
             report = engine.apply(batch)
             for message, problem in report.invalid:
                 click.echo(f"{file}:{message.offset}: invalid event ({problem})", err=True)
-            _write(out, engine, report.final)
+            _write(out, engine, report.final, judging)
             if judging is not None:
                 judging.on_answers(report.answers)
                 judging.on_verdicts(report.verdicts)
                 await judging.settle()
             keeper.after_batch(engine, lines, out)
         keeper.save(engine, lines, out, done=True)
-        _write(out, engine, engine.finish())
+        _write(out, engine, engine.finish(), judging)
     finally:
         if judging is not None:
             await judging.stop()
 
 
-def _write(out: TextIO | None, engine: Engine, queries: list[Any]) -> None:
+def _write(
+    out: TextIO | None, engine: Engine, queries: list[Any], judging: JudgingService | None
+) -> None:
+    """The final queries' records, each with the judge's verdict kept for it."""
     if out is None:
         return
     for query in queries:
-        out.write(json.dumps(query_record(engine, query), sort_keys=True) + "\n")
+        verdicts = None if judging is None else judging.take_verdict(query.query_id)
+        out.write(json.dumps(query_record(engine, query, verdicts), sort_keys=True) + "\n")
 
 
 def _no_valid_event(file: Path, engine: Engine) -> str:

@@ -25,6 +25,7 @@ from ragstream.judging.gold import GOLD_OUTCOMES
 from ragstream.judging.openai_judge import OpenAIJudge
 from ragstream.judging.sampler import Outcome
 from ragstream.judging.service import JudgingService
+from ragstream.judging.verdicts import VERDICT_OUTCOMES
 from ragstream.judging.workers import DROP_REASONS
 
 __all__ = ["GENERATION_GAUGES", "JudgeCollector"]
@@ -238,9 +239,29 @@ class JudgeCollector:
             spent.add_metric(["hour"], sampler.budget.spent_hour)
             spent.add_metric(["day"], sampler.budget.spent_day)
             yield spent
+        if service.verdicts is not None:
+            yield from _verdict_metrics(service)
         judge = service.judge
         if isinstance(judge, OpenAIJudge):
             yield from _openai_metrics(judge)
+
+
+def _verdict_metrics(service: JudgingService) -> Iterator[Metric]:
+    """The verdicts kept for the result records (with a results topic only)."""
+    assert service.verdicts is not None
+    outcomes = CounterMetricFamily(
+        "ragstream_judge_verdicts",
+        "Judge verdicts for the result records by outcome",
+        labels=["outcome"],
+    )
+    for outcome in VERDICT_OUTCOMES:
+        outcomes.add_metric([outcome], service.verdicts.outcomes[outcome])
+    yield outcomes
+    yield GaugeMetricFamily(
+        "ragstream_judge_verdicts_kept",
+        "Judge verdicts kept until their query is final",
+        value=service.verdicts_kept,
+    )
 
 
 def _rates(confusion: Confusion) -> dict[str, Estimate]:

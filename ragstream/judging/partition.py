@@ -2,10 +2,11 @@
 
 Held in the partition's `ragstream.pipeline.partitions.PartitionState` (under the name the
 judge is attached with), it is what the judge knows of that partition besides the windows:
-the sampled answers submitted and not judged yet, and the gold join's open answers and
-waiting verdicts. Its judgment and gold-comparison windows are rows of the judge's window
-stores (`JudgeResults`), engine-wide as the engine's own store; `export` and `drop` reach
-them by partition. `JudgingService` makes and adopts the shares (adopting queues the
+the sampled answers submitted and not judged yet, the gold join's open answers and waiting
+verdicts, and the judge's verdicts kept for open queries' result records
+(`ragstream.judging.verdicts`). Its judgment and gold-comparison windows are rows of the
+judge's window stores (`JudgeResults`), engine-wide as the engine's own store; `export` and
+`drop` reach them by partition. `JudgingService` makes and adopts the shares (adopting queues the
 unjudged answers again).
 """
 
@@ -17,6 +18,7 @@ from typing import Any
 from ragstream.judging.gold import GoldShare
 from ragstream.judging.model import JudgeInput
 from ragstream.judging.results import JudgeResults
+from ragstream.judging.verdicts import Kept, export_kept, restore_kept
 
 __all__ = ["JudgePartition"]
 
@@ -24,7 +26,7 @@ __all__ = ["JudgePartition"]
 class JudgePartition:
     """The judge's share of one partition (a `ragstream.pipeline.partitions.SidePartition`)."""
 
-    __slots__ = ("gold", "partition", "pending", "results")
+    __slots__ = ("gold", "partition", "pending", "results", "verdicts")
 
     def __init__(self, partition: int, results: JudgeResults) -> None:
         self.partition = partition
@@ -36,16 +38,20 @@ class JudgePartition:
         partition is adopted."""
         self.gold: GoldShare | None = None
         """The gold join's open answers and waiting verdicts (None: none yet)."""
+        self.verdicts: Kept = {}
+        """The judge's verdicts on answers whose queries are open, by query id, oldest
+        first: the result records of those queries take them when they are final."""
 
     def export(self) -> dict[str, Any]:
-        """Its unjudged answers, judgment windows, gold comparisons, open answers and
-        waiting gold verdicts, JSON-friendly."""
+        """Its unjudged answers, judgment windows, gold comparisons, open answers, waiting
+        gold verdicts and kept verdicts, JSON-friendly."""
         p = self.partition
         return {
             "pending": [item.to_state() for item in (self.pending or {}).values()],
             "windows": self.results.export_partition(p),
             "agreement": self.results.export_gold(p),
             "gold": (self.gold or GoldShare()).export(p),
+            "verdicts": export_kept(self.verdicts),
         }
 
     @classmethod
@@ -53,12 +59,14 @@ class JudgePartition:
         cls, partition: int, data: Mapping[str, Any] | None, results: JudgeResults
     ) -> tuple[JudgePartition, list[JudgeInput]]:
         """The share taken over from `export` output (None: empty), its windows put in
-        ``results``; with its unjudged answers, to be queued again."""
+        ``results``; with its unjudged answers, to be queued again. Data without kept
+        verdicts (an older export) keeps none."""
         share = cls(partition, results)
         share.pending = {}
         share.gold = GoldShare.restore(None if not data else data.get("gold"))
         if not data:
             return share, []
+        share.verdicts = restore_kept(data.get("verdicts"))
         results.adopt_partition(partition, data.get("windows"))
         results.adopt_gold(partition, data.get("agreement"))
         return share, [JudgeInput.from_state(state) for state in data.get("pending") or ()]

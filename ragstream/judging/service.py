@@ -18,6 +18,10 @@ Gold verdicts (`on_verdicts`, feedback events with `answer`) join their answers 
 gold verdict is judged whatever the sampler drew (still subject to the queue bound), and the
 judge's verdict is compared with the gold one in the results' gold window. An answer judged
 only for its gold verdict is compared, not added to the windows' rates.
+
+With a `VerdictKeeper` (``verdicts``; the agent's when a results topic is set), the verdict
+of a judgment whose query is open in the join is kept in its partition's share until the
+query is final, when the results sink takes it (`take_verdict`) into the query's record.
 """
 
 from __future__ import annotations
@@ -34,6 +38,7 @@ from ragstream.judging.partition import JudgePartition
 from ragstream.judging.publisher import JudgmentPublisher
 from ragstream.judging.results import JudgeLabel, JudgeResults, judge_labels
 from ragstream.judging.sampler import Outcome, RetrievalRule, Sampler
+from ragstream.judging.verdicts import VerdictKeeper
 from ragstream.judging.workers import JudgeWorkers
 from ragstream.pipeline.partitions import PartitionState
 
@@ -101,6 +106,7 @@ class JudgingService:
         sampler_clock: Callable[[], float] = time.time,
         window_clock: Callable[[], float] = time.time,
         gold: GoldJoin | None = None,
+        verdicts: VerdictKeeper | None = None,
     ) -> None:
         self.sampler = sampler
         self.judge = judge
@@ -132,6 +138,8 @@ class JudgingService:
         self.agreement: Counter[tuple[str, tuple[str, ...], bool, str]] = Counter()
         """Comparisons by (judge, label set, gold verdict, judge's verdict); this process's
         count (a corrected gold verdict is compared, and counted, again)."""
+        self.verdicts = verdicts
+        """Keeps the verdicts of open queries for their result records (None: none kept)."""
 
     # -- the runner's callback ----------------------------------------------------------------
 
@@ -274,6 +282,20 @@ class JudgingService:
         return sum(len(s.pending) for _, s in self._shares() if s.pending is not None)
 
     @property
+    def verdicts_kept(self) -> int:
+        """Verdicts kept for open queries, over held partitions."""
+        return sum(len(s.verdicts) for _, s in self._shares())
+
+    def take_verdict(self, query_id: str) -> dict[str, Any] | None:
+        """The kept verdict of a query that became final (`JudgeVerdict` fields), no longer
+        kept; None when it was not judged while open, or nothing is kept."""
+        if self.verdicts is None:
+            return None
+        held = (state.sides.get(self.name) for state in self.partitions.values())
+        kept = (s.verdicts for s in held if isinstance(s, JudgePartition) and s.verdicts)
+        return self.verdicts.take(kept, query_id)
+
+    @property
     def gold_open(self) -> int:
         """Open answers of the gold join, over held partitions."""
         return sum(len(s.gold.answers) for _, s in self._shares() if s.gold is not None)
@@ -299,6 +321,8 @@ class JudgingService:
         entry = self.gold.judged(share.gold, item.query_id, verdict_of(judgment), judge)
         if entry is not None and entry.gold is not None:
             self._compare(item.partition, entry, now)
+        if self.verdicts is not None:
+            self.verdicts.keep(share.verdicts, item.query_id, judgment)
         if self.on_labels is not None:
             labels = judge_labels(item, judgment, self.label_threshold)
             if labels:
@@ -347,6 +371,7 @@ class JudgingService:
             "dropped": dict(self.workers.dropped),
             "failures": dict(self.results.failures),
             "gold": dict(self.gold.outcomes),
+            "verdicts": {} if self.verdicts is None else dict(self.verdicts.outcomes),
             "agreement": [
                 [judge, list(labelset), gold, verdict, n]
                 for (judge, labelset, gold, verdict), n in self.agreement.items()
@@ -366,6 +391,8 @@ class JudgingService:
         self.results.failures = Counter(counts["failures"])
         for key, n in counts["gold"].items():
             self.gold.outcomes[str(key)] = int(n)
+        if self.verdicts is not None:  # absent from older counts: from zero
+            self.verdicts.restore_counts(counts.get("verdicts") or {})
         self.agreement = Counter(
             {
                 (str(judge), tuple(labelset), bool(gold), verdict): int(n)

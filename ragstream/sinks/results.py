@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import hashlib
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any, Literal
 
@@ -18,6 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from ragstream.join import OpenQuery
 from ragstream.pipeline.engine import Engine
 from ragstream.sinks.publisher import OUTCOMES, KafkaPublisher
+from ragstream.sinks.verdict import JudgeVerdict
 
 __all__ = [
     "SAMPLE_MODES",
@@ -59,9 +60,9 @@ class ResultRecord(BaseModel):
         description="every per-query metric by its registry name (`ragstream.metrics`); "
         "empty for an unlabeled query, null for a value that is not defined"
     )
-    verdicts: dict[str, Any] | None = Field(
-        description="the judge's verdicts; null: not joined here (they are on "
-        "`judge.publish_topic`, keyed by the same query id)"
+    verdicts: JudgeVerdict | None = Field(
+        description="the judge's verdict on the query's answer, when it was judged while the "
+        "query was open; null otherwise (docs/results.md, `Judge verdicts`)"
     )
 
 
@@ -71,8 +72,11 @@ def result_json_schema() -> dict[str, Any]:
     return {"$schema": "https://json-schema.org/draft/2020-12/schema", **body}
 
 
-def query_record(engine: Engine, query: OpenQuery) -> dict[str, Any]:
-    """The `ResultRecord` of one final query, as a JSON object.
+def query_record(
+    engine: Engine, query: OpenQuery, verdicts: Mapping[str, Any] | None = None
+) -> dict[str, Any]:
+    """The `ResultRecord` of one final query, as a JSON object, with the judge's
+    ``verdicts`` (`JudgeVerdict` fields; None: not judged).
 
     Decayed sum metrics are valued at the query's own event time; unlabeled queries have
     no retrieval metrics.
@@ -93,7 +97,7 @@ def query_record(engine: Engine, query: OpenQuery) -> dict[str, Any]:
         "graded_docs": len(query.labels),
         "label_sources": None,
         "metrics": metrics,
-        "verdicts": None,
+        "verdicts": None if verdicts is None else dict(verdicts),
     }
 
 
@@ -148,11 +152,15 @@ class ResultsSink:
         sampler: ResultSampler | None = None,
         *,
         flush_timeout: float = 5.0,
+        verdicts: Callable[[str], Mapping[str, Any] | None] | None = None,
     ) -> None:
+        """``verdicts``: query id -> the judge's verdict kept for that final query (taken:
+        asked once per final query, sampled or not), e.g. `JudgingService.take_verdict`."""
         self.engine = engine
         self.publisher = publisher
         self.sampler = sampler or ResultSampler()
         self.flush_timeout = flush_timeout
+        self.verdicts = verdicts
         if self.sampler.metric is not None and self.sampler.metric not in set(
             engine.layout.record_names()
         ):
@@ -165,8 +173,10 @@ class ResultsSink:
 
     def on_final(self, queries: Sequence[OpenQuery]) -> None:
         """Offer each chosen final query's record; a full queue drops it (counted)."""
+        take = self.verdicts
         for query in queries:
-            record = query_record(self.engine, query)
+            verdicts = None if take is None else take(query.query_id)
+            record = query_record(self.engine, query, verdicts)
             if not self.sampler.chooses(record):
                 self.counts["sampled_out"] += 1
                 continue

@@ -26,6 +26,7 @@ from ragstream.judging.service import (
     engine_label_sink,
     engine_lookup,
 )
+from ragstream.judging.verdicts import VerdictKeeper
 from ragstream.pipeline.engine import Engine
 
 __all__ = [
@@ -33,6 +34,7 @@ __all__ = [
     "build_sampler",
     "engine_judging",
     "judging_service",
+    "query_open",
     "replay_judging",
 ]
 
@@ -104,11 +106,16 @@ def judging_service(
     window_clock: Callable[[], float] = time.time,
     label_ttl: float = _JOIN.label_ttl,
     pending_ttl: float = _JOIN.pending_ttl,
+    is_open: Callable[[str], bool] | None = None,
+    max_verdicts: int = _JOIN.max_open,
 ) -> JudgingService:
     """A judging service built from the `judge` section; ``bootstrap_servers`` is needed
     only to publish judgments; gold verdicts join their answers within ``label_ttl`` and
-    wait ``pending_ttl`` for them (the join's settings). The windows, buckets, bins,
-    horizon and TTLs not given are the settings' defaults (those of the agent)."""
+    wait ``pending_ttl`` for them (the join's settings). With ``is_open`` (whether a query
+    id is open in the join), the verdicts of open queries are kept for their result
+    records, at most ``max_verdicts`` per partition (the join's `max_open`). The windows,
+    buckets, bins, horizon, TTLs and caps not given are the settings' defaults (those of
+    the agent)."""
     publisher = None
     if settings.publish_topic is not None:
         if bootstrap_servers is None:
@@ -144,6 +151,9 @@ def judging_service(
             max_answers=settings.gold.max_answers,
             max_waiting=settings.gold.max_waiting,
         ),
+        verdicts=None
+        if is_open is None
+        else VerdictKeeper(is_open, max_per_partition=max_verdicts),
     )
 
 
@@ -152,7 +162,9 @@ def engine_judging(
 ) -> JudgingService | None:
     """The judging service of an agent around `engine`, or None when `judge.enabled` is
     false: sampled by the engine's clock, its labels fed back to the engine, its unjudged
-    answers and judgment windows kept in the engine's partition states (`Engine.attach`)."""
+    answers and judgment windows kept in the engine's partition states (`Engine.attach`);
+    with a results topic, the verdicts of open queries kept there too for their records
+    (`JudgingService.take_verdict`)."""
     judge = settings.judge
     if not judge.enabled:
         return None
@@ -172,6 +184,8 @@ def engine_judging(
         window_clock=clock,
         label_ttl=settings.join.label_ttl,
         pending_ttl=settings.join.pending_ttl,
+        is_open=None if settings.results.topic is None else query_open(engine),
+        max_verdicts=settings.join.max_open,
     )
     # what is judged is partition state: saved with the offsets, moved on a rebalance
     engine.attach("judge", service)
@@ -184,6 +198,7 @@ def replay_judging(
     labelset: Callable[[Mapping[str, str]], tuple[str, ...]],
     *,
     queue_size: int,
+    is_open: Callable[[str], bool] | None = None,
 ) -> JudgingService | None:
     """The judging of `ragstream replay`, as the agent's (`engine_judging`) on the event
     ``clock``: the same sampling rate and rules, judge and gold join; None when
@@ -194,7 +209,9 @@ def replay_judging(
     Nothing is published (a replay writes no topic), no label is fed back (the agent's
     labels come back after a judge's delay, which a replay does not have), and the queue
     holds at least ``queue_size`` answers: a replay waits for the judge after each batch
-    instead of dropping, so its output does not depend on the judge's speed."""
+    instead of dropping, so its output does not depend on the judge's speed. With
+    ``is_open`` (`replay --per-query`), the verdicts of open queries are kept for their
+    records, as the agent's with a results topic."""
     judge = settings.judge
     if not judge.enabled:
         return None
@@ -218,4 +235,11 @@ def replay_judging(
         window_clock=clock,
         label_ttl=settings.join.label_ttl,
         pending_ttl=settings.join.pending_ttl,
+        is_open=is_open,
+        max_verdicts=settings.join.max_open,
     )
+
+
+def query_open(engine: Engine) -> Callable[[str], bool]:
+    """Whether a query id is open in the engine's join (a read only)."""
+    return lambda query_id: engine.find_query(query_id) is not None

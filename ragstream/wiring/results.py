@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from ragstream.config import Settings
@@ -14,10 +15,14 @@ __all__ = ["results_sink"]
 
 
 def results_sink(
-    settings: Settings, engine: Engine, client_options: dict[str, Any] | None = None
+    settings: Settings,
+    engine: Engine,
+    client_options: dict[str, Any] | None = None,
+    verdicts: Callable[[str], Mapping[str, Any] | None] | None = None,
 ) -> ResultsSink | None:
     """The sink of `results.topic` (None while unset); `client_options` as for
-    `kafka_source`. Raises `UnknownMetricError` when `results.metric` names no per-query metric."""
+    `kafka_source`; `verdicts` takes a final query's judge verdict (`ResultsSink`). Raises
+    `UnknownMetricError` when `results.metric` names no per-query metric."""
     r, k = settings.results, settings.kafka
     if not r.topic:
         return None
@@ -32,4 +37,4 @@ def results_sink(
     )
     metric = r.metric if r.sample == "below" else None
     sampler = ResultSampler(r.sample, share=r.share, metric=metric, threshold=r.threshold)
-    return ResultsSink(engine, publisher, sampler, flush_timeout=r.flush_timeout)
+    return ResultsSink(engine, publisher, sampler, flush_timeout=r.flush_timeout, verdicts=verdicts)

@@ -27,7 +27,10 @@ async def run_agent(settings: Settings) -> None:
     handover = state_handover(settings, engine, security)
     source = kafka_source(settings, engine, handover, security)
     letters = dead_letters(settings, security)
-    results = results_sink(settings, engine, security)
+    judging = engine_judging(settings, engine, security)
+    # a final query's record carries the judge's verdict kept for it (docs/results.md)
+    take = None if judging is None else judging.take_verdict
+    results = results_sink(settings, engine, security, take)
 
     async def start() -> None:
         await source.start()
@@ -46,7 +49,7 @@ async def run_agent(settings: Settings) -> None:
         assigned=lambda: len(source.assignment()),
         starting=lambda: source.unreachable,
         dead_letters=letters,
-        judging=engine_judging(settings, engine, security),
+        judging=judging,
         handover=None if handover is None else handover.counters,
         results=results,
     )
