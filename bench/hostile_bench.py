@@ -43,7 +43,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from bench.hostile_data import CATEGORIES, Hostile, hostile_messages
-from ragstream.config import JoinSettings, WindowSettings
+from ragstream.config import JoinSettings, Settings, WindowSettings
 from ragstream.events import (
     BatchReader,
     DecodeError,
@@ -54,7 +54,7 @@ from ragstream.events import (
 )
 from ragstream.pipeline.engine import Engine
 from ragstream.trec import TrecFormatError, evaluate_files
-from ragstream.wiring import engine_config_of
+from ragstream.wiring import engine_config
 
 __all__ = ["main"]
 
@@ -104,11 +104,10 @@ class _Tally:
 def _messages(total: int, seed: int, max_bytes: int) -> tuple[_Tally, Engine]:
     limits = Limits(max_message_bytes=max_bytes)
     reader = BatchReader(limits)
-    config = engine_config_of(
-        windows=WindowSettings(sizes=[60.0, 300.0, 3600.0]),
-        join=JoinSettings(label_ttl=60.0),
-        clock="event",
+    settings = Settings(
+        windows=WindowSettings(sizes=[60.0, 300.0, 3600.0]), join=JoinSettings(label_ttl=60.0)
     )
+    config = engine_config(settings, clock="event")
     engine = Engine(dataclasses.replace(config, limits=limits), wall=lambda: 4.0e9)
     tally = _Tally()
     next_sample = _SAMPLE_EVERY

@@ -18,6 +18,7 @@ import json
 import time
 from pathlib import Path
 
+from ragstream.config.judging import LexicalSettings
 from ragstream.judging import text
 from ragstream.judging.lexical import LexicalJudge
 
@@ -46,7 +47,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     args = parser.parse_args()
     inputs = _inputs(args.file, args.size)
-    judge = LexicalJudge()
+    judge = LexicalJudge(**LexicalSettings().model_dump())
     rates, cpu_rates = [], []
     for _ in range(args.rounds):
         text.tokens.cache_clear()

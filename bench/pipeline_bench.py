@@ -51,7 +51,7 @@ from bench.pipeline_report import (
     render,
     render_summary,
 )
-from ragstream.sources.kafka import KafkaSourceConfig
+from ragstream.config.settings import KafkaSettings
 from tests.support import KafkaBroker, fetch_kafka_jars
 
 __all__ = ["main", "produce", "run_stage", "stage_args"]
@@ -59,7 +59,7 @@ __all__ = ["main", "produce", "run_stage", "stage_args"]
 _TOPIC = "ragstream-bench"
 _BATCH_BYTES = 512 * 1024
 
-AGENT_FETCH_BYTES = KafkaSourceConfig("", ()).fetch_partition_bytes
+AGENT_FETCH_BYTES = KafkaSettings().fetch_partition_bytes
 """The agent's consumer's bytes per partition and fetch (the reference baseline's)."""
 
 

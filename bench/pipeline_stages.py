@@ -45,18 +45,20 @@ from aiokafka.coordinator.assignors.range import RangePartitionAssignor
 
 from bench.pipeline_data import DataConfig, blocks, partition_of
 from bench.pipeline_group import GroupMember
-from ragstream.config import JoinSettings, LabelSettings
+from ragstream.config import JoinSettings, LabelSettings, Settings
+from ragstream.config.settings import KafkaSettings
 from ragstream.events import Message, Record
 from ragstream.pipeline.engine import Engine, EngineConfig
 from ragstream.pipeline.gc_tuning import tune_gc
 from ragstream.pipeline.runner import Runner
-from ragstream.sources.kafka import KafkaSource, KafkaSourceConfig
-from ragstream.wiring import engine_config_of
+from ragstream.sources.kafka import KafkaSource
+from ragstream.wiring import engine_config as wiring_engine_config
+from ragstream.wiring.kafka import source_config
 
 __all__ = ["BATCH", "engine_config", "rss_mib"]
 
-BATCH = 5000
-"""Records per batch everywhere: `KafkaSourceConfig.max_batch`'s default."""
+BATCH = KafkaSettings().max_batch
+"""Records per batch everywhere: the agent's (`kafka.max_batch`'s default)."""
 _CHECK_EVERY = 100_000
 
 Args = dict[str, Any]
@@ -75,9 +77,12 @@ def engine_config(args: Args) -> EngineConfig:
     """The default engine configuration on the event clock (a replay: reproducible), as
     the agent has it otherwise: no final query reported (the engine keeps their
     histograms)."""
-    return engine_config_of(
+    settings = Settings(
         labels=LabelSettings(keys=list(args["label_keys"])),
         join=JoinSettings(label_ttl=float(args["label_ttl"])),
+    )
+    return wiring_engine_config(
+        settings,
         clock="event",
         final_unlabeled=False,
         report_final=False,
@@ -301,12 +306,14 @@ async def _pipeline(args: Args) -> Args:
     engine = Engine(engine_config(args))
     member = GroupMember() if args.get("member") is not None else None
     source = KafkaSource(
-        KafkaSourceConfig(
-            bootstrap_servers=args["bootstrap"],
-            topics=(args["topic"],),
-            group_id=args["group"],
-            auto_offset_reset="earliest",
-            max_batch=BATCH,
+        source_config(
+            KafkaSettings(
+                bootstrap_servers=args["bootstrap"],
+                topics=[args["topic"]],
+                group_id=args["group"],
+                auto_offset_reset="earliest",
+            ),
+            {},
         ),
         on_assigned=None if member is None else member.assigned,
         on_revoked=None if member is None else member.revoked,

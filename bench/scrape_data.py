@@ -20,11 +20,11 @@ from typing import Any
 
 import msgspec
 
-from ragstream.config import LabelSettings
+from ragstream.config import LabelSettings, Settings
 from ragstream.events import Message
 from ragstream.pipeline.engine import Engine, EngineConfig
 from ragstream.sources.synthetic import SyntheticConfig, SyntheticTraffic
-from ragstream.wiring import engine_config_of
+from ragstream.wiring import engine_config as wiring_engine_config
 
 __all__ = [
     "LABEL_KEYS",
@@ -129,7 +129,7 @@ def message_batches(
 def engine_config(labelsets: int) -> EngineConfig:
     """The default engine configuration, with the two service labels exported."""
     labels = LabelSettings(keys=list(LABEL_KEYS), max_values=max(50, labelsets))
-    return engine_config_of(labels=labels)
+    return wiring_engine_config(Settings(labels=labels))
 
 
 def fill(engine: Engine, batches: Iterator[list[Message]]) -> int:

@@ -156,7 +156,8 @@ def measure_size(
     del values
     gc.collect()
     collector = EngineCollector(engine, clock=lambda: T_END)
-    server = MetricsServer(collector.families)  # not started: its scrapes in-process
+    # not started: its scrapes in-process
+    server = MetricsServer(collector.families, host="127.0.0.1", port=0)
     text = server.scrape(ACCEPT["text"])[0].decode()
     series, labelled = count_series(text)
     load_before = os.getloadavg()[0]

@@ -6,7 +6,7 @@ but two exported label keys and the event clock), fed by `SoakSource`: the event
 `bench.pipeline_data` with the soak's mix (retrievals of 20 documents, probes with qrels,
 clicks as feedback seconds to half an hour later, a few before their retrieval, queries
 never labeled, an answer for every query), spread over partitions as a topic would, in
-batches of `KafkaSourceConfig.max_batch`'s default. The event clock advances with the
+batches of `kafka.max_batch`'s default. The event clock advances with the
 stream (20 queries per event-second), so 10 M events cover about two days of windows and
 every label TTL expires as it would in production.
 
@@ -34,6 +34,7 @@ from bench.pipeline_data import DataConfig, blocks
 from bench.scrape_timing import rss_bytes
 from ragstream.agent import Agent
 from ragstream.config import JoinSettings, LabelSettings, Settings, WindowSettings
+from ragstream.config.settings import KafkaSettings
 from ragstream.events import Message, Record
 from ragstream.exporter.http import MetricsServer
 from ragstream.judging.service import JudgingService
@@ -74,8 +75,8 @@ class SoakConfig:
     every: int = 100_000
     """Events between samples (a multiple of `batch`)."""
     partitions: int = 3
-    batch: int = 5000
-    """Messages per batch: `KafkaSourceConfig.max_batch`'s default."""
+    batch: int = KafkaSettings().max_batch
+    """Messages per batch: `kafka.max_batch`'s default."""
     rate: float = 20.0
     """Queries per second of event time."""
     label_ttl: float = 900.0

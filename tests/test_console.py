@@ -11,7 +11,7 @@ from ragstream.report.console import render_generation, render_summary
 from ragstream.sources.synthetic import SyntheticConfig, SyntheticTraffic
 from ragstream.wiring import judging_service
 from tests.support import defaults
-from tests.support.defaults import engine_config
+from tests.support.defaults import agent_settings, engine_config
 
 
 def test_summary_has_one_row_per_label_set_and_window_with_aligned_columns() -> None:
@@ -39,7 +39,7 @@ async def test_generation_table_shows_the_raw_and_the_corrected_ratio_with_inter
     config = engine_config(label_keys=("app",), clock="event")
     engine = Engine(config)
     service = judging_service(
-        JudgeSettings(sampling=SamplingSettings(rate=0.5, max_per_second=None)),
+        agent_settings(JudgeSettings(sampling=SamplingSettings(rate=0.5, max_per_second=None))),
         labelset=engine.labelsets,
         sampler_clock=engine.now,
         window_clock=engine.now,

@@ -91,9 +91,9 @@ class Handover:
         states: PartitionStates,
         topic: StateTopic,
         *,
-        interval: float = 30.0,
-        chunk_bytes: int = 512 * 1024,
-        writer: str = "ragstream",
+        interval: float,
+        chunk_bytes: int,
+        writer: str,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         """``interval``: seconds between periodic checkpoints; ``chunk_bytes``: the largest

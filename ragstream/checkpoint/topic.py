@@ -49,9 +49,9 @@ class StateTopic:
         topic: str,
         *,
         bootstrap_servers: str,
-        client_id: str = "ragstream",
+        client_id: str,
+        replication_factor: int | None,
         client_options: Mapping[str, Any] | None = None,
-        replication_factor: int | None = None,
         read_timeout: float = 30.0,
     ) -> None:
         """``client_options``: aiokafka keyword arguments shared by every client (TLS,

@@ -12,6 +12,7 @@ import click
 
 from ragstream.agent import Agent
 from ragstream.cli._settings import CommandLineError, file_settings_options, settings_from_flags
+from ragstream.config import HttpSettings
 from ragstream.durations import format_duration
 from ragstream.exporter.http import AddressInUseError
 from ragstream.judging.service import JudgingService
@@ -31,7 +32,7 @@ __all__ = ["demo"]
 @click.option(
     "--port",
     type=int,
-    default=9464,
+    default=HttpSettings().port,
     show_default=True,
     envvar="RAGSTREAM_HTTP__PORT",
     help="HTTP port for /metrics (0 picks a free one; env RAGSTREAM_HTTP__PORT, as for `run`).",

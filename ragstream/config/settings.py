@@ -184,6 +184,9 @@ class KafkaSettings(_Section):
     commit_interval: Duration = Field(
         1.0, ge=0, description="between offset commits (0: every batch); revoke and stop commit all"
     )
+    request_timeout: Duration = Field(
+        5.0, gt=0, description="an offset commit (retried with the next) or a lag read waits"
+    )
     session_timeout: Duration = Field(
         10.0,
         ge=1.0,

@@ -50,8 +50,8 @@ class MetricsServer:
         self,
         families: Callable[[], Iterable[Family]],
         *,
-        host: str = "0.0.0.0",
-        port: int = 9464,
+        host: str,
+        port: int,
         alive: Callable[[], Health] = _always_ok,
         ready: Callable[[], Health] = _always_ok,
     ) -> None:

@@ -8,6 +8,8 @@ contribution in the windows, SPEC §3) and which became final.
 
 from __future__ import annotations
 
+import math
+from array import array
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -15,12 +17,15 @@ from enum import StrEnum
 from operator import attrgetter
 from typing import Any, cast
 
+import numpy as np
+
 from ragstream.events import DecodedRetrieval
 from ragstream.events.scanner import Scanned
 from ragstream.join.expiry import ExpiryQueue
-from ragstream.join.query import OpenQuery
+from ragstream.join.label_map import UNKNOWN, RowLabels, decoded_again, labels_of
 from ragstream.join.recent import RecentFinal
 from ragstream.join.table import QueryTable
+from ragstream.join.view import QueryView
 
 __all__ = ["JoinCounters", "LabelJoin", "LabelOutcome", "PendingLabel"]
 
@@ -50,7 +55,9 @@ class PendingLabel:
     """The label event's time."""
     arrived: float
     """`t_now` when it arrived; it waits until `arrived + pending_ttl`."""
-    t_doc: float | None = None
+    t_doc: float | None
+    source: str
+    """Where the grade comes from (the feedback event's `source`)."""
 
 
 @dataclass(slots=True)
@@ -134,19 +141,15 @@ class LabelJoin:
         labelsets: Sequence[tuple[str, ...]] | None,
         times: Sequence[float],
         raws: Sequence[bytes],
-        *,
-        lazy: bool = True,
     ) -> int:
         """Open queries from their retrieval events, in arrival order: the events (read by
         the compiled scanner, or decoded where it declined them), their label sets (None:
         all ``()``), their times on the clock and their messages; returns how many were
         duplicates. One call for a run of them: thousands a batch.
 
-        ``lazy``: the queries without labels of their own (no ranking in a scanned record,
-        no label nor repeat in a decoded event) and no label waiting are rows of the table
-        only, scored from its columns; the caller says whether the leading document times
-        kept there are all its scoring reads. The others get an `OpenQuery` (the row's
-        detail)."""
+        A query is a row of the table; one with labels the scanner did not grade (a
+        decoded event's, a scanned record's `ids`) or labels waiting for it also gets an
+        entry in the table's label map."""
         ids = list(map(_QUERY_ID, events))
         if labelsets is None:
             labelsets = [()] * len(ids)
@@ -154,28 +157,19 @@ class LabelJoin:
         try:
             tops = list(map(_TOP, events))
         except AttributeError:  # decoded events among them: those one at a time
-            return self._open_mixed(events, ids, labelsets, times, raws, lazy)
-        fits = len(opened) + len(ids) <= self.max_open
+            return self._open_mixed(events, ids, labelsets, times, raws)
+        scanned = cast("Sequence[Scanned]", events)
         if not (
-            fits
+            len(opened) + len(ids) <= self.max_open
             and opened.keys().isdisjoint(ids)
             and final.keys().isdisjoint(ids)
             and (not pending or pending.keys().isdisjoint(ids))
             and len(set(ids)) == len(ids)
-        ):  # duplicates, labels waiting or the cap: one at a time, in arrival order
-            return self._open_each(events, ids, labelsets, times, raws, lazy)
-        n, ttl, partition, table = len(ids), self.label_ttl, self.table.partition, self.table
-        scanned = cast("Sequence[Scanned]", events)
+            and list(map(_IDS, scanned)).count(None) == len(ids)
+        ):  # duplicates, labels waiting or ungraded, the cap: one at a time, in order
+            return self._open_each(events, ids, labelsets, times, raws)
+        n, ttl, table = len(ids), self.label_ttl, self.table
         first = table.extend(ids, labelsets, times, raws, tops, scanned)
-        if lazy:  # the queries that came with labels the scanner did not grade
-            eager = [i for i, got in enumerate(map(_IDS, scanned)) if got is not None]
-        else:
-            eager = list(range(n))
-        new = OpenQuery.from_scanned
-        for i in eager:
-            table.give_detail(
-                first + i, new(scanned[i], partition, labelsets[i], times[i], ttl, raws[i])
-            )
         rows = range(first, first + n)
         opened.update(zip(ids, rows, strict=True))
         self._dirty.update(dict.fromkeys(rows))
@@ -190,7 +184,6 @@ class LabelJoin:
         labelsets: Sequence[tuple[str, ...]],
         times: Sequence[float],
         raws: Sequence[bytes],
-        lazy: bool,
     ) -> int:
         """`open` of a run with decoded events: each of them alone, the scanned ones
         between them in one step a stretch, in arrival order."""
@@ -200,11 +193,11 @@ class LabelJoin:
                 continue
             if start < i:
                 duplicates += self.open(
-                    events[start:i], labelsets[start:i], times[start:i], raws[start:i], lazy=lazy
+                    events[start:i], labelsets[start:i], times[start:i], raws[start:i]
                 )
             if event is not None:
                 duplicates += self._open_each(
-                    [event], ids[i : i + 1], labelsets[i : i + 1], times[i : i + 1], [raws[i]], lazy
+                    [event], ids[i : i + 1], labelsets[i : i + 1], times[i : i + 1], [raws[i]]
                 )
             start = i + 1
         return duplicates
@@ -216,62 +209,45 @@ class LabelJoin:
         labelsets: Sequence[tuple[str, ...]],
         times: Sequence[float],
         raws: Sequence[bytes],
-        lazy: bool,
     ) -> int:
-        """`open` one event at a time (decoded events, duplicates, labels waiting, the
-        cap)."""
+        """`open` one event at a time (decoded events, duplicates, labels waiting or
+        ungraded, the cap)."""
         opened, final, pending = self._open, self._final, self._pending
-        partition, ttl, table = self.table.partition, self.label_ttl, self.table
+        ttl, table, counters = self.label_ttl, self.table, self.counters
         duplicates = 0
         for i, query_id in enumerate(ids):
             if query_id in opened or query_id in final:
                 duplicates += 1
                 continue
-            event, ts, raw = events[i], times[i], raws[i]
-            lazy_row = lazy and not (pending and query_id in pending)
+            event, ts, raw, labelset = events[i], times[i], raws[i], labelsets[i]
+            waiting = pending.pop(query_id, None) if pending else None
             if type(event) is DecodedRetrieval:
-                query = OpenQuery.from_retrieval(
-                    query_id,
-                    partition=partition,
-                    labelset=labelsets[i],
-                    ts=ts,
-                    ttl=ttl,
-                    results=event.results,
-                    qrels=event.qrels or (),
-                    raw=raw,
-                )
-                top = query.plain_top() if lazy_row else None
-                if top is not None:  # the row form of a scanned event without labels
-                    row = table.extend([query_id], [labelsets[i]], [ts], [raw], [top], None)
-                    self._keep(query_id, row, ts + ttl)
-                    continue
-            else:
+                decoded = event
+            else:  # a scanned record: decoded again only for labels it did not grade
                 scanned = cast("Scanned", event)
-                if lazy_row and scanned.ids is None:  # no label of its own, or graded ones
+                if scanned.ids is None and not waiting:
                     row = table.extend(
-                        [query_id], [labelsets[i]], [ts], [raw], [scanned.top], [scanned]
+                        [query_id], [labelset], [ts], [raw], [scanned.top], [scanned]
                     )
                     self._keep(query_id, row, ts + ttl)
                     continue
-                query = OpenQuery.from_scanned(scanned, partition, labelsets[i], ts, ttl, raw)
-            self._register(query)
-        self.counters.duplicate_retrievals += duplicates
-        return duplicates
-
-    def _register(self, query: OpenQuery) -> None:
-        """Count a new query, apply the labels that waited for it, and keep it open."""
-        counters, query_id = self.counters, query.query_id
-        if query.repeats:
-            counters.repeated_docs += query.repeats
-        if self._pending:
-            for label in self._pending.pop(query_id, ()):
+                decoded = decoded_again(raw)
+            entry, repeats, top = labels_of(decoded, ts, ts + ttl)
+            counters.repeated_docs += repeats
+            for label in waiting or ():
                 self._pending_count -= 1
-                if label.ts > query.expires_at:
+                if label.ts > entry.expires_at:
                     counters.labels_late += 1
                     continue
-                query.set_label(label.doc_id, label.rel, label.t_doc)
+                entry.grade(label.doc_id, label.rel, label.t_doc, label.source)
                 counters.labels_applied += 1
-        self._keep(query_id, self.table.add(query), query.expires_at)
+            if entry.grades:
+                row = table.add(query_id, labelset, top, raw, entry)
+            else:  # no label: a row, its ranking read again from its message if need be
+                row = table.extend([query_id], [labelset], [ts], [raw], [top], None)
+            self._keep(query_id, row, ts + ttl)
+        counters.duplicate_retrievals += duplicates
+        return duplicates
 
     def _keep(self, query_id: str, row: int, expires_at: float) -> None:
         """Count a new row and keep it open (the oldest finalized early past `max_open`)."""
@@ -292,19 +268,16 @@ class LabelJoin:
         ts: float,
         t_now: float,
         t_doc: float | None = None,
+        source: str,
     ) -> LabelOutcome:
-        """Apply one late label (feedback or judge) in arrival order."""
+        """Apply one late label (feedback or judge, from ``source``) in arrival order."""
         row = self._open.get(query_id)
         if row is not None:
             table = self.table
-            query = table.detail.get(row)
-            if query is None:  # the row gets its detail: it is scored from it from now on
-                query = table.query(row)
-                table.give_detail(row, query)
-            if ts > query.expires_at:
+            if ts > table.expires_at(row):
                 self.counters.labels_late += 1
                 return LabelOutcome.LATE
-            query.set_label(doc_id, rel, t_doc)
+            table.entry(row).grade(doc_id, rel, t_doc, source)  # scored from it from now on
             self._dirty[row] = None
             self.counters.labels_applied += 1
             return LabelOutcome.APPLIED
@@ -312,7 +285,7 @@ class LabelJoin:
             self.counters.labels_late += 1
             return LabelOutcome.LATE
         waiting = self._pending.setdefault(query_id, [])
-        waiting.append(PendingLabel(doc_id, rel, ts, t_now, t_doc))
+        waiting.append(PendingLabel(doc_id, rel, ts, t_now, t_doc, source))
         self._pending_count += 1
         self.counters.labels_pending += 1
         while self._pending_count > self.max_pending:
@@ -326,7 +299,7 @@ class LabelJoin:
     def take_changed(self) -> list[int]:
         """The rows opened or relabelled since the last call, in arrival order, each once
         (the caller scores them: `QueryTable.take_fresh` gives those scored from their
-        columns, the others have their detail)."""
+        columns, the others have an entry in the table's label map)."""
         changed = list(self._dirty)
         self._dirty.clear()
         return changed
@@ -382,9 +355,9 @@ class LabelJoin:
 
     @property
     def kept_count(self) -> int:
-        """Open queries kept as rows only, without detail (counted in `open_count` too)."""
-        detail = self.table.detail
-        return sum(row not in detail for row in self._open.values())
+        """Open queries without an entry in the label map (counted in `open_count` too)."""
+        labels = self.table.labels
+        return sum(row not in labels for row in self._open.values())
 
     @property
     def pending_count(self) -> int:
@@ -394,17 +367,16 @@ class LabelJoin:
         """Whether the query is open here."""
         return query_id in self._open
 
-    def get(self, query_id: str) -> OpenQuery | None:
-        """The open query with this id; a read only: a row without detail is given as a
-        copy in the state an eagerly opened query has (`QueryTable.query`)."""
+    def get(self, query_id: str) -> QueryView | None:
+        """The open query with this id, read (`QueryTable.read`: no state changes)."""
         row = self._open.get(query_id)
         if row is None:
             return None
-        return self.table.query(row)
+        return self.table.read(row)
 
     def snapshot(self) -> dict[str, Any]:
         """A JSON-friendly copy of the state; take dirty and final queries first."""
-        query, opened = self.table.query, self._open
+        read, opened = self.table.read, self._open
         return {
             "label_ttl": self.label_ttl,
             "pending_ttl": self.pending_ttl,
@@ -412,9 +384,9 @@ class LabelJoin:
             "max_pending": self.max_pending,
             "recent_final": self.recent_final,
             "counters": self.counters.as_dict(),
-            "open": [query(opened[q]).snapshot() for q in self._expiry.ids()],
+            "open": [_open_record(read(opened[q])) for q in self._expiry.ids()],
             "pending": {
-                qid: [[p.doc_id, p.rel, p.ts, p.arrived, p.t_doc] for p in waiting]
+                qid: [[p.doc_id, p.rel, p.ts, p.arrived, p.t_doc, p.source] for p in waiting]
                 for qid, waiting in self._pending.items()
             },
             "final": self._final.items(),
@@ -422,7 +394,8 @@ class LabelJoin:
 
     @classmethod
     def restore(cls, data: Mapping[str, Any], partition: int = 0) -> LabelJoin:
-        """Rebuild a join of this partition from `snapshot()` output."""
+        """Rebuild a join of this partition from `snapshot()` output (an older one's
+        grades and waiting labels without sources get `unknown`)."""
         join = cls(
             label_ttl=float(data["label_ttl"]),
             pending_ttl=float(data["pending_ttl"]),
@@ -432,17 +405,72 @@ class LabelJoin:
             partition=partition,
             counters=JoinCounters(**data["counters"]),
         )
+        table = join.table
         for item in data["open"]:
-            query = OpenQuery.restore(item)
-            join._open[query.query_id] = join.table.add(query)
-            join._expiry.push(query.expires_at, query.query_id)
-        join.table.take_fresh()  # scored: each has its row in the windows
+            query_id, entry = str(item["query_id"]), _restored(item)
+            labelset = tuple(str(v) for v in item["labelset"])
+            join._open[query_id] = table.add(
+                query_id, labelset, entry.doc_times.tobytes(), None, entry
+            )
+            join._expiry.push(entry.expires_at, query_id)
+        table.take_fresh()  # scored: each has its row in the windows
         for qid, waiting in data["pending"].items():
-            join._pending[qid] = [
-                PendingLabel(str(d), float(r), float(ts), float(a), None if t is None else float(t))
-                for d, r, ts, a, t in waiting
-            ]
+            join._pending[qid] = [_pending(*label) for label in waiting]
             join._pending_count += len(waiting)
         final = data["final"]  # made nondecreasing by `add`, also from older snapshots
         join._final.add([str(q) for q, _ in final], [float(e) for _, e in final])
         return join
+
+
+def _open_record(query: QueryView) -> dict[str, Any]:
+    """An open query as the snapshot keeps it (the contribution as a list, NaN as null)."""
+    contribution = query.contribution
+    grades = query.entry.grades if query.entry is not None else {}
+    return {
+        "query_id": query.query_id,
+        "labelset": list(query.labelset),
+        "ts": query.ts,
+        "expires_at": query.expires_at,
+        "doc_ids": list(query.doc_ids),
+        "doc_times": list(query.doc_times),
+        "labels": {doc_id: g[0] for doc_id, g in grades.items()},
+        "label_times": {doc_id: g[1] for doc_id, g in grades.items()},
+        "sources": {doc_id: g[2] for doc_id, g in grades.items()},
+        "contribution": None
+        if contribution is None
+        else [None if v != v else v for v in contribution.tolist()],
+    }
+
+
+def _restored(item: Mapping[str, Any]) -> RowLabels:
+    """The entry of an open query from its snapshot record (`_open_record`)."""
+    times = item["label_times"]
+    sources = item.get("sources") or {}  # absent from older snapshots
+    contribution = item["contribution"]
+    return RowLabels(
+        float(item["ts"]),
+        float(item["expires_at"]),
+        tuple(str(d) for d in item["doc_ids"]),
+        array("d", [float(t) for t in item["doc_times"]]),
+        {
+            str(d): (float(rel), float(times[d]), str(sources.get(d, UNKNOWN)))
+            for d, rel in item["labels"].items()
+        },
+        None
+        if contribution is None
+        else np.array([math.nan if v is None else v for v in contribution], dtype=np.float64),
+    )
+
+
+def _pending(
+    doc_id: str, rel: float, ts: float, arrived: float, t_doc: float | None, source: str = UNKNOWN
+) -> PendingLabel:
+    """A waiting label from its snapshot record (older ones have no source)."""
+    return PendingLabel(
+        str(doc_id),
+        float(rel),
+        float(ts),
+        float(arrived),
+        None if t_doc is None else float(t_doc),
+        str(source),
+    )

@@ -3,18 +3,17 @@
 Every query of the partition has a row, numbered in the order the queries opened (row
 numbers never change: the table keeps the number of its first kept row, `base`). The
 columns are what every query needs: its id, label set and time (it expires `ttl` later),
+the times of its leading documents as C doubles (`tops`, for the mean ages), its message
+(`raws`, to read its ranking again if a label comes after all), for an event the scanner
+graded (`Scanned.ranked`, `Scanned.judged`) its grades and times as the kernels read them,
 and once scored the row it put in the windows (a matrix per batch of rows scored together,
-`contribution`; a row with a detail keeps it there instead). Most retrieval
-events never get a label: for them the table also keeps the times of the leading documents
-as C doubles (`tops`, for the mean ages; from the compiled scanner's record or the decoded
-event alike), the message (`raws`, to decode the ranking again if a label comes after all)
-and, for an event the scanner graded (`Scanned.ranked`, `Scanned.judged`), its grades and
-times as the kernels read them.
+`contribution`).
 
-A query with labels of its own (inline labels the scanner did not grade, a decoded event
-with labels or repeated documents, a label that came later, a snapshot) has an `OpenQuery`
-in the sparse map `detail`: its labels, their times and its ranking. Such a row is scored
-from the same columns, which its detail gives (`OpenQuery.columns`).
+Most retrieval events never get a label. A row with labels of its own (inline labels the
+scanner did not grade, a label that came later) has an entry in the sparse label map
+`labels` (`ragstream.join.label_map`): its ranking, its graded documents with the source of
+each grade, and its contribution; such a row is scored from its leading document times and
+its entry (`labeled_columns`).
 
 Rows leave from the front: a final row is `closed` once the caller has read it, and the
 closed rows before the first open one are cut off when they are many.
@@ -30,7 +29,8 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ragstream.events.scanner import Scanned
-from ragstream.join.query import OpenQuery
+from ragstream.join.label_map import RowLabels, decoded_again, labels_of
+from ragstream.join.view import QueryView
 
 __all__ = ["QueryTable", "Rows"]
 
@@ -48,13 +48,13 @@ class QueryTable:
     """The open queries of one partition, a row each; see the module docstring."""
 
     __slots__ = (
-        "_fresh_detail",
+        "_fresh_labeled",
         "base",
         "closed",
-        "detail",
         "fresh",
         "ids",
         "judged",
+        "labels",
         "labelsets",
         "partition",
         "ranked",
@@ -69,7 +69,7 @@ class QueryTable:
     def __init__(self, partition: int, ttl: float) -> None:
         self.partition = partition
         self.ttl = ttl
-        """Seconds a row without detail stays open after its time (a detail has its own
+        """Seconds a row stays open after its time (an entry of `labels` has its own
         `expires_at`)."""
         self.base = 0
         """The number of the first row kept (index 0 of the columns)."""
@@ -77,10 +77,9 @@ class QueryTable:
         self.labelsets: list[tuple[str, ...]] = []
         self.ts: list[float] = []
         """The queries' times on the clock."""
-        self.tops: list[bytes | None] = []
+        self.tops: list[bytes] = []
         """Raw times of each query's leading documents, as the scanner gives them (C
-        doubles; fewer than the cutoff when the ranking is shorter); None for a row opened
-        with its `detail`."""
+        doubles, NaN: not given; fewer than the cutoff when the ranking is shorter)."""
         self.raws: list[bytes | None] = []
         """Each query's message, to decode its ranking again (None: not kept)."""
         self.ranked: list[bytes | None] | None = None
@@ -90,18 +89,18 @@ class QueryTable:
         """Per row, its judged documents' grades and times (`Scanned.judged`), as
         `ranked`."""
         self.values: list[NDArray[np.float64]] = []
-        """The rows the queries without detail put in the windows: a matrix per run of
+        """The rows the queries without an entry put in the windows: a matrix per run of
         rows scored together, the first of them at the same place in `starts`."""
         self.starts: list[int] = []
         self.closed = bytearray()
         """1 for a final row the caller has read (it may be cut off)."""
-        self.detail: dict[int, OpenQuery] = {}
-        """Row -> its `OpenQuery`, for the rows with labels of their own (see the module
-        docstring)."""
+        self.labels: dict[int, RowLabels] = {}
+        """The sparse label map: row -> its entry, for the rows with labels of their own
+        (and the rows restored from a snapshot, which have no message)."""
         self.fresh = 0
         """The first row opened since the last `take_fresh`."""
-        self._fresh_detail: list[int] = []
-        """Rows from `fresh` on given a detail (they are not scored from their columns)."""
+        self._fresh_labeled: list[int] = []
+        """Rows from `fresh` on given an entry (they are not scored from their columns)."""
 
     def __len__(self) -> int:
         return len(self.ids)
@@ -118,13 +117,13 @@ class QueryTable:
         ids: Sequence[str],
         labelsets: Sequence[tuple[str, ...]],
         ts: Sequence[float],
-        raws: Sequence[bytes],
+        raws: Sequence[bytes | None],
         tops: Sequence[bytes],
         events: Sequence[Scanned] | None,
     ) -> int:
-        """Rows for retrieval events without detail, in order: their leading document times
-        (C doubles) and, from the scanner's records (`events`; None: none graded), their
-        grades; returns the first one's number."""
+        """Rows for retrieval events, in order: their leading document times (C doubles)
+        and, from the scanner's records (`events`; None: none graded), their grades;
+        returns the first one's number."""
         first, n = self.end, len(ids)
         self.ids += ids
         self.labelsets += labelsets
@@ -144,42 +143,66 @@ class QueryTable:
         self.closed += bytes(n)
         return first
 
-    def add(self, query: OpenQuery) -> int:
-        """A row for a query opened as an object (its `detail`); returns its number."""
-        row = self.end
-        self.ids.append(query.query_id)
-        self.labelsets.append(query.labelset)
-        self.ts.append(query.ts)
-        self.tops.append(None)
-        self.raws.append(None)
-        if self.ranked is not None:
-            assert self.judged is not None
-            self.ranked.append(None)
-            self.judged.append(None)
-        self.closed.append(0)
-        self.give_detail(row, query)
+    def add(
+        self,
+        query_id: str,
+        labelset: tuple[str, ...],
+        top: bytes,
+        raw: bytes | None,
+        entry: RowLabels,
+    ) -> int:
+        """A row for a query with its entry (the entry's `ts`; `raw`: its message, None
+        for a row restored from a snapshot); returns its number."""
+        row = self.extend([query_id], [labelset], [entry.ts], [raw], [top], None)
+        self.give_labels(row, entry)
         return row
 
-    def give_detail(self, row: int, query: OpenQuery) -> None:
-        """Keep ``query`` as the row's detail: the row is scored from it from now on, and
-        its contribution is the query's (`OpenQuery.contribution`), no longer `rows`."""
-        self.detail[row] = query
+    def give_labels(self, row: int, entry: RowLabels) -> None:
+        """Keep ``entry`` as the row's: the row is scored from it from now on, and its
+        contribution is the entry's, no longer `values`."""
+        self.labels[row] = entry
         if row >= self.fresh:
-            self._fresh_detail.append(row)
+            self._fresh_labeled.append(row)
+
+    def expires_at(self, row: int) -> float:
+        """When the row's query is final."""
+        entry = self.labels.get(row)
+        return self.ts[row - self.base] + self.ttl if entry is None else entry.expires_at
+
+    def entry(self, row: int) -> RowLabels:
+        """The row's entry, given to it first if it has none: its ranking read from its
+        message (decoded again), with the grades the scanner read there, and its current
+        contribution."""
+        entry = self.labels.get(row)
+        if entry is None:
+            entry = self._entry_of(row)
+            self.give_labels(row, entry)
+        return entry
+
+    def _entry_of(self, row: int) -> RowLabels:
+        """A new entry for a row without one, as `entry` gives it (the table unchanged)."""
+        at = row - self.base
+        raw = self.raws[at]
+        assert raw is not None
+        ts = self.ts[at]
+        entry = labels_of(decoded_again(raw), ts, ts + self.ttl)[0]
+        contribution = self.contribution(row)
+        entry.contribution = None if contribution is None else contribution.copy()
+        return entry
 
     # -- reading rows --------------------------------------------------------------------
 
     def labeled(self, row: int) -> bool:
         """Whether the row has any label."""
-        query = self.detail.get(row)
-        if query is not None:
-            return bool(query.labels)
+        entry = self.labels.get(row)
+        if entry is not None:
+            return bool(entry.grades)
         ranked = self.ranked
         return ranked is not None and ranked[row - self.base] is not None
 
     def contribution(self, row: int) -> NDArray[np.float64] | None:
-        """The row a query without detail has in the windows (a view; None before it is
-        scored: every row before `fresh` is)."""
+        """The row a query without an entry has in the windows (a view; None before it
+        is scored: every row before `fresh` is)."""
         if row >= self.fresh:
             return None
         starts = self.starts
@@ -189,69 +212,58 @@ class QueryTable:
 
     def labeled_contribution(self, row: int) -> NDArray[np.float64] | None:
         """The row a query with labels has in the windows (None: no label, or not scored)."""
-        query = self.detail.get(row)
-        if query is not None:
-            return query.contribution if query.labels else None
+        entry = self.labels.get(row)
+        if entry is not None:
+            return entry.contribution if entry.grades else None
         ranked = self.ranked
         if ranked is None or ranked[row - self.base] is None:
             return None
         return self.contribution(row)
 
-    def query(self, row: int) -> OpenQuery:
-        """The row as an `OpenQuery`: its detail, or one made in the state an eagerly
-        opened query has (scored: a copy of its row and its message; before that, its
-        leading document times to be scored from; one the scanner graded, with its labels
-        from its message)."""
-        query = self.detail.get(row)
-        if query is not None:
-            return query
-        contribution = self.contribution(row)
-        if contribution is not None:
-            contribution = contribution.copy()
+    def read(self, row: int) -> QueryView:
+        """The row's query as values (copies: the table is not changed)."""
         at = row - self.base
-        ts, raw = self.ts[at], self.raws[at]
-        assert raw is not None
-        if self.labeled(row):  # its labels from its message, as the scanner read them
-            labelset = self.labelsets[at]
-            query = OpenQuery.from_message(raw, self.partition, labelset, ts, self.ttl)
-            if contribution is not None:
-                query.contribution = contribution
-                query.release()
-            return query
-        query = OpenQuery(
+        live = self.labels.get(row)
+        entry = None
+        if live is not None:
+            grades = dict(live.grades)
+            entry = RowLabels(
+                live.ts, live.expires_at, live.doc_ids, live.doc_times, grades, live.contribution
+            )
+            contribution = live.contribution
+        else:
+            if self.labeled(row):
+                entry = self._entry_of(row)
+            contribution = self.contribution(row)
+        return QueryView(
             self.ids[at],
             self.partition,
             self.labelsets[at],
-            ts,
-            ts + self.ttl,
-            results=None,
-            raw=raw,
-            contribution=contribution,
+            self.ts[at],
+            self.expires_at(row),
+            None if contribution is None else contribution.copy(),
+            entry,
+            self.raws[at],
         )
-        if contribution is None:
-            top = self.tops[at]
-            assert top is not None
-            query.keep_top(top)
-        return query
 
     # -- scoring -------------------------------------------------------------------------
 
     def take_fresh(self) -> Rows:
         """The rows opened since the last call that are scored from their columns (not
-        given a detail), in order."""
+        given an entry), in order."""
         fresh, end = self.fresh, self.end
         self.fresh = end
-        if not self._fresh_detail:
+        if not self._fresh_labeled:
             return range(fresh, end)
-        given = set(self._fresh_detail)
-        self._fresh_detail = []
+        given = set(self._fresh_labeled)
+        self._fresh_labeled = []
         return [row for row in range(fresh, end) if row not in given]
 
     def columns(
         self, rows: Rows
     ) -> tuple[list[float], list[bytes], list[bytes | None] | None, list[bytes | None] | None]:
         """Times, leading document times and grades (None: no row has any) of rows scored
-        from their columns."""
+        from their columns alone."""
         base = self.base
         ranked, judged = self.ranked, self.judged
         if type(rows) is range:
@@ -260,13 +272,19 @@ class QueryTable:
             if ranked is not None:
                 assert judged is not None
                 ranked, judged = ranked[lo:hi], judged[lo:hi]
-            return self.ts[lo:hi], tops, ranked, judged  # type: ignore[return-value]
+            return self.ts[lo:hi], tops, ranked, judged
         at = [row - base for row in rows]
         if ranked is not None:
             assert judged is not None
             ranked, judged = [ranked[i] for i in at], [judged[i] for i in at]
         ts, all_tops = self.ts, self.tops
-        return [ts[i] for i in at], [all_tops[i] for i in at], ranked, judged  # type: ignore[misc]
+        return [ts[i] for i in at], [all_tops[i] for i in at], ranked, judged
+
+    def labeled_columns(self, row: int) -> tuple[float, bytes, bytes | None, bytes | None]:
+        """Time, leading document times and grades (`RowLabels.columns`) of a row with an
+        entry."""
+        at = row - self.base
+        return (self.ts[at], self.tops[at], *self.labels[row].columns())
 
     def store(self, rows: Rows, values: NDArray[np.float64]) -> None:
         """Keep the contributions of the rows `take_fresh` gave (one row of ``values``
@@ -274,7 +292,7 @@ class QueryTable:
         if not len(rows):
             return
         start = rows[0]
-        if type(rows) is not range:  # rows with a detail among them: left NaN here
+        if type(rows) is not range:  # rows with an entry among them: left NaN here
             held = np.full((rows[-1] + 1 - start, values.shape[1]), np.nan)
             held[[row - start for row in rows]] = values
             values = held
@@ -289,10 +307,10 @@ class QueryTable:
             return
         at = np.fromiter(rows, dtype=np.int64, count=len(rows)) - self.base
         np.frombuffer(self.closed, dtype=np.uint8)[at] = 1
-        detail = self.detail
-        if detail:
-            for row in list(filter(detail.__contains__, rows)):
-                del detail[row]
+        labels = self.labels
+        if labels:
+            for row in list(filter(labels.__contains__, rows)):
+                del labels[row]
 
     def compact(self) -> None:
         """Cut off the closed rows before the first open one, when they are many."""

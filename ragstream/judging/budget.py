@@ -23,7 +23,7 @@ class TokenBucket:
     """
 
     rate: float
-    burst: int = 1
+    burst: int
     _tokens: float = field(default=math.nan, init=False)
     _last: float = field(default=math.nan, init=False)
 

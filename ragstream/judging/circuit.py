@@ -26,8 +26,8 @@ class CircuitState(IntEnum):
 class CircuitBreaker:
     """Counts consecutive failures; see the module docstring for the states."""
 
-    failures: int = 5
-    cooldown: float = 30.0
+    failures: int
+    cooldown: float
     state: CircuitState = CircuitState.CLOSED
     consecutive: int = 0
     opened_at: float = 0.0

@@ -165,10 +165,10 @@ class GoldJoin:
     def __init__(
         self,
         *,
-        label_ttl: float = 900.0,
-        pending_ttl: float = 60.0,
-        max_answers: int = 10_000,
-        max_waiting: int = 10_000,
+        label_ttl: float,
+        pending_ttl: float,
+        max_answers: int,
+        max_waiting: int,
     ) -> None:
         if label_ttl < 0 or pending_ttl < 0:
             raise ValueError("label_ttl and pending_ttl must be >= 0")

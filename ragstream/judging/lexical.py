@@ -134,12 +134,12 @@ def cover(words: set[str], evidence: Evidence, window: int) -> float:
 class LexicalJudge:
     """Token-coverage judge (see the module docstring for the rules and formulas)."""
 
-    support_threshold: float = 0.6
-    min_claim_tokens: int = 2
-    check_numbers: bool = True
-    window: int = 3
-    record_threshold: float = 0.1
-    answer_threshold: float = 0.5
+    support_threshold: float
+    min_claim_tokens: int
+    check_numbers: bool
+    window: int
+    record_threshold: float
+    answer_threshold: float
     name: str = "lexical"
 
     def evaluate(

@@ -69,14 +69,14 @@ class OpenAIJudge:
         self,
         client: ChatClient,
         *,
-        breaker: CircuitBreaker | None = None,
-        cache: JudgmentCache | None = None,
+        breaker: CircuitBreaker,
+        cache: JudgmentCache,
         account: TokenAccount | None = None,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.client = client
-        self.breaker = breaker or CircuitBreaker()
-        self.cache = cache or JudgmentCache(10_000)
+        self.breaker = breaker
+        self.cache = cache
         self.account = account or TokenAccount()
         self._clock = clock
         self._inflight: dict[str, asyncio.Future[Judgment]] = {}

@@ -96,16 +96,16 @@ class JudgingService:
         judge: Judge,
         results: JudgeResults,
         *,
-        queue_size: int = 1000,
-        concurrency: int = 4,
-        drain_timeout: float = 10.0,
+        queue_size: int,
+        concurrency: int,
+        drain_timeout: float,
+        label_threshold: float,
+        gold: GoldJoin,
         lookup: RetrievalLookup | None = None,
         on_labels: LabelSink | None = None,
-        label_threshold: float = 0.5,
         publisher: JudgmentPublisher | None = None,
         sampler_clock: Callable[[], float] = time.time,
         window_clock: Callable[[], float] = time.time,
-        gold: GoldJoin | None = None,
         verdicts: VerdictKeeper | None = None,
     ) -> None:
         self.sampler = sampler
@@ -133,7 +133,7 @@ class JudgingService:
         is bound to an engine's (`bind`)."""
         self.discarded = 0
         """Judgments dropped because their partition had left this replica."""
-        self.gold = GoldJoin() if gold is None else gold
+        self.gold = gold
         """The gold join's settings and counts (see `ragstream.judging.gold`)."""
         self.agreement: Counter[tuple[str, tuple[str, ...], bool, str]] = Counter()
         """Comparisons by (judge, label set, gold verdict, judge's verdict); this process's

@@ -33,8 +33,7 @@ from ragstream.events import (
     Record,
 )
 from ragstream.events.scanner import Scanned
-from ragstream.join import LabelJoin, LabelOutcome, OpenQuery, QueryTable
-from ragstream.join.query import TOP_DOCS
+from ragstream.join import LabelJoin, LabelOutcome, QueryTable, QueryView, RowLabels
 from ragstream.join.table import Rows
 from ragstream.metrics import Gain
 from ragstream.pipeline.drift_config import DriftConfig, ResolvedDrift
@@ -82,6 +81,8 @@ SNAPSHOT_VERSION = 2
 (`Engine.export_partitions`) beside the shared parts; 1 grouped the state by kind."""
 _FUTURE = int(Timing.FUTURE)
 _EVENT_TS = attrgetter("ts")
+_TOP_DOCS = 10
+"""Leading document times the scanner keeps at least (the largest default cutoff)."""
 
 _Run = tuple[list[Scanned | DecodedRetrieval], list[tuple[str, ...]], list[float], list[bytes]]
 """A partition's retrieval events not opened yet: the events, their label sets
@@ -121,12 +122,10 @@ class EngineConfig:
     drift: DriftConfig | None
     """Drift detection (docs/drift.md, "In the agent"); None: off."""
     final_unlabeled: bool
-    """Report every final query in `BatchReport.final`; False: only those with a label
-    (unlabeled queries then never become objects)."""
+    """Report every final query in `BatchReport.final`; False: only those with a label."""
     report_final: bool
     """False: `BatchReport.final` and `finish` give no query (the agent, which reads
-    none): the labeled queries are then finalized from their tables' rows without
-    becoming objects."""
+    none): final queries are then read from their tables' rows only for the histograms."""
 
 
 @dataclass(slots=True)
@@ -141,7 +140,7 @@ class BatchReport:
     """The feedback events that carry a gold verdict on an answer (`answer`), each with its
     partition, in arrival order: the judge compares them with its own verdicts, and decides
     by its label TTL whether they still count."""
-    final: list[OpenQuery] = field(default_factory=list)
+    final: list[QueryView] = field(default_factory=list)
 
 
 class Engine:
@@ -179,10 +178,6 @@ class Engine:
         self._final_columns = len(layout.plain)
         self._exemplar_columns = [i for i, c in enumerate(layout.plain) if c in layout.hist_columns]
         """The final-query histograms the exporter writes, and whose exemplars are kept."""
-        self._columns_only = max(config.cutoffs, default=0) <= TOP_DOCS
-        """Whether scanned queries without labels of their own are rows of the table only
-        (no `OpenQuery`): their scoring reads no more
-        than the leading document times the scanner keeps."""
         self.next_prune = -math.inf
         """Event time of the next upkeep of the windows (empty series leave them)."""
         self.drift = (
@@ -201,9 +196,9 @@ class Engine:
         self.reader = BatchReader(
             config.limits,
             scan=config.scan,
-            top=TOP_DOCS,
+            top=max((_TOP_DOCS, *config.cutoffs)),  # what the mean ages read
             label_keys=config.label_keys or None,
-            graded=self._columns_only,  # graded queries then are rows only too
+            graded=True,  # labeled queries then are rows of the table too
         )
         self.traces: TraceReader | None = None
         """The OTLP topics' reader, when a topic carries traces (each partition's open
@@ -342,7 +337,7 @@ class Engine:
             if newest > latest.get((partition, "retrieval"), -math.inf):
                 latest[(partition, "retrieval")] = newest
             duplicates = states[partition].join.open(  # type: ignore[union-attr]
-                opening, labelsets or None, stamped, raws, lazy=self._columns_only
+                opening, labelsets or None, stamped, raws
             )
             counts[(partition, "retrieval", "processed")] += len(opening) - duplicates
             if duplicates:
@@ -379,7 +374,12 @@ class Engine:
                     assert event.doc_id is not None
                     assert event.rel is not None
                     outcome = join.label(
-                        event.query_id, event.doc_id, event.rel, ts=event.ts, t_now=now
+                        event.query_id,
+                        event.doc_id,
+                        event.rel,
+                        ts=event.ts,
+                        t_now=now,
+                        source=event.source,
                     )
                     counted = "late" if outcome is LabelOutcome.LATE else "processed"
                     counts[(partition, kind, counted)] += 1
@@ -428,9 +428,9 @@ class Engine:
     def _rescore(self, now: float) -> None:
         """Replace the contribution of every query that changed in this batch: one retract
         of the old rows and one add of the new ones, for all series at once, in arrival
-        order. The rows opened in the batch without a detail are scored from their table's
-        columns, all at once, and the rows with a detail from its columns, all at once (a
-        pass of the kernels each, as they were always grouped)."""
+        order. The rows opened in the batch without an entry in their table's label map
+        are scored from their columns, all at once, and the rows with one from it, all at
+        once (a pass of the kernels each, as they were always grouped)."""
         changes = [(join.table, join.take_changed()) for join in self._joins()]
         changes = [(table, rows) for table, rows in changes if rows]
         if not changes:
@@ -438,59 +438,59 @@ class Engine:
         fresh = [table.take_fresh() for table, _ in changes]
         fresh_times, fresh_rows = self._score_fresh([t for t, _ in changes], fresh)
         keys: list[tuple[int, tuple[str, ...]]] = []
-        queries: list[OpenQuery] = []
-        """The changed rows' details (scored from them)."""
+        entries: list[RowLabels] = []
+        """The changed rows' entries (scored from them)."""
         if all(len(rows) == len(own) for (_, rows), own in zip(changes, fresh, strict=True)):
-            # the usual batch: every changed row was opened in it, without a detail
+            # the usual batch: every changed row was opened in it, without an entry
             for table, rows in changes:
                 lo, hi = rows[0] - table.base, rows[-1] + 1 - table.base
                 keys += zip(repeat(table.partition), table.labelsets[lo:hi])
             times, values = fresh_times, fresh_rows
         else:
             at_fresh: list[int] = []
-            at_eager: list[int] = []
+            at_labeled: list[int] = []
+            columns: list[tuple[float, bytes, bytes | None, bytes | None]] = []
             for table, rows in changes:
-                detail, labelsets, base = table.detail, table.labelsets, table.base
+                labels, labelsets, base = table.labels, table.labelsets, table.base
                 partition = table.partition
                 for row in rows:
-                    query = detail.get(row)
-                    if query is None:
+                    entry = labels.get(row)
+                    if entry is None:
                         at_fresh.append(len(keys))
                     else:
-                        at_eager.append(len(keys))
-                        queries.append(query)
+                        at_labeled.append(len(keys))
+                        entries.append(entry)
+                        columns.append(table.labeled_columns(row))
                     keys.append((partition, labelsets[row - base]))
-            leading = max(self.layout.cutoffs)
-            tops, ranked, judged = zip(*[q.columns(leading) for q in queries], strict=True)
-            eager_times = np.array([query.ts for query in queries], dtype=np.float64)
-            own = self._rows(self.scorer.score(eager_times, tops, ranked, judged))
+            ts, tops, ranked, judged = zip(*columns, strict=True)
+            labeled_times = np.array(ts, dtype=np.float64)
+            own = self._rows(self.scorer.score(labeled_times, tops, ranked, judged))
             times = np.empty(len(keys))
             values = np.empty((len(keys), own.shape[1]))
             if at_fresh:
                 times[at_fresh], values[at_fresh] = fresh_times, fresh_rows
-            times[at_eager], values[at_eager] = eager_times, own
+            times[at_labeled], values[at_labeled] = labeled_times, own
         distinct = dict.fromkeys(keys)  # the series, in order of first appearance
         code = {key: at for at, key in enumerate(distinct)}
         index = np.fromiter(map(code.__getitem__, keys), dtype=np.int64, count=len(keys))
         series = list(distinct)
         width = len(self.columns)
-        if queries:
-            old = [k for k, q in enumerate(queries) if q.contribution is not None]
+        if entries:
+            old = [k for k, entry in enumerate(entries) if entry.contribution is not None]
             if old:
-                previous = np.stack([queries[k].contribution for k in old])  # type: ignore[misc]
-                were = [at_eager[k] for k in old]
+                previous = np.stack([entries[k].contribution for k in old])  # type: ignore[misc]
+                were = [at_labeled[k] for k in old]
                 self.store.retract_many(
                     now, series, index[were], times[were], previous[:, :width], previous[:, width:]
                 )
         self.store.add_many(now, series, index, times, values[:, :width], values[:, width:])
-        for query, row in zip(queries, own if queries else (), strict=True):
-            query.contribution = row  # and what its message can give again is dropped
-            query.release()
+        for entry, row in zip(entries, own if entries else (), strict=True):
+            entry.contribution = row
 
     def _score_fresh(
         self, tables: Sequence[QueryTable], fresh: Sequence[Rows]
     ) -> tuple[_F64, _F64]:
-        """Score the rows opened in this batch without a detail, of every table in one pass
+        """Score the rows opened in this batch without an entry, of every table in one pass
         (from their columns), and keep each row's contribution in its table; returns their
         times and rows end to end."""
         times: list[float] = []
@@ -525,26 +525,26 @@ class Engine:
             scored.ts, scored.plain, scored.ratio, scored.doc_age, scored.decayed
         )
 
-    def _advance(self, now: float) -> list[OpenQuery]:
+    def _advance(self, now: float) -> list[QueryView]:
         if math.isfinite(now) and now >= self.next_prune:  # quiet label sets leave when empty
             pruned = self.store.prune(now)
             self.next_prune = now + _PRUNE_EVERY
             if pruned and self.sequential is not None:
                 self.sequential.prune(set(self.store.series()))
-        final: list[OpenQuery] = []
+        final: list[QueryView] = []
         rows: dict[tuple[int, tuple[str, ...]], list[_F64]] = {}
         queries: dict[tuple[int, tuple[str, ...]], tuple[list[float], list[str]]] = {}
         report, unlabeled = self.config.report_final, self.config.final_unlabeled
         for join in self._joins():
             final_rows = join.advance(now)
             table = join.table
-            if report:  # as objects, for the caller
-                final += [table.query(r) for r in final_rows if unlabeled or table.labeled(r)]
-            detail, ranked, base = table.detail, table.ranked, table.base
-            if ranked is None:  # the labeled ones have a detail
-                final_rows = list(filter(detail.__contains__, final_rows))
+            if report:  # read, for the caller
+                final += [table.read(r) for r in final_rows if unlabeled or table.labeled(r)]
+            labels, ranked, base = table.labels, table.ranked, table.base
+            if ranked is None:  # the labeled ones have an entry
+                final_rows = list(filter(labels.__contains__, final_rows))
             else:  # or were graded by the scanner
-                final_rows = [r for r in final_rows if ranked[r - base] is not None or r in detail]
+                final_rows = [r for r in final_rows if ranked[r - base] is not None or r in labels]
             for row in final_rows:
                 contribution = table.labeled_contribution(row)
                 if contribution is not None:
@@ -575,10 +575,10 @@ class Engine:
         capture(found, self._exemplar_columns, self.spec.edges())
         return final
 
-    def finish(self) -> list[OpenQuery]:
+    def finish(self) -> list[QueryView]:
         """Finalize every open query and drop waiting labels (the end of a replay); open
         traces close first, and their answers are counted."""
-        final: list[OpenQuery] = []
+        final: list[QueryView] = []
         if self.traces is not None:
             closing = self._close_traces(None)
             if closing:
@@ -810,21 +810,24 @@ class Engine:
 
     # -- lookups from the side (judging) -------------------------------------------------------
 
-    def find_query(self, query_id: str) -> OpenQuery | None:
+    def find_query(self, query_id: str) -> QueryView | None:
         """The open query with this id, on whichever partition it lives; a read only
         (`LabelJoin.get`): the judge's lookups change no state."""
         join = self._join_of(query_id)
         return None if join is None else join.get(query_id)
 
-    def label(self, query_id: str, doc_id: str, rel: float, *, ts: float) -> LabelOutcome | None:
-        """Apply one label from the side (e.g. the judge) as if it were a feedback event.
+    def label(
+        self, query_id: str, doc_id: str, rel: float, *, ts: float, source: str = "judge"
+    ) -> LabelOutcome | None:
+        """Apply one label from the side (the judge's, by default) as if it were a
+        feedback event from ``source``.
 
         It takes effect with the next batch, like any label; None when the query is not open.
         """
         join = self._join_of(query_id)
         if join is None:
             return None
-        return join.label(query_id, doc_id, rel, ts=ts, t_now=self.clock.now())
+        return join.label(query_id, doc_id, rel, ts=ts, t_now=self.clock.now(), source=source)
 
     def _join_of(self, query_id: str) -> LabelJoin | None:
         """The join of the partition where this query is open."""

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from ragstream.events import DecodedAnswer, DecodedFeedback, DecodeError, Record
-from ragstream.join import OpenQuery
+from ragstream.join import QueryView
 from ragstream.pipeline.engine import BatchReport, Engine
 
 __all__ = ["DeadLetterSink", "RateLimitedLog", "Runner", "Source"]
@@ -90,7 +90,7 @@ class Runner:
         source: Source,
         *,
         dead_letters: DeadLetterSink | None = None,
-        on_final: Callable[[Sequence[OpenQuery]], None] | None = None,
+        on_final: Callable[[Sequence[QueryView]], None] | None = None,
         on_answers: Callable[[Sequence[tuple[int, DecodedAnswer]]], None] | None = None,
         on_verdicts: Callable[[Sequence[tuple[int, DecodedFeedback]]], None] | None = None,
         before_commit: Callable[[], Awaitable[None]] | None = None,

@@ -65,7 +65,7 @@ class Scorer:
         judged: Sequence[bytes | None] | None,
     ) -> ScoredQueries:
         """Rows of queries from their columns (`ragstream.join.QueryTable.columns`,
-        `OpenQuery.columns`): their leading document times (C doubles, at least the largest
+        `QueryTable.labeled_columns`): their leading document times (C doubles, at least the largest
         cutoff's when the ranking has them) and, for those with labels (``ranked[i]`` and
         ``judged[i]`` not None, see `Scanned.ranked`; None: none has), the kernels on their
         grades, one pass for the batch (the kernels pad it to its longest ranking, which

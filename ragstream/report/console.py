@@ -15,6 +15,7 @@ from ragstream.judging.results import JudgeResults
 from ragstream.metrics import parse_metric
 from ragstream.pipeline.engine import Engine
 from ragstream.pipeline.row_layout import EVENT_TIME, RowLayout
+from ragstream.report.replay import judged_windows
 
 __all__ = ["SUMMARY_METRICS", "render_generation", "render_replay", "render_summary"]
 
@@ -66,42 +67,17 @@ def render_summary(
 def render_generation(
     results: JudgeResults, layout: RowLayout, now: float, window: str = "5m"
 ) -> str:
-    """Judged answers per label set: faithfulness, the raw hallucination ratio with its
-    Wilson 95% interval and sample size, and the ratio corrected for the judge's error on
-    gold verdicts with its 95% interval and the gold verdicts behind it ("-" when the
+    """Judged answers per label set in `window`: faithfulness, the raw hallucination ratio
+    with its Wilson 95% interval, and the ratio corrected for the judge's error on gold
+    verdicts with its 95% interval and the gold verdicts behind it ("-" when the
     correction is undefined)."""
-    head = ["label set", "window", "judged", "faithful", "halluc.", "95% interval"]
-    head += ["corrected", "95% interval", "gold"]
-    rows = [head]
-    for labelset, reads in sorted(results.read_all(now).items()):
-        read = reads.get(window)
-        if read is None or read.judged == 0:
-            continue
-        name = layout.labelset_name(labelset)
-        low, high = read.hallucination_interval
-        corrected = read.corrected
-        fixed, fixed_interval, gold = "-", "-", "0"
-        if corrected is not None:
-            gold = str(corrected.n_gold)
-            fixed_interval = f"[{corrected.lower:.2f}, {corrected.upper:.2f}]"
-            if corrected.defined:
-                fixed = _fmt(corrected.value)
-        rows.append(
-            [
-                name,
-                window,
-                str(read.judged),
-                _fmt(read.means["faithfulness"]),
-                _fmt(read.hallucination_ratio),
-                f"[{low:.2f}, {high:.2f}]",
-                fixed,
-                fixed_interval,
-                gold,
-            ]
-        )
-    if len(rows) == 1:
-        return "(no judged answers yet)"
-    return _table(rows)
+    windows = {
+        labelset: {window: reads[window]}
+        for labelset, reads in judged_windows(results, layout, now).items()
+        if window in reads
+    }
+    rows = _judged_rows(windows, refusals=False)
+    return _table(rows) if len(rows) > 1 else "(no judged answers yet)"
 
 
 def render_drift(engine: Engine) -> str:
@@ -173,29 +149,7 @@ def _value(estimate: Mapping[str, Any] | None, digits: int = 3) -> str:
 def _render_judging(judging: Mapping[str, Any]) -> str:
     """Replay's judged windows (raw and corrected hallucination ratios, refusals), the
     judge's agreement with gold verdicts, and its counts."""
-    head = ["label set", "window", "judged", "faithful", "halluc.", "95% interval"]
-    head += ["corrected", "95% interval", "gold", "refusals"]
-    rows = [head]
-    for labelset, windows in judging["windows"].items():
-        for window, values in windows.items():
-            if not values["judged"]:
-                continue
-            raw, fixed = values["hallucination_ratio"], values["corrected_hallucination_ratio"]
-            refusal = values["refusal_ratio"]
-            rows.append(
-                [
-                    labelset,
-                    window,
-                    str(values["judged"]),
-                    "-" if values["faithfulness"] is None else f"{values['faithfulness']:.3f}",
-                    _value(raw),
-                    _interval(raw),
-                    _value(fixed),
-                    _interval(fixed),
-                    "0" if fixed is None else str(fixed["n_gold"]),
-                    "-" if refusal is None else f"{refusal:.3f}",
-                ]
-            )
+    rows = _judged_rows(judging["windows"], refusals=True)
     name = judging["judge"]
     text = f"answers judged by the {name} judge:\n"
     text += _table(rows) if len(rows) > 1 else "(no judged answers)"
@@ -213,6 +167,26 @@ def _render_judging(judging: Mapping[str, Any]) -> str:
     counts = ", ".join(f"{k} {v}" for k, v in judging["gold"].items() if v) or "none"
     samples = ", ".join(f"{k} {v}" for k, v in judging["samples"].items() if v) or "none"
     return f"{text}\njudge samples: {samples}\ngold verdicts: {counts}"
+
+
+def _judged_rows(windows: Mapping[str, Any], refusals: bool) -> list[list[str]]:
+    """The judged windows (`ragstream.report.replay.judged_windows`) as table rows."""
+    head = ["label set", "window", "judged", "faithful", "halluc.", "95% interval"]
+    rows = [head + ["corrected", "95% interval", "gold"] + (["refusals"] if refusals else [])]
+    for labelset, per_window in windows.items():
+        for window, values in per_window.items():
+            if not values["judged"]:
+                continue
+            raw, fixed = values["hallucination_ratio"], values["corrected_hallucination_ratio"]
+            faithful = values["faithfulness"]
+            row = [labelset, window, str(values["judged"])]
+            row += ["-" if faithful is None else f"{faithful:.3f}", _value(raw), _interval(raw)]
+            row += [_value(fixed), _interval(fixed), "0" if fixed is None else str(fixed["n_gold"])]
+            if refusals:
+                refusal = values["refusal_ratio"]
+                row.append("-" if refusal is None else f"{refusal:.3f}")
+            rows.append(row)
+    return rows
 
 
 def _replay_row(

@@ -9,13 +9,14 @@ from typing import Any
 
 from ragstream.judging.agreement import Estimate
 from ragstream.judging.gold import GOLD_OUTCOMES
-from ragstream.judging.results import GENERATION_COLUMNS
+from ragstream.judging.results import GENERATION_COLUMNS, JudgeResults
 from ragstream.judging.service import JudgingService
 from ragstream.judging.workers import DROP_REASONS
 from ragstream.pipeline.engine import Engine
+from ragstream.pipeline.row_layout import RowLayout
 from ragstream.sinks.results import query_record
 
-__all__ = ["judging_summary", "query_record", "summary"]
+__all__ = ["judged_windows", "judging_summary", "query_record", "summary"]
 
 _SUMMARY_METRICS = ("rr", "ndcg@10", "precision@5", "recall@10", "hit_rate@10")
 
@@ -66,23 +67,7 @@ def judging_summary(engine: Engine, service: JudgingService) -> dict[str, Any]:
     now = engine.now()
     layout = engine.layout
     results = service.results
-    windows: dict[str, Any] = {}
-    for labelset, reads in sorted(results.read_all(now).items()):
-        per_window: dict[str, Any] = {}
-        for window, read in reads.items():
-            n = read.counts["hallucination"]
-            per_window[window] = {
-                "judged": read.judged,
-                **{c: _number(read.means[c]) for c in GENERATION_COLUMNS[:3]},
-                "hallucination_ratio": Estimate(
-                    read.hallucination_ratio, *read.hallucination_interval, n
-                ).as_dict(),
-                "refusal_ratio": _number(read.refusal_ratio),
-                "corrected_hallucination_ratio": (
-                    None if read.corrected is None else read.corrected.as_dict()
-                ),
-            }
-        windows[layout.labelset_name(labelset)] = per_window
+    windows = judged_windows(results, layout, now)
     agreement: dict[str, Any] = {}
     for labelset, confusion in sorted(results.read_gold(now).items()):
         if confusion.n:
@@ -104,3 +89,26 @@ def judging_summary(engine: Engine, service: JudgingService) -> dict[str, Any]:
         "agreement": agreement,
         "gold": {outcome: service.gold.outcomes[outcome] for outcome in GOLD_OUTCOMES},
     }
+
+
+def judged_windows(results: JudgeResults, layout: RowLayout, now: float) -> dict[str, Any]:
+    """Per label set and window: the judged answers' means, the raw and the corrected
+    hallucination ratio and the refusal ratio at `now`."""
+    windows: dict[str, Any] = {}
+    for labelset, reads in sorted(results.read_all(now).items()):
+        per_window: dict[str, Any] = {}
+        for window, read in reads.items():
+            n = read.counts["hallucination"]
+            per_window[window] = {
+                "judged": read.judged,
+                **{c: _number(read.means[c]) for c in GENERATION_COLUMNS[:3]},
+                "hallucination_ratio": Estimate(
+                    read.hallucination_ratio, *read.hallucination_interval, n
+                ).as_dict(),
+                "refusal_ratio": _number(read.refusal_ratio),
+                "corrected_hallucination_ratio": (
+                    None if read.corrected is None else read.corrected.as_dict()
+                ),
+            }
+        windows[layout.labelset_name(labelset)] = per_window
+    return windows

@@ -15,7 +15,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ragstream.join import OpenQuery
+from ragstream.join import QueryView
 from ragstream.pipeline.engine import Engine
 from ragstream.sinks.publisher import OUTCOMES, KafkaPublisher
 from ragstream.sinks.verdict import JudgeVerdict
@@ -53,8 +53,10 @@ class ResultRecord(BaseModel):
     )
     labeled: bool = Field(description="whether any document was graded before it was final")
     graded_docs: int = Field(ge=0, description="how many documents carry a grade")
-    label_sources: list[str] | None = Field(
-        description="where the grades came from; null: the engine does not keep it per query"
+    label_sources: dict[str, int] = Field(
+        description="the graded documents by the source of their latest grade: `inline` "
+        "(a result's `rel`), `qrels`, or a feedback event's `source` (`click`, `judge`, ...); "
+        "empty for an unlabeled query"
     )
     metrics: dict[str, float | None] = Field(
         description="every per-query metric by its registry name (`ragstream.metrics`); "
@@ -73,7 +75,7 @@ def result_json_schema() -> dict[str, Any]:
 
 
 def query_record(
-    engine: Engine, query: OpenQuery, verdicts: Mapping[str, Any] | None = None
+    engine: Engine, query: QueryView, verdicts: Mapping[str, Any] | None = None
 ) -> dict[str, Any]:
     """The `ResultRecord` of one final query, as a JSON object, with the judge's
     ``verdicts`` (`JudgeVerdict` fields; None: not judged).
@@ -95,7 +97,7 @@ def query_record(
         "time": datetime.fromtimestamp(query.ts, UTC).isoformat(timespec="microseconds"),
         "labeled": query.labeled,
         "graded_docs": len(query.labels),
-        "label_sources": None,
+        "label_sources": query.label_sources,
         "metrics": metrics,
         "verdicts": None if verdicts is None else dict(verdicts),
     }
@@ -171,7 +173,7 @@ class ResultsSink:
         self.counts: Counter[str] = Counter()
         """Final queries by outcome: ``offered``, ``sampled_out``; and ``flush_timeouts``."""
 
-    def on_final(self, queries: Sequence[OpenQuery]) -> None:
+    def on_final(self, queries: Sequence[QueryView]) -> None:
         """Offer each chosen final query's record; a full queue drops it (counted)."""
         take = self.verdicts
         for query in queries:

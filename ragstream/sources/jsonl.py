@@ -39,7 +39,7 @@ class _Digest(Protocol):
 
 def read_jsonl(
     path: Path,
-    batch_size: int = 5000,
+    batch_size: int,
     counts: LineCounts | None = None,
     digest: _Digest | None = None,
 ) -> Generator[list[Message], None, None]:

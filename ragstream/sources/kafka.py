@@ -23,7 +23,7 @@ import contextlib
 import logging
 import time
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 from aiokafka import AIOKafkaConsumer, ConsumerRebalanceListener, TopicPartition
@@ -74,25 +74,26 @@ class KafkaUnreachableError(RuntimeError):
 
 @dataclass(frozen=True, slots=True)
 class KafkaSourceConfig:
-    """Connection and consumption settings (built from the settings at the edge)."""
+    """Connection and consumption settings, built from `KafkaSettings` at the edge (the
+    settings hold the defaults and say what each one means)."""
 
     bootstrap_servers: str
     topics: tuple[str, ...]
-    group_id: str = "ragstream"
-    client_id: str = "ragstream"
-    auto_offset_reset: str = "latest"
-    max_batch: int = 5000
-    fetch_partition_bytes: int = 4 << 20
+    group_id: str
+    client_id: str
+    auto_offset_reset: str
+    max_batch: int
+    fetch_partition_bytes: int
     """Kafka's `max.partition.fetch.bytes`: large enough to fill a `getmany` of `max_batch`."""
-    poll_timeout: float = 0.5
-    retry_backoff_max: float = 30.0
-    commit_interval: float = 1.0
+    poll_timeout: float
+    retry_backoff_max: float
+    commit_interval: float
     """Seconds between offset commits (0: after every batch); revoke and stop commit all."""
-    request_timeout: float = 5.0
+    request_timeout: float
     """Seconds an offset commit (then retried with the next) or a lag read may wait."""
-    session_timeout: float = 10.0
+    session_timeout: float
     """The group session (heartbeats every third of it); also the rebalance timeout."""
-    client_options: Mapping[str, Any] = field(default_factory=dict)
+    client_options: Mapping[str, Any]
     """More keyword arguments for every aiokafka client: TLS and SASL (`security_protocol`,
     `ssl_context`, `sasl_mechanism`, ...)."""
 

@@ -8,7 +8,7 @@ events; `assembly.py` keeps each partition's open traces
 until their answer can be made; `conventions.py` has the attribute names (`TraceMapping`).
 """
 
-from ragstream.traces.assembly import TRACE_OUTCOMES, TraceAssembler
+from ragstream.traces.assembly import TraceAssembler
 from ragstream.traces.conventions import (
     OTLP_FORMATS,
     SPAN_KINDS,
@@ -19,7 +19,6 @@ from ragstream.traces.reader import TraceReader, TraceSupportError
 __all__ = [
     "OTLP_FORMATS",
     "SPAN_KINDS",
-    "TRACE_OUTCOMES",
     "TraceAssembler",
     "TraceMapping",
     "TraceReader",

@@ -111,13 +111,8 @@ class Candidate:
 
 def query_id_of(span: Span, mapping: TraceMapping) -> str:
     """The configured attribute's value, else the trace id."""
-    if mapping.query_id is not None:
-        value = span.attributes.get(mapping.query_id)
-        if isinstance(value, str) and value:
-            return value
-        if isinstance(value, int) and not isinstance(value, bool):
-            return str(value)
-    return span.trace_id
+    value = None if mapping.query_id is None else _id_text(span.attributes.get(mapping.query_id))
+    return span.trace_id if value is None else value
 
 
 def labels_of(span: Span, sources: Sequence[tuple[str, str]]) -> dict[str, str]:
@@ -137,18 +132,12 @@ def labels_of(span: Span, sources: Sequence[tuple[str, str]]) -> dict[str, str]:
 def documents(span: Span, mapping: TraceMapping, prefix: str | None = None) -> list[Document]:
     """The span's documents in the order of their index N (the rank), under `prefix`
     (default: a retriever's, `mapping.documents`)."""
-    prefix = (mapping.documents if prefix is None else prefix) + "."
-    fields: dict[int, dict[str, Any]] = {}
-    for key, value in span.attributes.items():
-        if not key.startswith(prefix):
-            continue
-        number, _, name = key[len(prefix) :].partition(".")
-        if not number.isdigit() or not name.startswith("document."):
-            continue
-        fields.setdefault(int(number), {})[name[9:]] = value
+    grouped = messages_of(span.attributes, mapping.documents if prefix is None else prefix)
     out: list[Document] = []
-    for index in sorted(fields):
-        item = fields[index]
+    for index, named in sorted(grouped.items()):
+        item = {name[9:]: value for name, value in named.items() if name.startswith("document.")}
+        if not item:
+            continue
         metadata = _metadata(item.get("metadata"))
         content = item.get("content")
         text = content if isinstance(content, str) else None
@@ -211,13 +200,7 @@ def candidate(span: Span, mapping: TraceMapping, labels: dict[str, str]) -> Cand
     elif not isinstance(attributes.get(mapping.output_value), str):
         return None
     if question is None:
-        question = json_text(
-            attributes,
-            mapping.input_value,
-            mapping.input_mime_type,
-            mapping.question_keys,
-            USER_ROLES,
-        )
+        question = query_of(span, mapping)
     if answer is None:
         answer = json_text(
             attributes,
@@ -259,10 +242,18 @@ def _metadata(value: Any) -> Mapping[str, Any]:
 
 def _doc_id(value: Any, metadata: Mapping[str, Any], keys: Sequence[str]) -> str | None:
     for candidate_id in (value, *(metadata.get(key) for key in keys)):
-        if isinstance(candidate_id, str) and candidate_id:
-            return candidate_id
-        if isinstance(candidate_id, int) and not isinstance(candidate_id, bool):
-            return str(candidate_id)
+        text = _id_text(candidate_id)
+        if text is not None:
+            return text
+    return None
+
+
+def _id_text(value: Any) -> str | None:
+    """An id attribute as text: a non-empty string, or an integer; None otherwise."""
+    if isinstance(value, str) and value:
+        return value
+    if isinstance(value, int) and not isinstance(value, bool):
+        return str(value)
     return None
 
 

@@ -38,7 +38,6 @@ USER_ROLES = frozenset({"user", "human", "HumanMessage", "HumanMessageChunk"})
 AI_ROLES = frozenset({"assistant", "ai", "AIMessage", "AIMessageChunk"})
 """Roles (and LangChain class names) of the model's messages."""
 
-_PARTS = "message.contents."
 _TEXT_TYPES = (None, "text")
 
 
@@ -64,13 +63,7 @@ def _message_text(message: Mapping[str, Any]) -> str | None:
     content = message.get("message.content")
     if isinstance(content, str) and content:
         return content
-    parts: dict[int, dict[str, Any]] = {}
-    for name, value in message.items():
-        if not name.startswith(_PARTS):
-            continue
-        number, _, field = name[len(_PARTS) :].partition(".")
-        if number.isdigit():
-            parts.setdefault(int(number), {})[field] = value
+    parts = messages_of(message, "message.contents")
     texts = [
         part["message_content.text"]
         for _, part in sorted(parts.items())

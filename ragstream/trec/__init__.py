@@ -12,7 +12,7 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING
 
-from ragstream.trec._compiled import PendingJoin, start_join
+from ragstream.trec._compiled import start_join
 from ragstream.trec.errors import TrecFormatError
 
 if TYPE_CHECKING:
@@ -27,7 +27,6 @@ if TYPE_CHECKING:
 __all__ = [
     "DEFAULT_METRICS",
     "Engine",
-    "PendingJoin",
     "TrecEvaluation",
     "TrecFormatError",
     "TrecTable",

@@ -36,7 +36,7 @@ class Aggregate:
     )
 
     def __init__(
-        self, columns: Sequence[str], bins: int = 20, hist_columns: Sequence[str] | None = None
+        self, columns: Sequence[str], bins: int, hist_columns: Sequence[str] | None = None
     ) -> None:
         if bins < 1:
             raise ValueError("bins must be at least 1")

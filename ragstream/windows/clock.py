@@ -61,13 +61,15 @@ class Clock:
 
     def __init__(
         self,
-        mode: ClockMode | str = ClockMode.WALL,
+        mode: ClockMode | str,
         *,
-        window: float = 86400.0,
-        buckets: int = 60,
-        tolerance: float = 60.0,
+        window: float,
+        buckets: int,
+        tolerance: float,
         wall: Callable[[], float] = time.time,
     ) -> None:
+        """`window`, `buckets`: the longest window's (the late rule); `tolerance`: how far
+        past the wall clock an event may be before it counts as from the future."""
         if not (math.isfinite(tolerance) and tolerance >= 0):
             raise ValueError("tolerance must be finite and non-negative")
         self.mode = ClockMode(mode)
@@ -85,7 +87,7 @@ class Clock:
     def for_spec(
         cls,
         spec: WindowSpec,
-        mode: ClockMode | str = ClockMode.WALL,
+        mode: ClockMode | str,
         *,
         wall: Callable[[], float] = time.time,
     ) -> Self:

@@ -1,24 +1,15 @@
 """Builds the library objects from the settings: the one place where configuration meets
 code (with the command line, which reads the settings)."""
 
-from ragstream.wiring.engine import drift_config, engine_config, engine_config_of
-from ragstream.wiring.judging import (
-    build_judge,
-    build_sampler,
-    engine_judging,
-    judging_service,
-    replay_judging,
-)
-from ragstream.wiring.kafka import client_security, dead_letters, kafka_source, state_handover
+from ragstream.wiring.engine import drift_config, engine_config
+from ragstream.wiring.judging import build_judge, engine_judging, judging_service, replay_judging
+from ragstream.wiring.kafka import dead_letters, kafka_source, state_handover
 
 __all__ = [
     "build_judge",
-    "build_sampler",
-    "client_security",
     "dead_letters",
     "drift_config",
     "engine_config",
-    "engine_config_of",
     "engine_judging",
     "judging_service",
     "kafka_source",

@@ -36,10 +36,12 @@ def demo_agent(
     ids with `trace_ids`, so that the final-query histograms carry exemplars) and its
     judging service; `settings` give the windows, metrics and drift detection (default:
     the defaults)."""
+    judge = JudgeSettings(sampling=SamplingSettings(rate=judge_rate, max_per_second=100.0))
     settings = (settings or Settings()).model_copy(
         update={
             "labels": LabelSettings(keys=["app", "index"]),
             "join": JoinSettings(label_ttl=label_ttl),
+            "judge": judge,
         }
     )
     engine = Engine(engine_config(settings, clock="wall"))
@@ -53,16 +55,6 @@ def demo_agent(
         gold_delay=(min(1.0, late), late),
         trace_ids=trace_ids,
     )
-    judge = JudgeSettings(sampling=SamplingSettings(rate=judge_rate, max_per_second=100.0))
-    judging = judging_service(
-        judge,
-        labelset=engine.labelsets,
-        windows=settings.windows.sizes,
-        buckets=settings.windows.buckets,
-        bins=settings.metrics.histogram_bins,
-        lookup=engine_lookup(engine, []),
-        label_ttl=label_ttl,
-        pending_ttl=settings.join.pending_ttl,
-    )
+    judging = judging_service(settings, labelset=engine.labelsets, lookup=engine_lookup(engine, []))
     source = PacedSyntheticSource(traffic)
     return Agent(engine, source, host=host, port=port, judging=judging), judging

@@ -3,23 +3,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-
-from ragstream.config import (
-    DriftSettings,
-    JoinSettings,
-    LabelSettings,
-    MetricSettings,
-    Settings,
-    TraceSettings,
-    WindowSettings,
-)
+from ragstream.config import DriftSettings, Settings, TraceSettings
 from ragstream.events import DEFAULT_LIMITS
 from ragstream.pipeline.drift_config import DriftConfig
 from ragstream.pipeline.engine import EngineConfig
 from ragstream.traces import TraceMapping
 
-__all__ = ["drift_config", "engine_config", "engine_config_of", "trace_mapping"]
+__all__ = ["drift_config", "engine_config", "trace_mapping"]
 
 
 def engine_config(
@@ -35,15 +25,28 @@ def engine_config(
     `final_unlabeled=False`: the batch reports give labeled final queries only;
     `report_final=False`: they give none (the agent, which reads none; see
     `EngineConfig.report_final`)."""
-    return engine_config_of(
-        windows=settings.windows,
-        metrics=settings.metrics,
-        labels=settings.labels,
-        join=settings.join,
-        drift=settings.drift if drift else DriftSettings(enabled=False),
-        clock=clock,
-        formats=settings.kafka.formats,
-        traces=settings.traces,
+    w, m, j = settings.windows, settings.metrics, settings.join
+    return EngineConfig(
+        cutoffs=tuple(m.cutoffs),
+        half_lives=tuple(m.half_lives),
+        windows=tuple(w.sizes),
+        buckets=w.buckets,
+        bins=m.histogram_bins,
+        clock=clock or w.clock,
+        future_tolerance=w.future_tolerance,
+        label_keys=tuple(settings.labels.keys),
+        max_label_values=settings.labels.max_values,
+        label_ttl=j.label_ttl,
+        pending_ttl=j.pending_ttl,
+        max_open=j.max_open,
+        max_pending=j.max_pending,
+        gain=m.gain,
+        relevance_threshold=m.relevance_threshold,
+        limits=DEFAULT_LIMITS,
+        scan=True,
+        formats=tuple(sorted(settings.kafka.formats.items())),
+        traces=trace_mapping(settings.traces),
+        drift=drift_config(settings.drift) if drift else None,
         final_unlabeled=final_unlabeled,
         report_final=report_final,
     )
@@ -61,72 +64,10 @@ def drift_config(settings: DriftSettings) -> DriftConfig | None:
     )
 
 
-def engine_config_of(
-    *,
-    windows: WindowSettings | None = None,
-    metrics: MetricSettings | None = None,
-    labels: LabelSettings | None = None,
-    join: JoinSettings | None = None,
-    drift: DriftSettings | None = None,
-    clock: str | None = None,
-    formats: Mapping[str, str] | None = None,
-    traces: TraceSettings | None = None,
-    final_unlabeled: bool = True,
-    report_final: bool = True,
-) -> EngineConfig:
-    """The engine's configuration from settings sections (absent: their defaults, drift
-    detection on), without reading the environment (the demo and the benchmarks);
-    `formats`: topic -> format."""
-    w = windows or WindowSettings()
-    m = metrics or MetricSettings()
-    lab = labels or LabelSettings()
-    j = join or JoinSettings()
-    return EngineConfig(
-        cutoffs=tuple(m.cutoffs),
-        half_lives=tuple(m.half_lives),
-        windows=tuple(w.sizes),
-        buckets=w.buckets,
-        bins=m.histogram_bins,
-        clock=clock or w.clock,
-        future_tolerance=w.future_tolerance,
-        label_keys=tuple(lab.keys),
-        max_label_values=lab.max_values,
-        label_ttl=j.label_ttl,
-        pending_ttl=j.pending_ttl,
-        max_open=j.max_open,
-        max_pending=j.max_pending,
-        gain=m.gain,
-        relevance_threshold=m.relevance_threshold,
-        limits=DEFAULT_LIMITS,
-        scan=True,
-        formats=tuple(sorted((formats or {}).items())),
-        traces=trace_mapping(traces or TraceSettings()),
-        drift=drift_config((drift or DriftSettings()).fitted(w.sizes)),
-        final_unlabeled=final_unlabeled,
-        report_final=report_final,
-    )
-
-
 def trace_mapping(t: TraceSettings) -> TraceMapping:
     """How spans become events, from the `traces` settings."""
-    return TraceMapping(
-        span_kind=t.span_kind,
-        input_value=t.input_value,
-        input_mime_type=t.input_mime_type,
-        output_value=t.output_value,
-        output_mime_type=t.output_mime_type,
-        documents=t.documents,
-        reranked_documents=t.reranked_documents,
-        input_messages=t.input_messages,
-        output_messages=t.output_messages,
-        model_name=t.model_name,
-        query_id=t.query_id_attribute,
-        doc_id_keys=tuple(t.doc_id_keys),
-        doc_time_key=t.doc_time_key,
-        question_keys=tuple(t.question_keys),
-        answer_keys=tuple(t.answer_keys),
-        labels=tuple(sorted(t.labels.items())),
-        wait=t.wait,
-        max_open=t.max_open,
-        max_message_bytes=t.max_message_bytes,
-    )
+    values = t.model_dump(exclude={"query_id_attribute", "labels"})
+    for key in ("doc_id_keys", "question_keys", "answer_keys"):
+        values[key] = tuple(values[key])
+    labels = tuple(sorted(t.labels.items()))
+    return TraceMapping(**values, query_id=t.query_id_attribute, labels=labels)

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from typing import Any
 
-from ragstream.config import JoinSettings, MetricSettings, Settings, WindowSettings
+from ragstream.config import Settings
 from ragstream.config.judging import JudgeSettings
 from ragstream.judging.budget import CostBudget, TokenBucket
 from ragstream.judging.cache import JudgmentCache
@@ -39,9 +39,6 @@ __all__ = [
 ]
 
 
-_WINDOWS, _METRICS, _JOIN = WindowSettings(), MetricSettings(), JoinSettings()
-
-
 def build_sampler(settings: JudgeSettings) -> Sampler:
     """The sampler described by ``settings.sampling``."""
     s = settings.sampling
@@ -59,15 +56,7 @@ def build_sampler(settings: JudgeSettings) -> Sampler:
 def build_judge(settings: JudgeSettings) -> Judge:
     """The configured judge: `LexicalJudge` or an `OpenAIJudge` on the configured endpoint."""
     if settings.kind == "lexical":
-        lx = settings.lexical
-        return LexicalJudge(
-            support_threshold=lx.support_threshold,
-            min_claim_tokens=lx.min_claim_tokens,
-            check_numbers=lx.check_numbers,
-            window=lx.window,
-            record_threshold=lx.record_threshold,
-            answer_threshold=lx.answer_threshold,
-        )
+        return LexicalJudge(**settings.lexical.model_dump())
     o = settings.openai
     client = ChatClient(
         o.base_url,
@@ -91,69 +80,62 @@ def build_judge(settings: JudgeSettings) -> Judge:
 
 
 def judging_service(
-    settings: JudgeSettings,
+    settings: Settings,
     *,
     labelset: Callable[[Mapping[str, str]], tuple[str, ...]] = lambda labels: (),
-    windows: Sequence[float] = tuple(_WINDOWS.sizes),
-    buckets: int = _WINDOWS.buckets,
-    bins: int = _METRICS.histogram_bins,
-    horizon: float = _WINDOWS.future_tolerance,
     lookup: RetrievalLookup | None = None,
     on_labels: LabelSink | None = None,
     bootstrap_servers: str | None = None,
     producer_options: Mapping[str, Any] | None = None,
     sampler_clock: Callable[[], float] = time.time,
     window_clock: Callable[[], float] = time.time,
-    label_ttl: float = _JOIN.label_ttl,
-    pending_ttl: float = _JOIN.pending_ttl,
     is_open: Callable[[str], bool] | None = None,
-    max_verdicts: int = _JOIN.max_open,
 ) -> JudgingService:
-    """A judging service built from the `judge` section; ``bootstrap_servers`` is needed
-    only to publish judgments; gold verdicts join their answers within ``label_ttl`` and
-    wait ``pending_ttl`` for them (the join's settings). With ``is_open`` (whether a query
-    id is open in the join), the verdicts of open queries are kept for their result
-    records, at most ``max_verdicts`` per partition (the join's `max_open`). The windows,
-    buckets, bins, horizon, TTLs and caps not given are the settings' defaults (those of
-    the agent)."""
+    """A judging service built from the `judge` section, its windows the agent's
+    (`windows`, `metrics.histogram_bins`); ``bootstrap_servers`` is needed only to publish
+    judgments; gold verdicts join their answers within `join.label_ttl` and wait
+    `join.pending_ttl` for them. With ``is_open`` (whether a query id is open in the join),
+    the verdicts of open queries are kept for their result records, at most
+    `join.max_open` per partition."""
+    judge, windows, join = settings.judge, settings.windows, settings.join
     publisher = None
-    if settings.publish_topic is not None:
+    if judge.publish_topic is not None:
         if bootstrap_servers is None:
             raise ValueError("judge.publish_topic needs the Kafka bootstrap servers")
         publisher = JudgmentPublisher(
-            settings.publish_topic,
+            judge.publish_topic,
             bootstrap_servers=bootstrap_servers,
             **dict(producer_options or {}),
         )
     return JudgingService(
-        build_sampler(settings),
-        build_judge(settings),
+        build_sampler(judge),
+        build_judge(judge),
         JudgeResults(
             labelset=labelset,
-            windows=windows,
-            buckets=buckets,
-            bins=bins,
-            horizon=horizon,
-            gold_window=settings.gold.window,
+            windows=windows.sizes,
+            buckets=windows.buckets,
+            bins=settings.metrics.histogram_bins,
+            horizon=windows.future_tolerance,
+            gold_window=judge.gold.window,
         ),
-        queue_size=settings.queue_size,
-        concurrency=settings.concurrency,
-        drain_timeout=settings.drain_timeout,
+        queue_size=judge.queue_size,
+        concurrency=judge.concurrency,
+        drain_timeout=judge.drain_timeout,
         lookup=lookup,
-        on_labels=on_labels if settings.feed_labels else None,
-        label_threshold=settings.label_threshold,
+        on_labels=on_labels if judge.feed_labels else None,
+        label_threshold=judge.label_threshold,
         publisher=publisher,
         sampler_clock=sampler_clock,
         window_clock=window_clock,
         gold=GoldJoin(
-            label_ttl=label_ttl,
-            pending_ttl=pending_ttl,
-            max_answers=settings.gold.max_answers,
-            max_waiting=settings.gold.max_waiting,
+            label_ttl=join.label_ttl,
+            pending_ttl=join.pending_ttl,
+            max_answers=judge.gold.max_answers,
+            max_waiting=judge.gold.max_waiting,
         ),
         verdicts=None
         if is_open is None
-        else VerdictKeeper(is_open, max_per_partition=max_verdicts),
+        else VerdictKeeper(is_open, max_per_partition=join.max_open),
     )
 
 
@@ -171,21 +153,15 @@ def engine_judging(
     metrics = [rule.metric for rule in judge.sampling.retrieval_rules]
     clock = engine.read_clock()
     service = judging_service(
-        judge,
+        settings,
         labelset=engine.labelsets,
-        windows=settings.windows.sizes,
-        buckets=settings.windows.buckets,
-        bins=settings.metrics.histogram_bins,
         lookup=engine_lookup(engine, metrics),
         on_labels=engine_label_sink(engine)[0],
         bootstrap_servers=settings.kafka.bootstrap_servers,
         producer_options=producer_options,
         sampler_clock=clock,
         window_clock=clock,
-        label_ttl=settings.join.label_ttl,
-        pending_ttl=settings.join.pending_ttl,
         is_open=None if settings.results.topic is None else query_open(engine),
-        max_verdicts=settings.join.max_open,
     )
     # what is judged is partition state: saved with the offsets, moved on a rebalance
     engine.attach("judge", service)
@@ -226,17 +202,11 @@ def replay_judging(
         }
     )
     return judging_service(
-        judge,
+        settings.model_copy(update={"judge": judge}),
         labelset=labelset,
-        windows=settings.windows.sizes,
-        buckets=settings.windows.buckets,
-        bins=settings.metrics.histogram_bins,
         sampler_clock=clock,
         window_clock=clock,
-        label_ttl=settings.join.label_ttl,
-        pending_ttl=settings.join.pending_ttl,
         is_open=is_open,
-        max_verdicts=settings.join.max_open,
     )
 
 

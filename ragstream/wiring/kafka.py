@@ -4,6 +4,7 @@ the partition-state hand-over plugged into it, and the dead-letter topic."""
 from __future__ import annotations
 
 import ssl
+from collections.abc import Mapping
 from functools import partial
 from typing import Any
 
@@ -12,12 +13,19 @@ from aiokafka.helpers import create_ssl_context
 
 from ragstream.checkpoint import Handover, StateTopic
 from ragstream.config import KafkaSecurity, SecretFileError, Settings, read_secret_file
+from ragstream.config.settings import KafkaSettings
 from ragstream.pipeline.engine import Engine
 from ragstream.sinks.dead_letters import KafkaDeadLetters
 from ragstream.sources.kafka import KafkaSource, KafkaSourceConfig
 from ragstream.sources.kafka_oauth import EndpointTokenProvider, FileTokenProvider
 
-__all__ = ["client_security", "dead_letters", "kafka_source", "state_handover"]
+__all__ = [
+    "client_security",
+    "dead_letters",
+    "kafka_source",
+    "source_config",
+    "state_handover",
+]
 
 
 def client_security(security: KafkaSecurity) -> dict[str, Any]:
@@ -130,8 +138,20 @@ def kafka_source(
     engine, and `handover` (when given) moves their state through the state topic.
     `client_options`: `client_security`'s, when the agent's clients share them (one OAuth
     token provider for all); built here otherwise."""
-    k = settings.kafka
-    config = KafkaSourceConfig(
+    return KafkaSource(
+        source_config(settings.kafka, client_options),
+        on_revoked=engine.drop_partitions,
+        on_assigned=engine.hold_partitions,
+        state=handover,
+    )
+
+
+def source_config(
+    k: KafkaSettings, client_options: Mapping[str, Any] | None = None
+) -> KafkaSourceConfig:
+    """The consumer's configuration from the `kafka` section (`client_options` as for
+    `kafka_source`)."""
+    return KafkaSourceConfig(
         bootstrap_servers=k.bootstrap_servers,
         topics=tuple(k.topics),
         group_id=k.group_id,
@@ -142,14 +162,9 @@ def kafka_source(
         poll_timeout=k.poll_timeout,
         retry_backoff_max=k.retry_backoff_max,
         commit_interval=k.commit_interval,
+        request_timeout=k.request_timeout,
         session_timeout=k.session_timeout,
         client_options=client_security(k.security) if client_options is None else client_options,
-    )
-    return KafkaSource(
-        config,
-        on_revoked=engine.drop_partitions,
-        on_assigned=engine.hold_partitions,
-        state=handover,
     )
 
 

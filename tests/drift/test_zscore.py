@@ -100,8 +100,8 @@ def test_vectorised_over_label_sets_and_from_window_aggregates() -> None:
     rng = np.random.default_rng(3)
     shorts = [rng.random(300) * a for a in (1.0, 0.9, 0.7)]
     refs = [rng.random(3000) for _ in range(3)]
-    short_agg = [Aggregate(("ndcg",)) for _ in range(3)]
-    long_agg = [Aggregate(("ndcg",)) for _ in range(3)]
+    short_agg = [Aggregate(("ndcg",), bins=20) for _ in range(3)]
+    long_agg = [Aggregate(("ndcg",), bins=20) for _ in range(3)]
     for s, r, sa, la in zip(shorts, refs, short_agg, long_agg, strict=True):
         sa.add(s[:, None])
         la.add(np.r_[r, s][:, None])

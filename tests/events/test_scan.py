@@ -762,22 +762,16 @@ def test_a_batch_equals_one_by_one(batch: list[Case], top: int) -> None:
 
 def _graded_reference(data: bytes, ts: float) -> tuple[list[float], list[float], list[float]]:
     """What the kernels read for a labeled event, from msgspec's decoding and the join's
-    labels (`OpenQuery.from_message`, independent of the scanner): per ranked document its
-    grade and effective time, per judged document its grade and effective time."""
-    from ragstream.join.query import OpenQuery  # the join sits above the events layer
+    labels (`ragstream.join.label_map.labels_of`, independent of the scanner): per ranked
+    document its grade and effective time, per judged document its grade and effective
+    time."""
+    from ragstream.join.label_map import decoded_again, labels_of  # the join is above events
 
-    query = OpenQuery.from_message(data, 0, (), ts, 60.0)
-    ids, times = query.raw_ranking()
-
-    def effective(t: float | None) -> float:
-        return ts if t is None or t != t or t > ts else t
-
-    ranked = [query.labels.get(d, 0.0) for d in ids]
-    ranked_times = [
-        query.label_times[d] if d in query.labels else effective(t)
-        for d, t in zip(ids, times, strict=True)
-    ]
-    judged = [*query.labels.values(), *(query.label_times[d] for d in query.labels)]
+    entry = labels_of(decoded_again(data), ts, ts + 60.0)[0]
+    ids, times, grades = entry.doc_ids, entry.doc_times, entry.grades
+    ranked = [grades[d][0] if d in grades else 0.0 for d in ids]
+    ranked_times = [grades[d][1] if d in grades else t for d, t in zip(ids, times, strict=True)]
+    judged = [*(g[0] for g in grades.values()), *(g[1] for g in grades.values())]
     return ranked, ranked_times, judged
 
 

@@ -14,10 +14,10 @@ from ragstream.events import Message, Record
 from ragstream.pipeline.engine import Engine, EngineConfig
 from ragstream.pipeline.runner import Runner
 from ragstream.sinks.dead_letters import KafkaDeadLetters
-from ragstream.sources.kafka import CoPartitionError, KafkaSource, KafkaSourceConfig
+from ragstream.sources.kafka import CoPartitionError, KafkaSource
 from ragstream.sources.synthetic import SyntheticConfig, SyntheticTraffic
 from tests.support import KafkaBroker, TopicFactory, produce_records, read_records
-from tests.support.defaults import engine_config
+from tests.support.defaults import engine_config, kafka_source_config
 
 WALL = 1_900_000_000.0
 JUNK = [b"{not json", b'{"type": "retrieval"}', b'{"type": "teleport", "query_id": "x", "ts": 1}']
@@ -40,7 +40,7 @@ def _events(n: int) -> list[tuple[bytes, bytes]]:
 
 def _source(bootstrap: str, topic: str, group: str, max_batch: int = 400) -> KafkaSource:
     return KafkaSource(
-        KafkaSourceConfig(
+        kafka_source_config(
             bootstrap_servers=bootstrap,
             topics=(topic,),
             group_id=group,
@@ -280,7 +280,7 @@ async def test_topics_that_are_not_co_partitioned_are_refused(
 ) -> None:
     a, b = await kafka_topic_factory(3), await kafka_topic_factory(2)
     source = KafkaSource(
-        KafkaSourceConfig(bootstrap_servers=kafka_broker.bootstrap_servers, topics=(a, b))
+        kafka_source_config(bootstrap_servers=kafka_broker.bootstrap_servers, topics=(a, b))
     )
     with pytest.raises(CoPartitionError, match="not co-partitioned") as info:
         await source.start()
@@ -296,7 +296,7 @@ async def test_a_broker_that_is_down_is_retried_until_stopped() -> None:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
     source = KafkaSource(
-        KafkaSourceConfig(
+        kafka_source_config(
             bootstrap_servers=f"127.0.0.1:{port}", topics=("t",), retry_backoff_max=0.3
         )
     )

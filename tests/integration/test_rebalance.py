@@ -23,14 +23,14 @@ from aiokafka import AIOKafkaProducer
 from prometheus_client import CollectorRegistry, generate_latest
 
 from bench import series
-from ragstream.checkpoint import Handover, StateTopic
+from ragstream.checkpoint import Handover
 from ragstream.exporter.collector import EngineCollector
 from ragstream.pipeline.engine import Engine, EngineConfig
 from ragstream.pipeline.runner import Runner
-from ragstream.sources.kafka import KafkaSource, KafkaSourceConfig
+from ragstream.sources.kafka import KafkaSource
 from ragstream.sources.synthetic import SyntheticConfig, SyntheticTraffic
 from tests.support import KafkaBroker, TopicFactory
-from tests.support.defaults import engine_config
+from tests.support.defaults import engine_config, kafka_source_config, state_topic
 
 WALL = 1_900_000_000.0
 START = 1_767_225_600.0
@@ -90,10 +90,12 @@ async def _produce(bootstrap: str, topic: str, records: Sequence[Record]) -> Non
 class _Replica:
     def __init__(self, bootstrap: str, topic: str, group: str) -> None:
         self.engine = Engine(_config(), wall=lambda: WALL)
-        state = StateTopic(f"{group}-state", bootstrap_servers=bootstrap)
-        self.handover = Handover(self.engine, state, interval=0.5, chunk_bytes=8192)
+        state = state_topic(f"{group}-state", bootstrap)
+        self.handover = Handover(
+            self.engine, state, interval=0.5, chunk_bytes=8192, writer="ragstream"
+        )
         self.source = KafkaSource(
-            KafkaSourceConfig(
+            kafka_source_config(
                 bootstrap_servers=bootstrap,
                 topics=(topic,),
                 group_id=group,

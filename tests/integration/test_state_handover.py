@@ -20,16 +20,16 @@ from aiokafka.admin.config_resource import ConfigResource, ConfigResourceType
 from prometheus_client import CollectorRegistry, generate_latest
 
 from bench import series
-from ragstream.checkpoint import Handover, PartitionSnapshot, StateTopic, encode
+from ragstream.checkpoint import Handover, PartitionSnapshot, encode
 from ragstream.checkpoint.collector import HandoverCollector
 from ragstream.events import Message
 from ragstream.exporter.collector import EngineCollector
 from ragstream.pipeline.engine import Engine, EngineConfig
 from ragstream.pipeline.runner import Runner
-from ragstream.sources.kafka import KafkaSource, KafkaSourceConfig
+from ragstream.sources.kafka import KafkaSource
 from ragstream.sources.synthetic import SyntheticConfig, SyntheticTraffic
 from tests.support import KafkaBroker, TopicFactory, committed_offsets, produce_records
-from tests.support.defaults import engine_config
+from tests.support.defaults import engine_config, kafka_source_config, state_topic
 
 WALL = 1_900_000_000.0
 Pairs = list[tuple[bytes, bytes]]
@@ -81,10 +81,12 @@ class _Replica:
         more_topics: tuple[str, ...] = (),
     ) -> None:
         self.engine = Engine(_config(buckets), wall=lambda: WALL)
-        state = StateTopic(f"{topic}-state", bootstrap_servers=bootstrap)
-        self.handover = Handover(self.engine, state, interval=interval, chunk_bytes=4096)
+        state = state_topic(f"{topic}-state", bootstrap)
+        self.handover = Handover(
+            self.engine, state, interval=interval, chunk_bytes=4096, writer="ragstream"
+        )
         self.source = KafkaSource(
-            KafkaSourceConfig(
+            kafka_source_config(
                 bootstrap_servers=bootstrap,
                 topics=(topic, *more_topics),
                 group_id=f"g-{topic}",
@@ -350,7 +352,7 @@ async def test_the_state_topic_is_created_compacted(
     kafka_broker: KafkaBroker, kafka_topic_factory: TopicFactory
 ) -> None:
     name = f"{await kafka_topic_factory(1)}-state"
-    topic = StateTopic(name, bootstrap_servers=kafka_broker.bootstrap_servers)
+    topic = state_topic(name, kafka_broker.bootstrap_servers)
     await topic.start()
     await topic.stop()
     assert topic.created
@@ -363,7 +365,7 @@ async def test_the_state_topic_is_created_compacted(
     entries = {e[0]: e[1] for e in response.resources[0][4]}
     assert entries["cleanup.policy"] == "compact"
     assert entries["segment.bytes"] == str(64 * 1024 * 1024)
-    again = StateTopic(name, bootstrap_servers=kafka_broker.bootstrap_servers)
+    again = state_topic(name, kafka_broker.bootstrap_servers)
     await again.start()  # exists: used as it is
     await again.stop()
     assert not again.created
@@ -384,7 +386,7 @@ async def test_damaged_snapshots_are_refused_by_reason_and_their_partitions_star
         "windows": {"version": 1, "partition": 0, "spec": config["spec"], "series": [{}]},
         "join": None,
     }
-    writer = StateTopic(f"{topic}-state", bootstrap_servers=bootstrap)
+    writer = state_topic(f"{topic}-state", bootstrap)
     await writer.start()
     try:
         await writer.write(

@@ -8,31 +8,31 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ragstream.events import DecodedRetrieval, decode_event
+from ragstream.events import DecodedRetrieval, RetrievedDoc, decode_event, dedupe_results
 from ragstream.events.limits import DEFAULT_LIMITS
 from ragstream.events.scanner import AVAILABLE, bounds_of, scan_retrievals
-from ragstream.join import LabelJoin, LabelOutcome, OpenQuery, RankedDoc, dedupe_ranking
+from ragstream.join import LabelJoin, LabelOutcome, QueryView
 from tests.support.defaults import label_join
 
 LS = ("support",)
 
 
-def _changed(join: LabelJoin) -> list[OpenQuery]:
+def _changed(join: LabelJoin) -> list[QueryView]:
     """The queries opened or relabelled since the last call, in arrival order."""
-    return [join.table.query(row) for row in join.take_changed()]
+    return [join.table.read(row) for row in join.take_changed()]
 
 
-def _advance(join: LabelJoin, t_now: float) -> list[OpenQuery]:
-    """The queries final at `t_now`, as objects."""
-    return [join.table.query(row) for row in join.advance(t_now)]
+def _advance(join: LabelJoin, t_now: float) -> list[QueryView]:
+    """The queries final at `t_now`, read."""
+    return [join.table.read(row) for row in join.advance(t_now)]
 
 
 def _open(
     join: LabelJoin,
     qid: str,
     ts: float,
-    docs: list[RankedDoc],
-    qrels: list[RankedDoc] | None = None,
+    docs: list[RetrievedDoc],
+    qrels: list[RetrievedDoc] | None = None,
 ) -> int:
     """Open a query from its retrieval event's message, decoded; returns the duplicates."""
     event: dict[str, object] = {"type": "retrieval", "query_id": qid, "ts": ts, "results": docs}
@@ -46,28 +46,28 @@ def _open(
 
 def test_dedupe_keeps_first_position_and_counts_repeats() -> None:
     docs = [
-        RankedDoc(doc_id="a"),
-        RankedDoc(doc_id="b"),
-        RankedDoc(doc_id="a"),
-        RankedDoc(doc_id="c"),
-        RankedDoc(doc_id="b"),
+        RetrievedDoc(doc_id="a"),
+        RetrievedDoc(doc_id="b"),
+        RetrievedDoc(doc_id="a"),
+        RetrievedDoc(doc_id="c"),
+        RetrievedDoc(doc_id="b"),
     ]
-    ranking, repeats = dedupe_ranking(docs)
-    assert [d["doc_id"] for d in ranking] == ["a", "b", "c"]
-    assert repeats == 2
+    ranking = dedupe_results(docs)
+    assert [d["doc_id"] for d in ranking.docs] == ["a", "b", "c"]
+    assert ranking.repeats == 2
 
 
 def test_open_merges_qrels_then_inline_labels_and_fixes_doc_times() -> None:
     join = label_join(label_ttl=100.0)
     results = [
-        RankedDoc(doc_id="a", t_doc=50.0, rel=1),
-        RankedDoc(doc_id="b", t_doc=500.0),
-        RankedDoc(doc_id="c"),
+        RetrievedDoc(doc_id="a", t_doc=50.0, rel=1),
+        RetrievedDoc(doc_id="b", t_doc=500.0),
+        RetrievedDoc(doc_id="c"),
     ]
     qrels = [
-        RankedDoc(doc_id="a", rel=3),
-        RankedDoc(doc_id="z", rel=2, t_doc=10.0),
-        RankedDoc(doc_id="y", rel=1),
+        RetrievedDoc(doc_id="a", rel=3),
+        RetrievedDoc(doc_id="z", rel=2, t_doc=10.0),
+        RetrievedDoc(doc_id="y", rel=1),
     ]
     _open(join, "q", 100.0, results, qrels=qrels)
     query = join.get("q")
@@ -82,11 +82,13 @@ def test_open_merges_qrels_then_inline_labels_and_fixes_doc_times() -> None:
 
 def test_labels_apply_in_arrival_order_and_mark_dirty_once() -> None:
     join = label_join(label_ttl=100.0)
-    _open(join, "q", 0.0, [RankedDoc(doc_id="a"), RankedDoc(doc_id="b")])
+    _open(join, "q", 0.0, [RetrievedDoc(doc_id="a"), RetrievedDoc(doc_id="b")])
     _changed(join)
-    assert join.label("q", "a", 2, ts=10, t_now=10) is LabelOutcome.APPLIED
-    assert join.label("q", "a", 0, ts=5, t_now=11) is LabelOutcome.APPLIED  # later arrival wins
-    assert join.label("q", "b", 1, ts=12, t_now=12) is LabelOutcome.APPLIED
+    assert join.label("q", "a", 2, ts=10, t_now=10, source="click") is LabelOutcome.APPLIED
+    assert (
+        join.label("q", "a", 0, ts=5, t_now=11, source="click") is LabelOutcome.APPLIED
+    )  # later arrival wins
+    assert join.label("q", "b", 1, ts=12, t_now=12, source="click") is LabelOutcome.APPLIED
     dirty = _changed(join)
     assert [q.query_id for q in dirty] == ["q"]
     assert dirty[0].labels == {"a": 0, "b": 1}
@@ -95,12 +97,12 @@ def test_labels_apply_in_arrival_order_and_mark_dirty_once() -> None:
 
 def test_label_past_ttl_or_after_final_is_late() -> None:
     join = label_join(label_ttl=100.0)
-    _open(join, "q", 0.0, [RankedDoc(doc_id="a")])
-    assert join.label("q", "a", 1, ts=100.5, t_now=50) is LabelOutcome.LATE
+    _open(join, "q", 0.0, [RetrievedDoc(doc_id="a")])
+    assert join.label("q", "a", 1, ts=100.5, t_now=50, source="click") is LabelOutcome.LATE
     assert _advance(join, 100.0) == []  # expires_at == 100 is still open at t_now = 100
     final = _advance(join, 100.1)
     assert [q.query_id for q in final] == ["q"]
-    assert join.label("q", "a", 1, ts=90, t_now=101) is LabelOutcome.LATE
+    assert join.label("q", "a", 1, ts=90, t_now=101, source="click") is LabelOutcome.LATE
     assert join.counters.labels_late == 2
     assert join.open_count == 0
     assert join.pending_count == 0
@@ -108,9 +110,9 @@ def test_label_past_ttl_or_after_final_is_late() -> None:
 
 def test_feedback_before_retrieval_waits_then_applies() -> None:
     join = label_join(label_ttl=100.0, pending_ttl=60.0)
-    assert join.label("q", "b", 2, ts=5, t_now=5) is LabelOutcome.PENDING
+    assert join.label("q", "b", 2, ts=5, t_now=5, source="click") is LabelOutcome.PENDING
     assert join.pending_count == 1
-    _open(join, "q", 4.0, [RankedDoc(doc_id="a"), RankedDoc(doc_id="b", rel=0)])
+    _open(join, "q", 4.0, [RetrievedDoc(doc_id="a"), RetrievedDoc(doc_id="b", rel=0)])
     query = join.get("q")
     assert query is not None
     assert query.labels == {"b": 2}  # the buffered feedback refers to this retrieval: it wins
@@ -121,14 +123,14 @@ def test_feedback_before_retrieval_waits_then_applies() -> None:
 
 def test_waiting_labels_expire_after_pending_ttl() -> None:
     join = label_join(pending_ttl=60.0)
-    join.label("lost", "a", 1, ts=0, t_now=0)
-    join.label("lost", "b", 1, ts=1, t_now=1)
+    join.label("lost", "a", 1, ts=0, t_now=0, source="click")
+    join.label("lost", "b", 1, ts=1, t_now=1, source="click")
     _advance(join, 60.0)
     assert join.pending_count == 2
     _advance(join, 60.5)
     assert join.pending_count == 0
     assert join.counters.pending_expired == 2
-    _open(join, "lost", 2.0, [RankedDoc(doc_id="a")])
+    _open(join, "lost", 2.0, [RetrievedDoc(doc_id="a")])
     query = join.get("lost")
     assert query is not None
     assert not query.labeled
@@ -137,21 +139,21 @@ def test_waiting_labels_expire_after_pending_ttl() -> None:
 def test_caps_evict_oldest_and_count() -> None:
     join = label_join(label_ttl=100.0, max_open=2, max_pending=2)
     for i in range(3):
-        _open(join, f"q{i}", float(i), [RankedDoc(doc_id="a")])
+        _open(join, f"q{i}", float(i), [RetrievedDoc(doc_id="a")])
     assert join.open_count == 2
     assert join.counters.open_evicted == 1
     final = _advance(join, 0.0)
     assert [q.query_id for q in final] == ["q0"]
     for i in range(3):
-        join.label(f"w{i}", "a", 1, ts=0, t_now=0)
+        join.label(f"w{i}", "a", 1, ts=0, t_now=0, source="click")
     assert join.pending_count == 2
     assert join.counters.pending_evicted == 1
 
 
 def test_duplicate_retrieval_is_counted_and_ignored() -> None:
     join = label_join()
-    _open(join, "q", 0.0, [RankedDoc(doc_id="a", rel=1)])
-    assert _open(join, "q", 1.0, [RankedDoc(doc_id="b")]) == 1
+    _open(join, "q", 0.0, [RetrievedDoc(doc_id="a", rel=1)])
+    assert _open(join, "q", 1.0, [RetrievedDoc(doc_id="b")]) == 1
     assert join.counters.duplicate_retrievals == 1
     query = join.get("q")
     assert query is not None
@@ -176,10 +178,10 @@ def test_every_label_is_accounted_for_and_state_is_bounded(
     for kind, n, t in events:
         t_now = max(t_now, t)
         if kind == "open":
-            _open(join, f"q{n}", t, [RankedDoc(doc_id="a"), RankedDoc(doc_id="b")])
+            _open(join, f"q{n}", t, [RetrievedDoc(doc_id="a"), RetrievedDoc(doc_id="b")])
         elif kind == "label":
             labels += 1
-            join.label(f"q{n}", "a", 1.0, ts=t, t_now=t_now)
+            join.label(f"q{n}", "a", 1.0, ts=t, t_now=t_now, source="click")
         else:
             _advance(join, t_now)
         assert join.open_count <= 3
@@ -193,15 +195,15 @@ def test_every_label_is_accounted_for_and_state_is_bounded(
 
 def test_final_ids_are_remembered_for_label_ttl_after_their_query_closed() -> None:
     join = label_join(label_ttl=100.0, pending_ttl=60.0)
-    _open(join, "q", 0.0, [RankedDoc(doc_id="a")])  # closes at 0 + 100
+    _open(join, "q", 0.0, [RetrievedDoc(doc_id="a")])  # closes at 0 + 100
     assert [q.query_id for q in _advance(join, 100.1)] == ["q"]
     _advance(join, 200.0)  # 100 + 100 = 200 is not before t_now: just inside the horizon
     assert join.snapshot()["final"] == [("q", 100.0)]
-    assert join.label("q", "a", 1, ts=150, t_now=200) is LabelOutcome.LATE
+    assert join.label("q", "a", 1, ts=150, t_now=200, source="click") is LabelOutcome.LATE
     assert _open(join, "q", 150.0, []) == 1  # duplicate
     _advance(join, 200.5)  # just outside: forgotten
     assert join.snapshot()["final"] == []
-    assert join.label("q", "a", 1, ts=150, t_now=200.5) is LabelOutcome.PENDING
+    assert join.label("q", "a", 1, ts=150, t_now=200.5, source="click") is LabelOutcome.PENDING
     assert join.counters.labels_late == 1
     assert join.counters.duplicate_retrievals == 1
     _advance(join, 260.6)  # the label waited pending_ttl = 60 s, then expired
@@ -211,23 +213,61 @@ def test_final_ids_are_remembered_for_label_ttl_after_their_query_closed() -> No
 def test_the_count_cap_still_bounds_the_final_ids_within_the_horizon() -> None:
     join = label_join(label_ttl=100.0, recent_final=2)
     for i in range(3):
-        _open(join, f"q{i}", float(i), [RankedDoc(doc_id="a")])
+        _open(join, f"q{i}", float(i), [RetrievedDoc(doc_id="a")])
     _advance(join, 103.0)  # all three close (100, 101, 102), all within the horizon
     assert join.snapshot()["final"] == [("q1", 101.0), ("q2", 102.0)]
-    assert join.label("q0", "a", 1, ts=50, t_now=103) is LabelOutcome.PENDING
+    assert join.label("q0", "a", 1, ts=50, t_now=103, source="click") is LabelOutcome.PENDING
 
 
 def test_a_query_closing_out_of_time_order_is_remembered_until_the_later_close() -> None:
     join = label_join(label_ttl=10.0)
-    _open(join, "late-event", 20.0, [RankedDoc(doc_id="a")])  # closes at 30
+    _open(join, "late-event", 20.0, [RetrievedDoc(doc_id="a")])  # closes at 30
     _advance(join, 30.5)
-    _open(join, "older", 5.0, [RankedDoc(doc_id="a")])  # closes at 15, already past
+    _open(join, "older", 5.0, [RetrievedDoc(doc_id="a")])  # closes at 15, already past
     _advance(join, 31.0)
     assert join.snapshot()["final"] == [("late-event", 30.0), ("older", 30.0)]
     _advance(join, 40.0)
     assert len(join.snapshot()["final"]) == 2
     _advance(join, 40.1)
     assert join.snapshot()["final"] == []
+
+
+def test_grades_keep_their_source_through_a_snapshot_and_an_older_one_restores() -> None:
+    join = label_join(label_ttl=100.0)
+    _open(join, "q", 0.0, [RetrievedDoc(doc_id="a", rel=1), RetrievedDoc(doc_id="b")])
+    _open(join, "r", 1.0, [RetrievedDoc(doc_id="a")], qrels=[RetrievedDoc(doc_id="z", rel=2)])
+    join.label("q", "b", 2, ts=5, t_now=5, source="thumb")
+    join.label("q", "a", 0, ts=6, t_now=6, source="click")  # the latest grade's source
+    join.label("later", "c", 1, ts=7, t_now=7, source="annotator")  # waits
+    _changed(join)
+    snap = json.loads(json.dumps(join.snapshot()))
+    restored = LabelJoin.restore(snap)
+    assert restored.snapshot() == snap
+    q, r = restored.get("q"), restored.get("r")
+    assert q is not None
+    assert r is not None
+    assert (q.labels, q.label_sources) == ({"a": 0, "b": 2}, {"click": 1, "thumb": 1})
+    assert r.label_sources == {"qrels": 1}
+    _open(restored, "later", 8.0, [RetrievedDoc(doc_id="c")])
+    assert restored.get("later").label_sources == {"annotator": 1}  # type: ignore[union-attr]
+    # a snapshot of the previous version: no sources, and each open query's partition and
+    # repeats; its grades and waiting labels restore with the source `unknown`
+    older = json.loads(json.dumps(snap))
+    for item in older["open"]:
+        del item["sources"]
+        item |= {"partition": 0, "repeats": 0}
+    older["pending"] = {q: [label[:5] for label in w] for q, w in older["pending"].items()}
+    old = LabelJoin.restore(older)
+    q = old.get("q")
+    assert q is not None
+    assert (q.labels, q.label_times, q.doc_ids) == (
+        {"a": 0, "b": 2},
+        {"a": 0.0, "b": 0.0},
+        ("a", "b"),
+    )
+    assert q.label_sources == {"unknown": 2}
+    _open(old, "later", 8.0, [RetrievedDoc(doc_id="c")])
+    assert old.get("later").label_sources == {"unknown": 1}  # type: ignore[union-attr]
 
 
 def test_restore_keeps_the_close_times_nondecreasing() -> None:
@@ -250,9 +290,9 @@ def test_final_ids_stay_within_the_horizon_and_the_cap(
     for kind, n, t in events:
         t_now = max(t_now, t)
         if kind == "open":
-            _open(join, f"q{n}", t, [RankedDoc(doc_id="a")])
+            _open(join, f"q{n}", t, [RetrievedDoc(doc_id="a")])
         elif kind == "label":
-            join.label(f"q{n}", "a", 1.0, ts=t, t_now=t_now)
+            join.label(f"q{n}", "a", 1.0, ts=t, t_now=t_now, source="click")
         else:
             for q in _advance(join, t_now):
                 finalized[q.query_id] = q.expires_at
@@ -275,7 +315,7 @@ def test_a_run_of_scanned_and_decoded_events_opens_as_each_alone(
     picks = [(7, 1), *picks]  # one repeat at least
     raws = []
     for n, shape in picks:
-        results: list[dict[str, object]] = [{"doc_id": "a", "t_doc": 5.0}, {"doc_id": "b"}]
+        results: list[RetrievedDoc] = [{"doc_id": "a", "t_doc": 5.0}, {"doc_id": "b"}]
         if shape == 1:
             results.append({"doc_id": "a"})
         elif shape == 2:

@@ -1,15 +1,17 @@
-"""The table of open queries: rows by number, their contributions, details, the front cut."""
+"""The table of open queries: rows by number, their contributions, the label map, the front
+cut."""
 
 from __future__ import annotations
 
 import json
+from array import array
 
 import numpy as np
 import pytest
 
 from ragstream.events.limits import DEFAULT_LIMITS
 from ragstream.events.scanner import AVAILABLE, Scanned, bounds_of, scan_retrievals
-from ragstream.join import OpenQuery, QueryTable
+from ragstream.join import QueryTable, RowLabels
 
 pytestmark = pytest.mark.skipif(not AVAILABLE, reason="the compiled scanner is not built")
 
@@ -57,7 +59,7 @@ def test_rows_keep_their_numbers_and_contributions_through_the_cut() -> None:
     assert contribution is not None
     assert contribution.tolist() == values[4600].tolist()
     assert table.contribution(5003) is not None
-    query = table.query(4600)  # made from its row: its id, time, expiry and row
+    query = table.read(4600)  # read from its row: its id, time, expiry and row
     assert (query.query_id, query.ts, query.expires_at) == ("q4600", TS + 4600, TS + 4660)
     assert query.contribution is not None
     assert query.contribution.tolist() == values[4600].tolist()
@@ -74,12 +76,11 @@ def test_a_short_front_is_not_cut() -> None:
     assert len(table) == 100
 
 
-def test_rows_given_a_detail_are_not_scored_from_their_columns() -> None:
+def test_rows_given_an_entry_are_not_scored_from_their_columns() -> None:
     table = QueryTable(partition=0, ttl=60.0)
     _rows(table, 3)
-    detail = table.query(1)
-    detail.set_label("d1", 1.0)
-    table.give_detail(1, detail)
+    entry = table.entry(1)
+    entry.grade("d1", 1.0, None, "click")
     fresh = table.take_fresh()
     assert fresh == [0, 2]
     ts, tops, ranked, judged = table.columns(fresh)
@@ -88,7 +89,8 @@ def test_rows_given_a_detail_are_not_scored_from_their_columns() -> None:
     assert ranked is None
     assert judged is None
     table.store(fresh, np.array([[1.0, 2.0], [5.0, 6.0]]))
-    assert table.query(1) is detail
+    assert table.labels[1] is entry
+    assert table.read(1).labels == {"d1": 1.0}
     assert table.labeled(1)
     assert not table.labeled(0)
     row = table.contribution(2)
@@ -103,7 +105,8 @@ def test_graded_rows_are_labeled_and_decoded_with_their_labels() -> None:
     table.extend(ids, [()] * 4, [TS + i for i in range(4)], raws, tops, events)
     assert table.ranked is not None
     assert [table.labeled(row) for row in range(4)] == [False, True, False, True]
-    assert table.query(1).labels == {"d1": 2.0}
-    added = table.add(OpenQuery("x", 0, (), TS, TS + 60.0, doc_ids=(), doc_times=()))
+    assert table.read(1).labels == {"d1": 2.0}
+    assert table.read(1).label_sources == {"inline": 1}
+    added = table.add("x", (), b"", None, RowLabels(TS, TS + 60.0, (), array("d")))
     assert added == 4
     assert table.ranked[added] is None

@@ -14,6 +14,7 @@ from ragstream.judging.collector import JudgeCollector
 from ragstream.judging.results import wilson_interval
 from ragstream.judging.service import JudgingService
 from ragstream.wiring import judging_service
+from tests.support.defaults import agent_settings
 from tests.support.openai_server import OpenAIServer
 
 NOW = 1_800_000_000.0
@@ -53,9 +54,8 @@ def _every_answer_service() -> JudgingService:
     """A judging service that samples every answer, labelled by `app`, at the time NOW."""
     settings = JudgeSettings(sampling=SamplingSettings(rate=1.0, max_per_second=None))
     return judging_service(
-        settings,
+        agent_settings(settings, (60.0, 300.0)),
         labelset=lambda labels: (labels.get("app", ""),),
-        windows=(60.0, 300.0),
         sampler_clock=lambda: NOW,
         window_clock=lambda: NOW,
     )
@@ -132,7 +132,7 @@ async def test_openai_metrics(server: OpenAIServer) -> None:
             price_completion_per_1m=8.0,
         ),
     )
-    service = judging_service(settings, windows=(60.0,))
+    service = judging_service(agent_settings(settings, (60.0,)))
     answers = _answers(4)
     await _run(service, [*answers, answers[0].model_copy(update={"query_id": "again"})])
     await asyncio.sleep(0)

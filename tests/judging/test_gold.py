@@ -21,7 +21,7 @@ from ragstream.judging.service import JudgingService
 from ragstream.pipeline.engine import Engine
 from ragstream.pipeline.labelsets import LabelSetMapper
 from ragstream.wiring import judging_service
-from tests.support.defaults import engine_config
+from tests.support.defaults import agent_settings, engine_config
 
 T0 = 1_767_225_600.0
 TTL = 600.0
@@ -59,13 +59,10 @@ def _setup(
         gold=GoldSettings(max_answers=max_answers),
     )
     service = judging_service(
-        settings,
+        agent_settings(settings, WINDOWS, label_ttl=TTL, pending_ttl=60.0),
         labelset=LabelSetMapper(("app",), 50),
-        windows=WINDOWS,
         sampler_clock=lambda: engines[0].now(),
         window_clock=lambda: engines[0].now(),
-        label_ttl=TTL,
-        pending_ttl=60.0,
     )
     if snapshot is None:
         engines.append(Engine(config))

@@ -7,8 +7,9 @@ import random
 
 import pytest
 
-from ragstream.judging.http import ChatClient, parse_retry_after
+from ragstream.judging.http import parse_retry_after
 from ragstream.judging.model import JudgeError
+from tests.support.defaults import chat_client
 from tests.support.openai_server import OpenAIServer, Reply
 
 DATE = "Wed, 21 Oct 2015 07:28:00 GMT"
@@ -38,7 +39,7 @@ class Sleeps:
 async def test_an_http_date_retry_after_is_honoured(server: OpenAIServer) -> None:
     server.push(Reply(status=503, headers={"Retry-After": DATE}))
     sleeps = Sleeps()
-    client = ChatClient(
+    client = chat_client(
         server.base_url, "m", api_key="sk-test", sleep=sleeps, wall=lambda: DATE_TS - 7.0
     )
     response = await client.complete([{"role": "user", "content": "CONTEXTS (0):"}])
@@ -51,7 +52,7 @@ async def test_an_http_date_retry_after_is_honoured(server: OpenAIServer) -> Non
 async def test_backoff_is_jittered_exponential(server: OpenAIServer) -> None:
     server.push(*[Reply(status=500)] * 4)
     sleeps = Sleeps()
-    client = ChatClient(
+    client = chat_client(
         server.base_url,
         "m",
         api_key="sk-test",
@@ -71,7 +72,7 @@ async def test_backoff_is_jittered_exponential(server: OpenAIServer) -> None:
 
 async def test_a_body_that_is_not_a_chat_completion(server: OpenAIServer) -> None:
     server.push(Reply(body='{"unexpected": true}'))
-    client = ChatClient(server.base_url, "m", api_key="sk-test")
+    client = chat_client(server.base_url, "m", api_key="sk-test")
     with pytest.raises(JudgeError) as failure:
         await client.complete([{"role": "user", "content": "x"}])
     await client.close()
@@ -81,7 +82,7 @@ async def test_a_body_that_is_not_a_chat_completion(server: OpenAIServer) -> Non
 async def test_connection_refused_is_a_connection_error() -> None:
     async with OpenAIServer() as srv:
         url = srv.base_url
-    client = ChatClient(url, "m", max_retries=1, backoff_initial=0.01, sleep=Sleeps())
+    client = chat_client(url, "m", max_retries=1, backoff_initial=0.01, sleep=Sleeps())
     with pytest.raises(JudgeError) as failure:
         await client.complete([{"role": "user", "content": "x"}])
     await client.close()

@@ -19,7 +19,7 @@ from ragstream.judging.results import GenerationRead
 from ragstream.pipeline.engine import Engine
 from ragstream.sources.synthetic import SyntheticConfig, SyntheticTraffic
 from ragstream.wiring import judging_service
-from tests.support.defaults import engine_config
+from tests.support.defaults import agent_settings, engine_config
 
 
 def _traffic() -> list[dict[str, Any]]:
@@ -35,7 +35,7 @@ async def _agent(events: list[dict[str, Any]]) -> tuple[GenerationRead, Confusio
     """The agent's window of every answer, and its judge's confusion against gold."""
     engine = Engine(engine_config(clock="event"))
     service = judging_service(
-        JudgeSettings(sampling=SamplingSettings(rate=1.0, max_per_second=None)),
+        agent_settings(JudgeSettings(sampling=SamplingSettings(rate=1.0, max_per_second=None))),
         sampler_clock=engine.now,
         window_clock=engine.now,
     )

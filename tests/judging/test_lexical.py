@@ -13,10 +13,11 @@ from hypothesis import strategies as st
 from bench.judge_ragtruth import half_of, load_records
 from ragstream.judging.agreement import Confusion
 from ragstream.judging.claims import extract_claims, is_refusal_sentence, strip_preamble
-from ragstream.judging.lexical import LEXICAL_VERSION, Evidence, LexicalJudge, cover, overlap
+from ragstream.judging.lexical import LEXICAL_VERSION, Evidence, cover, overlap
 from ragstream.judging.numbers import days, unsupported_values
 from ragstream.judging.structured import flag_conflicts, parse_record
 from ragstream.judging.text import NEGATION, clauses, sentences, stem, tokens
+from tests.support.defaults import lexical_judge
 
 from ._helpers import item
 
@@ -110,7 +111,7 @@ def test_preamble_is_cut_and_refusal_sentences() -> None:
     )
     # the cited passage's number is no claim: 1 is in no context, yet nothing is flagged
     cited = "Shards are rebalanced every night (passages 1 and 2)."
-    assert LexicalJudge().evaluate("q", cited, CONTEXTS).hallucination is False
+    assert lexical_judge().evaluate("q", cited, CONTEXTS).hallucination is False
     assert is_refusal_sentence("Unable to answer based on given passages.")
     assert not is_refusal_sentence("The service is unable to start without a key.")
 
@@ -239,13 +240,13 @@ def test_cover_merges_a_few_context_sentences() -> None:
     ],
 )
 def test_rules_on_answers(answer: str, contexts: tuple[str, ...], hallucination: bool) -> None:
-    judgment = LexicalJudge().evaluate("What about it?", answer, contexts)
+    judgment = lexical_judge().evaluate("What about it?", answer, contexts)
     assert judgment.hallucination is hallucination
     assert judgment.refusal is False
 
 
 def test_a_refusal_is_its_own_outcome() -> None:
-    j = LexicalJudge().evaluate(
+    j = lexical_judge().evaluate(
         "When are shards rebalanced?", "Unable to answer based on the given passages.", CONTEXTS
     )
     assert j.refusal is True
@@ -257,7 +258,7 @@ def test_a_refusal_is_its_own_outcome() -> None:
 
 
 def test_scores_and_version() -> None:
-    judge = LexicalJudge()
+    judge = lexical_judge()
     j = judge.evaluate(
         "When are shards rebalanced?",
         "Shards are rebalanced every night. The moon is made of green cheese.",
@@ -278,39 +279,47 @@ def test_thresholds_are_honoured() -> None:
     # claim words {shard, rebalanc, weekly, tuesday}: 3 of 4 covered by the two contexts
     answer = "Shards are rebalanced weekly on tuesday."
     question = "When are shards rebalanced?"
-    assert LexicalJudge().evaluate(question, answer, CONTEXTS).faithfulness == 0.75
-    assert LexicalJudge(window=1).evaluate(question, answer, CONTEXTS).faithfulness == 0.5
-    loose = LexicalJudge(support_threshold=0.7, answer_threshold=0.0)
-    strict = LexicalJudge(support_threshold=0.8, answer_threshold=0.0)
+    assert lexical_judge().evaluate(question, answer, CONTEXTS).faithfulness == 0.75
+    assert lexical_judge(window=1).evaluate(question, answer, CONTEXTS).faithfulness == 0.5
+    loose = lexical_judge(support_threshold=0.7, answer_threshold=0.0)
+    strict = lexical_judge(support_threshold=0.8, answer_threshold=0.0)
     assert loose.evaluate(question, answer, CONTEXTS).hallucination is False
     assert strict.evaluate(question, answer, CONTEXTS).hallucination is True
-    assert not LexicalJudge(0.0, answer_threshold=0.7).evaluate("q", answer, CONTEXTS).hallucination
-    assert LexicalJudge(0.0, answer_threshold=0.8).evaluate("q", answer, CONTEXTS).hallucination
+    assert (
+        not lexical_judge(support_threshold=0.0, answer_threshold=0.7)
+        .evaluate("q", answer, CONTEXTS)
+        .hallucination
+    )
+    assert (
+        lexical_judge(support_threshold=0.0, answer_threshold=0.8)
+        .evaluate("q", answer, CONTEXTS)
+        .hallucination
+    )
 
 
 def test_number_check_can_be_turned_off() -> None:
     contexts = ("Backups are kept for 30 days.",)
     wrong = "Backups are kept for 45 days."
-    assert LexicalJudge().evaluate("q", wrong, contexts).hallucination is True
-    assert LexicalJudge(check_numbers=False).evaluate("q", wrong, contexts).hallucination is False
+    assert lexical_judge().evaluate("q", wrong, contexts).hallucination is True
+    assert lexical_judge(check_numbers=False).evaluate("q", wrong, contexts).hallucination is False
 
 
 def test_no_claims_and_no_contexts_are_undefined_not_zero() -> None:
-    j = LexicalJudge().evaluate("When are shards rebalanced?", "Sure. Yes!", ())
+    j = lexical_judge().evaluate("When are shards rebalanced?", "Sure. Yes!", ())
     assert j.claims == ()
     assert j.faithfulness is None
     assert j.hallucination is False
     assert j.refusal is False
     assert j.context_relevance is None
-    assert LexicalJudge().evaluate("the and of", "Shards move.", CONTEXTS).answer_relevance is None
+    assert lexical_judge().evaluate("the and of", "Shards move.", CONTEXTS).answer_relevance is None
 
 
 async def test_judge_protocol_matches_evaluate_and_is_deterministic() -> None:
-    judge = LexicalJudge()
+    judge = lexical_judge()
     x = item()
     first = await judge.judge(x)
     assert first == judge.evaluate(x.question, x.answer, x.contexts)
-    assert first == LexicalJudge().evaluate(x.question, x.answer, x.contexts)
+    assert first == lexical_judge().evaluate(x.question, x.answer, x.contexts)
 
 
 _WORDS = st.sampled_from(["shard", "index", "backup", "night", "weekly", "42", "cache", "the"])
@@ -326,7 +335,7 @@ def test_scores_are_in_range_and_consistent(
 ) -> None:
     answer = " ".join(" ".join(s).capitalize() + "." for s in answer_sentences)
     ctx = tuple(" ".join(c).capitalize() + "." for c in contexts)
-    judge = LexicalJudge()
+    judge = lexical_judge()
     j = judge.evaluate("shard index backup", answer, ctx)
     for score in (j.faithfulness, j.answer_relevance, j.context_relevance, *j.context_scores):
         assert score is None or 0.0 <= score <= 1.0
@@ -359,7 +368,7 @@ def _dev_records() -> list[dict[str, Any]]:
 
 
 def _balanced_accuracy(records: list[dict[str, Any]]) -> float:
-    judge = LexicalJudge()
+    judge = lexical_judge()
     pairs = []
     for row in records:
         j = judge.evaluate(row["question"], row["answer"], row["contexts"])

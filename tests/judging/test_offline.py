@@ -10,11 +10,10 @@ from typing import Any
 
 import pytest
 
+from ragstream.config.judging import JudgeSettings
 from ragstream.judging.agreement import Confusion, auroc, corrected_rate
 from ragstream.judging.budget import CostBudget
 from ragstream.judging.cache import JudgmentCache
-from ragstream.judging.http import ChatClient
-from ragstream.judging.lexical import LexicalJudge
 from ragstream.judging.offline import (
     AnswerLine,
     JudgedLine,
@@ -23,6 +22,7 @@ from ragstream.judging.offline import (
     parse_answer_line,
 )
 from ragstream.judging.openai_judge import OpenAIJudge, TokenAccount
+from tests.support.defaults import chat_client, lexical_judge, openai_judge
 from tests.support.openai_server import OpenAIServer, Reply
 
 from ._helpers import refusing_responder
@@ -103,13 +103,16 @@ _ANSWERS = [
 
 
 async def _collect(lines: list[AnswerLine], judge: Any, **options: Any) -> list[JudgedLine]:
+    """`judge_stream` at the judge's concurrency and queue size defaults, with ``options``."""
+    defaults = JudgeSettings()
+    options = {"concurrency": defaults.concurrency, "window": defaults.queue_size, **options}
     return [row async for row in judge_stream(lines, judge, **options)]
 
 
 async def test_lexical_judgments_come_in_input_order_and_equal_the_judge_s_own() -> None:
     answers = _ANSWERS * 12
     lines = _lines(answers)
-    judge = LexicalJudge()
+    judge = lexical_judge()
     rows = await _collect(lines, judge, concurrency=3, window=4)
     assert [r.line for r in rows] == list(range(1, len(answers) + 1))
     for row, line, answer in zip(rows, lines, answers, strict=True):
@@ -127,8 +130,8 @@ async def test_lexical_judgments_come_in_input_order_and_equal_the_judge_s_own()
 
 
 def _openai(server: OpenAIServer, price: float = 0.0) -> OpenAIJudge:
-    client = ChatClient(server.base_url, "judge-model", api_key="sk-test", timeout=5.0)
-    return OpenAIJudge(
+    client = chat_client(server.base_url, "judge-model", api_key="sk-test", timeout=5.0)
+    return openai_judge(
         client, cache=JudgmentCache(100), account=TokenAccount(price_prompt_per_1m=price)
     )
 
@@ -188,7 +191,7 @@ async def test_a_failed_judgment_is_failed_with_its_reason() -> None:
 
 async def test_the_report_equals_counts_made_from_scratch() -> None:
     answers = _ANSWERS * 7
-    rows = await _collect(_lines(answers), LexicalJudge())
+    rows = await _collect(_lines(answers), lexical_judge())
     report = JudgeReport()
     for row in rows:
         report.add(row)

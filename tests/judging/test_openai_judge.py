@@ -13,10 +13,10 @@ import pytest
 
 from ragstream.judging.cache import JudgmentCache
 from ragstream.judging.circuit import CircuitBreaker, CircuitState
-from ragstream.judging.http import ChatClient
 from ragstream.judging.model import JudgeError
 from ragstream.judging.openai_judge import OpenAIJudge, TokenAccount
 from ragstream.judging.prompts import PROMPT_VERSION, SYSTEM_PROMPT
+from tests.support.defaults import chat_client, circuit_breaker
 from tests.support.openai_server import OpenAIServer, Reply
 
 from ._helpers import good_content, item
@@ -31,7 +31,7 @@ class FakeClock:
 
 
 def _judge(server: OpenAIServer, **options: Any) -> OpenAIJudge:
-    breaker = options.pop("breaker", None)
+    breaker = options.pop("breaker", None) or circuit_breaker()
     clock = options.pop("clock", time.monotonic)
     client_options: dict[str, Any] = {
         "api_key": "sk-test",
@@ -41,7 +41,7 @@ def _judge(server: OpenAIServer, **options: Any) -> OpenAIJudge:
         "backoff_max": 0.05,
     }
     client_options.update(options)
-    client = ChatClient(server.base_url, "judge-model", **client_options)
+    client = chat_client(server.base_url, "judge-model", **client_options)
     return OpenAIJudge(
         client,
         breaker=breaker,

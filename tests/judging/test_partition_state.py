@@ -23,7 +23,7 @@ from ragstream.pipeline.engine import Engine
 from ragstream.sources.synthetic import SyntheticConfig, SyntheticTraffic
 from ragstream.windows import WindowStore
 from ragstream.wiring import judging_service
-from tests.support.defaults import engine_config
+from tests.support.defaults import agent_settings, engine_config
 
 START = 1_767_225_600.0
 WALL = START + 7200.0
@@ -52,9 +52,8 @@ def _service(engine: Engine) -> JudgingService:
         sampling=SamplingSettings(rate=0.5, max_per_second=None), queue_size=100_000
     )
     return judging_service(
-        settings,
+        agent_settings(settings, WINDOWS),
         labelset=engine.labelsets,
-        windows=WINDOWS,
         sampler_clock=lambda: NOW,
         window_clock=lambda: NOW,
     )

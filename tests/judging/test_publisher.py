@@ -6,9 +6,9 @@ import json
 
 import pytest
 
-from ragstream.judging.lexical import LexicalJudge
 from ragstream.judging.publisher import JudgmentPublisher
 from tests.support import KafkaBroker, TopicFactory, read_records
+from tests.support.defaults import lexical_judge
 
 from ._helpers import item
 
@@ -19,7 +19,7 @@ async def test_judgments_reach_the_topic(
     kafka_broker: KafkaBroker, kafka_topic_factory: TopicFactory
 ) -> None:
     topic = await kafka_topic_factory(partitions=2)
-    judge = LexicalJudge()
+    judge = lexical_judge()
     inputs = [item("q-1"), item("q-2", answer="Backups are encrypted with AES.")]
     async with JudgmentPublisher(
         topic, bootstrap_servers=kafka_broker.bootstrap_servers, wall=lambda: 42.0
@@ -47,7 +47,7 @@ async def test_a_full_queue_drops_and_counts(kafka_broker: KafkaBroker) -> None:
         "unused", bootstrap_servers=kafka_broker.bootstrap_servers, queue_size=1
     )
     x = item()
-    judgment = LexicalJudge().evaluate(x.question, x.answer, x.contexts)
+    judgment = lexical_judge().evaluate(x.question, x.answer, x.contexts)
     assert publisher.offer(x, judgment)  # not started: queued
     assert not publisher.offer(x, judgment)
     await publisher.stop()

@@ -83,7 +83,7 @@ def test_token_bucket_by_hand() -> None:
     assert bucket.available(T0 + 100) == 3.0  # capped at burst
     assert bucket.available(T0 + 50) == 3.0  # time going back does not add tokens
     with pytest.raises(ValueError, match="rate"):
-        TokenBucket(rate=0.0)
+        TokenBucket(rate=0.0, burst=1)
 
 
 def test_rate_limited_decisions_are_counted() -> None:

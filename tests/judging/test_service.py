@@ -23,7 +23,7 @@ from ragstream.judging.service import JudgingService, engine_label_sink, engine_
 from ragstream.pipeline.engine import Engine
 from ragstream.sources.synthetic import SyntheticConfig, SyntheticTraffic
 from ragstream.wiring import judging_service
-from tests.support.defaults import engine_config
+from tests.support.defaults import agent_settings, engine_config
 from tests.support.openai_server import OpenAIServer, Reply
 
 from ._helpers import good_content
@@ -97,9 +97,8 @@ async def test_poor_retrieval_is_oversampled_and_judge_labels_reach_the_join() -
     sink, label_counts = engine_label_sink(engine)
     judged: list[JudgeInput] = []
     service = judging_service(
-        settings,
+        agent_settings(settings, WINDOWS),
         labelset=engine.labelsets,
-        windows=WINDOWS,
         lookup=engine_lookup(engine, ["rr"]),
         on_labels=sink,
         sampler_clock=engine.now,
@@ -136,9 +135,8 @@ async def test_lexical_judging_sees_the_synthetic_drift() -> None:
     messages = _messages(2000)
     settings = JudgeSettings(sampling=SamplingSettings(rate=1.0, max_per_second=None))
     service = judging_service(
-        settings,
+        agent_settings(settings, WINDOWS),
         labelset=engine.labelsets,
-        windows=WINDOWS,
         sampler_clock=engine.now,
         window_clock=engine.now,
     )
@@ -193,7 +191,7 @@ async def test_a_slow_judge_does_not_slow_consumption(server: OpenAIServer) -> N
     on: list[float] = []
     for _ in range(2):
         off.append((await _consume(messages, None))[0])
-        service = judging_service(settings, windows=WINDOWS)
+        service = judging_service(agent_settings(settings, WINDOWS))
         await service.start()
         wall, applying, judging = await _consume(messages, service)
         on.append(wall)

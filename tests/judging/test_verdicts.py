@@ -36,7 +36,7 @@ from ragstream.sinks.results import ResultRecord, query_record, result_json_sche
 from ragstream.sources.synthetic import SyntheticConfig, SyntheticTraffic
 from ragstream.wiring import build_judge, judging_service
 from ragstream.wiring.judging import query_open
-from tests.support.defaults import engine_config
+from tests.support.defaults import agent_settings, engine_config
 
 START = 1_767_225_600.0
 PARTITIONS = 3
@@ -103,13 +103,11 @@ def _replica(
         sampling=SamplingSettings(rate=RATE, max_per_second=None), queue_size=100_000
     )
     service = judging_service(
-        settings,
+        agent_settings(settings, CONFIG.windows, max_open=max_verdicts),
         labelset=engine.labelsets,
-        windows=CONFIG.windows,
         sampler_clock=engine.now,
         window_clock=engine.now,
         is_open=query_open(engine),
-        max_verdicts=max_verdicts,
     )
     engine.attach("judge", service)
     return engine, service
@@ -243,8 +241,10 @@ async def test_kept_verdicts_come_back_from_a_snapshot_and_an_older_one_has_none
 
     for snapshot, carries in ((saved, True), (_without_verdicts(saved), False)):
         judge_r = judging_service(
-            JudgeSettings(sampling=SamplingSettings(rate=RATE, max_per_second=None)),
-            windows=CONFIG.windows,
+            agent_settings(
+                JudgeSettings(sampling=SamplingSettings(rate=RATE, max_per_second=None)),
+                CONFIG.windows,
+            ),
             is_open=lambda q: False,  # bound to the restored engine below
         )
         restarted = Engine.restore(CONFIG, snapshot, wall=lambda: START, sides={"judge": judge_r})

@@ -7,11 +7,10 @@ import asyncio
 import dataclasses
 
 from ragstream.judging.cache import JudgmentCache
-from ragstream.judging.http import ChatClient
-from ragstream.judging.lexical import LexicalJudge
 from ragstream.judging.model import JudgeError, JudgeInput, Judgment
 from ragstream.judging.openai_judge import OpenAIJudge
 from ragstream.judging.workers import JudgeWorkers, LatencyHistogram
+from tests.support.defaults import chat_client, lexical_judge, openai_judge
 from tests.support.openai_server import OpenAIServer, Reply
 
 from ._helpers import good_content, item
@@ -22,8 +21,8 @@ def _inputs(n: int) -> list[JudgeInput]:
 
 
 def _slow_judge(server: OpenAIServer) -> OpenAIJudge:
-    client = ChatClient(server.base_url, "m", api_key="sk-test", timeout=10.0, max_retries=0)
-    return OpenAIJudge(client, cache=JudgmentCache(10))
+    client = chat_client(server.base_url, "m", api_key="sk-test", timeout=10.0, max_retries=0)
+    return openai_judge(client, cache=JudgmentCache(10))
 
 
 async def test_a_slow_judge_never_blocks_submit(server: OpenAIServer) -> None:
@@ -55,7 +54,7 @@ async def test_a_slow_judge_never_blocks_submit(server: OpenAIServer) -> None:
 
 
 async def test_results_are_collected_and_stop_drains() -> None:
-    workers = JudgeWorkers(LexicalJudge(), queue_size=100, concurrency=3)
+    workers = JudgeWorkers(lexical_judge(), queue_size=100, concurrency=3)
     for x in _inputs(50):
         assert workers.submit(x)  # before start: queued, judged once started
     await workers.start()
@@ -73,6 +72,7 @@ async def test_failures_are_counted_by_reason_and_delivered(server: OpenAIServer
     results: list[Judgment] = []
     workers = JudgeWorkers(
         _slow_judge(server),
+        queue_size=1000,
         concurrency=1,
         on_result=lambda x, j: results.append(j),
         on_failure=lambda x, e: failures.append((x.query_id, e.reason)),
@@ -102,7 +102,7 @@ async def test_unexpected_errors_and_bad_callbacks_do_not_kill_workers() -> None
     def explode(x: JudgeInput, e: JudgeError) -> None:
         raise ValueError("callback bug")
 
-    workers = JudgeWorkers(_Broken(), concurrency=1, on_failure=explode)
+    workers = JudgeWorkers(_Broken(), queue_size=1000, concurrency=1, on_failure=explode)
     async with workers:
         for x in _inputs(3):
             workers.submit(x)

@@ -14,7 +14,7 @@ import pytest
 from ragstream.drift import Adwin, Moments, Psi, ZScore, psi, welch_z
 from ragstream.drift.registry import SequentialDetector
 from ragstream.events import Message
-from ragstream.join import OpenQuery
+from ragstream.join import QueryView
 from ragstream.pipeline.drift_config import DriftConfig, ResolvedDrift
 from ragstream.pipeline.engine import Engine, EngineConfig
 from ragstream.sources.synthetic import SyntheticConfig, SyntheticTraffic
@@ -67,8 +67,8 @@ def _messages(n: int, drift_at: float | None = 300.0, seed: int = 4) -> list[Mes
 MESSAGES = _messages(60_000)  # about 11 minutes of event time, the drop at 5 min
 
 
-def _feed(engine: Engine, messages: list[Message], batch: int = 500) -> list[OpenQuery]:
-    final: list[OpenQuery] = []
+def _feed(engine: Engine, messages: list[Message], batch: int = 500) -> list[QueryView]:
+    final: list[QueryView] = []
     for i in range(0, len(messages), batch):
         final.extend(engine.apply(messages[i : i + batch]).final)
     return final

@@ -2,30 +2,38 @@
 
 from __future__ import annotations
 
+import json
 import math
 
 import numpy as np
 import pytest
 
-from ragstream.join import OpenQuery, RankedDoc
+from ragstream.events import DecodedRetrieval, RetrievedDoc, decode_event
+from ragstream.join.label_map import labels_of
 from ragstream.pipeline.row_layout import RowLayout
 from ragstream.pipeline.scoring import ScoredQueries, Scorer
 from tests.support import defaults
 
 DAY = 86_400.0
 
-
-def _query(qid: str, ts: float, docs: list[RankedDoc], qrels: list[RankedDoc]) -> OpenQuery:
-    return OpenQuery.from_retrieval(
-        qid, partition=0, labelset=(), ts=ts, ttl=900.0, results=docs, qrels=qrels
-    )
+RankedDoc = RetrievedDoc
+_Query = tuple[float, bytes, bytes | None, bytes | None]
 
 
-def _score(layout: RowLayout, queries: list[OpenQuery]) -> ScoredQueries:
-    """The queries scored from their columns, as the engine scores those with a detail."""
-    tops, ranked, judged = zip(*[q.columns(max(layout.cutoffs)) for q in queries], strict=True)
-    ts = np.array([q.ts for q in queries], dtype=np.float64)
-    return Scorer(layout, gain="linear", threshold=1.0).score(ts, tops, ranked, judged)
+def _query(qid: str, ts: float, docs: list[RankedDoc], qrels: list[RankedDoc]) -> _Query:
+    """A query's columns as the engine scores a row with an entry in the label map."""
+    message = {"type": "retrieval", "query_id": qid, "ts": ts, "results": docs, "qrels": qrels}
+    event = decode_event(json.dumps(message).encode())
+    assert isinstance(event, DecodedRetrieval)
+    entry, _, top = labels_of(event, ts, ts + 900.0)
+    return (ts, top, *entry.columns())
+
+
+def _score(layout: RowLayout, queries: list[_Query]) -> ScoredQueries:
+    """The queries scored from their columns, as the engine scores those with an entry."""
+    ts, tops, ranked, judged = zip(*queries, strict=True)
+    times = np.array(ts, dtype=np.float64)
+    return Scorer(layout, gain="linear", threshold=1.0).score(times, tops, ranked, judged)
 
 
 def _dcg(gains: list[float]) -> float:

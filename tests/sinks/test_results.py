@@ -12,8 +12,15 @@ from click.testing import CliRunner
 
 from ragstream.cli import main
 from ragstream.config.settings import load_settings
-from ragstream.events import Message
-from ragstream.join import OpenQuery
+from ragstream.events import (
+    Message,
+    Qrel,
+    RetrievedDoc,
+    encode_event,
+    feedback_event,
+    retrieval_event,
+)
+from ragstream.join import LabelOutcome, QueryView
 from ragstream.pipeline.engine import Engine
 from ragstream.sinks.publisher import KafkaPublisher
 from ragstream.sinks.results import (
@@ -40,7 +47,7 @@ def _engine() -> Engine:
     return Engine(engine_config(settings, clock="event"))
 
 
-def _final(engine: Engine) -> list[OpenQuery]:
+def _final(engine: Engine) -> list[QueryView]:
     report = engine.apply([Message(v, key=k) for k, v in _traffic()])
     return report.final + engine.finish()
 
@@ -63,6 +70,48 @@ def test_records_are_valid_by_the_published_schema() -> None:
     without_id = {k: v for k, v in labeled.items() if k != "query_id"}
     with pytest.raises(jsonschema.ValidationError):
         jsonschema.validate(without_id, schema)
+
+
+def test_label_sources_count_the_latest_grade_of_each_document() -> None:
+    """Each graded document counts once, under the source of its latest grade: qrels, then
+    inline `rel`, then feedback in arrival order (the judge's labels are `judge`)."""
+    ts = 1_700_000_000.0  # the event clock's first event: its now
+    results: list[RetrievedDoc] = [
+        {"doc_id": "a", "rel": 1.0},
+        {"doc_id": "b"},
+        {"doc_id": "c", "rel": 0.0},
+        {"doc_id": "d"},
+    ]
+    qrels: list[Qrel] = [{"doc_id": "a", "rel": 2.0}, {"doc_id": "b", "rel": 1.0}]
+    values = [
+        encode_event(retrieval_event("q", results, ts=ts, qrels=qrels)),
+        encode_event(retrieval_event("plain", ["x", "y"], ts=ts)),
+        encode_event(feedback_event("q", "c", 1.0, "click", ts=ts + 1)),
+        encode_event(feedback_event("q", "e", 1.0, "thumb", ts=ts + 2)),
+    ]
+    engine = _engine()
+    engine.apply([Message(v) for v in values])
+    assert engine.label("q", "d", 1.0, ts=ts + 3) is LabelOutcome.APPLIED
+    engine.apply([])
+    records = {r["query_id"]: r for r in (query_record(engine, q) for q in engine.finish())}
+    assert records["q"]["label_sources"] == {
+        "inline": 1,
+        "qrels": 1,
+        "click": 1,
+        "thumb": 1,
+        "judge": 1,
+    }
+    assert records["q"]["graded_docs"] == 5
+    assert records["plain"]["label_sources"] == {}
+
+
+def test_label_sources_add_up_to_the_graded_documents() -> None:
+    engine = _engine()
+    records = [query_record(engine, q) for q in _final(engine)]
+    assert {source for r in records for source in r["label_sources"]} == {"click", "qrels"}
+    for record in records:
+        assert sum(record["label_sources"].values()) == record["graded_docs"]
+        assert bool(record["label_sources"]) is record["labeled"]
 
 
 def test_replay_per_query_writes_result_records(tmp_path: Path) -> None:

@@ -44,7 +44,7 @@ def test_blank_lines_are_skipped_and_counted(tmp_path: Path) -> None:
 
 def test_a_file_without_a_final_newline(tmp_path: Path) -> None:
     counts = LineCounts()
-    messages = [m for b in read_jsonl(_file(tmp_path, b""), counts=counts) for m in b]
+    messages = [m for b in read_jsonl(_file(tmp_path, b""), batch_size=2, counts=counts) for m in b]
     assert len(messages) == 5
     assert counts == LineCounts(lines=8, blank=3, bytes=_file(tmp_path, b"").stat().st_size)
 

@@ -7,8 +7,9 @@ from collections.abc import AsyncGenerator, Sequence
 from aiokafka import AIOKafkaProducer, TopicPartition
 
 from ragstream.events import Message
-from ragstream.sources.kafka import KafkaBatch, KafkaSource, KafkaSourceConfig, next_offsets
+from ragstream.sources.kafka import KafkaBatch, KafkaSource, next_offsets
 from tests.support import KafkaBroker, TopicFactory, committed_offsets
+from tests.support.defaults import kafka_source_config
 
 
 def test_next_offsets_of_a_plain_sequence_take_the_max_per_partition_in_any_order() -> None:
@@ -70,7 +71,7 @@ async def _consume(source: KafkaSource, n: int) -> list[Sequence[Message]]:
 
 def _source(bootstrap: str, topic: str, interval: float) -> KafkaSource:
     return KafkaSource(
-        KafkaSourceConfig(
+        kafka_source_config(
             bootstrap_servers=bootstrap,
             topics=(topic,),
             group_id=f"g-{topic}",

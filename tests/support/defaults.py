@@ -7,39 +7,56 @@ every argument. A test states the values it is about and takes the rest from her
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Any
 
-from ragstream.config import DriftSettings, JoinSettings, TraceSettings
+from ragstream.checkpoint import StateTopic
+from ragstream.config import DriftSettings, JoinSettings, Settings, TraceSettings, WindowSettings
 from ragstream.config.drift import AdwinSettings, PageHinkleySettings, PsiSettings, ZScoreSettings
+from ragstream.config.judging import JudgeSettings, LexicalSettings, OpenAISettings
+from ragstream.config.settings import KafkaSettings, StateSettings
 from ragstream.drift import DETECTORS, Adwin, PageHinkley, Psi, PsiBank, ZScore, ZScoreBank
 from ragstream.join import LabelJoin
+from ragstream.judging.cache import JudgmentCache
+from ragstream.judging.circuit import CircuitBreaker
+from ragstream.judging.http import ChatClient
+from ragstream.judging.lexical import LexicalJudge
+from ragstream.judging.openai_judge import OpenAIJudge
 from ragstream.judging.results import JudgeResults
 from ragstream.pipeline.drift_config import DriftConfig
 from ragstream.pipeline.engine import EngineConfig
 from ragstream.pipeline.row_layout import RowLayout
+from ragstream.sources.kafka import KafkaSourceConfig
 from ragstream.traces import TraceMapping
 from ragstream.windows import WindowSpec
-from ragstream.wiring.engine import engine_config_of
+from ragstream.wiring.engine import engine_config as engine_config_from
 from ragstream.wiring.engine import trace_mapping as mapping_of
+from ragstream.wiring.kafka import source_config
 
 __all__ = [
     "adwin",
+    "agent_settings",
+    "chat_client",
+    "circuit_breaker",
     "drift_config",
     "engine_config",
     "judge_results",
+    "kafka_source_config",
     "label_join",
+    "lexical_judge",
+    "openai_judge",
     "page_hinkley",
     "psi",
     "psi_bank",
     "row_layout",
+    "state_topic",
     "trace_mapping",
     "window_spec",
     "zscore",
     "zscore_bank",
 ]
 
-_ENGINE = engine_config_of(drift=DriftSettings(enabled=False))
+_ENGINE = engine_config_from(Settings(), drift=False)
 """The agent's engine at the default settings, drift detection off (a test that watches
 drift gives its own `drift`)."""
 _DRIFT = DriftSettings()
@@ -156,3 +173,72 @@ def judge_results(**overrides: Any) -> JudgeResults:
         **overrides,
     }
     return JudgeResults(**arguments)
+
+
+def kafka_source_config(**overrides: Any) -> KafkaSourceConfig:
+    """A Kafka consumer's configuration at the `kafka` defaults (plaintext, no client
+    options), with ``overrides``; give its ``bootstrap_servers`` and ``topics``."""
+    return dataclasses.replace(source_config(KafkaSettings(), {}), **overrides)
+
+
+def lexical_judge(**overrides: Any) -> LexicalJudge:
+    """The lexical judge at the `judge.lexical` defaults, with ``overrides``."""
+    return LexicalJudge(**{**LexicalSettings().model_dump(), **overrides})
+
+
+def chat_client(base_url: str, model: str, **overrides: Any) -> ChatClient:
+    """A chat-completions client at the `judge.openai` defaults, with ``overrides``."""
+    o = OpenAISettings()
+    arguments: dict[str, Any] = {
+        "timeout": o.timeout,
+        "max_retries": o.max_retries,
+        "backoff_initial": o.backoff_initial,
+        "backoff_max": o.backoff_max,
+        "retry_after_max": o.retry_after_max,
+        "json_mode": o.json_mode,
+        "temperature": o.temperature,
+        "max_tokens": o.max_tokens,
+        **overrides,
+    }
+    return ChatClient(base_url, model, **arguments)
+
+
+def circuit_breaker(**overrides: Any) -> CircuitBreaker:
+    """A circuit breaker at the `judge.openai` defaults, with ``overrides``."""
+    o = OpenAISettings()
+    arguments: dict[str, Any] = {
+        "failures": o.circuit_failures,
+        "cooldown": o.circuit_cooldown,
+        **overrides,
+    }
+    return CircuitBreaker(**arguments)
+
+
+def openai_judge(client: ChatClient, **overrides: Any) -> OpenAIJudge:
+    """A judge on ``client`` with the `judge.openai` defaults' breaker and cache, with
+    ``overrides``."""
+    arguments: dict[str, Any] = {
+        "breaker": circuit_breaker(),
+        "cache": JudgmentCache(OpenAISettings().cache_size),
+        **overrides,
+    }
+    return OpenAIJudge(client, **arguments)
+
+
+def agent_settings(judge: JudgeSettings, windows: Sequence[float] = (), **join: Any) -> Settings:
+    """The agent's settings with the ``judge`` section, the window sizes ``windows`` (none
+    given: the default ones) and the ``join`` settings given; the rest at the defaults."""
+    sections: dict[str, Any] = {"judge": judge, "join": JoinSettings(**join)}
+    if windows:
+        sections["windows"] = WindowSettings(sizes=list(windows))
+    return Settings(**sections)
+
+
+def state_topic(topic: str, bootstrap_servers: str, **overrides: Any) -> StateTopic:
+    """A state topic's client at the `kafka` and `state` defaults, with ``overrides``."""
+    arguments: dict[str, Any] = {
+        "client_id": KafkaSettings().client_id,
+        "replication_factor": StateSettings().replication_factor,
+        **overrides,
+    }
+    return StateTopic(topic, bootstrap_servers=bootstrap_servers, **arguments)

@@ -46,7 +46,7 @@ from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export import SpanExportResult
 from prometheus_client.parser import text_string_to_metric_families
 
-from ragstream.config import DriftSettings, LabelSettings, WindowSettings
+from ragstream.config import LabelSettings, Settings, WindowSettings
 from ragstream.config.judging import JudgeSettings
 from ragstream.events import DecodedAnswer, decode_event
 from ragstream.exporter.text import TextRenderer, negotiate
@@ -55,7 +55,7 @@ from ragstream.judging.collector import GENERATION_GAUGES
 from ragstream.judging.model import JudgeInput
 from ragstream.pipeline.engine import Engine
 from ragstream.producer import EventProducer, Partitioner, partition_for
-from ragstream.wiring.engine import engine_config_of
+from ragstream.wiring.engine import engine_config
 from ragstream.wiring.judging import build_judge
 from tests.support import KafkaBroker, read_records
 from tests.support.agent_process import AgentProcess
@@ -333,10 +333,9 @@ async def test_the_collectors_topic_gives_the_apps_events_metrics_and_judgments(
 
     # The windowed retrieval gauges are those of the app's own events
     reference = Engine(
-        engine_config_of(
-            windows=WindowSettings(clock="event"),
-            labels=LabelSettings(keys=["service"]),
-            drift=DriftSettings(enabled=False),
+        engine_config(
+            Settings(windows=WindowSettings(clock="event"), labels=LabelSettings(keys=["service"])),
+            drift=False,
         )
     )
     reference_events = reference_messages(exported.requests, exported.spans)

@@ -12,8 +12,9 @@ import pytest
 
 from ragstream.pipeline.engine import Engine
 from ragstream.pipeline.runner import Runner
-from ragstream.sources.kafka import KafkaSource, KafkaSourceConfig
+from ragstream.sources.kafka import KafkaSource
 from tests.support import KafkaBroker, TopicFactory, produce_records
+from tests.support.defaults import kafka_source_config
 from tests.traces._rag import RagApp
 from tests.traces._reference import (
     assert_same_state,
@@ -49,7 +50,7 @@ async def test_traces_and_feedback_through_kafka_equal_the_apps_own_events(
     await produce_records(bootstrap, traces, [*messages[:20], junk, *messages[20:]])
     await produce_records(bootstrap, feedback, [(m.key, m.value) for m in labels])
     source = KafkaSource(
-        KafkaSourceConfig(
+        kafka_source_config(
             bootstrap_servers=bootstrap,
             topics=(traces, feedback),
             group_id="g-traces",

@@ -31,8 +31,9 @@ from ragstream.events import Record
 from ragstream.exporter.collector import EngineCollector
 from ragstream.pipeline.engine import Engine
 from ragstream.pipeline.runner import Runner
-from ragstream.sources.kafka import KafkaSource, KafkaSourceConfig
+from ragstream.sources.kafka import KafkaSource
 from tests.support import KafkaBroker, TopicFactory
+from tests.support.defaults import kafka_source_config
 from tests.traces._rag import RagApp
 from tests.traces._reference import assert_same_state, engine_config, reference_messages
 from tests.traces._traced import skip_counts
@@ -163,7 +164,7 @@ async def test_a_shared_topic_through_kafka(
     finally:
         await producer.stop()
     source = KafkaSource(
-        KafkaSourceConfig(
+        kafka_source_config(
             bootstrap_servers=kafka_broker.bootstrap_servers,
             topics=(topic,),
             group_id="g-signals",

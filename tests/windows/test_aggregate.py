@@ -62,13 +62,13 @@ def test_cumulative_histogram_is_prometheus_le() -> None:
 
 
 def test_rejects_wrong_width_and_infinity() -> None:
-    agg = Aggregate(("x", "y"))
+    agg = Aggregate(("x", "y"), bins=20)
     with pytest.raises(ValueError, match="rows of 2"):
         agg.add([1.0, 2.0, 3.0])
     with pytest.raises(ValueError, match="infinite"):
         agg.add([math.inf, 0.0])
     with pytest.raises(ValueError, match="different"):
-        agg.merge(Aggregate(("x",)))
+        agg.merge(Aggregate(("x",), bins=20))
 
 
 @settings(max_examples=30, deadline=None)

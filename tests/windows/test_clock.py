@@ -82,7 +82,7 @@ def test_event_mode_follows_the_largest_event_time() -> None:
 
 
 def test_event_mode_first_event_from_the_future_clamps_to_wall() -> None:
-    clock = Clock("event", tolerance=60.0, wall=FakeWall(T0))
+    clock = Clock("event", window=86400.0, buckets=60, tolerance=60.0, wall=FakeWall(T0))
     assert clock.now() == T0  # no event yet: the wall clock
     stamped = clock.stamp([T0 + 1000.0])
     assert stamped.times.tolist() == [T0]
@@ -96,9 +96,9 @@ batches_st = st.lists(st.floats(-2000.0, 300.0), min_size=1, max_size=40)
 @given(batches_st, st.lists(st.integers(1, 5), min_size=1, max_size=40))
 def test_event_mode_does_not_depend_on_batching(offsets: list[float], cuts: list[int]) -> None:
     times = [T0 + o for o in offsets]
-    whole = Clock("event", window=600.0, buckets=10, wall=FakeWall(T0 + 100.0))
+    whole = Clock("event", window=600.0, buckets=10, tolerance=60.0, wall=FakeWall(T0 + 100.0))
     one_batch = whole.stamp(times)
-    pieces = Clock("event", window=600.0, buckets=10, wall=FakeWall(T0 + 100.0))
+    pieces = Clock("event", window=600.0, buckets=10, tolerance=60.0, wall=FakeWall(T0 + 100.0))
     timing: list[int] = []
     eff: list[float] = []
     i = 0
@@ -126,17 +126,18 @@ def test_event_mode_does_not_depend_on_batching(offsets: list[float], cuts: list
 
 def test_snapshot_round_trip() -> None:
     wall = FakeWall(T0)
-    clock = Clock("event", window=600.0, buckets=10, wall=wall)
+    clock = Clock("event", window=600.0, buckets=10, tolerance=60.0, wall=wall)
     clock.stamp([T0 - 10.0, T0 - 5000.0, T0 + 900.0])
     twin = Clock.restore(json.loads(json.dumps(clock.snapshot())), wall=wall)
     assert twin.snapshot() == clock.snapshot()
     assert twin.stamp([T0]).timing.tolist() == clock.stamp([T0]).timing.tolist()
-    empty = Clock("event", wall=wall)
+    empty = Clock("event", window=86400.0, buckets=60, tolerance=60.0, wall=wall)
     assert Clock.restore(empty.snapshot(), wall=wall).now() == T0
 
 
 def test_rejects_bad_input() -> None:
     with pytest.raises(ValueError, match="tolerance"):
-        Clock(tolerance=-1.0)
+        Clock("wall", window=86400.0, buckets=60, tolerance=-1.0)
+    clock = Clock("wall", window=86400.0, buckets=60, tolerance=60.0, wall=FakeWall(T0))
     with pytest.raises(ValueError, match="finite"):
-        Clock(wall=FakeWall(T0)).stamp([float("nan")])
+        clock.stamp([float("nan")])

@@ -1,15 +1,18 @@
-"""Open queries built lazily from decoded events equal a plain, eager reading of the event."""
+"""Entries of the label map read from decoded events equal a plain, eager reading of the
+event; a row without one gets it from its message when a label comes."""
 
 from __future__ import annotations
 
 import json
+from array import array
 from typing import Any
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ragstream.events import DecodedRetrieval, decode_event
-from ragstream.join import OpenQuery
+from ragstream.join import QueryTable, RowLabels
+from ragstream.join.label_map import labels_of
 
 TS = 1_000.0
 
@@ -21,19 +24,17 @@ def _event(results: list[dict[str, Any]], qrels: list[dict[str, Any]] | None = N
     return json.dumps(event).encode()
 
 
-def _open(raw: bytes, *, keep_raw: bool) -> OpenQuery:
+def _open(raw: bytes) -> tuple[RowLabels, int, bytes]:
     event = decode_event(raw)
     assert isinstance(event, DecodedRetrieval)
-    return OpenQuery.from_retrieval(
-        "q",
-        partition=0,
-        labelset=(),
-        ts=event.ts,
-        ttl=60.0,
-        results=event.results,
-        qrels=event.qrels or (),
-        raw=raw if keep_raw else None,
-    )
+    return labels_of(event, event.ts, event.ts + 60.0)
+
+
+def _table_row(raw: bytes) -> tuple[QueryTable, int]:
+    """A table with the event's row, without an entry (as an unlabeled event opens)."""
+    table = QueryTable(partition=0, ttl=60.0)
+    top = _open(raw)[2]
+    return table, table.extend(["q"], [()], [TS], [raw], [top], None)
 
 
 def _expected(
@@ -83,90 +84,64 @@ _qrel = st.fixed_dictionaries(
 
 
 @settings(max_examples=150, deadline=None)
-@given(st.lists(_doc, max_size=14), st.lists(_qrel, max_size=4), st.booleans())
-def test_lazy_ranking_equals_an_eager_reading(
-    results: list[dict[str, Any]], qrels: list[dict[str, Any]], release: bool
+@given(st.lists(_doc, max_size=14), st.lists(_qrel, max_size=4))
+def test_an_entry_equals_an_eager_reading(
+    results: list[dict[str, Any]], qrels: list[dict[str, Any]]
 ) -> None:
-    raw = _event(results, qrels)
-    query = _open(raw, keep_raw=True)
+    entry, repeats, top = _open(_event(results, qrels))
     ids, times, labels, label_times = _expected(results, qrels)
-    width = 10
-    effective = [TS if t is None or t != t or t > TS else t for t in query.top_doc_times(width)]
-    assert effective == times[:width]
-    if release:
-        query.release()  # scored: decoded documents dropped, decoded again on demand
-    assert query.repeats == len(results) - len(ids)
-    assert query.labels == labels
-    assert query.label_times == label_times
-    raw_ids, raw_times = query.raw_ranking()
-    assert list(raw_ids) == ids
-    assert [TS if t is None or t != t or t > TS else t for t in raw_times] == times
-    assert list(query.doc_ids) == ids
-    assert list(query.doc_times) == times
+    effective = [TS if t != t or t > TS else t for t in array("d", top)]
+    assert effective == times
+    assert repeats == len(results) - len(ids)
+    assert {d: g[0] for d, g in entry.grades.items()} == labels
+    assert {d: g[1] for d, g in entry.grades.items()} == label_times
+    assert list(entry.doc_ids) == ids
+    assert list(entry.doc_times) == times
+    inline = {d["doc_id"] for d in results if d.get("rel") is not None}
+    last = {q["doc_id"]: "qrels" for q in qrels} | dict.fromkeys(inline, "inline")
+    assert {d: g[2] for d, g in entry.grades.items()} == last  # the latest grade's source
 
 
-def test_released_query_decodes_its_message_again_for_a_late_label() -> None:
+def test_a_row_without_an_entry_reads_its_message_again_for_a_late_label() -> None:
     results: list[dict[str, Any]] = [
         {"doc_id": "a", "t_doc": 10.0},
         {"doc_id": "b"},
         {"doc_id": "a", "t_doc": 5.0},
     ]
-    kept = _open(_event(results), keep_raw=True)
-    eager = _open(_event(results), keep_raw=False)
-    kept.release()
-    for query in (kept, eager):
-        query.set_label("a", 2.0)  # no t_doc with the label: its time in the ranking
-        query.set_label("b", 1.0)
-    assert kept.label_times == eager.label_times == {"a": 10.0, "b": TS}
-    assert kept.snapshot() == eager.snapshot()
-    assert OpenQuery.restore(kept.snapshot()).snapshot() == kept.snapshot()
+    table, row = _table_row(_event(results))
+    eager = _open(_event(results))[0]
+    assert not table.labels
+    kept = table.entry(row)  # given to the row: read from its message
+    assert table.labels == {row: kept}
+    for entry in (kept, eager):
+        entry.grade("a", 2.0, None, "click")  # no t_doc with the label: its time in the ranking
+        entry.grade("b", 1.0, None, "thumb")
+    assert kept.grades == eager.grades == {"a": (2.0, 10.0, "click"), "b": (1.0, TS, "thumb")}
     assert kept.doc_ids == ("a", "b")
-    assert kept.repeats == 1
+    assert table.read(row).label_sources == {"click": 1, "thumb": 1}
 
 
-def test_a_labeled_query_keeps_its_ranking_when_released() -> None:
-    """Released once scored, a labeled query keeps the ranking it built for its labels (its
-    next label reads it: the message is not decoded again); an unlabeled one drops it and
-    builds it again from the message, equal."""
+def test_a_labeled_row_keeps_its_entry() -> None:
+    """A row's entry holds its ranking: its next label reads it, the message is not decoded
+    again; the row read without an entry builds the same ranking from its message."""
     results: list[dict[str, Any]] = [{"doc_id": "a", "t_doc": 10.0}, {"doc_id": "b"}]
-    labeled = _open(_event(results, [{"doc_id": "b", "rel": 1.0}]), keep_raw=True)
-    unlabeled = _open(_event(results), keep_raw=True)
-    ranked = [(query.doc_ids, query.doc_times) for query in (labeled, unlabeled)]
-    for query in (labeled, unlabeled):
-        query.release()
-    assert labeled.doc_ids is ranked[0][0]
-    assert labeled.doc_times is ranked[0][1]
-    assert unlabeled.doc_ids is not ranked[1][0]
-    assert (unlabeled.doc_ids, unlabeled.doc_times) == ranked[1] == ranked[0]
-    labeled.set_label("a", 2.0)
-    assert labeled.label_times == {"a": 10.0, "b": TS}
-
-
-def test_release_without_the_message_keeps_the_documents() -> None:
-    query = _open(_event([{"doc_id": "a", "t_doc": 1.0}]), keep_raw=False)
-    query.release()
-    assert list(query.top_doc_times(3)) == [1.0]
-    assert query.doc_times == (1.0,)
-
-
-def test_mappings_are_accepted_as_results() -> None:
-    query = OpenQuery.from_retrieval(
-        "q",
-        partition=0,
-        labelset=(),
-        ts=TS,
-        ttl=1.0,
-        results=[{"doc_id": "a", "rel": 1.0}, {"doc_id": "b", "t_doc": 2 * TS}],
-    )
-    assert query.doc_ids == ("a", "b")
-    assert query.doc_times == (TS, TS)
-    assert query.labels == {"a": 1.0}
+    table, row = _table_row(_event(results))
+    unlabeled = table.read(row)
+    entry = table.entry(row)
+    assert table.entry(row) is entry
+    assert (unlabeled.doc_ids, unlabeled.doc_times) == (entry.doc_ids, tuple(entry.doc_times))
+    entry.grade("b", 1.0, None, "click")
+    entry.grade("a", 2.0, None, "click")
+    assert {d: g[1] for d, g in entry.grades.items()} == {"b": TS, "a": 10.0}
+    assert table.read(row).labels == {"b": 1.0, "a": 2.0}
+    assert unlabeled.labels == {}  # a read is a copy
 
 
 def test_a_message_only_the_reference_decoder_takes_is_decoded_again_the_same_way() -> None:
     raw = _event([{"doc_id": "a", "t_doc": 10.0}, {"doc_id": "b"}])[:-1] + b', "x": NaN}'
-    query = _open(raw, keep_raw=True)  # msgspec rejects NaN; the pydantic reference accepts
-    query.release()
+    table = QueryTable(partition=0, ttl=60.0)
+    row = table.extend(["q"], [()], [TS], [raw], [b""], None)
+    query = table.read(row)  # msgspec rejects NaN; the pydantic reference accepts
     assert query.doc_ids == ("a", "b")
     assert query.doc_times == (10.0, TS)
 
@@ -175,8 +150,9 @@ _Docs = list[dict[str, Any]]
 
 
 def _labels_of(results: _Docs, qrels: _Docs | None = None) -> Any:
-    query = _open(_event(results, qrels), keep_raw=False)
-    return query.doc_ids, query.repeats, query.labels, query.label_times
+    entry, repeats, _ = _open(_event(results, qrels))
+    labels = {d: g[0] for d, g in entry.grades.items()}
+    return entry.doc_ids, repeats, labels, {d: g[1] for d, g in entry.grades.items()}
 
 
 def test_an_inline_label_on_a_repeat_counts_at_the_first_position() -> None:
