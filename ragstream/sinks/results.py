@@ -109,12 +109,7 @@ class ResultSampler:
     (queries without that metric's value are not chosen)."""
 
     def __init__(
-        self,
-        mode: SampleMode = "all",
-        *,
-        share: float = 1.0,
-        metric: str | None = None,
-        threshold: float = 0.0,
+        self, mode: SampleMode, *, share: float, metric: str | None, threshold: float
     ) -> None:
         if mode not in SAMPLE_MODES:
             raise ValueError(f"sample mode must be one of {', '.join(SAMPLE_MODES)}, not {mode!r}")
@@ -151,16 +146,16 @@ class ResultsSink:
         self,
         engine: Engine,
         publisher: KafkaPublisher,
-        sampler: ResultSampler | None = None,
+        sampler: ResultSampler,
         *,
-        flush_timeout: float = 5.0,
+        flush_timeout: float,
         verdicts: Callable[[str], Mapping[str, Any] | None] | None = None,
     ) -> None:
         """``verdicts``: query id -> the judge's verdict kept for that final query (taken:
         asked once per final query, sampled or not), e.g. `JudgingService.take_verdict`."""
         self.engine = engine
         self.publisher = publisher
-        self.sampler = sampler or ResultSampler()
+        self.sampler = sampler
         self.flush_timeout = flush_timeout
         self.verdicts = verdicts
         if self.sampler.metric is not None and self.sampler.metric not in set(

@@ -14,7 +14,7 @@ from ragstream.checkpoint import StateTopic
 from ragstream.config import DriftSettings, JoinSettings, Settings, TraceSettings, WindowSettings
 from ragstream.config.drift import AdwinSettings, PageHinkleySettings, PsiSettings, ZScoreSettings
 from ragstream.config.judging import JudgeSettings, LexicalSettings, OpenAISettings
-from ragstream.config.settings import KafkaSettings, StateSettings
+from ragstream.config.settings import KafkaSettings, ResultsSettings, StateSettings
 from ragstream.drift import DETECTORS, Adwin, PageHinkley, Psi, PsiBank, ZScore, ZScoreBank
 from ragstream.join import LabelJoin
 from ragstream.judging.cache import JudgmentCache
@@ -26,6 +26,7 @@ from ragstream.judging.results import JudgeResults
 from ragstream.pipeline.drift_config import DriftConfig
 from ragstream.pipeline.engine import EngineConfig
 from ragstream.pipeline.row_layout import RowLayout
+from ragstream.sinks.results import ResultSampler, SampleMode
 from ragstream.sources.kafka import KafkaSourceConfig
 from ragstream.traces import TraceMapping
 from ragstream.windows import WindowSpec
@@ -48,6 +49,7 @@ __all__ = [
     "page_hinkley",
     "psi",
     "psi_bank",
+    "result_sampler",
     "row_layout",
     "state_topic",
     "trace_mapping",
@@ -232,6 +234,19 @@ def agent_settings(judge: JudgeSettings, windows: Sequence[float] = (), **join: 
     if windows:
         sections["windows"] = WindowSettings(sizes=list(windows))
     return Settings(**sections)
+
+
+def result_sampler(mode: SampleMode, **overrides: Any) -> ResultSampler:
+    """A results sampler in ``mode`` at the `results` defaults (the metric only for
+    `below`), with ``overrides``."""
+    r = ResultsSettings()
+    arguments: dict[str, Any] = {
+        "share": r.share,
+        "metric": r.metric if mode == "below" else None,
+        "threshold": r.threshold,
+        **overrides,
+    }
+    return ResultSampler(mode, **arguments)
 
 
 def state_topic(topic: str, bootstrap_servers: str, **overrides: Any) -> StateTopic:
