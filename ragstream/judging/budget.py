@@ -65,9 +65,9 @@ class CostBudget:
     weight ``alpha``), so cache hits and short answers lower it.
     """
 
-    per_hour: float | None = None
-    per_day: float | None = None
-    estimated_cost: float = 0.0
+    per_hour: float | None
+    per_day: float | None
+    estimated_cost: float
     alpha: float = 0.1
     _hour: int = field(default=-1, init=False)
     _day: int = field(default=-1, init=False)

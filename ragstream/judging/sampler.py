@@ -106,7 +106,7 @@ class Sampler:
         *,
         limit: TokenBucket | None = None,
         budget: CostBudget | None = None,
-        salt: str = "",
+        salt: str,
     ) -> None:
         for r in (rate, *(rule.rate for rule in rules)):
             if not 0.0 <= r <= 1.0:

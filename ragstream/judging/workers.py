@@ -146,7 +146,7 @@ class JudgeWorkers:
             for i in range(self.concurrency)
         ]
 
-    async def stop(self, drain_timeout: float = 10.0) -> None:
+    async def stop(self, drain_timeout: float) -> None:
         """Stop accepting, judge what is queued for up to ``drain_timeout`` seconds, then
         cancel; what is left is counted as dropped (``shutdown``, ``cancelled``)."""
         self._accepting = False
@@ -162,13 +162,6 @@ class JudgeWorkers:
             self._queue.task_done()
             self.dropped["shutdown"] += 1
         await self.judge.close()
-
-    async def __aenter__(self) -> JudgeWorkers:
-        await self.start()
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.stop()
 
     # -- workers ------------------------------------------------------------------------------
 

@@ -77,10 +77,10 @@ async def test_failures_are_counted_by_reason_and_delivered(server: OpenAIServer
         on_result=lambda x, j: results.append(j),
         on_failure=lambda x, e: failures.append((x.query_id, e.reason)),
     )
-    async with workers:
-        for x in _inputs(3):
-            workers.submit(x)
-    # leaving the block stops the workers after draining the queue
+    await workers.start()
+    for x in _inputs(3):
+        workers.submit(x)
+    await workers.stop(drain_timeout=10.0)  # drains the queue, then stops the workers
     assert failures == [("q0", "client_error"), ("q1", "bad_json")]
     assert workers.outcomes == {"client_error": 1, "bad_json": 1, "ok": 1}
     assert len(results) == 1
@@ -103,10 +103,10 @@ async def test_unexpected_errors_and_bad_callbacks_do_not_kill_workers() -> None
         raise ValueError("callback bug")
 
     workers = JudgeWorkers(_Broken(), queue_size=1000, concurrency=1, on_failure=explode)
-    async with workers:
-        for x in _inputs(3):
-            workers.submit(x)
-    # leaving the block stops the workers after draining the queue
+    await workers.start()
+    for x in _inputs(3):
+        workers.submit(x)
+    await workers.stop(drain_timeout=10.0)  # drains the queue, then stops the workers
     assert workers.outcomes == {"internal": 3}
     assert workers.callback_errors == 3
 

@@ -13,7 +13,7 @@ from typing import Any
 from ragstream.checkpoint import StateTopic
 from ragstream.config import DriftSettings, JoinSettings, Settings, TraceSettings, WindowSettings
 from ragstream.config.drift import AdwinSettings, PageHinkleySettings, PsiSettings, ZScoreSettings
-from ragstream.config.judging import JudgeSettings, LexicalSettings, OpenAISettings
+from ragstream.config.judging import GoldSettings, JudgeSettings, LexicalSettings, OpenAISettings
 from ragstream.config.settings import KafkaSettings, ResultsSettings, StateSettings
 from ragstream.drift import DETECTORS, Adwin, PageHinkley, Psi, PsiBank, ZScore, ZScoreBank
 from ragstream.join import LabelJoin
@@ -21,7 +21,7 @@ from ragstream.judging.cache import JudgmentCache
 from ragstream.judging.circuit import CircuitBreaker
 from ragstream.judging.http import ChatClient
 from ragstream.judging.lexical import LexicalJudge
-from ragstream.judging.openai_judge import OpenAIJudge
+from ragstream.judging.openai_judge import OpenAIJudge, TokenAccount
 from ragstream.judging.results import JudgeResults
 from ragstream.pipeline.drift_config import DriftConfig
 from ragstream.pipeline.engine import EngineConfig
@@ -166,12 +166,14 @@ def window_spec(**overrides: Any) -> WindowSpec:
 
 
 def judge_results(**overrides: Any) -> JudgeResults:
-    """The judge's windows at the agent's window defaults, with ``overrides``."""
+    """The judge's windows at the agent's window and `judge.gold` defaults, with
+    ``overrides``."""
     arguments: dict[str, Any] = {
         "windows": _ENGINE.windows,
         "buckets": _ENGINE.buckets,
         "bins": _ENGINE.bins,
         "horizon": _ENGINE.future_tolerance,
+        "gold_window": GoldSettings().window,
         **overrides,
     }
     return JudgeResults(**arguments)
@@ -217,11 +219,13 @@ def circuit_breaker(**overrides: Any) -> CircuitBreaker:
 
 
 def openai_judge(client: ChatClient, **overrides: Any) -> OpenAIJudge:
-    """A judge on ``client`` with the `judge.openai` defaults' breaker and cache, with
-    ``overrides``."""
+    """A judge on ``client`` with the `judge.openai` defaults' breaker, cache and prices,
+    with ``overrides``."""
+    o = OpenAISettings()
     arguments: dict[str, Any] = {
         "breaker": circuit_breaker(),
-        "cache": JudgmentCache(OpenAISettings().cache_size),
+        "cache": JudgmentCache(o.cache_size),
+        "account": TokenAccount(o.price_prompt_per_1m, o.price_completion_per_1m),
         **overrides,
     }
     return OpenAIJudge(client, **arguments)
