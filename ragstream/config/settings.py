@@ -29,7 +29,6 @@ from ragstream.durations import format_duration
 from ragstream.metrics import parse_metric
 
 __all__ = [
-    "DriftSettings",
     "HttpSettings",
     "JoinSettings",
     "KafkaSecurity",

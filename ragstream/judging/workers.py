@@ -19,20 +19,21 @@ from collections.abc import Callable, Sequence
 
 from ragstream.judging.model import Judge, JudgeError, JudgeInput, Judgment
 
-__all__ = ["DEFAULT_LATENCY_BUCKETS", "DROP_REASONS", "JudgeWorkers", "LatencyHistogram"]
+__all__ = ["DROP_REASONS", "JudgeWorkers", "LatencyHistogram"]
 
 _log = logging.getLogger("ragstream.judging")
 
 DROP_REASONS = ("queue_full", "stopped", "shutdown", "cancelled")
 """Why a sampled answer was dropped unjudged."""
 
-DEFAULT_LATENCY_BUCKETS = (0.01, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
-
 
 class LatencyHistogram:
     """Cumulative-ready latency histogram (seconds): per-bucket counts, sum and count."""
 
-    def __init__(self, buckets: Sequence[float] = DEFAULT_LATENCY_BUCKETS) -> None:
+    def __init__(
+        self,
+        buckets: Sequence[float] = (0.01, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0),
+    ) -> None:
         self.buckets = tuple(sorted(buckets))
         self.counts = [0] * (len(self.buckets) + 1)
         """counts[i]: observations in (buckets[i-1], buckets[i]]; the last is +Inf."""
@@ -54,10 +55,6 @@ class LatencyHistogram:
         return out
 
 
-ResultHandler = Callable[[JudgeInput, Judgment], None]
-FailureHandler = Callable[[JudgeInput, JudgeError], None]
-
-
 class JudgeWorkers:
     """Runs a judge on submitted items with bounded memory and bounded concurrency."""
 
@@ -67,8 +64,8 @@ class JudgeWorkers:
         *,
         queue_size: int,
         concurrency: int,
-        on_result: ResultHandler | None = None,
-        on_failure: FailureHandler | None = None,
+        on_result: Callable[[JudgeInput, Judgment], None] | None = None,
+        on_failure: Callable[[JudgeInput, JudgeError], None] | None = None,
         collect: int = 1000,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
