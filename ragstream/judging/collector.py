@@ -179,8 +179,8 @@ class JudgeCollector:
         for name in rates:
             yield rates[name]
             yield rate_bounds[name]
-        gold = {o: service.gold.outcomes[o] for o in GOLD_OUTCOMES}
-        yield _counter("ragstream_judge_gold", "Gold verdicts by outcome", "outcome", gold)
+        outcomes = {o: service.gold.outcomes[o] for o in GOLD_OUTCOMES}
+        yield _counter("ragstream_judge_gold", "Gold verdicts by outcome", "outcome", outcomes)
         yield GaugeMetricFamily(
             "ragstream_judge_gold_open_answers",
             "Answers open for a gold verdict (within their label TTL)",
