@@ -2,9 +2,8 @@
 
 `submit` is synchronous and never blocks or awaits: a full queue drops the sample and
 counts it (``queue_full``), so judging can never slow consumption down. ``concurrency``
-worker tasks take items from the queue and call the judge; results go to ``on_result``
-(or are collected in :attr:`collected`), failures to ``on_failure``, and every outcome is
-counted: ``ok`` or the failure's reason.
+worker tasks take items from the queue and call the judge; results go to ``on_result``,
+failures to ``on_failure``, and every outcome is counted: ``ok`` or the failure's reason.
 """
 
 from __future__ import annotations
@@ -14,7 +13,7 @@ import bisect
 import contextlib
 import logging
 import time
-from collections import Counter, deque
+from collections import Counter
 from collections.abc import Callable, Sequence
 
 from ragstream.judging.model import Judge, JudgeError, JudgeInput, Judgment
@@ -66,7 +65,6 @@ class JudgeWorkers:
         concurrency: int,
         on_result: Callable[[JudgeInput, Judgment], None] | None = None,
         on_failure: Callable[[JudgeInput, JudgeError], None] | None = None,
-        collect: int = 1000,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         if queue_size < 1 or concurrency < 1:
@@ -91,8 +89,6 @@ class JudgeWorkers:
         self.callback_errors = 0
         self.latency = LatencyHistogram()
         """Seconds per judge call, successful or not."""
-        self.collected: deque[tuple[JudgeInput, Judgment]] = deque(maxlen=max(1, collect))
-        """The latest results, when there is no ``on_result``."""
 
     # -- producer side ------------------------------------------------------------------------
 
@@ -196,8 +192,6 @@ class JudgeWorkers:
                 self.outcomes["ok"] += 1
                 if self.on_result is not None:
                     self.on_result(item, judgment)
-                else:
-                    self.collected.append((item, judgment))
             elif error is not None:
                 self.outcomes[error.reason] += 1
                 if self.on_failure is not None:

@@ -54,14 +54,20 @@ async def test_a_slow_judge_never_blocks_submit(server: OpenAIServer) -> None:
 
 
 async def test_results_are_collected_and_stop_drains() -> None:
-    workers = JudgeWorkers(lexical_judge(), queue_size=100, concurrency=3)
+    collected: list[tuple[JudgeInput, Judgment]] = []
+    workers = JudgeWorkers(
+        lexical_judge(),
+        queue_size=100,
+        concurrency=3,
+        on_result=lambda x, j: collected.append((x, j)),
+    )
     for x in _inputs(50):
         assert workers.submit(x)  # before start: queued, judged once started
     await workers.start()
     await workers.stop(drain_timeout=5.0)
     assert workers.outcomes == {"ok": 50}
-    assert len(workers.collected) == 50
-    assert {x.query_id for x, _ in workers.collected} == {f"q{i}" for i in range(50)}
+    assert len(collected) == 50
+    assert {x.query_id for x, _ in collected} == {f"q{i}" for i in range(50)}
     assert workers.submit(item()) is False
     assert workers.dropped == {"stopped": 1}
 
