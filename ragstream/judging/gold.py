@@ -73,9 +73,8 @@ class OpenAnswer(msgspec.Struct, gc=False):
     queued: bool = False
     """Submitted to the judge, no judgment yet."""
     verdict: Verdict | None = None
-    """The judge's verdict, once judged."""
     judge: str = ""
-    """Which judge gave it."""
+    """Which judge gave the verdict."""
     gold: bool | None = None
     """The latest gold verdict received (True: hallucinated)."""
     compared: bool | None = None
