@@ -28,6 +28,7 @@ __all__ = [
     "UnknownMetricError",
     "query_record",
     "result_json_schema",
+    "share_point",
 ]
 
 SampleMode = Literal["all", "share", "below"]
@@ -132,9 +133,10 @@ class ResultSampler:
         return value is not None and value < self.threshold
 
 
-def share_point(query_id: str) -> float:
-    """A point in [0, 1) fixed by the query id (BLAKE2b), for deterministic shares."""
-    digest = hashlib.blake2b(query_id.encode(), digest_size=8).digest()
+def share_point(text: str) -> float:
+    """A point in [0, 1) fixed by ``text`` (a query id), for deterministic shares: the
+    first 8 bytes of its BLAKE2b digest / 2^64."""
+    digest = hashlib.blake2b(text.encode(), digest_size=8).digest()
     return int.from_bytes(digest, "big") / 2.0**64
 
 
