@@ -84,7 +84,7 @@ class JudgeLabel:
     labels: Mapping[str, str]
 
 
-def judge_labels(item: JudgeInput, judgment: Judgment, threshold: float = 0.5) -> list[JudgeLabel]:
+def judge_labels(item: JudgeInput, judgment: Judgment, threshold: float) -> list[JudgeLabel]:
     """One label per context with a doc id: ``rel = 1`` if its relevance >= threshold, else 0.
 
     A document given as several contexts takes its best context's score.
@@ -114,7 +114,7 @@ class JudgeResults:
         buckets: int,
         bins: int,
         horizon: float,
-        gold_window: float | None = None,
+        gold_window: float | None,
     ) -> None:
         self.spec = WindowSpec(
             columns=GENERATION_COLUMNS,
