@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import cast
 
 import click
 
-from ragstream.metrics import MetricSpec, parse_metric, trec_name
+from ragstream.metrics import Gain, MetricSpec, parse_metric, trec_name
 from ragstream.trec import DEFAULT_METRICS, Engine, TrecFormatError, evaluate_files
 from ragstream.trec._compiled import AVAILABLE
 from ragstream.trec.report import Format, render
@@ -122,9 +121,9 @@ def eval_command(
     complete: bool,
     fmt: Format,
     digits: str,
-    gain: str,
+    gain: Gain,
     relevance_level: int,
-    engine: str,
+    engine: Engine,
     keep_best: bool,
 ) -> None:
     """Evaluate a TREC run against qrels with trec_eval's conventions.
@@ -153,11 +152,11 @@ def eval_command(
             qrels,
             run,
             specs,
-            gain="exponential" if gain == "exponential" else "linear",
+            gain=gain,
             relevance_level=relevance_level,
             complete=complete,
             keep_best=keep_best,
-            engine=cast("Engine", engine),  # click.Choice admits only these
+            engine=engine,
         )
     except TrecFormatError as error:
         raise click.ClickException(str(error)) from None

@@ -104,7 +104,10 @@ def evaluate_files(
     for one query is an error."""
     if engine == "compiled" and not AVAILABLE:
         raise RuntimeError("the compiled scanner ragstream.trec._trec_reader is not built")
-    specs = _specs(metrics, relevance_level)  # before reading: a bad name costs no scan
+    # before reading: a bad name costs no scan
+    specs = tuple(parse_metric(m) if isinstance(m, str) else m for m in metrics)
+    if relevance_level < 1:
+        raise ValueError(f"relevance level must be >= 1, got {relevance_level}")
     ranked = None
     if engine in ("compiled", "auto"):
         # the metrics computed by the join's threads as they join each query, when the
@@ -148,13 +151,6 @@ def _with_missing(
     raw = sorted(set(ids.texts(np.arange(ids.size, dtype=np.int64))))
     text = (qid.decode("utf-8", "replace") for qid in raw)  # as the joins decode them
     return replace(result, missing=tuple(qid for qid in text if qid not in evaluated))
-
-
-def _specs(metrics: Sequence[str | MetricSpec], relevance_level: int) -> tuple[MetricSpec, ...]:
-    specs = tuple(parse_metric(m) if isinstance(m, str) else m for m in metrics)
-    if relevance_level < 1:
-        raise ValueError(f"relevance level must be >= 1, got {relevance_level}")
-    return specs
 
 
 def _evaluate(
