@@ -10,9 +10,10 @@ from __future__ import annotations
 
 from typing import Any, Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import Field, field_validator
 
 from ragstream.config._duration import Duration
+from ragstream.config._section import Section
 from ragstream.drift import (
     DETECTORS,
     AdwinParams,
@@ -36,14 +37,10 @@ Way = Literal["down", "up", "both"]
 P = TypeVar("P")
 
 
-class _Section(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+class _Detector(Section):
+    """A detector's section: `enabled`, and its parameters with their defaults."""
 
     enabled: bool = True
-
-
-class _Detector(_Section):
-    """A detector's section: `enabled`, and its parameters with their defaults."""
 
     def params(self) -> DetectorParams:
         """The detector's typed parameters (everything but `enabled`)."""
@@ -111,10 +108,11 @@ class AdwinSettings(_Detector):
         return self._build(AdwinParams)
 
 
-class DriftSettings(_Section):
+class DriftSettings(Section):
     """Drift detection: windowed detectors on (short, long) window pairs at every scrape,
     sequential ones on the final per-query values."""
 
+    enabled: bool = True
     metrics: list[str] = Field(
         default_factory=lambda: ["ndcg@10", "rr"], description="plain retrieval metrics watched"
     )

@@ -84,6 +84,8 @@ def capture(found: Iterable[Found], columns: Sequence[int], edges: npt.NDArray[n
             at, previous = at + 1, traced[i]
         rank[i] = at
     row, col = np.nonzero(~np.isnan(values))  # a candidate per query and column with a value
+    if not row.size:
+        return
     value, bucket = values[row, col], buckets[row, col]
     cells = len(columns) * edges.size
     group = np.array(owners)[row] * cells + col * edges.size + bucket  # label set, column, bucket

@@ -126,7 +126,8 @@ def test_the_trace_ids_of_open_queries_survive_a_snapshot_and_a_resume() -> None
     for start in range(0, 500, 100):
         first.apply(messages[start : start + 100])
     snapshot = json.loads(json.dumps(first.snapshot(), allow_nan=False))
-    assert any(join.get("traces") for join in snapshot["joins"].values())
+    joins = [record["join"] for record in snapshot["partitions"].values()]
+    assert any(join is not None and join.get("traces") for join in joins)
     resumed = Engine.restore(first.config, snapshot, wall=lambda: WALL)
     _run(resumed, messages[500:])
     assert resumed.exemplars == straight.exemplars
