@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any, ClassVar, Self
 
 import numpy as np
@@ -11,7 +12,6 @@ from ragstream.drift._common import (
     F64,
     I64,
     Direction,
-    arguments,
     check_version,
     float_in,
     float_out,
@@ -68,22 +68,20 @@ class Latch:
 
 
 class Latched:
-    """What the windowed detectors share: settings from their parameters class, a `Latch`,
-    the last score, and a snapshot of the settings named in ``settings_names``."""
+    """What the windowed detectors share: settings from their ``params`` dataclass (its
+    fields are the constructor's arguments, in snapshot order), a `Latch`, the last score."""
 
     kind: ClassVar[str]
+    params: ClassVar[type[Any]]
     settings_names: ClassVar[tuple[str, ...]]
-    """The constructor's arguments, in snapshot order."""
 
     __slots__ = ("_latch", "score")
 
     _latch: Latch
     score: float
 
-    @classmethod
-    def from_params(cls, p: Any) -> Self:
-        """The detector of a parameters dataclass (its fields are the constructor's)."""
-        return cls(**arguments(p))
+    def __init_subclass__(cls) -> None:
+        cls.settings_names = tuple(f.name for f in dataclasses.fields(cls.params))
 
     @property
     def alarm(self) -> bool:

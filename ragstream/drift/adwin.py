@@ -39,7 +39,7 @@ from typing import Any, ClassVar, Self
 import numpy as np
 import numpy.typing as npt
 
-from ragstream.drift._common import I64, Direction, arguments, as_values, check_version
+from ragstream.drift._common import I64, Direction, as_values, check_version
 from ragstream.drift._hold import Hold
 from ragstream.drift._restore import count_in, finite_in
 
@@ -74,6 +74,7 @@ class Adwin:
     """ADWIN change detector (see the module docstring)."""
 
     kind: ClassVar[str] = "adwin"
+    params = AdwinParams
 
     __slots__ = (
         "_hold",
@@ -119,10 +120,6 @@ class Adwin:
         self._hold = Hold(hold)
         self._score = 0.0
         self._reset()
-
-    @classmethod
-    def from_params(cls, p: AdwinParams) -> Self:
-        return cls(**arguments(p))
 
     def _reset(self) -> None:
         # _rows[i] = (totals, m2s) of the buckets of 2**i values, oldest first

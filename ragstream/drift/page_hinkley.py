@@ -29,7 +29,7 @@ from typing import Any, ClassVar, Self
 import numpy as np
 import numpy.typing as npt
 
-from ragstream.drift._common import F64, I64, Direction, arguments, as_values, check_version
+from ragstream.drift._common import F64, I64, Direction, as_values, check_version
 from ragstream.drift._hold import Hold
 from ragstream.drift._restore import count_in, finite_in
 
@@ -65,6 +65,7 @@ class PageHinkley:
     """Page-Hinkley change detector (see the module docstring)."""
 
     kind: ClassVar[str] = "page_hinkley"
+    params = PageHinkleyParams
 
     __slots__ = (
         "_g_down",
@@ -102,10 +103,6 @@ class PageHinkley:
         self.min_std = float(min_std)
         self._hold = Hold(hold)
         self._reset()
-
-    @classmethod
-    def from_params(cls, p: PageHinkleyParams) -> Self:
-        return cls(**arguments(p))
 
     def _reset(self) -> None:
         self._n = 0

@@ -79,7 +79,7 @@ class Psi(Latched):
     """
 
     kind: ClassVar[str] = "psi"
-    settings_names = ("threshold", "min_count", "min_reference", "eps", "release")
+    params = PsiParams
 
     __slots__ = ("eps", "min_count", "min_reference", "threshold")
 

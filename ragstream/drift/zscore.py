@@ -99,7 +99,7 @@ class ZScore(Latched):
     """
 
     kind: ClassVar[str] = "zscore"
-    settings_names = ("threshold", "min_count", "min_reference", "direction", "release")
+    params = ZScoreParams
 
     __slots__ = ("direction", "min_count", "min_reference", "threshold")
 

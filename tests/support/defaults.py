@@ -106,22 +106,22 @@ def drift_config(
 
 def zscore(**overrides: Any) -> ZScore:
     """A `ZScore` at the `drift.zscore` defaults, with ``overrides``."""
-    return ZScore.from_params(dataclasses.replace(ZScoreSettings().params(), **overrides))
+    return ZScore(**dataclasses.asdict(ZScoreSettings().params()) | overrides)
 
 
 def psi(**overrides: Any) -> Psi:
     """A `Psi` at the `drift.psi` defaults, with ``overrides``."""
-    return Psi.from_params(dataclasses.replace(PsiSettings().params(), **overrides))
+    return Psi(**dataclasses.asdict(PsiSettings().params()) | overrides)
 
 
 def page_hinkley(**overrides: Any) -> PageHinkley:
     """A `PageHinkley` at the `drift.page_hinkley` defaults, with ``overrides``."""
-    return PageHinkley.from_params(dataclasses.replace(PageHinkleySettings().params(), **overrides))
+    return PageHinkley(**dataclasses.asdict(PageHinkleySettings().params()) | overrides)
 
 
 def adwin(**overrides: Any) -> Adwin:
     """An `Adwin` at the `drift.adwin` defaults, with ``overrides``."""
-    return Adwin.from_params(dataclasses.replace(AdwinSettings().params(), **overrides))
+    return Adwin(**dataclasses.asdict(AdwinSettings().params()) | overrides)
 
 
 def zscore_bank(cells: tuple[int, ...] = (), **overrides: Any) -> ZScoreBank:
