@@ -15,7 +15,17 @@ from ragstream.config import DriftSettings, JoinSettings, Settings, TraceSetting
 from ragstream.config.drift import AdwinSettings, PageHinkleySettings, PsiSettings, ZScoreSettings
 from ragstream.config.judging import JudgeSettings, LexicalSettings, OpenAISettings
 from ragstream.config.settings import KafkaSettings, StateSettings
-from ragstream.drift import DETECTORS, Adwin, PageHinkley, Psi, PsiBank, ZScore, ZScoreBank
+from ragstream.drift import (
+    DETECTORS,
+    Adwin,
+    PageHinkley,
+    Psi,
+    PsiBank,
+    PsiParams,
+    ZScore,
+    ZScoreBank,
+    ZScoreParams,
+)
 from ragstream.join import LabelJoin
 from ragstream.judging.cache import JudgmentCache
 from ragstream.judging.circuit import CircuitBreaker
@@ -126,12 +136,14 @@ def adwin(**overrides: Any) -> Adwin:
 
 def zscore_bank(cells: tuple[int, ...] = (), **overrides: Any) -> ZScoreBank:
     """A `ZScoreBank` over ``cells`` at the `drift.zscore` defaults, with ``overrides``."""
-    return ZScoreBank(cells, dataclasses.replace(ZScoreSettings().params(), **overrides))
+    return ZScoreBank(
+        cells, ZScoreParams(**dataclasses.asdict(ZScoreSettings().params()) | overrides)
+    )
 
 
 def psi_bank(cells: tuple[int, ...] = (), **overrides: Any) -> PsiBank:
     """A `PsiBank` over ``cells`` at the `drift.psi` defaults, with ``overrides``."""
-    return PsiBank(cells, dataclasses.replace(PsiSettings().params(), **overrides))
+    return PsiBank(cells, PsiParams(**dataclasses.asdict(PsiSettings().params()) | overrides))
 
 
 def trace_mapping(**overrides: Any) -> TraceMapping:
