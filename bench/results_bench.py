@@ -19,10 +19,9 @@ import time
 from ragstream.config.settings import load_settings
 from ragstream.events import Message
 from ragstream.pipeline.engine import Engine
-from ragstream.sinks.publisher import KafkaPublisher
-from ragstream.sinks.results import ResultsSink
 from ragstream.sources.synthetic import SyntheticConfig, SyntheticTraffic
 from ragstream.wiring import engine_config
+from ragstream.wiring.results import results_sink
 
 __all__ = ["main"]
 
@@ -30,11 +29,17 @@ BATCH = 5000
 
 
 def _pass(messages: list[Message], report: bool, sink: bool) -> tuple[float, int]:
-    settings = load_settings(overrides={"labels": {"keys": ["app"]}, "join": {"label_ttl": 300}})
+    settings = load_settings(
+        overrides={
+            "labels": {"keys": ["app"]},
+            "join": {"label_ttl": 300},
+            "kafka": {"bootstrap_servers": "127.0.0.1:9"},
+            "results": {"topic": "unused", "queue_size": 10**8},
+        }
+    )
     config = engine_config(settings, clock="event", final_unlabeled=report, report_final=report)
     engine = Engine(config)
-    publisher = KafkaPublisher("unused", bootstrap_servers="127.0.0.1:9", queue_size=10**8)
-    results = ResultsSink(engine, publisher) if sink else None
+    results = results_sink(settings, engine, client_options={}) if sink else None
     final = 0
     start = time.process_time()
     for i in range(0, len(messages), BATCH):

@@ -103,7 +103,8 @@ class ReplayKeeper:
             engine = Engine.restore(config, saved.state, sides=sides)
         except (KeyError, TypeError, ValueError) as error:
             raise CheckpointMismatchError(
-                f"{where} holds a state this engine cannot take: {error}"
+                f"{where} holds a state this engine cannot take: {error}; "
+                "remove it or use another --checkpoint-dir to start afresh"
             ) from None
         self.digest = digest
         self._saved = saved

@@ -10,9 +10,10 @@ from __future__ import annotations
 
 from typing import Any, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import Field, field_validator
 
 from ragstream.config._duration import Duration
+from ragstream.config._section import Section
 from ragstream.drift import DETECTORS, SEQUENTIAL, WINDOWED, DetectorParams, Direction
 from ragstream.metrics import REGISTRY, parse_metric
 
@@ -27,14 +28,10 @@ __all__ = [
 Way = Literal["down", "up", "both"]
 
 
-class _Section(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+class _Detector(Section):
+    """A detector's section: `enabled`, and its parameters with their defaults."""
 
     enabled: bool = True
-
-
-class _Detector(_Section):
-    """A detector's section: `enabled`, and its parameters with their defaults."""
 
     detector: ClassVar[str]
     """Its name in `ragstream.drift.registry`, which gives its parameters type."""
@@ -99,10 +96,11 @@ class AdwinSettings(_Detector):
     hold: int = Field(1000, ge=1)
 
 
-class DriftSettings(_Section):
+class DriftSettings(Section):
     """Drift detection: windowed detectors on (short, long) window pairs at every scrape,
     sequential ones on the final per-query values."""
 
+    enabled: bool = True
     metrics: list[str] = Field(
         default_factory=lambda: ["ndcg@10", "rr"], description="plain retrieval metrics watched"
     )

@@ -10,9 +10,10 @@ import os
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr
+from pydantic import Field, SecretStr
 
 from ragstream.config._duration import Duration
+from ragstream.config._section import Section
 from ragstream.config.secrets import read_secret_file
 
 __all__ = [
@@ -26,11 +27,7 @@ __all__ = [
 ]
 
 
-class _Section(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-class LabelRuleSettings(_Section):
+class LabelRuleSettings(Section):
     """Oversample answers whose label `key` equals `value`."""
 
     key: str
@@ -38,7 +35,7 @@ class LabelRuleSettings(_Section):
     rate: float = Field(ge=0.0, le=1.0)
 
 
-class RetrievalRuleSettings(_Section):
+class RetrievalRuleSettings(Section):
     """Oversample answers whose query's retrieval `metric` is below `below` (when known)."""
 
     metric: str = "rr"
@@ -46,7 +43,7 @@ class RetrievalRuleSettings(_Section):
     rate: float = Field(ge=0.0, le=1.0)
 
 
-class SamplingSettings(_Section):
+class SamplingSettings(Section):
     """Which answers are judged, how fast, and for how much money."""
 
     rate: float = Field(0.05, ge=0.0, le=1.0, description="base sampling rate")
@@ -62,7 +59,7 @@ class SamplingSettings(_Section):
     salt: str = Field("", description="changes which queries the hash picks")
 
 
-class LexicalSettings(_Section):
+class LexicalSettings(Section):
     """The offline heuristic judge (`ragstream.judging.lexical`, docs/judging.md)."""
 
     support_threshold: float = Field(
@@ -81,7 +78,7 @@ class LexicalSettings(_Section):
     )
 
 
-class OpenAISettings(_Section):
+class OpenAISettings(Section):
     """Any OpenAI-compatible chat-completions endpoint (OpenAI, vLLM, Ollama, llama.cpp)."""
 
     base_url: str = "https://api.openai.com/v1"
@@ -114,7 +111,7 @@ class OpenAISettings(_Section):
         return os.environ.get(self.api_key_env) or None
 
 
-class GoldSettings(_Section):
+class GoldSettings(Section):
     """Gold verdicts on answers (feedback events with `answer`), compared with the judge's."""
 
     window: Duration | None = Field(
@@ -132,7 +129,7 @@ class GoldSettings(_Section):
     )
 
 
-class JudgeSettings(_Section):
+class JudgeSettings(Section):
     """Generation judging: sampling, the judge, its workers, and where judgments go."""
 
     enabled: bool = True

@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, model_validator
+from pydantic import Field, SecretStr, field_validator, model_validator
 from pydantic_settings import (
     BaseSettings,
     PydanticBaseSettingsSource,
@@ -21,6 +21,7 @@ from pydantic_settings import (
 )
 
 from ragstream.config._duration import Duration
+from ragstream.config._section import Section
 from ragstream.config.drift import DriftSettings
 from ragstream.config.judging import JudgeSettings
 from ragstream.config.secrets import SecretFileError, read_secret_file
@@ -28,7 +29,6 @@ from ragstream.durations import format_duration
 from ragstream.metrics import parse_metric
 
 __all__ = [
-    "DriftSettings",
     "HttpSettings",
     "JoinSettings",
     "KafkaSecurity",
@@ -44,11 +44,7 @@ __all__ = [
 ]
 
 
-class _Section(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-class KafkaSecurity(_Section):
+class KafkaSecurity(Section):
     """TLS and SASL as Kafka clients configure them. Each secret is a value or a file (a
     mounted Kubernetes secret), not both; files are read when the Kafka clients are built
     (`resolve_*`), never by `check-config`. OAUTHBEARER takes its token from a file or a
@@ -164,7 +160,7 @@ def _resolve(value: SecretStr | None, file: Path | None, setting: str) -> str | 
     return secret
 
 
-class KafkaSettings(_Section):
+class KafkaSettings(Section):
     """Where events come from and how they are consumed."""
 
     bootstrap_servers: str = "localhost:9092"
@@ -216,7 +212,7 @@ class KafkaSettings(_Section):
         return self
 
 
-class TraceSettings(_Section):
+class TraceSettings(Section):
     """OpenTelemetry traces (topics of format otlp_proto or otlp_json): the OpenInference
     attribute names read and how a trace's spans are joined (docs/opentelemetry.md)."""
 
@@ -268,7 +264,7 @@ class TraceSettings(_Section):
     max_message_bytes: int = Field(4 * 1024 * 1024, ge=1, description="largest OTLP message")
 
 
-class WindowSettings(_Section):
+class WindowSettings(Section):
     """Sliding windows of time buckets (SPEC §3)."""
 
     sizes: list[Duration] = Field(default_factory=lambda: [60.0, 300.0, 3600.0, 86400.0])
@@ -284,7 +280,7 @@ class WindowSettings(_Section):
         return sorted(set(sizes))
 
 
-class MetricSettings(_Section):
+class MetricSettings(Section):
     """Which retrieval metrics are kept (SPEC §2)."""
 
     cutoffs: list[int] = Field(default_factory=lambda: [1, 3, 5, 10])
@@ -308,14 +304,14 @@ class MetricSettings(_Section):
         return sorted(set(half_lives))
 
 
-class LabelSettings(_Section):
+class LabelSettings(Section):
     """Which event labels become Prometheus labels, and how many values each may take."""
 
     keys: list[str] = Field(default_factory=list)
     max_values: int = Field(50, ge=1, description="values per key beyond this become 'other'")
 
 
-class JoinSettings(_Section):
+class JoinSettings(Section):
     """Late labels (SPEC §3)."""
 
     label_ttl: Duration = 900.0
@@ -326,7 +322,7 @@ class JoinSettings(_Section):
     max_pending: int = Field(100_000, ge=1)
 
 
-class StateSettings(_Section):
+class StateSettings(Section):
     """Partition state moved between replicas through a compacted Kafka topic (`run`)."""
 
     enabled: bool = True
@@ -344,14 +340,14 @@ class StateSettings(_Section):
         return self.topic or f"{group_id}-state"
 
 
-class HttpSettings(_Section):
+class HttpSettings(Section):
     """The `/metrics`, `/healthz` and `/readyz` server."""
 
     host: str = "0.0.0.0"
     port: int = Field(9464, ge=0, le=65535)
 
 
-class ResultsSettings(_Section):
+class ResultsSettings(Section):
     """The per-query results topic (docs/results.md); off while `topic` is unset."""
 
     topic: str | None = Field(None, description="where each final query's record goes")

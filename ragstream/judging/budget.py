@@ -65,9 +65,9 @@ class CostBudget:
     weight ``alpha``), so cache hits and short answers lower it.
     """
 
-    per_hour: float | None = None
-    per_day: float | None = None
-    estimated_cost: float = 0.0
+    per_hour: float | None
+    per_day: float | None
+    estimated_cost: float
     alpha: float = 0.1
     _hour: int = field(default=-1, init=False)
     _day: int = field(default=-1, init=False)
@@ -105,7 +105,9 @@ class CostBudget:
         """Charge the estimate for an admitted sample; returns the amount charged."""
         self._roll(now)
         cost = self.estimated_cost
-        self._add(cost)
+        self.spent_hour += cost
+        self.spent_day += cost
+        self.spent_total += cost
         return cost
 
     def reconcile(
@@ -122,11 +124,6 @@ class CostBudget:
             self.spent_day = max(0.0, self.spent_day + delta)
         if learn:
             self.estimated_cost += self.alpha * (actual - self.estimated_cost)
-
-    def _add(self, cost: float) -> None:
-        self.spent_hour += cost
-        self.spent_day += cost
-        self.spent_total += cost
 
 
 def _fits(spent: float, cost: float, limit: float | None) -> bool:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 
 from prometheus_client.core import (
     CounterMetricFamily,
@@ -179,12 +179,8 @@ class JudgeCollector:
         for name in rates:
             yield rates[name]
             yield rate_bounds[name]
-        outcomes = CounterMetricFamily(
-            "ragstream_judge_gold", "Gold verdicts by outcome", labels=["outcome"]
-        )
-        for outcome in GOLD_OUTCOMES:
-            outcomes.add_metric([outcome], service.gold.outcomes[outcome])
-        yield outcomes
+        outcomes = {o: service.gold.outcomes[o] for o in GOLD_OUTCOMES}
+        yield _counter("ragstream_judge_gold", "Gold verdicts by outcome", "outcome", outcomes)
         yield GaugeMetricFamily(
             "ragstream_judge_gold_open_answers",
             "Answers open for a gold verdict (within their label TTL)",
@@ -199,24 +195,18 @@ class JudgeCollector:
     def _health(self) -> Iterator[Metric]:
         service = self.service
         sampler, workers = service.sampler, service.workers
-        samples = CounterMetricFamily(
-            "ragstream_judge_samples", "Sampling decisions by outcome", labels=["outcome"]
+        samples = {o.value: sampler.counts[o] for o in Outcome}
+        yield _counter(
+            "ragstream_judge_samples", "Sampling decisions by outcome", "outcome", samples
         )
-        for outcome in Outcome:
-            samples.add_metric([outcome.value], sampler.counts[outcome])
-        yield samples
-        requests = CounterMetricFamily(
-            "ragstream_judge_requests", "Finished judgments by outcome", labels=["outcome"]
+        requests = {r: workers.outcomes[r] for r in ("ok", *_FAILURE_REASONS)}
+        yield _counter(
+            "ragstream_judge_requests", "Finished judgments by outcome", "outcome", requests
         )
-        for result in ("ok", *_FAILURE_REASONS):
-            requests.add_metric([result], workers.outcomes[result])
-        yield requests
-        dropped = CounterMetricFamily(
-            "ragstream_judge_dropped", "Sampled answers dropped unjudged", labels=["reason"]
+        dropped = {r: workers.dropped[r] for r in DROP_REASONS}
+        yield _counter(
+            "ragstream_judge_dropped", "Sampled answers dropped unjudged", "reason", dropped
         )
-        for reason in DROP_REASONS:
-            dropped.add_metric([reason], workers.dropped[reason])
-        yield dropped
         buckets = workers.latency.cumulative()
         yield HistogramMetricFamily(
             "ragstream_judge_latency_seconds",
@@ -249,19 +239,25 @@ class JudgeCollector:
 def _verdict_metrics(service: JudgingService) -> Iterator[Metric]:
     """The verdicts kept for the result records (with a results topic only)."""
     assert service.verdicts is not None
-    outcomes = CounterMetricFamily(
+    yield _counter(
         "ragstream_judge_verdicts",
         "Judge verdicts for the result records by outcome",
-        labels=["outcome"],
+        "outcome",
+        {o: service.verdicts.outcomes[o] for o in VERDICT_OUTCOMES},
     )
-    for outcome in VERDICT_OUTCOMES:
-        outcomes.add_metric([outcome], service.verdicts.outcomes[outcome])
-    yield outcomes
     yield GaugeMetricFamily(
         "ragstream_judge_verdicts_kept",
         "Judge verdicts kept until their query is final",
         value=service.verdicts_kept,
     )
+
+
+def _counter(name: str, text: str, label: str, counts: Mapping[str, float]) -> Metric:
+    """A counter family with one sample per value of ``label``, in ``counts``' order."""
+    family = CounterMetricFamily(name, text, labels=[label])
+    for value, n in counts.items():
+        family.add_metric([value], n)
+    return family
 
 
 def _rates(confusion: Confusion) -> dict[str, Estimate]:
@@ -279,23 +275,17 @@ def _add_corrected(
 
 
 def _openai_metrics(judge: OpenAIJudge) -> Iterator[Metric]:
-    tokens = CounterMetricFamily("ragstream_judge_tokens", "Tokens used", labels=["kind"])
-    tokens.add_metric(["prompt"], judge.account.prompt_tokens)
-    tokens.add_metric(["completion"], judge.account.completion_tokens)
-    yield tokens
+    account = judge.account
+    tokens = {"prompt": account.prompt_tokens, "completion": account.completion_tokens}
+    yield _counter("ragstream_judge_tokens", "Tokens used", "kind", tokens)
     yield CounterMetricFamily(
-        "ragstream_judge_cost_usd", "Judge cost from token usage", value=judge.account.cost
+        "ragstream_judge_cost_usd", "Judge cost from token usage", value=account.cost
     )
-    cache = CounterMetricFamily("ragstream_judge_cache", "Cache lookups", labels=["result"])
-    cache.add_metric(["hit"], judge.cache.hits)
-    cache.add_metric(["miss"], judge.cache.misses)
-    yield cache
-    retries = CounterMetricFamily(
-        "ragstream_judge_http_retries", "Retried HTTP attempts", labels=["reason"]
-    )
-    for reason in ("timeout", "http_429", "http_5xx", "connection_error"):
-        retries.add_metric([reason], judge.client.retries[reason])
-    yield retries
+    cache = {"hit": judge.cache.hits, "miss": judge.cache.misses}
+    yield _counter("ragstream_judge_cache", "Cache lookups", "result", cache)
+    reasons = ("timeout", "http_429", "http_5xx", "connection_error")
+    retries = {r: judge.client.retries[r] for r in reasons}
+    yield _counter("ragstream_judge_http_retries", "Retried HTTP attempts", "reason", retries)
     state = GaugeMetricFamily(
         "ragstream_judge_circuit_state",
         "Judge circuit breaker: 1 for the current state",

@@ -73,9 +73,8 @@ class OpenAnswer(msgspec.Struct, gc=False):
     queued: bool = False
     """Submitted to the judge, no judgment yet."""
     verdict: Verdict | None = None
-    """The judge's verdict, once judged."""
     judge: str = ""
-    """Which judge gave it."""
+    """Which judge gave the verdict."""
     gold: bool | None = None
     """The latest gold verdict received (True: hallucinated)."""
     compared: bool | None = None
@@ -198,7 +197,8 @@ class GoldJoin:
                 self.outcomes["late"] += 1
             else:
                 entry.gold = gold.hallucination
-        self._cap(answers)
+        while len(answers) > self.max_answers:
+            self._lost(answers.popitem(last=False)[1], "evicted")
         return entry.gold
 
     def keep(self, share: GoldShare | None, query_id: str, item: AnswerLike) -> None:
@@ -283,11 +283,6 @@ class GoldJoin:
                     break
                 waiting.popitem(last=False)
                 self.outcomes["expired"] += 1
-
-    def _cap(self, answers: OrderedDict[str, OpenAnswer]) -> None:
-        while len(answers) > self.max_answers:
-            _, entry = answers.popitem(last=False)
-            self._lost(entry, "evicted")
 
     def _lost(self, entry: OpenAnswer, why: str) -> None:
         """An answer leaves: a gold verdict it holds that was never compared is counted."""

@@ -177,7 +177,9 @@ class ChatClient:
         raise JudgeError("internal", "no attempt was made")  # pragma: no cover
 
     async def _post(self, body: dict[str, Any]) -> ChatResponse:
-        session = self._get_session()
+        if self._session is None or self._session.closed:
+            self._session = aiohttp.ClientSession()
+        session = self._session
         timeout = aiohttp.ClientTimeout(total=self.timeout)
         async with session.post(self.url, json=body, headers=self._headers, timeout=timeout) as r:
             text = await r.text()
@@ -185,11 +187,6 @@ class ChatClient:
                 retry_after = parse_retry_after(r.headers.get("Retry-After"), self._wall())
                 raise HttpStatusError(r.status, retry_after, text)
         return _parse_envelope(text)
-
-    def _get_session(self) -> aiohttp.ClientSession:
-        if self._session is None or self._session.closed:
-            self._session = aiohttp.ClientSession()
-        return self._session
 
     async def close(self) -> None:
         """Close the HTTP session."""

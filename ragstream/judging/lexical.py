@@ -50,7 +50,7 @@ from ragstream.judging.claims import extract_claims
 from ragstream.judging.model import Claim, JudgeInput, Judgment
 from ragstream.judging.numbers import days, unsupported_values
 from ragstream.judging.structured import Record, flag_conflicts, parse_record
-from ragstream.judging.text import clauses, content_tokens, is_number, sentences, tokens
+from ragstream.judging.text import clauses, is_number, sentences, tokens
 
 __all__ = ["LEXICAL_VERSION", "Evidence", "LexicalJudge", "cover", "overlap"]
 
@@ -148,12 +148,13 @@ class LexicalJudge:
         """Score one answer (synchronous, pure)."""
         evidence = Evidence.of(contexts)
         found = extract_claims(answer, self.min_claim_tokens)
-        question_words = content_tokens(question)
+        question_words = set(tokens(question))
         threshold = self.record_threshold if evidence.records else self.support_threshold
         claims: list[Claim] = []
         supports: list[float] = []
         for text in found.claims:
-            score = 0.0 if self._fails(text, evidence) else self._support(text, evidence)
+            fails = self._fails(text, evidence)
+            score = 0.0 if fails else cover(set(tokens(text)), evidence, self.window)
             supports.append(score)
             claims.append(Claim(text, score >= threshold and score > 0.0))
         faithfulness = sum(supports) / len(supports) if supports else None
@@ -163,7 +164,7 @@ class LexicalJudge:
         scores = tuple(overlap(question_words, v) for v in evidence.vocabularies)
         return Judgment(
             faithfulness=faithfulness,
-            answer_relevance=overlap(question_words, content_tokens(answer))
+            answer_relevance=overlap(question_words, set(tokens(answer)))
             if question_words and not found.refusal
             else None,
             context_relevance=sum(scores) / len(scores) if scores else None,
@@ -174,9 +175,6 @@ class LexicalJudge:
             judge=self.name,
             prompt_version=LEXICAL_VERSION,
         )
-
-    def _support(self, text: str, evidence: Evidence) -> float:
-        return cover(set(tokens(text)), evidence, self.window)
 
     def _fails(self, text: str, evidence: Evidence) -> bool:
         """A hard failure: a value the contexts never state, or a yes/no conflict."""

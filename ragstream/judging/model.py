@@ -39,15 +39,12 @@ class JudgeInput:
     ts: float
     """The answer event's time (Unix seconds); judgments land in the windows here."""
     question: str
-    """The user's question."""
     answer: str
-    """The generated answer."""
     contexts: tuple[str, ...]
     """The chunks given to the model, in prompt order."""
     doc_ids: tuple[str | None, ...] = ()
     """Document id of each context (None where the event did not say)."""
     labels: Mapping[str, str] = field(default_factory=dict)
-    """The event's service labels."""
     model: str | None = None
     """The generator model, if the event named it."""
     partition: int = 0
@@ -159,7 +156,6 @@ class Judgment:
     faithfulness: float | None
     """Supported claims / claims."""
     answer_relevance: float | None
-    """How well the answer addresses the question."""
     context_relevance: float | None
     """Mean of `context_scores`."""
     hallucination: bool

@@ -197,6 +197,18 @@ async def judge_stream(
     await workers.start()
     emitted = 0
     read = 0
+
+    async def ready(behind: int) -> AsyncIterator[JudgedLine]:
+        """The finished lines in order, waiting while ``behind`` lines or more are unfinished."""
+        nonlocal emitted
+        while emitted in done or read - emitted >= behind:
+            if emitted in done:
+                yield done.pop(emitted)
+                emitted += 1
+            else:
+                await changed.wait()
+                changed.clear()
+
     try:
         for index, line in enumerate(lines):
             read = index + 1
@@ -212,22 +224,10 @@ async def judge_stream(
                 item = JudgeInput.from_event(line.event, estimated_cost=charged, admitted_at=now)
                 pending[id(item)] = (index, line)
                 workers.submit(item)  # never full: at most `window` lines are outstanding
-            while emitted in done:
-                yield done.pop(emitted)
-                emitted += 1
-            while read - emitted >= window:
-                await changed.wait()
-                changed.clear()
-                while emitted in done:
-                    yield done.pop(emitted)
-                    emitted += 1
-        while emitted < read:
-            if emitted not in done:
-                await changed.wait()
-                changed.clear()
-            while emitted in done:
-                yield done.pop(emitted)
-                emitted += 1
+            async for row in ready(window):
+                yield row
+        async for row in ready(1):
+            yield row
     finally:
         await workers.stop(drain_timeout=0.0)
 

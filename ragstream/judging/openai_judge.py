@@ -39,8 +39,8 @@ _SERVICE_FAILURES = frozenset({"timeout", "http_error", "connection_error"})
 class TokenAccount:
     """Tokens and money spent, cumulative (every call, including repairs and failures)."""
 
-    price_prompt_per_1m: float = 0.0
-    price_completion_per_1m: float = 0.0
+    price_prompt_per_1m: float
+    price_completion_per_1m: float
     prompt_tokens: int = 0
     completion_tokens: int = 0
     cost: float = 0.0
@@ -71,13 +71,13 @@ class OpenAIJudge:
         *,
         breaker: CircuitBreaker,
         cache: JudgmentCache,
-        account: TokenAccount | None = None,
+        account: TokenAccount,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.client = client
         self.breaker = breaker
         self.cache = cache
-        self.account = account or TokenAccount()
+        self.account = account
         self._clock = clock
         self._inflight: dict[str, asyncio.Future[Judgment]] = {}
         self.repairs: Counter[str] = Counter()

@@ -84,7 +84,7 @@ class JudgeLabel:
     labels: Mapping[str, str]
 
 
-def judge_labels(item: JudgeInput, judgment: Judgment, threshold: float = 0.5) -> list[JudgeLabel]:
+def judge_labels(item: JudgeInput, judgment: Judgment, threshold: float) -> list[JudgeLabel]:
     """One label per context with a doc id: ``rel = 1`` if its relevance >= threshold, else 0.
 
     A document given as several contexts takes its best context's score.
@@ -114,7 +114,7 @@ class JudgeResults:
         buckets: int,
         bins: int,
         horizon: float,
-        gold_window: float | None = None,
+        gold_window: float | None,
     ) -> None:
         self.spec = WindowSpec(
             columns=GENERATION_COLUMNS,
@@ -219,19 +219,6 @@ class JudgeResults:
         self.store.drop_partition(partition)
         self.gold_store.drop_partition(partition)
 
-    def snapshot(self) -> dict[str, Any]:
-        """Every partition's judgment windows (the counters are the process's own)."""
-        return self.store.snapshot()
-
-    def gold_snapshot(self) -> dict[str, Any]:
-        """Every partition's gold-window comparisons."""
-        return self.gold_store.snapshot()
-
-    def restore(self, data: dict[str, Any] | None, gold: dict[str, Any] | None = None) -> None:
-        """Continue from `snapshot` and `gold_snapshot` output (None: empty windows)."""
-        self.store = _restored(data, self.spec, "judgment windows")
-        self.gold_store = _restored(gold, self.gold_spec, "gold comparisons")
-
     def record_failure(self, item: JudgeInput, error: JudgeError) -> None:
         """Count a failed judgment by reason."""
         self.failures[error.reason] += 1
@@ -269,13 +256,3 @@ class JudgeResults:
     def read_gold(self, now: float) -> dict[tuple[str, ...], Confusion]:
         """Every label set's confusion counts over the gold window at ``now``."""
         return {key: self.confusion(now, key) for key in self.gold_store.labelsets()}
-
-
-def _restored(data: dict[str, Any] | None, spec: WindowSpec, what: str) -> WindowStore:
-    """A store from its snapshot (None: empty), which must have been kept with ``spec``."""
-    if data is None:
-        return WindowStore(spec)
-    store = WindowStore.restore(data)
-    if store.spec != spec:
-        raise ValueError(f"the saved {what} were kept with a different window spec")
-    return store

@@ -10,7 +10,6 @@ outcome. Time is passed in: the sampler is pure.
 
 from __future__ import annotations
 
-import hashlib
 import math
 from collections import Counter
 from collections.abc import Mapping, Sequence
@@ -18,6 +17,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from ragstream.judging.budget import CostBudget, TokenBucket
+from ragstream.sinks.results import share_point
 
 __all__ = ["Decision", "LabelRule", "Outcome", "RetrievalRule", "Sampler", "sample_point"]
 
@@ -32,9 +32,8 @@ class Outcome(StrEnum):
 
 
 def sample_point(query_id: str, salt: str = "") -> float:
-    """The query's uniform draw in [0, 1): the first 8 bytes of blake2b(salt · id) / 2^64."""
-    digest = hashlib.blake2b(f"{salt}\x00{query_id}".encode(), digest_size=8).digest()
-    return int.from_bytes(digest, "big") / 2.0**64
+    """The query's uniform draw in [0, 1): the `share_point` of ``salt · NUL · id``."""
+    return share_point(f"{salt}\x00{query_id}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,7 +105,7 @@ class Sampler:
         *,
         limit: TokenBucket | None = None,
         budget: CostBudget | None = None,
-        salt: str = "",
+        salt: str,
     ) -> None:
         for r in (rate, *(rule.rate for rule in rules)):
             if not 0.0 <= r <= 1.0:

@@ -38,7 +38,7 @@ from ragstream.judging.partition import JudgePartition
 from ragstream.judging.publisher import JudgmentPublisher
 from ragstream.judging.results import JudgeLabel, JudgeResults, judge_labels
 from ragstream.judging.sampler import Outcome, RetrievalRule, Sampler
-from ragstream.judging.verdicts import VerdictKeeper, export_kept, restore_kept
+from ragstream.judging.verdicts import VerdictKeeper
 from ragstream.judging.workers import JudgeWorkers
 from ragstream.pipeline.partitions import PartitionState
 
@@ -361,26 +361,9 @@ class JudgingService:
         return share
 
     def snapshot(self) -> dict[str, Any]:
-        """Every held partition's unjudged answers, gold join and kept verdicts, and the
-        windows."""
-        shares = self._shares()
-        return {
-            "pending": {
-                str(p): [item.to_state() for item in s.pending.values()]
-                for p, s in shares
-                if s.pending is not None
-            },
-            "results": self.results.snapshot(),
-            "agreement": self.results.gold_snapshot(),
-            "gold": {str(p): s.gold.export(p) for p, s in shares if s.gold is not None},
-            "verdicts": {str(p): export_kept(s.verdicts) for p, s in shares if s.verdicts},
-            "counts": self._counts(),
-        }
-
-    def _counts(self) -> dict[str, Any]:
-        """This process's counts, JSON-friendly: a whole-engine snapshot carries them, so
-        that a process that continues from it (a resumed replay, a restarted agent) counts
-        on from there."""
+        """This process's counts, JSON-friendly: a whole-engine snapshot carries them beside
+        the partitions' shares, so that a process that continues from it (a resumed replay)
+        counts on from there."""
         return {
             "samples": {str(k): v for k, v in self.sampler.counts.items()},
             "by_rule": dict(self.sampler.by_rule),
@@ -395,7 +378,11 @@ class JudgingService:
             ],
         }
 
-    def _restore_counts(self, counts: Mapping[str, Any]) -> None:
+    def restore(self, counts: Any) -> None:
+        """Count on from `snapshot` output (None: from 0); the partitions' shares are
+        adopted after (`adopt_partition`)."""
+        if not counts:
+            return
         for key, n in counts["samples"].items():
             self.sampler.counts[Outcome(key)] = int(n)
         self.sampler.by_rule = Counter({str(k): int(n) for k, n in counts["by_rule"].items()})
@@ -404,7 +391,7 @@ class JudgingService:
         self.results.failures = Counter(counts["failures"])
         for key, n in counts["gold"].items():
             self.gold.outcomes[str(key)] = int(n)
-        if self.verdicts is not None:  # absent from older snapshots: from zero
+        if self.verdicts is not None:  # absent from older counts: from zero
             self.verdicts.restore_counts(counts.get("verdicts") or {})
         self.agreement = Counter(
             {
@@ -412,27 +399,6 @@ class JudgingService:
                 for judge, labelset, gold, verdict, n in counts["agreement"]
             }
         )
-
-    def restore(self, data: Any) -> None:
-        """Continue from `snapshot` output (None: from nothing); unjudged answers queued
-        again. A snapshot without kept verdicts (an older one) keeps none."""
-        for state in self.partitions.values():
-            state.sides.pop(self.name, None)
-        if not data:
-            self.results.restore(None)
-            return
-        self.results.restore(data.get("results"), data.get("agreement"))
-        if data.get("counts"):
-            self._restore_counts(data["counts"])
-        for key, state in (data.get("gold") or {}).items():
-            self._share(int(key)).gold = GoldShare.restore(state)
-        for key, kept in (data.get("verdicts") or {}).items():
-            self._share(int(key)).verdicts = restore_kept(kept)
-        for key, items in (data.get("pending") or {}).items():
-            share = self._share(int(key))
-            share.pending = {}
-            for state in items:
-                self._requeue(JudgeInput.from_state(state), share)
 
     def _requeue(self, item: JudgeInput, share: JudgePartition) -> None:
         """Queue an unjudged answer again (admitted now, nothing charged yet: the cost is

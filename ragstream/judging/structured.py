@@ -88,10 +88,6 @@ def _parse(text: str) -> object | None:
         return None
 
 
-def _key_words(key: str) -> str:
-    return f"{_CAMEL.sub(' ', key)} {key.lower()}"
-
-
 def _polarity(value: object) -> bool | str | None:
     """True/False/None for a yes/no value; ``"other"`` for anything else."""
     if value is None or isinstance(value, bool):
@@ -125,7 +121,7 @@ def parse_record(text: str) -> Record | None:
             for v in value:
                 walk(v, path)
             return "other"
-        label = " ".join(_key_words(k) for k in path[-2:])
+        label = " ".join(f"{_CAMEL.sub(' ', k)} {k.lower()}" for k in path[-2:])
         polarity = _polarity(value)
         if polarity != "other" and path:
             raw_flags.append((path[-1], polarity if isinstance(polarity, bool) else None))

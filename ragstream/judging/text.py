@@ -24,7 +24,6 @@ __all__ = [
     "NEGATION",
     "STOPWORDS",
     "clauses",
-    "content_tokens",
     "is_number",
     "sentences",
     "stem",
@@ -230,8 +229,3 @@ def _word_forms(raw: str) -> list[str]:
     if parts[-1].isdigit():  # a name with a number (COVID-19, GPT-4): not a quantity
         return ["".join(parts)]
     return [*parts, "".join(parts)]
-
-
-def content_tokens(text: str) -> set[str]:
-    """The set of `tokens` of ``text``."""
-    return set(tokens(text))

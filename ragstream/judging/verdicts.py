@@ -62,7 +62,7 @@ class VerdictKeeper:
     """Keeps verdicts of open queries in their partition's `Kept` and hands them to the
     final query's record (see the module docstring); the settings and counts."""
 
-    def __init__(self, is_open: Callable[[str], bool], *, max_per_partition: int = 10_000) -> None:
+    def __init__(self, is_open: Callable[[str], bool], *, max_per_partition: int) -> None:
         if max_per_partition < 1:
             raise ValueError(f"max_per_partition must be >= 1, not {max_per_partition}")
         self.is_open = is_open

@@ -2,9 +2,8 @@
 
 `submit` is synchronous and never blocks or awaits: a full queue drops the sample and
 counts it (``queue_full``), so judging can never slow consumption down. ``concurrency``
-worker tasks take items from the queue and call the judge; results go to ``on_result``
-(or are collected in :attr:`collected`), failures to ``on_failure``, and every outcome is
-counted: ``ok`` or the failure's reason.
+worker tasks take items from the queue and call the judge; results go to ``on_result``,
+failures to ``on_failure``, and every outcome is counted: ``ok`` or the failure's reason.
 """
 
 from __future__ import annotations
@@ -14,25 +13,26 @@ import bisect
 import contextlib
 import logging
 import time
-from collections import Counter, deque
+from collections import Counter
 from collections.abc import Callable, Sequence
 
 from ragstream.judging.model import Judge, JudgeError, JudgeInput, Judgment
 
-__all__ = ["DEFAULT_LATENCY_BUCKETS", "DROP_REASONS", "JudgeWorkers", "LatencyHistogram"]
+__all__ = ["DROP_REASONS", "JudgeWorkers", "LatencyHistogram"]
 
 _log = logging.getLogger("ragstream.judging")
 
 DROP_REASONS = ("queue_full", "stopped", "shutdown", "cancelled")
 """Why a sampled answer was dropped unjudged."""
 
-DEFAULT_LATENCY_BUCKETS = (0.01, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
-
 
 class LatencyHistogram:
     """Cumulative-ready latency histogram (seconds): per-bucket counts, sum and count."""
 
-    def __init__(self, buckets: Sequence[float] = DEFAULT_LATENCY_BUCKETS) -> None:
+    def __init__(
+        self,
+        buckets: Sequence[float] = (0.01, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0),
+    ) -> None:
         self.buckets = tuple(sorted(buckets))
         self.counts = [0] * (len(self.buckets) + 1)
         """counts[i]: observations in (buckets[i-1], buckets[i]]; the last is +Inf."""
@@ -54,10 +54,6 @@ class LatencyHistogram:
         return out
 
 
-ResultHandler = Callable[[JudgeInput, Judgment], None]
-FailureHandler = Callable[[JudgeInput, JudgeError], None]
-
-
 class JudgeWorkers:
     """Runs a judge on submitted items with bounded memory and bounded concurrency."""
 
@@ -67,9 +63,8 @@ class JudgeWorkers:
         *,
         queue_size: int,
         concurrency: int,
-        on_result: ResultHandler | None = None,
-        on_failure: FailureHandler | None = None,
-        collect: int = 1000,
+        on_result: Callable[[JudgeInput, Judgment], None] | None = None,
+        on_failure: Callable[[JudgeInput, JudgeError], None] | None = None,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         if queue_size < 1 or concurrency < 1:
@@ -94,8 +89,6 @@ class JudgeWorkers:
         self.callback_errors = 0
         self.latency = LatencyHistogram()
         """Seconds per judge call, successful or not."""
-        self.collected: deque[tuple[JudgeInput, Judgment]] = deque(maxlen=max(1, collect))
-        """The latest results, when there is no ``on_result``."""
 
     # -- producer side ------------------------------------------------------------------------
 
@@ -146,7 +139,7 @@ class JudgeWorkers:
             for i in range(self.concurrency)
         ]
 
-    async def stop(self, drain_timeout: float = 10.0) -> None:
+    async def stop(self, drain_timeout: float) -> None:
         """Stop accepting, judge what is queued for up to ``drain_timeout`` seconds, then
         cancel; what is left is counted as dropped (``shutdown``, ``cancelled``)."""
         self._accepting = False
@@ -162,13 +155,6 @@ class JudgeWorkers:
             self._queue.task_done()
             self.dropped["shutdown"] += 1
         await self.judge.close()
-
-    async def __aenter__(self) -> JudgeWorkers:
-        await self.start()
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.stop()
 
     # -- workers ------------------------------------------------------------------------------
 
@@ -206,8 +192,6 @@ class JudgeWorkers:
                 self.outcomes["ok"] += 1
                 if self.on_result is not None:
                     self.on_result(item, judgment)
-                else:
-                    self.collected.append((item, judgment))
             elif error is not None:
                 self.outcomes[error.reason] += 1
                 if self.on_failure is not None:

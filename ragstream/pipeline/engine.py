@@ -76,7 +76,9 @@ __all__ = [
 
 _F64 = NDArray[np.float64]
 _PRUNE_EVERY = 60.0
-_LATE = int(Timing.LATE)
+SNAPSHOT_VERSION = 2
+"""Version of a whole-engine snapshot (`Engine.snapshot`): 2 holds each partition's record
+(`Engine.export_partitions`) beside the shared parts; 1 grouped the state by kind."""
 _FUTURE = int(Timing.FUTURE)
 _EVENT_TS = attrgetter("ts")
 _TOP_DOCS = 10
@@ -178,7 +180,6 @@ class Engine:
         """The final-query histograms the exporter writes, and whose exemplars are kept."""
         self.next_prune = -math.inf
         """Event time of the next upkeep of the windows (empty series leave them)."""
-        self.pruned_series = 0
         self.drift = (
             None if config.drift is None else ResolvedDrift.of(config.drift, layout, config.windows)
         )
@@ -527,7 +528,6 @@ class Engine:
     def _advance(self, now: float) -> list[QueryView]:
         if math.isfinite(now) and now >= self.next_prune:  # quiet label sets leave when empty
             pruned = self.store.prune(now)
-            self.pruned_series += pruned
             self.next_prune = now + _PRUNE_EVERY
             if pruned and self.sequential is not None:
                 self.sequential.prune(set(self.store.series()))
@@ -689,6 +689,10 @@ class Engine:
         given from the side since the last batch are scored first, so that none is left
         behind."""
         self._rescore(self.clock.now())  # a no-op unless labels came from the side
+        return self._records(parts)
+
+    def _records(self, parts: Sequence[int] | set[int]) -> dict[int, dict[str, Any]]:
+        """`export_partitions` without the scoring first."""
         config = self.state_config()
         clock_now = self.clock.snapshot()["now"]
         shares = self._shares()
@@ -743,27 +747,23 @@ class Engine:
                 self.clock = Clock.restore(clock, wall=self.clock.wall)
 
     def snapshot(self) -> dict[str, Any]:
-        """Everything the engine knows, JSON-friendly; take it between batches."""
-        windowed = self.windowed_drift
-        held = sorted(self.partitions.items())
+        """Everything the engine knows, JSON-friendly; take it between batches. What the
+        partitions share (the clock, the label sets, the windows' upkeep, the windowed drift
+        detectors, the detection counts, the sides' own counts) and each held partition's
+        record as `export_partitions` writes it for the state topic."""
+        windowed, sequential = self.windowed_drift, self.sequential
         return {
-            "version": VERSION,
+            "version": SNAPSHOT_VERSION,
             "clock": self.clock.snapshot(),
-            "store": self.store.snapshot(),
-            "joins": {str(p): s.join.snapshot() for p, s in held if s.join is not None},
+            "expired_retracts": self.store.expired_retracts,
             "labelsets": self.labelsets.snapshot(),
-            "tallies": {str(p): s.tally.snapshot() for p, s in held},
             "next_prune": self.next_prune if math.isfinite(self.next_prune) else None,
-            "traces": None
-            if self.traces is None
-            else {
-                "partitions": {str(p): s.traces.snapshot() for p, s in held if s.traces is not None}
-            },
             "drift": {
-                "sequential": None if self.sequential is None else self.sequential.snapshot(),
+                "detections": None if sequential is None else sequential.snapshot(),
                 "windowed": {} if windowed is None else windowed.snapshot(),
             },
             "sides": {name: side.snapshot() for name, side in self.sides.items()},
+            "partitions": {str(p): r for p, r in self._records(set(self.partitions)).items()},
         }
 
     @classmethod
@@ -776,7 +776,8 @@ class Engine:
         sides: Mapping[str, SideState] | None = None,
     ) -> Engine:
         """An engine built from `config` that continues from `snapshot` (its wall clock is
-        kept), with ``sides`` attached first (`attach`) so that they continue from it too."""
+        kept), with ``sides`` attached first (`attach`) so that they continue from it too.
+        Raises `ValueError` for a snapshot of another version."""
         engine = cls(config, wall=wall)
         for name, side in (sides or {}).items():
             engine.attach(name, side)
@@ -784,37 +785,28 @@ class Engine:
         return engine
 
     def _restore(self, data: Mapping[str, Any]) -> None:
-        if "tallies" not in data:
+        """The shared parts, then each partition adopted as from the state topic."""
+        version = data.get("version")
+        if version != SNAPSHOT_VERSION:
             raise ValueError(
-                "the snapshot was taken by an older version (counts not per partition)"
+                f"the snapshot is of version {version!r}; this version of ragstream reads "
+                f"version {SNAPSHOT_VERSION} only"
             )
         self.clock = Clock.restore(data["clock"], wall=self.clock.wall)
-        store = WindowStore.restore(data["store"])
-        if store.spec != self.spec:
-            raise ValueError("the snapshot was taken with other windows or metrics")
-        self.store = store
-        self.partitions.clear()  # the map the sides are bound to (`attach`)
-        for p, join in data["joins"].items():  # the joins first: visited in this order
-            self.partitions[int(p)] = PartitionState(int(p), join=LabelJoin.restore(join, int(p)))
-        for p, tally in data["tallies"].items():
-            self._state(int(p)).tally = PartitionTally.restore(tally)
-        self.labelsets.restore_state(data["labelsets"])
-        next_prune = data.get("next_prune")  # absent from older snapshots: at the next batch
-        self.next_prune = -math.inf if next_prune is None else float(next_prune)
-        saved = data.get("sides") or {}
-        for name, side in self.sides.items():
+        self.store.expired_retracts = int(data["expired_retracts"])
+        saved = data["sides"]
+        for name, side in self.sides.items():  # before the partitions requeue and count
             side.restore(saved.get(name))
-        traces = data.get("traces")  # open traces (absent from older snapshots)
-        if self.traces is not None and traces is not None:
-            for p, assembler in traces["partitions"].items():
-                self._assembler(int(p)).restore(assembler)
-        # the detectors, where this engine runs the same ones (others start afresh)
-        drift = data.get("drift") or {}  # absent from older snapshots
-        if self.sequential is not None and drift.get("sequential") is not None:
-            for partition, held in self.sequential.restore(drift["sequential"]).items():
-                self._state(partition).detectors = held
-        if self.windowed_drift is not None and drift:
-            self.windowed_drift.restore(drift.get("windowed") or {})
+        for p in sorted(data["partitions"], key=int):
+            self.adopt_partition(data["partitions"][p])
+        self.labelsets.restore_state(data["labelsets"])  # as saved, whatever adopting admitted
+        next_prune = data["next_prune"]
+        self.next_prune = -math.inf if next_prune is None else float(next_prune)
+        drift = data["drift"]
+        if self.sequential is not None and drift["detections"] is not None:
+            self.sequential.restore(drift["detections"])
+        if self.windowed_drift is not None:
+            self.windowed_drift.restore(drift["windowed"])
 
     # -- lookups from the side (judging) -------------------------------------------------------
 

@@ -35,8 +35,7 @@ __all__ = [
 ]
 
 VERSION = 1
-"""Version of a partition's record (`PartitionState.export`) and of a whole-engine
-snapshot (`Engine.snapshot`)."""
+"""Version of a partition's record (`Engine.export_partitions`)."""
 
 
 class PartitionConfigError(ValueError):
@@ -80,10 +79,14 @@ class SideState(Protocol):
         start it empty)."""
         ...
 
-    def snapshot(self) -> Any: ...
+    def snapshot(self) -> Any:
+        """What it keeps beside its shares (the judge's counts), for a whole-engine
+        snapshot."""
+        ...
 
     def restore(self, data: Any) -> None:
-        """Continue from `snapshot` output (None: from nothing)."""
+        """Continue from `snapshot` output (None: from nothing), before its shares are
+        adopted."""
         ...
 
 

@@ -160,19 +160,10 @@ class SequentialDrift:
             ]
         return held
 
-    def snapshot(self) -> dict[str, Any]:
-        return {
-            "partitions": {
-                str(p): self.export(held) for p, held in sorted(self.partitions.items())
-            },
-            "detections": [
-                [m, k, list(ls), n] for (m, k, ls), n in sorted(self.detections.items())
-            ],
-        }
+    def snapshot(self) -> list[list[Any]]:
+        """The detection counts (the detectors are their partitions', `export`)."""
+        return [[m, k, list(ls), n] for (m, k, ls), n in sorted(self.detections.items())]
 
-    def restore(self, data: Mapping[str, Any]) -> dict[int, Held]:
-        """Continue from `snapshot` output: its detection counts; returns the partitions'
-        detectors (`adopt`), for their states."""
-        out = {int(p): self.adopt(exported) for p, exported in data["partitions"].items()}
-        self.detections = Counter({(m, k, tuple(ls)): int(n) for m, k, ls, n in data["detections"]})
-        return out
+    def restore(self, data: list[list[Any]]) -> None:
+        """Count on from `snapshot` output."""
+        self.detections = Counter({(m, k, tuple(ls)): int(n) for m, k, ls, n in data})

@@ -38,7 +38,7 @@ class KafkaPublisher:
         *,
         bootstrap_servers: str | None = None,
         producer: Any = None,
-        queue_size: int = 1000,
+        queue_size: int,
         name: str = "publisher",
         **producer_options: Any,
     ) -> None:

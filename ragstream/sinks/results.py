@@ -28,6 +28,7 @@ __all__ = [
     "UnknownMetricError",
     "query_record",
     "result_json_schema",
+    "share_point",
 ]
 
 SampleMode = Literal["all", "share", "below"]
@@ -109,12 +110,7 @@ class ResultSampler:
     (queries without that metric's value are not chosen)."""
 
     def __init__(
-        self,
-        mode: SampleMode = "all",
-        *,
-        share: float = 1.0,
-        metric: str | None = None,
-        threshold: float = 0.0,
+        self, mode: SampleMode, *, share: float, metric: str | None, threshold: float
     ) -> None:
         if mode not in SAMPLE_MODES:
             raise ValueError(f"sample mode must be one of {', '.join(SAMPLE_MODES)}, not {mode!r}")
@@ -137,9 +133,10 @@ class ResultSampler:
         return value is not None and value < self.threshold
 
 
-def share_point(query_id: str) -> float:
-    """A point in [0, 1) fixed by the query id (BLAKE2b), for deterministic shares."""
-    digest = hashlib.blake2b(query_id.encode(), digest_size=8).digest()
+def share_point(text: str) -> float:
+    """A point in [0, 1) fixed by ``text`` (a query id), for deterministic shares: the
+    first 8 bytes of its BLAKE2b digest / 2^64."""
+    digest = hashlib.blake2b(text.encode(), digest_size=8).digest()
     return int.from_bytes(digest, "big") / 2.0**64
 
 
@@ -151,16 +148,16 @@ class ResultsSink:
         self,
         engine: Engine,
         publisher: KafkaPublisher,
-        sampler: ResultSampler | None = None,
+        sampler: ResultSampler,
         *,
-        flush_timeout: float = 5.0,
+        flush_timeout: float,
         verdicts: Callable[[str], Mapping[str, Any] | None] | None = None,
     ) -> None:
         """``verdicts``: query id -> the judge's verdict kept for that final query (taken:
         asked once per final query, sampled or not), e.g. `JudgingService.take_verdict`."""
         self.engine = engine
         self.publisher = publisher
-        self.sampler = sampler or ResultSampler()
+        self.sampler = sampler
         self.flush_timeout = flush_timeout
         self.verdicts = verdicts
         if self.sampler.metric is not None and self.sampler.metric not in set(

@@ -14,7 +14,7 @@ All series share one ring position per window length: the store follows one cloc
 from __future__ import annotations
 
 from collections.abc import Collection, Sequence
-from typing import Any, Self
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -345,12 +345,23 @@ class WindowStore:
         return len(keys)
 
     def export_partition(self, partition: int) -> dict[str, Any]:
-        """One partition's state, JSON-friendly, for the replica that takes it over."""
+        """One partition's state, JSON-friendly, for the replica that takes it over (or a
+        restart): per series, each ring's `SlidingWindow.state`."""
+        series = self._ids.get(partition, {})
+        names = self.spec.names
         return {
             "version": 1,
             "spec": self.spec.to_dict(),
             "partition": partition,
-            "series": self._series_state(partition),
+            "series": [
+                {
+                    "labels": list(k),
+                    "windows": {
+                        n: r.state(series[k]) for n, r in zip(names, self.rings, strict=True)
+                    },
+                }
+                for k in sorted(series)
+            ],
         }
 
     def import_partition(self, snapshot: dict[str, Any]) -> int:
@@ -358,50 +369,12 @@ class WindowStore:
         _check_version(snapshot)
         if WindowSpec.from_dict(snapshot["spec"]) != self.spec:
             raise ValueError("the exported partition was kept with a different window spec")
-        return self._load_series(int(snapshot["partition"]), snapshot["series"])
-
-    # -- persistence -----------------------------------------------------------------------
-
-    def _series_state(self, partition: int) -> list[dict[str, Any]]:
-        series = self._ids.get(partition, {})
-        return [
-            {
-                "labels": list(k),
-                "windows": {
-                    n: r.state(series[k]) for n, r in zip(self.spec.names, self.rings, strict=True)
-                },
-            }
-            for k in sorted(series)
-        ]
-
-    def _load_series(self, partition: int, items: list[dict[str, Any]]) -> int:
+        partition, items = int(snapshot["partition"]), snapshot["series"]
         for item in items:
             sid = self._id(partition, item["labels"], create=True)
             for name, ring in zip(self.spec.names, self.rings, strict=True):
                 ring.absorb(SlidingWindow.from_state(self.spec, item["windows"][name]), [sid])
         return len(items)
-
-    def snapshot(self) -> dict[str, Any]:
-        """JSON-friendly state of every partition."""
-        return {
-            "version": 1,
-            "spec": self.spec.to_dict(),
-            "expired_retracts": self.expired_retracts,
-            "partitions": [
-                {"partition": p, "series": self._series_state(p)} for p in sorted(self._ids)
-            ],
-        }
-
-    @classmethod
-    def restore(cls, snapshot: dict[str, Any]) -> Self:
-        """Inverse of :meth:`snapshot`."""
-        _check_version(snapshot)
-        store = cls(WindowSpec.from_dict(snapshot["spec"]))
-        store.expired_retracts = int(snapshot["expired_retracts"])
-        store._reserve(sum(len(part["series"]) for part in snapshot["partitions"]))
-        for part in snapshot["partitions"]:
-            store._load_series(int(part["partition"]), part["series"])
-        return store
 
 
 def _index(index: npt.ArrayLike, size: int) -> I64:

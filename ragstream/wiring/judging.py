@@ -105,6 +105,7 @@ def judging_service(
         publisher = JudgmentPublisher(
             judge.publish_topic,
             bootstrap_servers=bootstrap_servers,
+            queue_size=judge.queue_size,
             **dict(producer_options or {}),
         )
     return JudgingService(

@@ -8,7 +8,8 @@ import pytest
 from click.testing import CliRunner
 
 from ragstream.cli import main
-from ragstream.config import load_settings, parse_duration
+from ragstream.config import load_settings
+from ragstream.durations import parse_duration
 
 
 def _check_config(*assignments: str) -> str:

@@ -10,7 +10,8 @@ import pytest
 from click.testing import CliRunner
 
 from ragstream.cli import main
-from ragstream.config import format_duration, load_settings, parse_duration
+from ragstream.config import load_settings
+from ragstream.durations import format_duration, parse_duration
 from tests.support import defaults
 from tests.support.defaults import engine_config
 

@@ -74,7 +74,7 @@ async def _reference(
     """Per app: the confusion against gold, the sampled answers flagged and judged, and the
     (gold, verdict) counts, from the judge the agent runs, on every answer."""
     judge = build_judge(JudgeSettings())
-    sampler = Sampler(RATE)
+    sampler = Sampler(RATE, salt=JudgeSettings().sampling.salt)
     out: dict[str, tuple[Confusion, int, int, Counter[tuple[str, str]]]] = {}
     per_app: dict[str, list[tuple[AnswerEvent, str]]] = {}
     for answer in answers:

@@ -132,7 +132,9 @@ async def test_lexical_judgments_come_in_input_order_and_equal_the_judge_s_own()
 def _openai(server: OpenAIServer, price: float = 0.0) -> OpenAIJudge:
     client = chat_client(server.base_url, "judge-model", api_key="sk-test", timeout=5.0)
     return openai_judge(
-        client, cache=JudgmentCache(100), account=TokenAccount(price_prompt_per_1m=price)
+        client,
+        cache=JudgmentCache(100),
+        account=TokenAccount(price_prompt_per_1m=price, price_completion_per_1m=0.0),
     )
 
 
@@ -161,7 +163,7 @@ async def test_an_answer_the_budget_cannot_afford_fails_and_the_rest_go_on() -> 
     answers = [f"{_ANSWERS[0]} ({i})" for i in range(8)]
     lines = _lines(answers)
     now = 1_800_000_000.0  # the middle of an hour
-    budget = CostBudget(per_hour=0.0035, estimated_cost=0.001)
+    budget = CostBudget(per_hour=0.0035, per_day=None, estimated_cost=0.001)
     async with OpenAIServer(refusing_responder, api_key="sk-test") as server:
         # 1000 prompt tokens at 1 USD per 1M: each call costs the estimate, 0.001
         rows = await _collect(

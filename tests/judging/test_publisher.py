@@ -22,7 +22,7 @@ async def test_judgments_reach_the_topic(
     judge = lexical_judge()
     inputs = [item("q-1"), item("q-2", answer="Backups are encrypted with AES.")]
     async with JudgmentPublisher(
-        topic, bootstrap_servers=kafka_broker.bootstrap_servers, wall=lambda: 42.0
+        topic, bootstrap_servers=kafka_broker.bootstrap_servers, queue_size=10, wall=lambda: 42.0
     ) as publisher:
         for x in inputs:
             assert publisher.offer(x, judge.evaluate(x.question, x.answer, x.contexts))

@@ -31,7 +31,7 @@ def test_sample_points_are_uniform() -> None:
 
 def test_same_decision_on_every_replica_and_retry() -> None:
     ids = [f"q{i}" for i in range(2000)]
-    a, b = Sampler(0.1), Sampler(0.1)
+    a, b = Sampler(0.1, salt=""), Sampler(0.1, salt="")
     first = [a.decide(q, {}, T0).outcome for q in ids]
     again = [a.decide(q, {}, T0 + 5).outcome for q in ids]
     other = [b.decide(q, {}, T0 + 99).outcome for q in reversed(ids)][::-1]
@@ -43,8 +43,8 @@ def test_same_decision_on_every_replica_and_retry() -> None:
 @given(st.text(min_size=1, max_size=20), st.floats(0, 1), st.floats(0, 1))
 def test_a_higher_rate_samples_a_superset(query_id: str, r1: float, r2: float) -> None:
     low, high = sorted((r1, r2))
-    if Sampler(low).decide(query_id, {}, T0).sampled:
-        assert Sampler(high).decide(query_id, {}, T0).sampled
+    if Sampler(low, salt="").decide(query_id, {}, T0).sampled:
+        assert Sampler(high, salt="").decide(query_id, {}, T0).sampled
 
 
 def test_rules_take_the_largest_matching_rate() -> None:
@@ -55,6 +55,7 @@ def test_rules_take_the_largest_matching_rate() -> None:
             RetrievalRule("rr", 0.34, 0.8),
             RetrievalRule("ndcg@10", 0.2, 1.0),
         ],
+        salt="",
     )
     assert sampler.rate_for({"app": "support"}) == (0.01, None)
     assert sampler.rate_for({"app": "billing"}) == (0.5, "label:app=billing")
@@ -66,7 +67,7 @@ def test_rules_take_the_largest_matching_rate() -> None:
 
 
 def test_poor_retrieval_is_oversampled() -> None:
-    sampler = Sampler(0.0, [RetrievalRule("rr", 0.5, 1.0)])
+    sampler = Sampler(0.0, [RetrievalRule("rr", 0.5, 1.0)], salt="")
     poor = sampler.decide("q1", {}, T0, {"rr": 0.2})
     good = sampler.decide("q2", {}, T0, {"rr": 1.0})
     assert poor.sampled
@@ -87,7 +88,7 @@ def test_token_bucket_by_hand() -> None:
 
 
 def test_rate_limited_decisions_are_counted() -> None:
-    sampler = Sampler(1.0, limit=TokenBucket(rate=1.0, burst=2))
+    sampler = Sampler(1.0, limit=TokenBucket(rate=1.0, burst=2), salt="")
     outcomes = [sampler.decide(f"q{i}", {}, T0).outcome for i in range(5)]
     assert outcomes == [Outcome.SAMPLED] * 2 + [Outcome.RATE_LIMITED] * 3
     assert sampler.decide("q9", {}, T0 + 1.0).sampled
@@ -96,8 +97,8 @@ def test_rate_limited_decisions_are_counted() -> None:
 
 
 def test_budget_per_hour_and_reconciliation() -> None:
-    budget = CostBudget(per_hour=0.03, estimated_cost=0.01)
-    sampler = Sampler(1.0, budget=budget)
+    budget = CostBudget(per_hour=0.03, per_day=None, estimated_cost=0.01)
+    sampler = Sampler(1.0, budget=budget, salt="")
     decisions = [sampler.decide(f"q{i}", {}, T0 + i) for i in range(5)]
     assert [d.outcome for d in decisions] == [Outcome.SAMPLED] * 3 + [Outcome.BUDGET] * 2
     assert budget.spent_hour == pytest.approx(0.03)
@@ -117,18 +118,17 @@ def test_budget_per_hour_and_reconciliation() -> None:
 
 def test_budget_per_day_and_zero_budget() -> None:
     budget = CostBudget(per_hour=1.0, per_day=0.025, estimated_cost=0.01)
-    sampler = Sampler(1.0, budget=budget)
+    sampler = Sampler(1.0, budget=budget, salt="")
     outcomes = [sampler.decide(f"q{i}", {}, T0 + 3600 * i).outcome for i in range(4)]
     assert outcomes == [Outcome.SAMPLED, Outcome.SAMPLED, Outcome.BUDGET, Outcome.BUDGET]
     day = 86_400.0
     assert sampler.decide("next-day", {}, (T0 // day + 1) * day).sampled
-    assert Sampler(1.0, budget=CostBudget(per_hour=0.0)).decide("q", {}, T0).outcome is (
-        Outcome.BUDGET
-    )
+    spent = CostBudget(per_hour=0.0, per_day=None, estimated_cost=0.0)
+    assert Sampler(1.0, salt="", budget=spent).decide("q", {}, T0).outcome is Outcome.BUDGET
 
 
 def test_reconcile_of_an_old_period_leaves_the_current_one_alone() -> None:
-    budget = CostBudget(per_hour=1.0, estimated_cost=0.1)
+    budget = CostBudget(per_hour=1.0, per_day=None, estimated_cost=0.1)
     charged = budget.charge(T0)
     budget.charge(T0 + 3600)
     budget.reconcile(T0, charged, 0.0, T0 + 3601, learn=False)
@@ -139,13 +139,18 @@ def test_reconcile_of_an_old_period_leaves_the_current_one_alone() -> None:
 
 def test_budget_is_checked_before_the_rate_limit() -> None:
     bucket = TokenBucket(rate=1.0, burst=1)
-    sampler = Sampler(1.0, limit=bucket, budget=CostBudget(per_hour=0.0))
+    sampler = Sampler(
+        1.0,
+        limit=bucket,
+        salt="",
+        budget=CostBudget(per_hour=0.0, per_day=None, estimated_cost=0.0),
+    )
     assert sampler.decide("q", {}, T0).outcome is Outcome.BUDGET
     assert bucket.available(T0) == 1.0  # no token was spent on a refused sample
 
 
 def test_invalid_rates_are_refused() -> None:
     with pytest.raises(ValueError, match=r"\[0, 1\]"):
-        Sampler(1.5)
+        Sampler(1.5, salt="")
     with pytest.raises(ValueError, match=r"\[0, 1\]"):
-        Sampler(0.1, [LabelRule("a", "b", -0.1)])
+        Sampler(0.1, [LabelRule("a", "b", -0.1)], salt="")

@@ -234,7 +234,8 @@ async def test_kept_verdicts_come_back_from_a_snapshot_and_an_older_one_has_none
     before: Records = {}
     await _feed(crashed, judge_c, MESSAGES[:cut], before)
     saved = _moved(crashed.snapshot())
-    kept = {qid for items in saved["sides"]["judge"]["verdicts"].values() for qid, _ in items}
+    shares = [r["sides"]["judge"] for r in saved["partitions"].values()]
+    kept = {qid for share in shares for qid, _ in share["verdicts"]}
     assert kept
     await judge_c.stop()
 

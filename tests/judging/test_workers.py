@@ -54,14 +54,20 @@ async def test_a_slow_judge_never_blocks_submit(server: OpenAIServer) -> None:
 
 
 async def test_results_are_collected_and_stop_drains() -> None:
-    workers = JudgeWorkers(lexical_judge(), queue_size=100, concurrency=3)
+    collected: list[tuple[JudgeInput, Judgment]] = []
+    workers = JudgeWorkers(
+        lexical_judge(),
+        queue_size=100,
+        concurrency=3,
+        on_result=lambda x, j: collected.append((x, j)),
+    )
     for x in _inputs(50):
         assert workers.submit(x)  # before start: queued, judged once started
     await workers.start()
     await workers.stop(drain_timeout=5.0)
     assert workers.outcomes == {"ok": 50}
-    assert len(workers.collected) == 50
-    assert {x.query_id for x, _ in workers.collected} == {f"q{i}" for i in range(50)}
+    assert len(collected) == 50
+    assert {x.query_id for x, _ in collected} == {f"q{i}" for i in range(50)}
     assert workers.submit(item()) is False
     assert workers.dropped == {"stopped": 1}
 
@@ -77,10 +83,10 @@ async def test_failures_are_counted_by_reason_and_delivered(server: OpenAIServer
         on_result=lambda x, j: results.append(j),
         on_failure=lambda x, e: failures.append((x.query_id, e.reason)),
     )
-    async with workers:
-        for x in _inputs(3):
-            workers.submit(x)
-    # leaving the block stops the workers after draining the queue
+    await workers.start()
+    for x in _inputs(3):
+        workers.submit(x)
+    await workers.stop(drain_timeout=10.0)  # drains the queue, then stops the workers
     assert failures == [("q0", "client_error"), ("q1", "bad_json")]
     assert workers.outcomes == {"client_error": 1, "bad_json": 1, "ok": 1}
     assert len(results) == 1
@@ -103,10 +109,10 @@ async def test_unexpected_errors_and_bad_callbacks_do_not_kill_workers() -> None
         raise ValueError("callback bug")
 
     workers = JudgeWorkers(_Broken(), queue_size=1000, concurrency=1, on_failure=explode)
-    async with workers:
-        for x in _inputs(3):
-            workers.submit(x)
-    # leaving the block stops the workers after draining the queue
+    await workers.start()
+    for x in _inputs(3):
+        workers.submit(x)
+    await workers.stop(drain_timeout=10.0)  # drains the queue, then stops the workers
     assert workers.outcomes == {"internal": 3}
     assert workers.callback_errors == 3
 

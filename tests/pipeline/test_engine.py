@@ -273,6 +273,19 @@ def test_late_feedback_replaces_the_contribution() -> None:
     assert _window(engine, ("a",), "1h")[1][rr] == pytest.approx(1 / 3)
 
 
+def test_a_snapshot_holds_each_partition_as_its_state_topic_record() -> None:
+    """The whole-engine snapshot is the shared parts and each held partition's record,
+    the one `export_partitions` writes; another version is refused."""
+    engine = _engine()
+    engine.apply(_stream(900, seed=5))
+    snapshot = engine.snapshot()
+    records = engine.export_partitions(set(engine.partitions))
+    assert records
+    assert snapshot["partitions"] == {str(p): r for p, r in records.items()}
+    with pytest.raises(ValueError, match="the snapshot is of version 1; this version"):
+        Engine.restore(engine.config, {**snapshot, "version": 1})
+
+
 def test_snapshot_restore_continues_exactly_where_it_stopped() -> None:
     messages = _stream(2400, seed=21)
     straight = _engine()

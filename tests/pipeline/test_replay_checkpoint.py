@@ -4,6 +4,7 @@ checkpoint of another input or other settings is refused with what differs."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import random
 import signal
@@ -15,7 +16,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from ragstream.checkpoint.local import checkpoint_path
+from ragstream.checkpoint.local import checkpoint_path, read_checkpoint, write_checkpoint
 from ragstream.cli import main
 from ragstream.sources.synthetic import SyntheticConfig, SyntheticTraffic
 
@@ -158,6 +159,26 @@ def test_a_damaged_checkpoint_is_a_clear_error(events_file: Path, tmp_path: Path
     code, output = _cli(str(events_file), "--checkpoint-dir", str(directory))
     assert code == 1
     assert f"{path} is damaged" in output
+    assert "Traceback" not in output
+
+
+def test_a_checkpoint_of_an_older_engine_snapshot_is_refused(
+    events_file: Path, tmp_path: Path
+) -> None:
+    """A checkpoint whose engine state is of another version (1: grouped by kind) stops the
+    replay with exit 1 and what to do; it is never read as this version's."""
+    directory = tmp_path / "ckpt"
+    code, _ = _cli(str(events_file), "--checkpoint-dir", str(directory))
+    assert code == 0
+    saved = read_checkpoint(directory)
+    assert saved is not None
+    assert saved.state["version"] == 2
+    old = {**saved.state, "version": 1}
+    write_checkpoint(directory, dataclasses.replace(saved, state=old))
+    code, output = _cli(str(events_file), "--checkpoint-dir", str(directory))
+    assert code == 1
+    assert "the snapshot is of version 1; this version of ragstream reads version 2" in output
+    assert "remove it or use another --checkpoint-dir" in output
     assert "Traceback" not in output
 
 

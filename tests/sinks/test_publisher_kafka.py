@@ -41,4 +41,4 @@ async def test_a_queue_never_drained_drops_and_counts() -> None:
     await publisher.stop()
     assert publisher.counts == {"queue_full": 2, "shutdown": 3}
     with pytest.raises(ValueError, match="exactly one"):
-        KafkaPublisher("t")
+        KafkaPublisher("t", queue_size=1)

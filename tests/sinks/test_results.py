@@ -11,7 +11,7 @@ import pytest
 from click.testing import CliRunner
 
 from ragstream.cli import main
-from ragstream.config.settings import load_settings
+from ragstream.config.settings import ResultsSettings, load_settings
 from ragstream.events import (
     Message,
     Qrel,
@@ -35,6 +35,7 @@ from ragstream.sinks.results import (
 from ragstream.sources.synthetic import SyntheticConfig, SyntheticTraffic
 from ragstream.wiring import engine_config
 from ragstream.wiring.results import results_sink
+from tests.support.defaults import result_sampler
 
 
 def _traffic() -> list[tuple[bytes, bytes]]:
@@ -134,28 +135,28 @@ def test_replay_per_query_writes_result_records(tmp_path: Path) -> None:
 def test_a_share_is_chosen_by_query_id_the_same_every_time() -> None:
     ids = [f"q-{i}" for i in range(20_000)]
     records = [{"query_id": q, "metrics": {}} for q in ids]
-    third = ResultSampler("share", share=0.3)
+    third = result_sampler("share", share=0.3)
     chosen = [r["query_id"] for r in records if third.chooses(r)]
     assert 0.28 < len(chosen) / len(ids) < 0.32
-    again = ResultSampler("share", share=0.3)
+    again = result_sampler("share", share=0.3)
     assert chosen == [r["query_id"] for r in records if again.chooses(r)]
     assert chosen == [q for q in ids if share_point(q) < 0.3]
-    larger = {r["query_id"] for r in records if ResultSampler("share", share=0.5).chooses(r)}
+    larger = {r["query_id"] for r in records if result_sampler("share", share=0.5).chooses(r)}
     assert set(chosen) < larger  # a larger share keeps the smaller one's queries
-    assert not any(ResultSampler("share", share=0.0).chooses(r) for r in records)
-    assert all(ResultSampler("share", share=1.0).chooses(r) for r in records)
+    assert not any(result_sampler("share", share=0.0).chooses(r) for r in records)
+    assert all(result_sampler("share", share=1.0).chooses(r) for r in records)
 
 
 def test_below_chooses_queries_under_the_threshold_on_the_metric() -> None:
-    sampler = ResultSampler("below", metric="ndcg@10", threshold=0.5)
+    sampler = result_sampler("below", metric="ndcg@10", threshold=0.5)
     assert sampler.chooses({"query_id": "a", "metrics": {"ndcg@10": 0.2}})
     assert not sampler.chooses({"query_id": "b", "metrics": {"ndcg@10": 0.5}})
     assert not sampler.chooses({"query_id": "c", "metrics": {"ndcg@10": None}})
     assert not sampler.chooses({"query_id": "d", "metrics": {}})  # unlabeled
     with pytest.raises(ValueError, match="needs a metric"):
-        ResultSampler("below")
+        ResultSampler("below", share=1.0, metric=None, threshold=0.5)
     with pytest.raises(ValueError, match="share"):
-        ResultSampler("share", share=1.5)
+        result_sampler("share", share=1.5)
 
 
 async def test_sampling_below_in_the_sink_and_a_full_queue_drops_and_counts() -> None:
@@ -165,7 +166,8 @@ async def test_sampling_below_in_the_sink_and_a_full_queue_drops_and_counts() ->
     low = sum(v is not None and v < 0.5 for v in values)
     assert 10 < low < len(final)
     publisher = KafkaPublisher("unused", bootstrap_servers="127.0.0.1:9", queue_size=5)
-    sink = ResultsSink(engine, publisher, ResultSampler("below", metric="rr", threshold=0.5))
+    sampler = result_sampler("below", metric="rr", threshold=0.5)
+    sink = ResultsSink(engine, publisher, sampler, flush_timeout=ResultsSettings().flush_timeout)
     sink.on_final(final)  # never started: nothing is sent, nothing blocks
     assert sink.counts["offered"] == low
     assert sink.outcomes()["sampled_out"] == len(final) - low
@@ -182,9 +184,10 @@ async def test_sampling_below_in_the_sink_and_a_full_queue_drops_and_counts() ->
 
 def test_an_unknown_metric_is_a_clear_error() -> None:
     engine = _engine()
-    publisher = KafkaPublisher("unused", bootstrap_servers="127.0.0.1:9")
+    publisher = KafkaPublisher("unused", bootstrap_servers="127.0.0.1:9", queue_size=1)
+    sampler = result_sampler("below", metric="ndcg@7")
     with pytest.raises(UnknownMetricError, match="no per-query metric 'ndcg@7'"):
-        ResultsSink(engine, publisher, ResultSampler("below", metric="ndcg@7"))
+        ResultsSink(engine, publisher, sampler, flush_timeout=ResultsSettings().flush_timeout)
 
 
 def test_the_sink_is_off_without_a_topic_and_built_from_the_settings() -> None:

@@ -13,8 +13,8 @@ from typing import Any
 from ragstream.checkpoint import StateTopic
 from ragstream.config import DriftSettings, JoinSettings, Settings, TraceSettings, WindowSettings
 from ragstream.config.drift import AdwinSettings, PageHinkleySettings, PsiSettings, ZScoreSettings
-from ragstream.config.judging import JudgeSettings, LexicalSettings, OpenAISettings
-from ragstream.config.settings import KafkaSettings, StateSettings
+from ragstream.config.judging import GoldSettings, JudgeSettings, LexicalSettings, OpenAISettings
+from ragstream.config.settings import KafkaSettings, ResultsSettings, StateSettings
 from ragstream.drift import (
     DETECTORS,
     Adwin,
@@ -31,11 +31,12 @@ from ragstream.judging.cache import JudgmentCache
 from ragstream.judging.circuit import CircuitBreaker
 from ragstream.judging.http import ChatClient
 from ragstream.judging.lexical import LexicalJudge
-from ragstream.judging.openai_judge import OpenAIJudge
+from ragstream.judging.openai_judge import OpenAIJudge, TokenAccount
 from ragstream.judging.results import JudgeResults
 from ragstream.pipeline.drift_config import DriftConfig
 from ragstream.pipeline.engine import EngineConfig
 from ragstream.pipeline.row_layout import RowLayout
+from ragstream.sinks.results import ResultSampler, SampleMode
 from ragstream.sources.kafka import KafkaSourceConfig
 from ragstream.traces import TraceMapping
 from ragstream.windows import WindowSpec
@@ -58,6 +59,7 @@ __all__ = [
     "page_hinkley",
     "psi",
     "psi_bank",
+    "result_sampler",
     "row_layout",
     "state_topic",
     "trace_mapping",
@@ -176,12 +178,14 @@ def window_spec(**overrides: Any) -> WindowSpec:
 
 
 def judge_results(**overrides: Any) -> JudgeResults:
-    """The judge's windows at the agent's window defaults, with ``overrides``."""
+    """The judge's windows at the agent's window and `judge.gold` defaults, with
+    ``overrides``."""
     arguments: dict[str, Any] = {
         "windows": _ENGINE.windows,
         "buckets": _ENGINE.buckets,
         "bins": _ENGINE.bins,
         "horizon": _ENGINE.future_tolerance,
+        "gold_window": GoldSettings().window,
         **overrides,
     }
     return JudgeResults(**arguments)
@@ -227,11 +231,13 @@ def circuit_breaker(**overrides: Any) -> CircuitBreaker:
 
 
 def openai_judge(client: ChatClient, **overrides: Any) -> OpenAIJudge:
-    """A judge on ``client`` with the `judge.openai` defaults' breaker and cache, with
-    ``overrides``."""
+    """A judge on ``client`` with the `judge.openai` defaults' breaker, cache and prices,
+    with ``overrides``."""
+    o = OpenAISettings()
     arguments: dict[str, Any] = {
         "breaker": circuit_breaker(),
-        "cache": JudgmentCache(OpenAISettings().cache_size),
+        "cache": JudgmentCache(o.cache_size),
+        "account": TokenAccount(o.price_prompt_per_1m, o.price_completion_per_1m),
         **overrides,
     }
     return OpenAIJudge(client, **arguments)
@@ -244,6 +250,19 @@ def agent_settings(judge: JudgeSettings, windows: Sequence[float] = (), **join: 
     if windows:
         sections["windows"] = WindowSettings(sizes=list(windows))
     return Settings(**sections)
+
+
+def result_sampler(mode: SampleMode, **overrides: Any) -> ResultSampler:
+    """A results sampler in ``mode`` at the `results` defaults (the metric only for
+    `below`), with ``overrides``."""
+    r = ResultsSettings()
+    arguments: dict[str, Any] = {
+        "share": r.share,
+        "metric": r.metric if mode == "below" else None,
+        "threshold": r.threshold,
+        **overrides,
+    }
+    return ResultSampler(mode, **arguments)
 
 
 def state_topic(topic: str, bootstrap_servers: str, **overrides: Any) -> StateTopic:

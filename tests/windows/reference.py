@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import dataclasses
+import json
 import math
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
-from ragstream.windows import WindowSpec, WindowTotals
+from ragstream.windows import WindowSpec, WindowStore, WindowTotals
 from ragstream.windows.spec import F64, I64
 
 
@@ -126,3 +128,19 @@ def merged(parts: list[WindowTotals]) -> WindowTotals:
     if all(p.histograms is not None for p in parts):
         sums["histograms"] = sum(p.histograms for p in parts if p.histograms is not None)
     return dataclasses.replace(parts[0], **sums)
+
+
+def exported(store: WindowStore) -> list[dict[str, Any]]:
+    """Every partition of a store as exported (`WindowStore.export_partition`), through
+    strict JSON as it travels."""
+    records = [store.export_partition(p) for p in store.partitions()]
+    loaded: list[dict[str, Any]] = json.loads(json.dumps(records, allow_nan=False))
+    return loaded
+
+
+def moved(store: WindowStore) -> WindowStore:
+    """A new store that imported every partition of ``store``: what a restart holds."""
+    twin = WindowStore(store.spec)
+    for record in exported(store):
+        twin.import_partition(record)
+    return twin

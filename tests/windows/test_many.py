@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-import json
 import math
 from typing import Any
 
@@ -16,7 +15,7 @@ from ragstream.windows import WindowStore, WindowTotals
 from ragstream.windows.store import SeriesKey
 from tests.support import defaults
 
-from .reference import merged, same_reads
+from .reference import exported, merged, moved, same_reads
 
 T0 = 1_700_000_000.0
 SPEC = defaults.window_spec(
@@ -184,7 +183,7 @@ def test_many_series_equal_series_by_series(ops: list[tuple[Any, Any]], ahead: f
                 ]
                 same_reads(reads, dataclasses.replace(merged(parts), labelsets=[labels]))
             matrix_equals_reads(many, at)
-        same_state(many.snapshot(), single.snapshot())
+        same_state(exported(many), exported(single))
 
 
 def test_one_batch_of_many_series_is_one_pass() -> None:
@@ -272,9 +271,9 @@ def test_snapshots_keep_their_format_and_restore_merged() -> None:
         [[0.5, 0.25, 1.0], [1.0, 0.0, 2.0], [0.0, 1.0, 3.0], [0.2, 0.2, 0.2]],
         [[1.0, 1.0], [2.0, 2.0], [3.0, 3.0], [4.0, 4.0]],
     )
-    snap = json.loads(json.dumps(store.snapshot()))
+    snap = exported(store)[0]
     assert snap["version"] == 1
-    state = snap["partitions"][0]["series"][0]["windows"]["1m"]
+    state = snap["series"][0]["windows"]["1m"]
     assert set(state) == {
         "length",
         "top",
@@ -289,8 +288,8 @@ def test_snapshots_keep_their_format_and_restore_merged() -> None:
         "decayed_sum",
     }
     assert np.asarray(state["hist"]).shape[1:] == (2, 4)  # histograms of 2 columns only
-    twin = WindowStore.restore(snap)
-    assert twin.snapshot() == store.snapshot()
+    twin = moved(store)
+    assert exported(twin) == exported(store)
     matrix_equals_reads(twin, T0 + 1.0)
     with pytest.raises(ValueError, match="version 2"):
-        WindowStore.restore(dict(snap, version=2))
+        WindowStore(SPEC).import_partition(dict(snap, version=2))

@@ -121,7 +121,7 @@ def test_memory_is_fixed_whatever_the_number_of_events() -> None:
         add(windows, now, times, rng.uniform(0, 1, (1000, 3)), rng.uniform(0, 1, (1000, 1)))
     assert windows.nbytes == before
     assert [ring.slots for ring in windows.rings] == slots == [121, 73, 62, 62]
-    state = windows.snapshot()["partitions"][0]["series"][0]["windows"]
+    state = windows.export_partition(0)["series"][0]["windows"]
     assert all(len(state[name]["keys"]) <= 61 for name in state)
 
 

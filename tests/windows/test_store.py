@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from ragstream.windows import WindowStore, WindowTotals
 from tests.support import defaults
 
-from .reference import same_reads
+from .reference import exported, moved, same_reads
 
 T0 = 1_700_000_000.0
 SPEC = defaults.window_spec(
@@ -113,10 +113,10 @@ def test_a_spec_without_decayed_metrics_exports_and_imports() -> None:
     for i in range(3):
         store.add(0, ("a",), T0, [T0 - 600 * i], [[0.1 * i, 0.5]])
     before = store.read(T0, ("a",), exact=True, histograms=True)
-    moved = WindowStore(spec)
-    assert moved.import_partition(json.loads(json.dumps(store.export_partition(0)))) == 1
-    same(moved.read(T0, ("a",), exact=True, histograms=True), before)
-    restored = WindowStore.restore(json.loads(json.dumps(store.snapshot())))
+    imported = WindowStore(spec)
+    assert imported.import_partition(json.loads(json.dumps(store.export_partition(0)))) == 1
+    same(imported.read(T0, ("a",), exact=True, histograms=True), before)
+    restored = moved(store)
     same(restored.read(T0, ("a",), exact=True, histograms=True), before)
     assert restored.read(T0, ("a",)).queries[0, 0] == 3
 
@@ -163,11 +163,11 @@ def test_snapshot_round_trip_and_future_behaviour() -> None:
     store.add(0, LABELS[0], T0, [T0 - 5.0, T0], [[0.5, 0.25], [1.0, 0.0]], [[1.0, 1.0], [2.0, 2.0]])
     store.add(3, LABELS[2], T0, [T0 - 1000.0], [[0.0, 1.0]], [[3.0, 3.0]])
     store.retract(3, LABELS[2], T0 + 9999.0, [T0 - 1000.0], [[0.0, 1.0]], [[3.0, 3.0]])
-    twin = WindowStore.restore(json.loads(json.dumps(store.snapshot())))
-    assert twin.snapshot() == store.snapshot()
+    twin = moved(store)
+    assert exported(twin) == exported(store)
     for x in (store, twin):
         x.add(0, LABELS[0], T0 + 10.0, [T0 + 10.0], [[0.75, 0.75]], [[1.0, 1.0]])
-    assert twin.snapshot() == store.snapshot()
+    assert exported(twin) == exported(store)
     for exact in (True, False):
         same(twin.read(T0 + 11.0, exact=exact), store.read(T0 + 11.0, exact=exact))
 
@@ -175,13 +175,13 @@ def test_snapshot_round_trip_and_future_behaviour() -> None:
 def test_exact_reads_hold_after_a_restore_running_totals_keep_their_history() -> None:
     """Why a read has two summations: the running totals subtract a bucket that leaves the
     window, so their last bits keep what passed through them; an exact read adds up the
-    live buckets, the same bits in a store restored from a snapshot (buckets only)."""
+    live buckets, the same bits in a store that imported the partition (buckets only)."""
     spec = defaults.window_spec(columns=("x",), windows=(60.0,), buckets=6, horizon=0.0)
     store = WindowStore(spec)  # 10 s buckets; T0 starts one
     store.add(0, ("a",), T0, [T0 - 60.0, T0], [[0.1], [0.2]])
     # the ring moves on: the 0.1 bucket leaves, (0.1 + 0.2) - 0.1 != 0.2 in float64
     assert store.retract(0, ("a",), T0 + 10.0, [T0 - 60.0], [[0.1]]).tolist() == [False]
-    twin = WindowStore.restore(json.loads(json.dumps(store.snapshot())))
+    twin = moved(store)
     at = T0 + 10.0
     for x in (store, twin):
         assert x.read(at, exact=True).total.tolist() == [[[0.2]]]
