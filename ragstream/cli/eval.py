@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, cast
 
 import click
 
-if TYPE_CHECKING:  # numpy and the evaluator are imported when the command runs, not for --help
-    from ragstream.metrics import MetricSpec
-    from ragstream.trec import Engine
-    from ragstream.trec.report import Format
+from ragstream.metrics import Gain, MetricSpec, parse_metric, trec_name
+from ragstream.trec import DEFAULT_METRICS, Engine, TrecFormatError, evaluate_files
+from ragstream.trec._compiled import AVAILABLE
+from ragstream.trec.report import Format, render
 
 __all__ = ["eval_command"]
 
@@ -19,9 +18,6 @@ _FILE = click.Path(exists=True, dir_okay=False, readable=True)
 
 def _metrics(values: Sequence[str]) -> list[MetricSpec]:
     """Parse repeatable, comma-separated metric names; defaults when none are given."""
-    from ragstream.metrics import parse_metric
-    from ragstream.trec import DEFAULT_METRICS
-
     names = [n.strip() for value in values for n in value.split(",") if n.strip()]
     specs: list[MetricSpec] = []
     for name in names or DEFAULT_METRICS:
@@ -125,9 +121,9 @@ def eval_command(
     complete: bool,
     fmt: Format,
     digits: str,
-    gain: str,
+    gain: Gain,
     relevance_level: int,
-    engine: str,
+    engine: Engine,
     keep_best: bool,
 ) -> None:
     """Evaluate a TREC run against qrels with trec_eval's conventions.
@@ -136,24 +132,11 @@ def eval_command(
     (descending, byte order); the rank column is ignored. The mean is over the queries
     in both files, or over all qrels queries with -c.
     """
-    from ragstream.trec import TrecFormatError, start_join
-    from ragstream.trec._compiled import AVAILABLE
-
     if engine == "compiled" and not AVAILABLE:
         raise click.BadParameter(
             "the compiled scanner is not built (a C compiler is needed when installing)",
             param_hint="--engine",
         )
-    # The compiled join starts reading the files now, in threads of its own, while numpy
-    # and the metrics are imported; it is told how much of each
-    # ranking to keep once the metrics are parsed.
-    started = None
-    if engine in ("compiled", "auto"):
-        started = start_join(qrels, run, keep_best=keep_best, background=True)
-    from ragstream.metrics import trec_name
-    from ragstream.trec import evaluate_files
-    from ragstream.trec.report import render
-
     specs = _metrics(metrics)
     places = _digits(digits)
     if fmt == "trec":
@@ -169,12 +152,11 @@ def eval_command(
             qrels,
             run,
             specs,
-            gain="exponential" if gain == "exponential" else "linear",
+            gain=gain,
             relevance_level=relevance_level,
             complete=complete,
             keep_best=keep_best,
-            engine=cast("Engine", engine),  # click.Choice admits only these
-            started=started,
+            engine=engine,
         )
     except TrecFormatError as error:
         raise click.ClickException(str(error)) from None

@@ -9,20 +9,9 @@ JSON, or trec_eval's own `-q` layout. See docs/eval.md.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING
-
-from ragstream.trec._compiled import start_join
 from ragstream.trec.errors import TrecFormatError
-
-if TYPE_CHECKING:
-    from ragstream.trec.evaluate import (
-        DEFAULT_METRICS,
-        Engine,
-        TrecEvaluation,
-        evaluate_files,
-    )
-    from ragstream.trec.table import TrecTable, read_qrels, read_run
+from ragstream.trec.evaluate import DEFAULT_METRICS, Engine, TrecEvaluation, evaluate_files
+from ragstream.trec.table import TrecTable, read_qrels, read_run
 
 __all__ = [
     "DEFAULT_METRICS",
@@ -33,27 +22,4 @@ __all__ = [
     "evaluate_files",
     "read_qrels",
     "read_run",
-    "start_join",
 ]
-
-_LAZY = {
-    "DEFAULT_METRICS": "ragstream.trec.evaluate",
-    "Engine": "ragstream.trec.evaluate",
-    "TrecEvaluation": "ragstream.trec.evaluate",
-    "evaluate_files": "ragstream.trec.evaluate",
-    "read_qrels": "ragstream.trec.table",
-    "read_run": "ragstream.trec.table",
-    "TrecTable": "ragstream.trec.table",
-}
-
-
-def __getattr__(name: str) -> object:
-    """What needs numpy, imported when first used: `ragstream eval` starts the compiled
-    join (`start_join`) before numpy is imported, and needs the numpy readers only when
-    the scanner declines a file."""
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value

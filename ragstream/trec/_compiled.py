@@ -9,19 +9,9 @@ score spelled `inf`, ...); `join_files` then returns None and the caller reads t
 with numpy, which raises the precise error or accepts the spelling. So the two paths agree
 on every file, errors included (tests/trec/test_compiled.py checks it).
 
-The join can begin before the metrics are known, and before numpy is imported (this module
-imports numpy only to read the join's result): `ragstream eval` starts it first, in a
-thread (`start_join(..., background=True)`), so that the reader's own threads read the
-files without the GIL while the command imports, and `PendingJoin.cut` tells them how much
-of each ranking to keep (`ranking_depth`) as soon as it is known, with the metrics'
-compiled kernel: from then on each query is evaluated as soon as it is joined. Rankings
-joined before keep all their grades, which give the same values, and are evaluated when
-their thread ends. Without `background`, the join runs in `result`, after `cut`.
-
-The files are memory-mapped here, and the mappings stay open until the join is done. The
-reader's threads map in the pages of the pieces they read, and drop the run's once read
-(`_trec_reader.join`'s `mapped`), so that no thread maps the whole run in before reading
-and nothing is left to unmap at the end.
+The reader's threads map in the pages of the pieces they read, and drop the run's once
+read (`_trec_reader.join`'s `mapped`), so that no thread maps the whole run in before
+reading and nothing is left to unmap at the end.
 """
 
 from __future__ import annotations
@@ -29,10 +19,15 @@ from __future__ import annotations
 import math
 import mmap
 import os
-import threading
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+import numpy as np
+from numpy.typing import NDArray
+
+from ragstream.metrics import RankingDepth
+from ragstream.metrics.ragged import RaggedPlan
+from ragstream.trec._ranked import Ranked, Segment
 from ragstream.trec.errors import (
     TrecFormatError,
     no_common_query,
@@ -41,13 +36,7 @@ from ragstream.trec.errors import (
 )
 
 if TYPE_CHECKING:
-    import numpy as np
-    from numpy.typing import NDArray
-    from typing_extensions import Buffer
-
-    from ragstream.metrics import RankingDepth
-    from ragstream.metrics.ragged import RaggedPlan
-    from ragstream.trec._ranked import Ranked
+    from typing_extensions import Buffer  # in collections.abc from Python 3.12
 
     _Repeat = tuple[int, int, bytes, bytes]  # first line, repeated line, query id, document id
     _Buffers = tuple[Buffer, Buffer, Buffer, Buffer]  # rel, rel_offsets, judged, judged_offsets
@@ -60,17 +49,10 @@ if TYPE_CHECKING:
         _Repeat | None,
         _Repeat | None,
         Buffer | None,
-    ]  # fmt: skip
+    ]
+    """What `_trec_reader.join` returns when it joins the files."""
 
-__all__ = [
-    "AVAILABLE",
-    "Compiled",
-    "PendingJoin",
-    "default_workers",
-    "join_files",
-    "start_join",
-    "usable_cpus",
-]
+__all__ = ["AVAILABLE", "Compiled", "default_workers", "join_files", "usable_cpus"]
 
 try:
     from ragstream.trec import _trec_reader
@@ -81,88 +63,6 @@ AVAILABLE: bool = _trec_reader is not None
 """True when the extension was built."""
 
 _SMALL = 1 << 20
-
-
-class PendingJoin:
-    """A join of two files, running (`background`) or to run in `result`."""
-
-    def __init__(
-        self,
-        qrels: str,
-        run: str,
-        keep_best: bool,
-        workers: int | None,
-        background: bool,
-    ) -> None:
-        assert _trec_reader is not None  # start_join checks it
-        self.keep_best = keep_best
-        self._paths = (qrels, run)
-        self._cut = _trec_reader.Cut()
-        self._workers = workers
-        self._out: Out | str | None = None
-        self._error: BaseException | None = None
-        self._done = threading.Event()
-        self._thread: threading.Thread | None = None
-        if background:
-            # a daemon: a command that stops early (a bad metric name) does not wait for it
-            self._thread = threading.Thread(target=self._run, name="ragstream-join", daemon=True)
-            self._thread.start()
-
-    def cut(self, depth: int, level: float = math.inf, kernel: object = None) -> None:
-        """Keep of the rankings joined from now on their first `depth` grades and on to
-        their first grade >= `level` (depth 0: all of them); with `kernel` (a plan's,
-        `ragstream.metrics.ragged`; set once), evaluate every ranking instead of keeping
-        its grades: those joined from now on at once, the others at the end."""
-        self._cut.set(depth, level, kernel)
-
-    def result(self) -> Out | str | None:
-        """The scanner's output (see `_trec_reader.join`), once the join is done;
-        None when a file could not be memory-mapped (empty, missing, a pipe); the join's
-        exception, if it raised one."""
-        if self._thread is None:
-            self._run()
-        else:
-            self._done.wait()
-        if self._error is not None:
-            raise self._error
-        return self._out
-
-    def _run(self) -> None:
-        assert _trec_reader is not None
-        maps: list[mmap.mmap] = []
-        try:
-            for path in self._paths:
-                mapped = _map(path)
-                if mapped is None:
-                    return
-                maps.append(mapped)
-            qrels, run = maps
-            workers = default_workers(len(run)) if self._workers is None else self._workers
-            self._out = _trec_reader.join(qrels, run, self.keep_best, workers, self._cut, True)
-        except BaseException as error:  # handed to the caller of result()
-            self._error = error
-        finally:
-            # the output holds no pointer into the files: the caller goes on while a
-            # background join unmaps them
-            self._done.set()
-            for mapped in maps:
-                mapped.close()
-
-
-def start_join(
-    qrels: str | os.PathLike[str],
-    run: str | os.PathLike[str],
-    *,
-    keep_best: bool,
-    workers: int | None = None,
-    background: bool = False,
-) -> PendingJoin | None:
-    """A join of the files, begun in a thread with `background`; None when the reader is
-    not built. Each file is read in `workers` parts at the same time (default:
-    `default_workers`; the reader clamps it to 1-64)."""
-    if _trec_reader is None:
-        return None
-    return PendingJoin(os.fspath(qrels), os.fspath(run), keep_best, workers, background)
 
 
 def default_workers(run_bytes: int) -> int:
@@ -200,42 +100,54 @@ def join_files(
     workers: int | None = None,
     depth: RankingDepth | None = None,
     relevance_level: float = 1.0,
-    started: PendingJoin | None = None,
     plan: RaggedPlan | None = None,
 ) -> Compiled | None:
     """Join the files in one compiled pass; None when the reader is not built, a file
     cannot be memory-mapped (empty, missing, a pipe), or the reader declines a line.
 
-    Each file is read in `workers` parts at the same time (default: `default_workers`);
-    the result does not depend on it. With `depth`, each ranking is kept only as far as
-    metrics of that depth read (`ranking_depth`): its first `depth.k` grades, and on to
-    its first grade >= `relevance_level` when `depth.to_relevant`; their values are
-    those of the whole rankings, and the grades not kept are never written. `started`:
-    the join of these files begun by `start_join` (with the same `keep_best`), which
-    this one finishes. With `plan` (of the same relevance level), each query is evaluated
-    as soon as it is joined, and the result holds the values instead of the rankings:
-    the same bits as `plan.values` over them."""
-    if started is not None and started.keep_best != keep_best:
-        raise ValueError("the started join has another keep_best")
-    pending = started or start_join(qrels, run, keep_best=keep_best, workers=workers)
-    if pending is None:
+    Each file is read in `workers` parts at the same time (default: `default_workers`;
+    the reader clamps it to 1-64); the result does not depend on it. With `depth`, each
+    ranking is kept only as far as metrics of that depth read (`ranking_depth`): its
+    first `depth.k` grades, and on to its first grade >= `relevance_level` when
+    `depth.to_relevant`; their values are those of the whole rankings, and the grades not
+    kept are never written. With `plan` (of the same relevance level), each query is
+    evaluated as soon as it is joined, and the result holds the values instead of the
+    rankings: the same bits as `plan.values` over them."""
+    if _trec_reader is None:
         return None
-    if depth is not None or plan is not None:
-        k = 0 if depth is None else depth.k
-        level = relevance_level if depth is not None and depth.to_relevant else math.inf
-        pending.cut(k, level, None if plan is None else plan.kernel)
-    out = pending.result()
-    if out is None or isinstance(out, str):
+    k = 0 if depth is None else depth.k
+    level = relevance_level if depth is not None and depth.to_relevant else math.inf
+    cut = _trec_reader.Cut(k, level, None if plan is None else plan.kernel)
+    qrels_map, run_map = _map(qrels), _map(run)
+    try:
+        if qrels_map is None or run_map is None:
+            return None
+        n = default_workers(len(run_map)) if workers is None else workers
+        out = _trec_reader.join(qrels_map, run_map, keep_best, n, cut, True)
+    finally:
+        for mapped in (qrels_map, run_map):
+            if mapped is not None:
+                mapped.close()
+    if isinstance(out, str):
         return None
-    from ragstream.trec._ranked import Ranked, Segment  # numpy, once the join is done
+    return _from_output(out, qrels, run, complete=complete, plan=plan)
 
-    qrels_path, run_path = os.fspath(qrels), os.fspath(run)
+
+def _from_output(
+    out: Out,
+    qrels: str | os.PathLike[str],
+    run: str | os.PathLike[str],
+    *,
+    complete: bool,
+    plan: RaggedPlan | None,
+) -> Compiled:
+    """The reader's output for these files as arrays, and the error it found."""
     qids, n_common, n_qrels, parts, order, q_repeat, r_repeat, values = out
     ranked = Ranked(
         qids,
         tuple(
             Segment(_floats(rel), _ints(rel_offsets), _floats(judged), _ints(judged_offsets))
-            for rel, rel_offsets, judged, judged_offsets in parts or ()
+            for rel, rel_offsets, judged, judged_offsets in parts or ()  # None with a plan
         ),
         n_qrels,
         None if order is None else _ints(order),
@@ -245,6 +157,7 @@ def join_files(
         assert plan is not None  # values come only with a plan's kernel
         rows = _floats(values).reshape(len(plan.names), len(qids))
         per_query = {name: rows[i] for i, name in enumerate(plan.names)}
+    qrels_path, run_path = os.fspath(qrels), os.fspath(run)
     error = None
     if n_common == 0 and not complete:
         error = no_common_query(run_path, qrels_path)
@@ -259,14 +172,10 @@ def join_files(
 
 def _floats(buffer: Buffer) -> NDArray[np.float64]:
     """The reader's float64 buffer as an array (no copy: the array keeps the buffer)."""
-    import numpy as np
-
     return np.frombuffer(memoryview(buffer), dtype=np.float64)
 
 
 def _ints(buffer: Buffer) -> NDArray[np.int64]:
-    import numpy as np
-
     return np.frombuffer(memoryview(buffer), dtype=np.int64)
 
 
@@ -274,7 +183,7 @@ def _text(raw: bytes) -> str:
     return raw.decode("utf-8", "replace")
 
 
-def _map(path: str) -> mmap.mmap | None:
+def _map(path: str | os.PathLike[str]) -> mmap.mmap | None:
     """The file mapped read-only and shared (the scanner maps its pages in), or None."""
     try:
         with open(path, "rb") as handle:

@@ -31,7 +31,6 @@ __all__ = [
     "factorize_rows",
     "from_fields",
     "lex_greater",
-    "words_of",
 ]
 
 PAD = 64
@@ -109,7 +108,7 @@ _NO_BYTES = np.zeros(PAD, dtype=np.uint8)
 
 def from_fields(data: _U8, starts: _I64, lengths: _I64) -> Ids:
     """The ids data[starts[i]:starts[i] + lengths[i]]; `data` ends with PAD zero bytes."""
-    words = words_of(data, starts, np.minimum(lengths, _LONG))
+    words = _words_of(data, starts, np.minimum(lengths, _LONG))
     long_rows = np.flatnonzero(lengths > _LONG).astype(np.int64)
     if not long_rows.size:
         return Ids(words, _NO_ROWS, _NO_OFFSETS, _NO_BYTES)
@@ -120,7 +119,7 @@ def from_fields(data: _U8, starts: _I64, lengths: _I64) -> Ids:
 def concat(parts: Sequence[Ids]) -> Ids:
     """The ids of several parts, one after the other."""
     width = max(part.words.shape[1] for part in parts)
-    words = np.concatenate([pad_words(part.words, width) for part in parts])
+    words = np.concatenate([_pad_words(part.words, width) for part in parts])
     if not any(part.long_rows.size for part in parts):
         return Ids(words, _NO_ROWS, _NO_OFFSETS, _NO_BYTES)
     rows, offsets, blobs = [], [np.zeros(1, dtype=np.int64)], []
@@ -141,7 +140,7 @@ def comparable(groups: Sequence[Ids]) -> list[_U64]:
     all groups exactly as the ids do in byte order."""
     if not any(group.long_rows.size for group in groups):
         width = max(group.words.shape[1] for group in groups)
-        return [pad_words(group.words, width) for group in groups]
+        return [_pad_words(group.words, width) for group in groups]
     blob = np.concatenate([g.long_bytes[: int(g.long_offsets[-1])] for g in groups] + [_NO_BYTES])
     lengths = np.concatenate([np.diff(group.long_offsets) for group in groups])
     starts = np.cumsum(lengths) - lengths
@@ -165,7 +164,7 @@ def _rank(data: _U8, starts: _I64, lengths: _I64) -> _I64:
     """
     levels: list[tuple[_U64, _I64]] = []
     while starts.size > _FEW:
-        words = words_of(data, starts, np.minimum(lengths, _LONG))
+        words = _words_of(data, starts, np.minimum(lengths, _LONG))
         longer = np.flatnonzero(lengths > _LONG)
         levels.append((words, longer))
         starts, lengths = starts[longer] + _LONG, lengths[longer] - _LONG
@@ -181,7 +180,7 @@ def _rank(data: _U8, starts: _I64, lengths: _I64) -> _I64:
     return ranks
 
 
-def words_of(data: _U8, starts: _I64, lengths: _I64) -> _U64:
+def _words_of(data: _U8, starts: _I64, lengths: _I64) -> _U64:
     """(N, W) big-endian words of data[starts[i]:starts[i] + lengths[i]], zero padded, with
     W words for the longest (at least 1): one unaligned 8-byte load per word."""
     longest = int(lengths.max()) if lengths.size else 0
@@ -225,7 +224,7 @@ def _gather(data: _U8, starts: _I64, lengths: _I64) -> tuple[_U8, _I64]:
     return blob, offsets
 
 
-def pad_words(words: _U64, width: int) -> _U64:
+def _pad_words(words: _U64, width: int) -> _U64:
     """Widen (N, W) words to (N, width) with zero words (NUL padding keeps the order)."""
     if words.shape[1] == width:
         return words

@@ -62,9 +62,8 @@ class Chunk:
     ends: _I64
     """(N, K) where each field ends (exclusive)."""
     lines: _I64 | None
-    """(N,) 1-based line number of each record, or None: consecutive from `first_line`."""
-    first_line: int
-    """1-based number of the block's first line."""
+    """(N,) 1-based line number of each record in the block, or None: record i is on
+    line i + 1."""
     n_lines: int
     """Lines in the block, including skipped ones."""
 
@@ -141,10 +140,9 @@ def tokenize(data: _U8, size: int, layout: Layout, path: str) -> Chunk:
     Line numbers are relative to the block (its first line is 1); raises TrecFormatError
     with such a line number, which the caller shifts.
     """
-    first_line = 1
     a = data[:size]
     k = len(layout.fields)
-    token = _token_mask(a, path, first_line)
+    token = _token_mask(a, path)
     edges = np.flatnonzero(np.diff(token.view(np.int8), prepend=np.int8(0), append=np.int8(0)))
     starts, ends = edges[0::2], edges[1::2]  # a token starts, then ends: they alternate
     del edges, token
@@ -157,18 +155,18 @@ def tokenize(data: _U8, size: int, layout: Layout, path: str) -> Chunk:
         and np.all(newlines[:-1] < starts[k::k])
         and not np.any(a[starts[::k]] == _HASH)
     ):
-        return Chunk(data, starts.reshape(-1, k), ends.reshape(-1, k), None, first_line, n_lines)
-    return _tokenize_general(data, size, starts, ends, newlines, layout, path, first_line)
+        return Chunk(data, starts.reshape(-1, k), ends.reshape(-1, k), None, n_lines)
+    return _tokenize_general(data, starts, ends, newlines, layout, path)
 
 
-def _token_mask(a: _U8, path: str, first_line: int) -> NDArray[np.bool_]:
+def _token_mask(a: _U8, path: str) -> NDArray[np.bool_]:
     """True on bytes that belong to a field (not C whitespace)."""
     exotic = np.count_nonzero(a < 9) + np.count_nonzero((a - np.uint8(14)) < 18)
     if not exotic:
         return a > 32
     nul = np.flatnonzero(a == 0)
     if nul.size:
-        line = first_line + int(np.count_nonzero(a[: nul[0]] == _NEWLINE))
+        line = 1 + int(np.count_nonzero(a[: nul[0]] == _NEWLINE))
         raise TrecFormatError(path, line, "NUL byte in line")
     token: NDArray[np.bool_] = ~((a == 32) | ((a - np.uint8(9)) < 5))
     return token
@@ -176,13 +174,11 @@ def _token_mask(a: _U8, path: str, first_line: int) -> NDArray[np.bool_]:
 
 def _tokenize_general(
     data: _U8,
-    size: int,
     starts: _I64,
     ends: _I64,
     newlines: _I64,
     layout: Layout,
     path: str,
-    first_line: int,
 ) -> Chunk:
     """Exact per-line field counts: skip comments (and blank run lines), reject the rest."""
     k = len(layout.fields)
@@ -210,11 +206,11 @@ def _tokenize_general(
             line = data[starts[first_token[j]] : ends[first_token[j] + counts[j] - 1]]
             text = line[:1000].tobytes().decode("utf-8", "replace").strip()
             reason = f"expected {expected}, found {counts[j]}: {quote(text)}"
-        raise TrecFormatError(path, first_line + j, reason)
+        raise TrecFormatError(path, 1 + j, reason)
     keep_line = has & ~comment
     keep = keep_line[token_line]
     if layout.extra_fields_ignored:  # the first k tokens of each line
         keep &= np.arange(starts.size) - first_token[token_line] < k
-    lines = first_line + np.flatnonzero(keep_line)
+    lines = 1 + np.flatnonzero(keep_line)
     fields = starts[keep].reshape(-1, k), ends[keep].reshape(-1, k)
-    return Chunk(data, *fields, lines.astype(np.int64), first_line, n_lines)
+    return Chunk(data, *fields, lines.astype(np.int64), n_lines)

@@ -37,9 +37,8 @@
  * on to its first grade >= `level` when that comes later (`depth` 0: all of it), as the
  * Cut object `cut` says when the ranking is joined. Most of the output is then never
  * written: on a run of 100 documents a query and cutoffs of 10, about a seventh of it.
- * The cut can be set while the join runs (in another thread: the caller starts reading
- * the files before it knows the metrics); rankings joined before keep all their grades,
- * which give the same values.
+ * The cut can be set while the join runs (from another thread); rankings joined before
+ * keep all their grades, which give the same values.
  *
  * A cut can also carry a kernel of ragstream.metrics._ragged (_ragged.h): the values of
  * the metrics it was made for. Each ranking joined from then on is evaluated at once,

@@ -19,9 +19,10 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from itertools import pairwise
-from typing import TYPE_CHECKING, Literal, TypeVar
+from typing import Literal, TypeVar
 
 import numpy as np
 from numpy.typing import NDArray
@@ -34,12 +35,11 @@ from ragstream.metrics import (
     ranking_depth,
 )
 from ragstream.metrics.ragged import RaggedPlan, ragged_plan
+from ragstream.trec._chunks import Chunk, chunks, padded_cells
 from ragstream.trec._compiled import AVAILABLE, join_files, usable_cpus
+from ragstream.trec._join import join_tables
 from ragstream.trec._ranked import Ranked, Segment
-
-if TYPE_CHECKING:  # the numpy readers and kernels' chunks are imported when used
-    from ragstream.trec._chunks import Chunk
-    from ragstream.trec._compiled import PendingJoin
+from ragstream.trec.table import read_qrels, read_run
 
 __all__ = ["DEFAULT_METRICS", "Engine", "TrecEvaluation", "evaluate_files"]
 
@@ -97,17 +97,17 @@ def evaluate_files(
     complete: bool = False,
     keep_best: bool = False,
     engine: Engine = "auto",
-    started: PendingJoin | None = None,
 ) -> TrecEvaluation:
     """Read both files and evaluate; `engine` as in `Engine`. A document repeated in one
     query of the run is an error (TrecFormatError with both lines) unless `keep_best`: then
     its best-scored line counts, the earliest line on equal scores. A document judged twice
-    for one query is an error. `started`: the compiled join of these files begun with
-    `ragstream.trec.start_join` (the command begins it before importing numpy), finished
-    here when the compiled engine is the one used."""
+    for one query is an error."""
     if engine == "compiled" and not AVAILABLE:
         raise RuntimeError("the compiled scanner ragstream.trec._trec_reader is not built")
-    specs = _specs(metrics, relevance_level)  # before reading: a bad name costs no scan
+    # before reading: a bad name costs no scan
+    specs = tuple(parse_metric(m) if isinstance(m, str) else m for m in metrics)
+    if relevance_level < 1:
+        raise ValueError(f"relevance level must be >= 1, got {relevance_level}")
     ranked = None
     if engine in ("compiled", "auto"):
         # the metrics computed by the join's threads as they join each query, when the
@@ -120,7 +120,6 @@ def evaluate_files(
             complete=complete,
             depth=ranking_depth(specs),  # only what the metrics read is written
             relevance_level=relevance_level,
-            started=started,
             plan=plan,
         )
         if joined is not None:
@@ -130,10 +129,7 @@ def evaluate_files(
                 result = _evaluation(specs, joined.ranked, joined.values, complete)
                 return _with_missing(result, joined.ranked, qrels)
             ranked = joined.ranked
-    if ranked is None:  # the numpy path (imported here: the compiled one does not need it)
-        from ragstream.trec._join import join_tables
-        from ragstream.trec.table import read_qrels, read_run
-
+    if ranked is None:  # the numpy path
         ranked = join_tables(
             read_qrels(qrels), read_run(run), keep_best=keep_best, complete=complete
         )
@@ -150,20 +146,11 @@ def _with_missing(
     qrels file's query ids are read again then (only then)."""
     if not result.complete or ranked.num_qrels_queries == len(ranked.qids):
         return result
-    from ragstream.trec.table import read_qrels
-
     ids = read_qrels(qrels).qids
     evaluated = set(ranked.qids)
     raw = sorted(set(ids.texts(np.arange(ids.size, dtype=np.int64))))
     text = (qid.decode("utf-8", "replace") for qid in raw)  # as the joins decode them
     return replace(result, missing=tuple(qid for qid in text if qid not in evaluated))
-
-
-def _specs(metrics: Sequence[str | MetricSpec], relevance_level: int) -> tuple[MetricSpec, ...]:
-    specs = tuple(parse_metric(m) if isinstance(m, str) else m for m in metrics)
-    if relevance_level < 1:
-        raise ValueError(f"relevance level must be >= 1, got {relevance_level}")
-    return specs
 
 
 def _evaluate(
@@ -215,8 +202,6 @@ def _kernels(
         compiled_values = _compiled_kernels(plan, segments, n, threads)
         if compiled_values is not None:
             return compiled_values
-    from ragstream.trec._chunks import chunks, padded_cells  # the numpy kernels' only
-
     total = padded_cells(segments)
     if threads is None:
         threads = usable_cpus() if total >= _THREAD_CELLS else 1
@@ -276,7 +261,5 @@ def _in_threads(work: Callable[[_T], _R], items: list[_T], threads: int) -> list
     item that fails is raised once all threads have stopped (items not begun are dropped)."""
     if threads <= 1 or len(items) <= 1:
         return [work(item) for item in items]
-    from concurrent.futures import ThreadPoolExecutor
-
     with ThreadPoolExecutor(max_workers=min(threads, len(items))) as pool:
         return list(pool.map(work, items))

@@ -19,12 +19,12 @@ from typing import Any, Literal
 from ragstream.metrics import MetricSpec, trec_name
 from ragstream.trec.evaluate import TrecEvaluation
 
-__all__ = ["Format", "format_value", "render"]
+__all__ = ["Format", "render"]
 
 Format = Literal["table", "json", "trec"]
 
 
-def format_value(value: float, digits: int | None) -> str:
+def _format_value(value: float, digits: int | None) -> str:
     """`%6.4f` for digits=4 (trec_eval), `repr` for None (shortest exact form)."""
     if digits is None:
         return repr(float(value))
@@ -70,10 +70,10 @@ def _trec(result: TrecEvaluation, per_query: bool, digits: int | None) -> str:
     if per_query:
         for qid, row in _rows(result):
             for name, measure in names:
-                value = format_value(_value(result, name, row), digits)
+                value = _format_value(_value(result, name, row), digits)
                 lines.append(f"{measure:<22}\t{qid}\t{value}")
     for name, measure in names:
-        lines.append(f"{measure:<22}\tall\t{format_value(result.mean[name], digits)}")
+        lines.append(f"{measure:<22}\tall\t{_format_value(result.mean[name], digits)}")
     return "\n".join(lines) + "\n"
 
 
@@ -98,10 +98,10 @@ def _table(result: TrecEvaluation, per_query: bool, digits: int | None) -> str:
     rows: list[list[str]] = []
     if per_query:
         rows = [
-            [qid, *(format_value(_value(result, s.name, row), digits) for s in result.metrics)]
+            [qid, *(_format_value(_value(result, s.name, row), digits) for s in result.metrics)]
             for qid, row in _rows(result)
         ]
-    rows.append(["all", *(format_value(result.mean[s.name], digits) for s in result.metrics)])
+    rows.append(["all", *(_format_value(result.mean[s.name], digits) for s in result.metrics)])
     widths = [max(len(row[c]) for row in [header, *rows]) for c in range(len(header))]
     out = [
         "  ".join(

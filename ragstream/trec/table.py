@@ -311,4 +311,4 @@ def _reason(error: Exception, text: bytes, kind: Literal["float", "int"]) -> str
 
 
 def _line(chunk: Chunk, row: int) -> int:
-    return chunk.first_line + row if chunk.lines is None else int(chunk.lines[row])
+    return row + 1 if chunk.lines is None else int(chunk.lines[row])

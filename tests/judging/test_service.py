@@ -174,8 +174,12 @@ async def _consume(
     return time.perf_counter() - started, applying, judging
 
 
+JUDGE_SECONDS = 10.0
+"""How long the slow judge takes to answer: far longer than consuming the messages."""
+
+
 async def test_a_slow_judge_does_not_slow_consumption(server: OpenAIServer) -> None:
-    server.responder = lambda body: Reply(good_content(3), delay=2.0)
+    server.responder = lambda body: Reply(good_content(3), delay=JUDGE_SECONDS)
     settings = JudgeSettings(
         kind="openai",
         sampling=SamplingSettings(rate=1.0, max_per_second=None),
@@ -186,11 +190,8 @@ async def test_a_slow_judge_does_not_slow_consumption(server: OpenAIServer) -> N
     )
     messages = _messages(1000)
     answers = sum(b'"type":"answer"' in m.value for m in messages)
-    await _consume(messages, None)  # warm up
-    off: list[float] = []
     on: list[float] = []
     for _ in range(2):
-        off.append((await _consume(messages, None))[0])
         service = judging_service(agent_settings(settings, WINDOWS))
         await service.start()
         wall, applying, judging = await _consume(messages, service)
@@ -199,8 +200,8 @@ async def test_a_slow_judge_does_not_slow_consumption(server: OpenAIServer) -> N
         # every answer sampled, at most 12 judged: the rest dropped and counted, not waited for
         assert service.workers.dropped["queue_full"] >= answers - 12
         assert judging < 0.15 * applying, (judging, applying)
-    # wall time on a shared machine is noisy: the bound is loose, the share above is tight
-    assert min(on) < 1.5 * min(off) + 0.05, (on, off)
+    # each judgment takes JUDGE_SECONDS: a pass that waited for one would take as long
+    assert max(on) < JUDGE_SECONDS, on
     assert server.calls <= 2 * 4
 
 

@@ -5,7 +5,9 @@ from __future__ import annotations
 import math
 import re
 import struct
+import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
@@ -13,8 +15,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from ragstream.metrics import RankingDepth
+from ragstream.metrics.ragged import RaggedPlan
 from ragstream.trec import Engine, TrecFormatError, evaluate_files, read_qrels, read_run
-from ragstream.trec._compiled import AVAILABLE, _floats, _ints, join_files
+from ragstream.trec._compiled import AVAILABLE, Compiled, _floats, _from_output, _ints, join_files
 from ragstream.trec._join import join_tables
 from ragstream.trec._ranked import Ranked, Segment
 
@@ -30,6 +34,31 @@ _SETTINGS = settings(
 def test_the_extension_is_built() -> None:
     # `pip install -e .` compiles it (setup.py); without it everything still works, slower.
     assert AVAILABLE
+
+
+def join_while_cut(
+    qrels: Path,
+    run: Path,
+    delay: float | None,
+    depth: RankingDepth,
+    level: float = 1.0,
+    plan: RaggedPlan | None = None,
+    workers: int = 2,
+) -> Compiled:
+    """The reader's join run in a thread, its Cut set (`depth`, `level`, the plan's kernel)
+    `delay` seconds after it began (None: never)."""
+    from ragstream.trec._trec_reader import Cut, join
+
+    cut = Cut()
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        future = pool.submit(join, qrels.read_bytes(), run.read_bytes(), False, workers, cut)
+        if delay is not None:
+            time.sleep(delay)
+            to_level = level if depth.to_relevant else math.inf
+            cut.set(depth.k, to_level, None if plan is None else plan.kernel)
+        out = future.result()
+    assert not isinstance(out, str)
+    return _from_output(out, qrels, run, complete=False, plan=plan)
 
 
 def _join(
@@ -558,13 +587,11 @@ def test_a_query_in_two_blocks_of_a_large_run_is_read_again_by_the_general_path(
 
 
 @pytest.mark.parametrize("workers", [2, 3])
-def test_pieces_of_a_large_file_report_the_first_error_in_file_order(
-    write: WriteFile, workers: int
-) -> None:
+def test_pieces_of_a_large_file_report_the_first_error_in_file_order(workers: int) -> None:
     # Over 1 MiB, each thread reads many pieces, handed out in file order: two malformed
     # lines in pieces far apart, and then a repeated document in two, are reported as in
     # one part, the earliest.
-    from ragstream.trec import start_join
+    from ragstream.trec._trec_reader import join
 
     qrels_text, run_text = _collection(np.random.default_rng(11), 2500, 80)
     lines = run_text.splitlines(True)
@@ -572,12 +599,7 @@ def test_pieces_of_a_large_file_report_the_first_error_in_file_order(
 
     def outcome(text: str, n: int) -> str | tuple[object, object]:
         """The decline text, or the (qrels, run) repeats."""
-        pending = start_join(
-            write("qrels", qrels_text), write("run", text), keep_best=False, workers=n
-        )
-        assert pending is not None
-        out = pending.result()
-        assert out is not None
+        out = join(qrels_text.encode(), text.encode(), False, n)
         return out if isinstance(out, str) else (out[5], out[6])
 
     bad = list(lines)

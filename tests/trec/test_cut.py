@@ -5,7 +5,6 @@ first k grades and on to its first relevant one, and the values stay those of wh
 from __future__ import annotations
 
 import itertools
-import time
 from pathlib import Path
 
 import numpy as np
@@ -19,7 +18,7 @@ from ragstream.trec._chunks import _by_class, chunks, padded_cells
 from ragstream.trec._compiled import join_files
 from ragstream.trec._ranked import Ranked, Segment
 from ragstream.trec.evaluate import _kernels
-from tests.trec.test_compiled import _SETTINGS, WriteFile, _collection, _files
+from tests.trec.test_compiled import _SETTINGS, WriteFile, _collection, _files, join_while_cut
 
 _CUTTABLE = ["rr", "precision@3", "recall@2", "ndcg@5", "dcg@1", "hit_rate@4", "ndcg@10"]
 
@@ -220,7 +219,7 @@ def test_the_kernels_over_chunks_give_one_batch_s_values(compiled: bool) -> None
         }
 
 
-# -- a join begun before the metrics are known (the command's start_join) ----------------
+# -- a cut set while a join runs ---------------------------------------------------
 
 
 def test_the_cut_object_holds_a_depth_and_its_level() -> None:
@@ -261,8 +260,8 @@ def test_a_join_without_a_cut_keeps_whole_rankings_and_refuses_anything_else() -
 
 
 def test_a_join_cut_while_it_runs_keeps_each_ranking_whole_or_cut(write: WriteFile) -> None:
-    from ragstream.trec import start_join
-
+    # The reader's Cut may be set while a join runs: each ranking is kept whole (joined
+    # before) or cut (after).
     qrels_text, run_text = _collection(np.random.default_rng(12), 2000, 60)
     qrels, run = write("qrels", qrels_text), write("run", run_text)
     whole = join_files(qrels, run, keep_best=False, complete=False)
@@ -272,42 +271,23 @@ def test_a_join_cut_while_it_runs_keeps_each_ranking_whole_or_cut(write: WriteFi
     cut_rows = [_expected_cut(r, depth, 1.0) for r in rows]
     assert rows != cut_rows
     for delay in (0.0, 0.002, 0.01):
-        started = start_join(qrels, run, keep_best=False, workers=2, background=True)
-        assert started is not None
-        time.sleep(delay)
-        joined = join_files(
-            qrels, run, keep_best=False, complete=False, depth=depth, started=started
-        )
-        assert joined is not None
+        joined = join_while_cut(qrels, run, delay, depth)
         got = _rows(joined.ranked.rel, joined.ranked.rel_offsets)
         assert all(g in (r, c) for g, r, c in zip(got, rows, cut_rows, strict=True))
         assert joined.ranked.qids == whole.ranked.qids
     # never cut: every ranking whole; the same values either way
-    started = start_join(qrels, run, keep_best=False, background=True)
-    assert started is not None
-    joined = join_files(qrels, run, keep_best=False, complete=False, started=started)
-    assert joined is not None
+    joined = join_while_cut(qrels, run, None, depth)
     assert _rows(joined.ranked.rel, joined.ranked.rel_offsets) == rows
     metrics = ["rr", "precision@3", "ndcg@3"]
-    started = start_join(qrels, run, keep_best=False, background=True)
-    result = evaluate_files(qrels, run, metrics, started=started)
+    result = evaluate_files(qrels, run, metrics)
     reference = evaluate_files(qrels, run, metrics, engine="numpy")
     assert {k: v.tobytes() for k, v in result.per_query.items()} == {
         k: v.tobytes() for k, v in reference.per_query.items()
     }
 
 
-def test_a_started_join_must_match_the_call(write: WriteFile) -> None:
-    from ragstream.trec import start_join
-
-    qrels, run = write("qrels", "q1 0 a 1\n"), write("run", "q1 Q0 a 1 1 t\n")
-    started = start_join(qrels, run, keep_best=True)
-    assert started is not None
-    with pytest.raises(ValueError, match="keep_best"):
-        join_files(qrels, run, keep_best=False, complete=False, started=started)
-    empty = start_join(qrels, write("empty", ""), keep_best=False, background=True)
-    assert empty is not None
-    assert empty.result() is None  # it cannot be mapped
+def test_a_file_that_cannot_be_mapped_is_left_to_numpy(write: WriteFile) -> None:
+    qrels = write("qrels", "q1 0 a 1\n")
     assert join_files(qrels, write("empty", ""), keep_best=False, complete=False) is None
 
 

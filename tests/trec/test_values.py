@@ -5,7 +5,6 @@ read, or after they ended."""
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 import numpy as np
@@ -15,10 +14,10 @@ from hypothesis import strategies as st
 
 from ragstream.metrics import parse_metric, ranking_depth
 from ragstream.metrics.ragged import RaggedPlan, ragged_plan
-from ragstream.trec import evaluate_files, start_join
+from ragstream.trec import evaluate_files
 from ragstream.trec._compiled import Compiled, join_files
 from ragstream.trec.evaluate import _evaluate
-from tests.trec.test_compiled import _SETTINGS, WriteFile, _collection, _files
+from tests.trec.test_compiled import _SETTINGS, WriteFile, _collection, _files, join_while_cut
 
 _METRICS = ["rr", "ap", "precision@3", "recall@2", "hit_rate@4", "dcg@5", "ndcg@5", "ndcg@10"]
 
@@ -120,8 +119,8 @@ def test_a_large_collection_in_parts_with_deferred_blocks(write: WriteFile) -> N
 
 
 def test_a_kernel_set_while_the_join_runs_or_after_it_ended(write: WriteFile) -> None:
-    # The command sets the kernel once numpy is imported: the rankings joined before are
-    # evaluated at the end of their part (or of the join). Whenever it comes, the values
+    # A kernel set while the join runs: the rankings joined before are evaluated at the
+    # end of their part (or of the join). Whenever it comes, the values
     # are the same; one that comes after the join ended finds the rankings kept.
     qrels_text, run_text = _collection(np.random.default_rng(11), 3000, 40)
     qrels, run = write("qrels", qrels_text), write("run", run_text)
@@ -129,28 +128,14 @@ def test_a_kernel_set_while_the_join_runs_or_after_it_ended(write: WriteFile) ->
     rankings = _join(qrels, run, metrics)
     plan = _plan(metrics, 1)
     depth = ranking_depth([parse_metric(m) for m in metrics])
+    assert depth is not None
     for delay in (0.0, 0.001, 0.003, 0.01, 0.03, 0.1):
-        started = start_join(qrels, run, keep_best=False, workers=2, background=True)
-        assert started is not None
-        time.sleep(delay)
-        valued = join_files(
-            qrels, run, keep_best=False, complete=False, depth=depth, started=started, plan=plan
-        )
-        assert valued is not None
+        valued = join_while_cut(qrels, run, delay, depth, plan=plan)
         assert rankings is not None
         if valued.values is None:  # it came after the join ended
             assert _expected(valued, metrics, 1, False) == _expected(rankings, metrics, 1, False)
         else:
             _same(valued, rankings, metrics, 1, False)
-    started = start_join(qrels, run, keep_best=False, workers=2, background=True)
-    assert started is not None
-    started.result()  # ended: the kernel comes too late to be used
-    late = join_files(qrels, run, keep_best=False, complete=False, started=started, plan=plan)
-    assert late is not None
-    assert late.values is None
-    assert late.ranked.segments != ()
-    assert rankings is not None
-    assert _expected(late, metrics, 1, False) == _expected(rankings, metrics, 1, False)
 
 
 def test_the_command_s_values_are_the_numpy_path_s(write: WriteFile) -> None:
