@@ -33,68 +33,37 @@ def latch_step(alarm: _B, severity: F64, release: float) -> tuple[_B, _B]:
     return new, onset
 
 
-__all__ = ["Latch", "Latched", "latch_step"]
-
-
-class Latch:
-    """Hysteresis over a severity in threshold units (``1`` = at the threshold).
-
-    The alarm turns on when the severity reaches 1 and turns off when it falls below
-    ``release`` (``0 < release <= 1``) or when there is no signal (NaN: volume under the
-    floor). ``onsets`` counts the times it turned on. Without the gap between the two levels
-    a score that hovers at the threshold would raise one alarm per evaluation.
-    """
-
-    __slots__ = ("alarm", "onsets", "release")
-
-    def __init__(self, release: float) -> None:
-        if not 0.0 < release <= 1.0:
-            raise ValueError("release must be in (0, 1]")
-        self.release = release
-        self.alarm = False
-        self.onsets = 0
-
-    def feed(self, severity: F64) -> I64:
-        """Evaluate ``severity`` in order; indices where the alarm turned on."""
-        out: list[int] = []
-        alarm = np.array([self.alarm])
-        for i in range(severity.size):
-            alarm, onset = latch_step(alarm, severity[i : i + 1], self.release)
-            if onset[0]:
-                out.append(i)
-        self.alarm = bool(alarm[0])
-        self.onsets += len(out)
-        return np.asarray(out, dtype=np.int64)
+__all__ = ["Latched", "latch_step"]
 
 
 class Latched:
     """What the windowed detectors share: settings from their ``params`` dataclass (its
-    fields are the constructor's arguments, in snapshot order), a `Latch`, the last score."""
+    fields are the constructor's arguments, in snapshot order), the last score, and the
+    alarm, a hysteresis over the severity in threshold units (``1`` = at the threshold).
+
+    The alarm turns on when the severity reaches 1 and turns off when it falls below
+    ``release`` (``0 < release <= 1``) or when there is no signal (NaN: volume under the
+    floor). ``detections`` counts the times it turned on. Without the gap between the two
+    levels a score that hovers at the threshold would raise one alarm per evaluation.
+    """
 
     kind: ClassVar[str]
     params: ClassVar[type[Any]]
     settings_names: ClassVar[tuple[str, ...]]
 
-    __slots__ = ("_latch", "score")
-
-    _latch: Latch
-    score: float
+    __slots__ = ("alarm", "detections", "release", "score")
 
     def __init_subclass__(cls) -> None:
         cls.settings_names = tuple(f.name for f in dataclasses.fields(cls.params))
 
-    @property
-    def alarm(self) -> bool:
-        return self._latch.alarm
-
-    @property
-    def detections(self) -> int:
-        """How many times the alarm turned on."""
-        return self._latch.onsets
-
-    @property
-    def release(self) -> float:
-        return self._latch.release
+    def _start(self, release: float) -> None:
+        """No score, the alarm off (a subclass's constructor calls it)."""
+        if not 0.0 < release <= 1.0:
+            raise ValueError("release must be in (0, 1]")
+        self.release = release
+        self.alarm = False
+        self.detections = 0
+        self.score = float("nan")
 
     def statistic(self, short: Any, long: Any) -> F64:
         """The statistic of every evaluation (NaN: no signal)."""
@@ -110,7 +79,19 @@ class Latched:
         if value.size == 0:
             return np.zeros(0, dtype=np.int64)
         self.score = float(value[-1])
-        return self._latch.feed(self.severity(value))
+        return self.feed(self.severity(value))
+
+    def feed(self, severity: F64) -> I64:
+        """Evaluate ``severity`` in order; indices where the alarm turned on."""
+        out: list[int] = []
+        alarm = np.array([self.alarm])
+        for i in range(severity.size):
+            alarm, onset = latch_step(alarm, severity[i : i + 1], self.release)
+            if onset[0]:
+                out.append(i)
+        self.alarm = bool(alarm[0])
+        self.detections += len(out)
+        return np.asarray(out, dtype=np.int64)
 
     def snapshot(self) -> dict[str, Any]:
         settings = {n: getattr(self, n) for n in self.settings_names}
@@ -119,8 +100,8 @@ class Latched:
             "version": 1,
             **{n: v.value if isinstance(v, Direction) else v for n, v in settings.items()},
             "score": float_out(self.score),
-            "alarm": self._latch.alarm,
-            "detections": self._latch.onsets,
+            "alarm": self.alarm,
+            "detections": self.detections,
         }
 
     @classmethod
@@ -128,6 +109,6 @@ class Latched:
         check_version(snapshot, cls.kind)
         det = cls(**{n: snapshot[n] for n in cls.settings_names})
         det.score = float_in(snapshot["score"])
-        det._latch.alarm = bool(snapshot["alarm"])
-        det._latch.onsets = int(snapshot["detections"])
+        det.alarm = bool(snapshot["alarm"])
+        det.detections = int(snapshot["detections"])
         return det

@@ -22,7 +22,7 @@ import numpy as np
 import numpy.typing as npt
 
 from ragstream.drift._common import F64
-from ragstream.drift._latch import Latch, Latched
+from ragstream.drift._latch import Latched
 
 __all__ = ["EPSILON", "Psi", "PsiParams", "psi"]
 
@@ -101,9 +101,7 @@ class Psi(Latched):
         self.min_count = int(min_count)
         self.min_reference = int(min_reference)
         self.eps = float(eps)
-        self._latch = Latch(release)
-        self.score = float("nan")
-        """The last PSI (NaN: no signal)."""
+        self._start(release)
 
     def statistic(self, short: npt.ArrayLike, long: npt.ArrayLike) -> F64:
         """`psi` with this detector's ``eps`` and volume floors."""

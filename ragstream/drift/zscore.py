@@ -25,7 +25,7 @@ import numpy as np
 import numpy.typing as npt
 
 from ragstream.drift._common import F64, Direction
-from ragstream.drift._latch import Latch, Latched
+from ragstream.drift._latch import Latched
 
 __all__ = ["MIN_STDERR", "Moments", "ZScore", "ZScoreParams", "welch_z"]
 
@@ -119,9 +119,7 @@ class ZScore(Latched):
         self.min_count = int(min_count)
         self.min_reference = int(min_reference)
         self.direction = Direction(direction)
-        self._latch = Latch(release)
-        self.score = float("nan")
-        """The last ``z`` (NaN: no signal)."""
+        self._start(release)
 
     def severity(self, z: F64) -> F64:
         """``z`` in threshold units, signed so that the watched direction is positive."""
