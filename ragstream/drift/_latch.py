@@ -51,15 +51,34 @@ class Latched:
     params: ClassVar[type[Any]]
     settings_names: ClassVar[tuple[str, ...]]
 
-    __slots__ = ("alarm", "detections", "release", "score")
+    floor: ClassVar[int]
+    """The least volume floor that gives a statistic."""
+
+    __slots__ = (
+        "alarm",
+        "detections",
+        "min_count",
+        "min_reference",
+        "release",
+        "score",
+        "threshold",
+    )
 
     def __init_subclass__(cls) -> None:
         cls.settings_names = tuple(f.name for f in dataclasses.fields(cls.params))
 
-    def _start(self, release: float) -> None:
-        """No score, the alarm off (a subclass's constructor calls it)."""
+    def _start(self, threshold: float, min_count: int, min_reference: int, release: float) -> None:
+        """The shared settings checked, no score, the alarm off (a subclass's constructor
+        calls it)."""
+        if threshold <= 0:
+            raise ValueError("threshold must be positive")
+        if min_count < self.floor or min_reference < self.floor:
+            raise ValueError(f"volume floors must be at least {self.floor}")
         if not 0.0 < release <= 1.0:
             raise ValueError("release must be in (0, 1]")
+        self.threshold = float(threshold)
+        self.min_count = int(min_count)
+        self.min_reference = int(min_reference)
         self.release = release
         self.alarm = False
         self.detections = 0

@@ -100,8 +100,9 @@ class ZScore(Latched):
 
     kind: ClassVar[str] = "zscore"
     params = ZScoreParams
+    floor = 2
 
-    __slots__ = ("direction", "min_count", "min_reference", "threshold")
+    __slots__ = ("direction",)
 
     def __init__(
         self,
@@ -111,15 +112,8 @@ class ZScore(Latched):
         direction: Direction | str,
         release: float,
     ) -> None:
-        if threshold <= 0:
-            raise ValueError("threshold must be positive")
-        if min_count < 2 or min_reference < 2:
-            raise ValueError("volume floors must be at least 2")
-        self.threshold = float(threshold)
-        self.min_count = int(min_count)
-        self.min_reference = int(min_reference)
         self.direction = Direction(direction)
-        self._start(release)
+        self._start(threshold, min_count, min_reference, release)
 
     def severity(self, z: F64) -> F64:
         """``z`` in threshold units, signed so that the watched direction is positive."""
