@@ -8,21 +8,13 @@ the configured windows and cutoffs.
 
 from __future__ import annotations
 
-from typing import Any, Literal, TypeVar
+from typing import Any, ClassVar, Literal
 
 from pydantic import Field, field_validator
 
 from ragstream.config._duration import Duration
 from ragstream.config._section import Section
-from ragstream.drift import (
-    DETECTORS,
-    AdwinParams,
-    DetectorParams,
-    Direction,
-    PageHinkleyParams,
-    PsiParams,
-    ZScoreParams,
-)
+from ragstream.drift import DETECTORS, SEQUENTIAL, WINDOWED, DetectorParams, Direction
 from ragstream.metrics import REGISTRY, parse_metric
 
 __all__ = [
@@ -34,7 +26,6 @@ __all__ = [
 ]
 
 Way = Literal["down", "up", "both"]
-P = TypeVar("P")
 
 
 class _Detector(Section):
@@ -42,19 +33,22 @@ class _Detector(Section):
 
     enabled: bool = True
 
+    detector: ClassVar[str]
+    """Its name in `ragstream.drift.registry`, which gives its parameters type."""
+
     def params(self) -> DetectorParams:
         """The detector's typed parameters (everything but `enabled`)."""
-        raise NotImplementedError
-
-    def _build(self, params: type[P]) -> P:
         values: dict[str, Any] = self.model_dump(exclude={"enabled"})
         if "direction" in values:
             values["direction"] = Direction(values["direction"])
-        return params(**values)
+        kind = WINDOWED.get(self.detector) or SEQUENTIAL[self.detector]
+        return kind.params(**values)
 
 
 class ZScoreSettings(_Detector):
     """Welch z-score of the short window against the rest of the long one."""
+
+    detector: ClassVar[str] = "zscore"
 
     threshold: float = Field(5.0, gt=0, description="alarm at |z| >= this, in the direction")
     min_count: int = Field(200, ge=2, description="values in the short window for a signal")
@@ -62,12 +56,11 @@ class ZScoreSettings(_Detector):
     direction: Way = "down"
     release: float = Field(0.8, gt=0, le=1, description="the alarm ends under release x threshold")
 
-    def params(self) -> ZScoreParams:
-        return self._build(ZScoreParams)
-
 
 class PsiSettings(_Detector):
     """Population stability index of the two windows' histograms."""
+
+    detector: ClassVar[str] = "psi"
 
     threshold: float = Field(0.1, gt=0)
     min_count: int = Field(1000, ge=1)
@@ -75,12 +68,11 @@ class PsiSettings(_Detector):
     eps: float = Field(1e-4, gt=0, lt=1, description="share standing in for an empty bin")
     release: float = Field(0.8, gt=0, le=1)
 
-    def params(self) -> PsiParams:
-        return self._build(PsiParams)
-
 
 class PageHinkleySettings(_Detector):
     """Page-Hinkley on the final per-query values, in standard deviations."""
+
+    detector: ClassVar[str] = "page_hinkley"
 
     delta: float = Field(0.08, ge=0, description="slack, in standard deviations")
     threshold: float = Field(110.0, gt=0)
@@ -88,12 +80,11 @@ class PageHinkleySettings(_Detector):
     direction: Way = "down"
     hold: int = Field(1000, ge=1, description="values the alarm stays raised after a detection")
 
-    def params(self) -> PageHinkleyParams:
-        return self._build(PageHinkleyParams)
-
 
 class AdwinSettings(_Detector):
     """ADWIN on the final per-query values, its window bounded."""
+
+    detector: ClassVar[str] = "adwin"
 
     delta: float = Field(1e-5, gt=0, lt=1)
     clock: int = Field(32, ge=1, description="values between checks")
@@ -103,9 +94,6 @@ class AdwinSettings(_Detector):
     max_window: int = Field(1_000_000, ge=10, description="values kept at most")
     direction: Way = "down"
     hold: int = Field(1000, ge=1)
-
-    def params(self) -> AdwinParams:
-        return self._build(AdwinParams)
 
 
 class DriftSettings(Section):

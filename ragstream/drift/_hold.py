@@ -4,13 +4,16 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
+from ragstream.drift._common import I64
 from ragstream.drift._restore import count_in
 
-__all__ = ["Hold"]
+__all__ = ["Held"]
 
 
-class Hold:
-    """Counts detections and how many values came after the latest one.
+class Held:
+    """What the sequential detectors share: ``detections``, and the alarm.
 
     A sequential detector restarts after a detection (see each detector's reset policy),
     so its statistic falls back to 0 at once; the alarm stays raised while fewer than
@@ -19,7 +22,7 @@ class Hold:
 
     __slots__ = ("detections", "hold", "since")
 
-    def __init__(self, hold: int) -> None:
+    def _start_hold(self, hold: int) -> None:
         if hold < 1:
             raise ValueError("hold must be at least 1")
         self.hold = int(hold)
@@ -31,21 +34,21 @@ class Hold:
     def alarm(self) -> bool:
         return self.since is not None and self.since < self.hold
 
-    def advance(self, values: int, offsets: list[int]) -> None:
-        """A batch of ``values`` values was processed, with detections at ``offsets``."""
+    def _held(self, values: int, offsets: list[int]) -> I64:
+        """A batch of ``values`` values was processed, with detections at ``offsets``
+        (returned as an array)."""
         if offsets:
             self.detections += len(offsets)
             self.since = values - 1 - offsets[-1]
         elif self.since is not None:
             self.since += values
+        return np.asarray(offsets, dtype=np.int64)
 
-    def state(self) -> dict[str, Any]:
+    def _hold_state(self) -> dict[str, Any]:
         return {"hold": self.hold, "detections": self.detections, "since": self.since}
 
-    @classmethod
-    def from_state(cls, state: dict[str, Any]) -> Hold:
+    def _restore_hold(self, state: dict[str, Any]) -> None:
         """The hold of a snapshot, its counts checked (ValueError when out of range)."""
-        out = cls(count_in(state, "hold", low=1))
-        out.detections = count_in(state, "detections")
-        out.since = None if state["since"] is None else count_in(state, "since")
-        return out
+        self._start_hold(count_in(state, "hold", low=1))
+        self.detections = count_in(state, "detections")
+        self.since = None if state["since"] is None else count_in(state, "since")

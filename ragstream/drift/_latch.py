@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any, ClassVar, Self
 
 import numpy as np
@@ -11,7 +12,6 @@ from ragstream.drift._common import (
     F64,
     I64,
     Direction,
-    arguments,
     check_version,
     float_in,
     float_out,
@@ -33,70 +33,56 @@ def latch_step(alarm: _B, severity: F64, release: float) -> tuple[_B, _B]:
     return new, onset
 
 
-__all__ = ["Latch", "Latched", "latch_step"]
-
-
-class Latch:
-    """Hysteresis over a severity in threshold units (``1`` = at the threshold).
-
-    The alarm turns on when the severity reaches 1 and turns off when it falls below
-    ``release`` (``0 < release <= 1``) or when there is no signal (NaN: volume under the
-    floor). ``onsets`` counts the times it turned on. Without the gap between the two levels
-    a score that hovers at the threshold would raise one alarm per evaluation.
-    """
-
-    __slots__ = ("alarm", "onsets", "release")
-
-    def __init__(self, release: float) -> None:
-        if not 0.0 < release <= 1.0:
-            raise ValueError("release must be in (0, 1]")
-        self.release = release
-        self.alarm = False
-        self.onsets = 0
-
-    def feed(self, severity: F64) -> I64:
-        """Evaluate ``severity`` in order; indices where the alarm turned on."""
-        out: list[int] = []
-        alarm = np.array([self.alarm])
-        for i in range(severity.size):
-            alarm, onset = latch_step(alarm, severity[i : i + 1], self.release)
-            if onset[0]:
-                out.append(i)
-        self.alarm = bool(alarm[0])
-        self.onsets += len(out)
-        return np.asarray(out, dtype=np.int64)
+__all__ = ["Latched", "latch_step"]
 
 
 class Latched:
-    """What the windowed detectors share: settings from their parameters class, a `Latch`,
-    the last score, and a snapshot of the settings named in ``settings_names``."""
+    """What the windowed detectors share: settings from their ``params`` dataclass (its
+    fields are the constructor's arguments, in snapshot order), the last score, and the
+    alarm, a hysteresis over the severity in threshold units (``1`` = at the threshold).
+
+    The alarm turns on when the severity reaches 1 and turns off when it falls below
+    ``release`` (``0 < release <= 1``) or when there is no signal (NaN: volume under the
+    floor). ``detections`` counts the times it turned on. Without the gap between the two
+    levels a score that hovers at the threshold would raise one alarm per evaluation.
+    """
 
     kind: ClassVar[str]
+    params: ClassVar[type[Any]]
     settings_names: ClassVar[tuple[str, ...]]
-    """The constructor's arguments, in snapshot order."""
 
-    __slots__ = ("_latch", "score")
+    floor: ClassVar[int]
+    """The least volume floor that gives a statistic."""
 
-    _latch: Latch
-    score: float
+    __slots__ = (
+        "alarm",
+        "detections",
+        "min_count",
+        "min_reference",
+        "release",
+        "score",
+        "threshold",
+    )
 
-    @classmethod
-    def from_params(cls, p: Any) -> Self:
-        """The detector of a parameters dataclass (its fields are the constructor's)."""
-        return cls(**arguments(p))
+    def __init_subclass__(cls) -> None:
+        cls.settings_names = tuple(f.name for f in dataclasses.fields(cls.params))
 
-    @property
-    def alarm(self) -> bool:
-        return self._latch.alarm
-
-    @property
-    def detections(self) -> int:
-        """How many times the alarm turned on."""
-        return self._latch.onsets
-
-    @property
-    def release(self) -> float:
-        return self._latch.release
+    def _start(self, threshold: float, min_count: int, min_reference: int, release: float) -> None:
+        """The shared settings checked, no score, the alarm off (a subclass's constructor
+        calls it)."""
+        if threshold <= 0:
+            raise ValueError("threshold must be positive")
+        if min_count < self.floor or min_reference < self.floor:
+            raise ValueError(f"volume floors must be at least {self.floor}")
+        if not 0.0 < release <= 1.0:
+            raise ValueError("release must be in (0, 1]")
+        self.threshold = float(threshold)
+        self.min_count = int(min_count)
+        self.min_reference = int(min_reference)
+        self.release = release
+        self.alarm = False
+        self.detections = 0
+        self.score = float("nan")
 
     def statistic(self, short: Any, long: Any) -> F64:
         """The statistic of every evaluation (NaN: no signal)."""
@@ -112,7 +98,19 @@ class Latched:
         if value.size == 0:
             return np.zeros(0, dtype=np.int64)
         self.score = float(value[-1])
-        return self._latch.feed(self.severity(value))
+        return self.feed(self.severity(value))
+
+    def feed(self, severity: F64) -> I64:
+        """Evaluate ``severity`` in order; indices where the alarm turned on."""
+        out: list[int] = []
+        alarm = np.array([self.alarm])
+        for i in range(severity.size):
+            alarm, onset = latch_step(alarm, severity[i : i + 1], self.release)
+            if onset[0]:
+                out.append(i)
+        self.alarm = bool(alarm[0])
+        self.detections += len(out)
+        return np.asarray(out, dtype=np.int64)
 
     def snapshot(self) -> dict[str, Any]:
         settings = {n: getattr(self, n) for n in self.settings_names}
@@ -121,8 +119,8 @@ class Latched:
             "version": 1,
             **{n: v.value if isinstance(v, Direction) else v for n, v in settings.items()},
             "score": float_out(self.score),
-            "alarm": self._latch.alarm,
-            "detections": self._latch.onsets,
+            "alarm": self.alarm,
+            "detections": self.detections,
         }
 
     @classmethod
@@ -130,6 +128,6 @@ class Latched:
         check_version(snapshot, cls.kind)
         det = cls(**{n: snapshot[n] for n in cls.settings_names})
         det.score = float_in(snapshot["score"])
-        det._latch.alarm = bool(snapshot["alarm"])
-        det._latch.onsets = int(snapshot["detections"])
+        det.alarm = bool(snapshot["alarm"])
+        det.detections = int(snapshot["detections"])
         return det

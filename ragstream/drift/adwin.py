@@ -39,8 +39,8 @@ from typing import Any, ClassVar, Self
 import numpy as np
 import numpy.typing as npt
 
-from ragstream.drift._common import I64, Direction, arguments, as_values, check_version
-from ragstream.drift._hold import Hold
+from ragstream.drift._common import I64, Direction, as_values, check_version
+from ragstream.drift._hold import Held
 from ragstream.drift._restore import count_in, finite_in
 
 try:
@@ -70,13 +70,13 @@ class AdwinParams:
     hold: int
 
 
-class Adwin:
+class Adwin(Held):
     """ADWIN change detector (see the module docstring)."""
 
     kind: ClassVar[str] = "adwin"
+    params = AdwinParams
 
     __slots__ = (
-        "_hold",
         "_rows",
         "_score",
         "_tick",
@@ -116,13 +116,9 @@ class Adwin:
         self.grace_period = int(grace_period)
         self.max_window = int(max_window)
         self.direction = Direction(direction)
-        self._hold = Hold(hold)
+        self._start_hold(hold)
         self._score = 0.0
         self._reset()
-
-    @classmethod
-    def from_params(cls, p: AdwinParams) -> Self:
-        return cls(**arguments(p))
 
     def _reset(self) -> None:
         # _rows[i] = (totals, m2s) of the buckets of 2**i values, oldest first
@@ -133,14 +129,6 @@ class Adwin:
         self._tick = 0
 
     # -- reads -----------------------------------------------------------------------------
-
-    @property
-    def alarm(self) -> bool:
-        return self._hold.alarm
-
-    @property
-    def detections(self) -> int:
-        return self._hold.detections
 
     @property
     def width(self) -> int:
@@ -178,8 +166,7 @@ class Adwin:
         values at which a change was detected."""
         x = as_values(values)
         offsets = self._feed_python(x) if _kernels is None else self._feed_compiled(x)
-        self._hold.advance(int(x.size), offsets)
-        return np.asarray(offsets, dtype=np.int64)
+        return self._held(int(x.size), offsets)
 
     def _feed_compiled(self, x: npt.NDArray[np.float64]) -> list[int]:
         """The loop of `_feed_python`, compiled."""
@@ -354,7 +341,7 @@ class Adwin:
             "tick": self._tick,
             "score": self._score,
             "rows": [[list(t), list(v)] for t, v in self._rows],
-            **self._hold.state(),
+            **self._hold_state(),
         }
 
     @classmethod
@@ -382,7 +369,7 @@ class Adwin:
         det._variance = finite_in(snapshot, "variance")
         det._tick = count_in(snapshot, "tick")
         det._score = finite_in(snapshot, "score")
-        det._hold = Hold.from_state(snapshot)
+        det._restore_hold(snapshot)
         return det
 
 

@@ -19,7 +19,15 @@ from typing import Any, ClassVar, Self
 import numpy as np
 import numpy.typing as npt
 
-from ragstream.drift._common import F64, I64, Direction, check_version, float_in, float_out
+from ragstream.drift._common import (
+    F64,
+    I64,
+    Direction,
+    arguments,
+    check_version,
+    float_in,
+    float_out,
+)
 from ragstream.drift._latch import latch_step
 from ragstream.drift.psi import Psi, PsiParams
 from ragstream.drift.zscore import ZScore, ZScoreParams
@@ -32,19 +40,18 @@ _B = npt.NDArray[np.bool_]
 class _Bank:
     """Keys, and per key and cell: the last score, the alarm and the onsets counted.
 
-    A subclass names its ``detector`` class and that class's ``params`` type, whose value
-    the bank takes; the bank's config lists the detector's ``settings_names``.
+    A subclass names its ``detector`` class, whose ``params`` the bank takes; the bank's
+    config lists the detector's ``settings_names``.
     """
 
     kind: ClassVar[str]
     detector: ClassVar[type[ZScore] | type[Psi]]
-    params: ClassVar[type[ZScoreParams] | type[PsiParams]]
     settings: ZScore | Psi
 
     def __init__(self, cells: tuple[int, ...], params: ZScoreParams | PsiParams) -> None:
-        if not isinstance(params, self.params):
-            raise TypeError(f"{type(self).__name__} takes {self.params.__name__}")
-        self.settings = self.detector.from_params(params)
+        if not isinstance(params, self.detector.params):
+            raise TypeError(f"{type(self).__name__} takes {self.detector.params.__name__}")
+        self.settings = self.detector(**arguments(params))
         """A detector holding the settings (validated as it validates them)."""
         self.cells = tuple(int(c) for c in cells)
         self.keys: list[Hashable] = []
@@ -108,7 +115,7 @@ class _Bank:
         settings = {n: snapshot[n] for n in cls.detector.settings_names}
         if "direction" in settings:
             settings["direction"] = Direction(settings["direction"])
-        bank = cls(tuple(snapshot["cells"]), cls.params(**settings))
+        bank = cls(tuple(snapshot["cells"]), cls.detector.params(**settings))
         bank._load(snapshot)
         return bank
 
@@ -138,7 +145,6 @@ class ZScoreBank(_Bank):
 
     kind: ClassVar[str] = "zscore_bank"
     detector = ZScore
-    params = ZScoreParams
 
 
 class PsiBank(_Bank):
@@ -147,4 +153,3 @@ class PsiBank(_Bank):
 
     kind: ClassVar[str] = "psi_bank"
     detector = Psi
-    params = PsiParams

@@ -14,7 +14,7 @@ change ``z`` has mean 0 and ``g`` drifts down by ``delta`` a value; after a drop
 Warm-up: the first ``min_instances`` values after a reset only build the reference (``g``
 stays 0). Reset policy: at an alarm the detector restarts from nothing (reference and
 ``g``); the value that raised the alarm belongs to the old regime and is dropped. The
-alarm flag is held for ``hold`` values (see :class:`~ragstream.drift._hold.Hold`).
+alarm flag is held for ``hold`` values (see :class:`~ragstream.drift._hold.Held`).
 
 ``update`` takes a number or an array, with the result of the values one at a time (up to
 float rounding). The numpy code (``_segment_numpy``) is the reference; the compiled loop
@@ -29,8 +29,8 @@ from typing import Any, ClassVar, Self
 import numpy as np
 import numpy.typing as npt
 
-from ragstream.drift._common import F64, I64, Direction, arguments, as_values, check_version
-from ragstream.drift._hold import Hold
+from ragstream.drift._common import F64, I64, Direction, as_values, check_version
+from ragstream.drift._hold import Held
 from ragstream.drift._restore import count_in, finite_in
 
 try:
@@ -61,15 +61,15 @@ class PageHinkleyParams:
     hold: int
 
 
-class PageHinkley:
+class PageHinkley(Held):
     """Page-Hinkley change detector (see the module docstring)."""
 
     kind: ClassVar[str] = "page_hinkley"
+    params = PageHinkleyParams
 
     __slots__ = (
         "_g_down",
         "_g_up",
-        "_hold",
         "_m2",
         "_mean",
         "_n",
@@ -100,12 +100,8 @@ class PageHinkley:
         self.min_instances = int(min_instances)
         self.direction = Direction(direction)
         self.min_std = float(min_std)
-        self._hold = Hold(hold)
+        self._start_hold(hold)
         self._reset()
-
-    @classmethod
-    def from_params(cls, p: PageHinkleyParams) -> Self:
-        return cls(**arguments(p))
 
     def _reset(self) -> None:
         self._n = 0
@@ -115,14 +111,6 @@ class PageHinkley:
         self._g_up = 0.0
 
     # -- reads -----------------------------------------------------------------------------
-
-    @property
-    def alarm(self) -> bool:
-        return self._hold.alarm
-
-    @property
-    def detections(self) -> int:
-        return self._hold.detections
 
     @property
     def count(self) -> int:
@@ -160,8 +148,7 @@ class PageHinkley:
                 offsets.append(start + hit)
                 self._reset()
                 start += hit + 1
-        self._hold.advance(int(x.size), offsets)
-        return np.asarray(offsets, dtype=np.int64)
+        return self._held(int(x.size), offsets)
 
     def _segment(self, x: F64) -> int:
         """Run ``x`` from the current state; the offset of the first alarm (the state is
@@ -245,7 +232,7 @@ class PageHinkley:
             "m2": self._m2,
             "g_down": self._g_down,
             "g_up": self._g_up,
-            **self._hold.state(),
+            **self._hold_state(),
         }
 
     @classmethod
@@ -266,5 +253,5 @@ class PageHinkley:
         det._m2 = finite_in(snapshot, "m2")
         det._g_down = finite_in(snapshot, "g_down")
         det._g_up = finite_in(snapshot, "g_up")
-        det._hold = Hold.from_state(snapshot)
+        det._restore_hold(snapshot)
         return det

@@ -22,7 +22,7 @@ import numpy as np
 import numpy.typing as npt
 
 from ragstream.drift._common import F64
-from ragstream.drift._latch import Latch, Latched
+from ragstream.drift._latch import Latched
 
 __all__ = ["EPSILON", "Psi", "PsiParams", "psi"]
 
@@ -79,9 +79,10 @@ class Psi(Latched):
     """
 
     kind: ClassVar[str] = "psi"
-    settings_names = ("threshold", "min_count", "min_reference", "eps", "release")
+    params = PsiParams
+    floor = 1
 
-    __slots__ = ("eps", "min_count", "min_reference", "threshold")
+    __slots__ = ("eps",)
 
     def __init__(
         self,
@@ -91,19 +92,10 @@ class Psi(Latched):
         eps: float,
         release: float,
     ) -> None:
-        if threshold <= 0:
-            raise ValueError("threshold must be positive")
-        if min_count < 1 or min_reference < 1:
-            raise ValueError("volume floors must be at least 1")
         if not 0.0 < eps < 1.0:
             raise ValueError("eps must be in (0, 1)")
-        self.threshold = float(threshold)
-        self.min_count = int(min_count)
-        self.min_reference = int(min_reference)
         self.eps = float(eps)
-        self._latch = Latch(release)
-        self.score = float("nan")
-        """The last PSI (NaN: no signal)."""
+        self._start(threshold, min_count, min_reference, release)
 
     def statistic(self, short: npt.ArrayLike, long: npt.ArrayLike) -> F64:
         """`psi` with this detector's ``eps`` and volume floors."""

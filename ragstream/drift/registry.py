@@ -13,18 +13,17 @@ the windows' moments (count, sum, sum of squares) or their histograms, as ``read
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable, Mapping, Sequence
+from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, ClassVar, Generic, Literal, Protocol, TypeVar
+from typing import Any, ClassVar, Literal, Protocol
 
 import numpy as np
 import numpy.typing as npt
 
-from ragstream.drift.adwin import Adwin, AdwinParams
+from ragstream.drift._common import arguments
+from ragstream.drift.adwin import Adwin
 from ragstream.drift.bank import PsiBank, ZScoreBank
-from ragstream.drift.page_hinkley import PageHinkley, PageHinkleyParams
-from ragstream.drift.psi import PsiParams
-from ragstream.drift.zscore import ZScoreParams
+from ragstream.drift.page_hinkley import PageHinkley
 
 __all__ = [
     "DETECTORS",
@@ -70,36 +69,50 @@ class WindowedBank(Protocol):
     def snapshot(self) -> dict[str, Any]: ...
 
 
-P = TypeVar("P")
+@dataclass(frozen=True, slots=True)
+class SequentialKind:
+    """A registered sequential detector: its class, whose ``params`` dataclass holds the
+    constructor's arguments."""
+
+    detector: type[PageHinkley] | type[Adwin]
+
+    @property
+    def params(self) -> type[DetectorParams]:
+        return self.detector.params
+
+    def build(self, params: DetectorParams) -> SequentialDetector:
+        return self.detector(**arguments(params))
+
+    def restore(self, snapshot: dict[str, Any]) -> SequentialDetector:
+        return self.detector.restore(snapshot)
 
 
 @dataclass(frozen=True, slots=True)
-class SequentialKind(Generic[P]):
-    """A registered sequential detector."""
-
-    params: type[P]
-    build: Callable[[P], SequentialDetector]
-    restore: Callable[[dict[str, Any]], SequentialDetector]
-
-
-@dataclass(frozen=True, slots=True)
-class WindowedKind(Generic[P]):
+class WindowedKind:
     """A registered windowed detector, evaluated as a bank over ``cells``."""
 
-    params: type[P]
-    build: Callable[[tuple[int, ...], P], WindowedBank]
-    restore: Callable[[dict[str, Any]], WindowedBank]
+    bank: type[ZScoreBank] | type[PsiBank]
     reads: Literal["moments", "histograms"]
     """The windows' moments of each metric, or the histograms of the metrics keeping one."""
 
+    @property
+    def params(self) -> type[DetectorParams]:
+        return self.bank.detector.params
 
-WINDOWED: Mapping[str, WindowedKind[Any]] = {
-    "zscore": WindowedKind(ZScoreParams, ZScoreBank, ZScoreBank.restore, "moments"),
-    "psi": WindowedKind(PsiParams, PsiBank, PsiBank.restore, "histograms"),
+    def build(self, cells: tuple[int, ...], params: DetectorParams) -> WindowedBank:
+        return self.bank(cells, params)  # type: ignore[arg-type]
+
+    def restore(self, snapshot: dict[str, Any]) -> WindowedBank:
+        return self.bank.restore(snapshot)
+
+
+WINDOWED: Mapping[str, WindowedKind] = {
+    "zscore": WindowedKind(ZScoreBank, "moments"),
+    "psi": WindowedKind(PsiBank, "histograms"),
 }
-SEQUENTIAL: Mapping[str, SequentialKind[Any]] = {
-    "page_hinkley": SequentialKind(PageHinkleyParams, PageHinkley.from_params, PageHinkley.restore),
-    "adwin": SequentialKind(AdwinParams, Adwin.from_params, Adwin.restore),
+SEQUENTIAL: Mapping[str, SequentialKind] = {
+    "page_hinkley": SequentialKind(PageHinkley),
+    "adwin": SequentialKind(Adwin),
 }
 DETECTORS: tuple[str, ...] = (*WINDOWED, *SEQUENTIAL)
 """Every registered name, windowed first: the order of the engine's reads."""

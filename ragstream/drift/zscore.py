@@ -25,7 +25,7 @@ import numpy as np
 import numpy.typing as npt
 
 from ragstream.drift._common import F64, Direction
-from ragstream.drift._latch import Latch, Latched
+from ragstream.drift._latch import Latched
 
 __all__ = ["MIN_STDERR", "Moments", "ZScore", "ZScoreParams", "welch_z"]
 
@@ -99,9 +99,10 @@ class ZScore(Latched):
     """
 
     kind: ClassVar[str] = "zscore"
-    settings_names = ("threshold", "min_count", "min_reference", "direction", "release")
+    params = ZScoreParams
+    floor = 2
 
-    __slots__ = ("direction", "min_count", "min_reference", "threshold")
+    __slots__ = ("direction",)
 
     def __init__(
         self,
@@ -111,17 +112,8 @@ class ZScore(Latched):
         direction: Direction | str,
         release: float,
     ) -> None:
-        if threshold <= 0:
-            raise ValueError("threshold must be positive")
-        if min_count < 2 or min_reference < 2:
-            raise ValueError("volume floors must be at least 2")
-        self.threshold = float(threshold)
-        self.min_count = int(min_count)
-        self.min_reference = int(min_reference)
         self.direction = Direction(direction)
-        self._latch = Latch(release)
-        self.score = float("nan")
-        """The last ``z`` (NaN: no signal)."""
+        self._start(threshold, min_count, min_reference, release)
 
     def severity(self, z: F64) -> F64:
         """``z`` in threshold units, signed so that the watched direction is positive."""

@@ -8,7 +8,6 @@ families or the text format written directly).
 
 from __future__ import annotations
 
-import gc
 import math
 from collections.abc import Sequence
 
@@ -21,7 +20,7 @@ from ragstream.pipeline.exemplars import Exemplar
 from ragstream.pipeline.row_layout import EVENT_TIME, Column
 from ragstream.windows import WindowTotals
 
-__all__ = ["build", "metric_for_column"]
+__all__ = ["build"]
 
 _QUERIES_HELP = "Queries in the window: all of them, and those with at least one label."
 _SUM_HELP = (
@@ -33,27 +32,10 @@ _COUNT_HELP = "Number of values behind each windowed retrieval mean."
 _Entry = tuple[int, Family, tuple[str, ...], tuple[str, str]]
 
 
-def metric_for_column(column: Column) -> tuple[str, dict[str, str]]:
-    """A column's gauge (after `ragstream_`) and its `k` label: `ndcg@10` ->
-    (`retrieval_ndcg`, {"k": "10"}); `rr_decayed` -> (`retrieval_mrr_decayed`, {})."""
-    return column.gauge, ({} if column.k is None else {"k": str(column.k)})
-
-
 def build(engine: Engine, now: float) -> list[Family]:
-    """Every windowed gauge at `now` and every final-query histogram, grouped by family.
-
-    The cyclic garbage collector is paused meanwhile: a scrape allocates tens of thousands
-    of small tuples that hold no cycles, and collections triggered by them would otherwise
-    cost more than the scrape itself.
-    """
-    paused = gc.isenabled()
-    gc.disable()
-    try:
-        totals = engine.store.read(now)
-        return [*_gauges(engine, totals, now), *drift_families(engine), *_histograms(engine)]
-    finally:
-        if paused:
-            gc.enable()
+    """Every windowed gauge at `now` and every final-query histogram, grouped by family."""
+    totals = engine.store.read(now)
+    return [*_gauges(engine, totals, now), *drift_families(engine), *_histograms(engine)]
 
 
 def _gauges(engine: Engine, totals: WindowTotals, now: float) -> list[Family]:

@@ -25,19 +25,13 @@ from ragstream.metrics.recency import (
     mean_doc_ages,
     recency_weight,
 )
-from ragstream.metrics.registry import (
-    DEFAULT_CUTOFFS,
-    REGISTRY,
-    MetricFamily,
-    MetricRegistry,
-)
+from ragstream.metrics.registry import DEFAULT_CUTOFFS, REGISTRY, MetricFamily
 
 __all__ = [
     "DEFAULT_CUTOFFS",
     "REGISTRY",
     "Gain",
     "MetricFamily",
-    "MetricRegistry",
     "MetricSpec",
     "RankingBatch",
     "RankingDepth",

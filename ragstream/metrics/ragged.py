@@ -32,10 +32,7 @@ try:
 except ImportError:  # built without a C compiler: numpy's kernels serve every request
     _ragged = None  # type: ignore[assignment]
 
-__all__ = ["AVAILABLE", "RaggedPlan", "ragged_plan"]
-
-AVAILABLE: bool = _ragged is not None
-"""Whether the compiled kernels are built."""
+__all__ = ["RaggedPlan", "ragged_plan"]
 
 _F64 = NDArray[np.float64]
 _I64 = NDArray[np.int64]

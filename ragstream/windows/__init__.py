@@ -8,20 +8,17 @@ through forward-decay sums. See docs/windows.md.
 
 from ragstream.windows._scatter import bin_index
 from ragstream.windows.aggregate import Aggregate
-from ragstream.windows.clock import Clock, ClockMode, Stamped, Timing
+from ragstream.windows.clock import Clock, ClockMode, Timing
 from ragstream.windows.sliding_window import SlidingWindow
 from ragstream.windows.spec import WindowSpec, bucket_of
-from ragstream.windows.store import LabelSet, SeriesKey, WindowStore
+from ragstream.windows.store import WindowStore
 from ragstream.windows.totals import WindowTotals
 
 __all__ = [
     "Aggregate",
     "Clock",
     "ClockMode",
-    "LabelSet",
-    "SeriesKey",
     "SlidingWindow",
-    "Stamped",
     "Timing",
     "WindowSpec",
     "WindowStore",

@@ -132,8 +132,8 @@ class Digest:
 
     @cached_property
     def kept(self) -> Kept | None:
-        """The present cells, when few enough for gathering them to pay (see
-        `_present_cells`): found once for every window the batch goes to."""
+        """The present cells, when few enough for gathering them to pay (see `_kept`):
+        found once for every window the batch goes to."""
         return _kept(self.present, self.values)
 
     @cached_property
@@ -177,20 +177,6 @@ class PlainSums:
     """``(m, C_hist, bins)``"""
 
 
-def _present_cells(present: npt.NDArray[np.bool_]) -> I64 | None:
-    """The flat (row, column) indices of the present values, in row-major order, when few
-    enough are present for gathering them to pay (else None: every cell is summed).
-
-    Summing only the present cells gives the same bits as summing all of them with 0 for
-    the missing ones, in the same order: adding +0.0 never changes a sum that starts at
-    +0.0. Rows of queries without labels carry a few present columns of dozens."""
-    flat = present.ravel()
-    kept: I64 = np.flatnonzero(flat)
-    if kept.size > _SPARSE * flat.size:
-        return None
-    return kept
-
-
 _SPARSE = 0.5
 """Gather the present cells when at most this share of them is present."""
 
@@ -208,9 +194,14 @@ class Kept:
 
 
 def _kept(present: npt.NDArray[np.bool_], values: npt.NDArray[Any]) -> Kept | None:
-    """The present cells of ``values`` (see `_present_cells`), None when most are."""
-    kept = _present_cells(present)
-    if kept is None:
+    """The present cells of ``values``, when few enough are present for gathering them to
+    pay (else None: every cell is summed).
+
+    Summing only the present cells gives the same bits as summing all of them with 0 for
+    the missing ones, in the same order: adding +0.0 never changes a sum that starts at
+    +0.0. Rows of queries without labels carry a few present columns of dozens."""
+    kept = np.flatnonzero(present)
+    if kept.size > _SPARSE * present.size:
         return None
     rows, columns = np.divmod(kept, present.shape[1])
     return Kept(rows, columns, values.ravel()[kept])

@@ -75,7 +75,7 @@ class Aggregate:
 
     # -- merging ---------------------------------------------------------------------------
 
-    def merge(self, other: Aggregate) -> Aggregate:
+    def __add__(self, other: Aggregate) -> Aggregate:
         """A new aggregate equal to one that saw both streams."""
         if (other.columns, other.bins, other.hist_columns) != (
             self.columns,
@@ -90,9 +90,6 @@ class Aggregate:
         merged._sum_sq = self._sum_sq + other._sum_sq
         merged._hist = self._hist + other._hist
         return merged
-
-    def __add__(self, other: Aggregate) -> Aggregate:
-        return self.merge(other)
 
     # -- reads -----------------------------------------------------------------------------
 

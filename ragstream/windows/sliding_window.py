@@ -42,6 +42,8 @@ __all__ = ["SlidingWindow", "prepare_rows", "settle", "state_layout"]
 _NO_KEY = np.iinfo(np.int64).min
 _NAMES = ("rows", "count", "sum", "sum_sq", "hist", "dcount", "dsum")
 _SETTLE = (("count", ("sum", "sum_sq")), ("dcount", ("dsum",)))
+_FIELDS = {"dcount": "decayed_count", "dsum": "decayed_sum"}
+"""Snapshot field names that differ from the state names."""
 State = dict[str, npt.NDArray[Any]]
 
 
@@ -90,16 +92,16 @@ def settle(state: State, index: Any) -> None:
 
 class SlidingWindow:
     """A ring of ``buckets + 1 + ceil(horizon / w)`` time buckets for one window length,
-    holding ``capacity`` series (series 0 unless told otherwise)."""
+    holding ``capacity`` series (one until :meth:`reserve`)."""
 
-    def __init__(self, spec: WindowSpec, length: float, capacity: int = 1) -> None:
+    def __init__(self, spec: WindowSpec, length: float) -> None:
         self.spec = spec
         self.length = float(length)
         self.width = spec.width(self.length)
         self.ahead = math.ceil(spec.horizon / self.width)
         self.slots = spec.buckets + 1 + self.ahead
         self.rates = spec.rates
-        self.capacity = max(1, int(capacity))
+        self.capacity = 1
         self._top = _NO_KEY
         self.landmark = 0.0
         self._moved = 0
@@ -179,11 +181,11 @@ class SlidingWindow:
         plain: Digest,
         drows: Digest | None,
         sign: int,
-        series: I64 | None = None,
+        series: I64,
     ) -> npt.NDArray[np.bool_]:
         """Add (``sign=1``) or retract (``-1``) rows checked by :func:`prepare_rows`, stamped
-        at ``stamps``, row i into series ``series[i]`` (default all 0, below
-        :attr:`capacity`); returns which rows landed (were still live, for a retract).
+        at ``stamps``, row i into series ``series[i]`` (below :attr:`capacity`); returns
+        which rows landed (were still live, for a retract).
         Rows whose bucket is no longer live are skipped; a row further ahead than the
         horizon moves the ring forward to make room for it."""
         spec = self.spec
@@ -198,11 +200,9 @@ class SlidingWindow:
         if not live.all():
             keys, stamps, plain = keys[live], stamps[live], plain.take(live)
             drows = None if drows is None else drows.take(live)
-            series = None if series is None else series[live]
+            series = series[live]
         pos = keys % self.slots
         self._keys[pos] = keys
-        if series is None:
-            series = np.zeros(keys.size, dtype=np.int64)
         # series-major cell keys, so the cells of one series are adjacent (ascending)
         cell, local = group(series * self.slots + pos, self.slots * self.capacity)
         owner = cell // self.slots
@@ -222,7 +222,9 @@ class SlidingWindow:
             ("hist", sums.hist),
         ]
         if drows is not None:
-            self._ensure_landmark(float(stamps.max()))
+            newest = float(stamps.max())
+            if float(self.rates.max()) * (newest - self.landmark) > spec.max_exponent:
+                self.rebase(newest)
             dcount, dsum = decayed_sums(local, m, stamps, drows, self.rates, self.landmark)
             updates += [("dcount", dcount), ("dsum", dsum)]
         for name, update in updates:
@@ -233,10 +235,6 @@ class SlidingWindow:
             settle(flat, distinct)
             settle(self._totals, owners)
         return live
-
-    def _ensure_landmark(self, t: float) -> None:
-        if float(self.rates.max()) * (t - self.landmark) > self.spec.max_exponent:
-            self.rebase(t)
 
     def rebase(self, landmark: float) -> None:
         """Move the decay landmark forward; reads are unchanged up to one rounding."""
@@ -272,9 +270,7 @@ class SlidingWindow:
             n: p[n][idx, series].sum(axis=0, dtype=np.int64 if n == "hist" else None) for n in names
         }
 
-    def running_sums(
-        self, now: float, names: tuple[str, ...] = _NAMES, until: float | None = None
-    ) -> State:
+    def running_sums(self, now: float, names: tuple[str, ...], until: float | None = None) -> State:
         """Every series' sums over the buckets live at ``now``, arrays ``(capacity, ...)``
         (``dsum`` landmark-relative), from the running totals less the buckets that ``now``
         has moved out, without moving the ring: O(series), and their last bits depend on
@@ -306,16 +302,6 @@ class SlidingWindow:
             (t["rows"] == 0) & ~t["count"].any(axis=1) & ~t["dcount"].any(axis=1)
         )
         return empty
-
-    def _nonempty(self, idx: I64, series: int) -> npt.NDArray[np.bool_]:
-        p = self._planes
-        out: npt.NDArray[np.bool_] = (
-            (p["rows"][idx, series] != 0)
-            | (p["count"][idx, series] != 0).any(axis=1)
-            | (p["dcount"][idx, series] != 0).any(axis=1)
-            | (p["hist"][idx, series] != 0).any(axis=(1, 2))
-        )
-        return out
 
     @property
     def nbytes(self) -> int:
@@ -360,21 +346,18 @@ class SlidingWindow:
         """JSON-friendly state of one series without the spec: its live, non-empty buckets
         only, in ascending order."""
         keep = np.flatnonzero(self._live_keys(self._top))
-        keep = keep[self._nonempty(keep, series)]
-        keep = keep[np.argsort(self._keys[keep])]
         p = self._planes
+        nonempty = (p["rows"][keep, series] != 0) | (p["hist"][keep, series] != 0).any(axis=(1, 2))
+        for name in ("count", "dcount"):
+            nonempty |= (p[name][keep, series] != 0).any(axis=1)
+        keep = keep[nonempty]
+        keep = keep[np.argsort(self._keys[keep])]
         return {
             "length": self.length,
             "top": None if self._top == _NO_KEY else self._top,
             "landmark": self.landmark,
             "keys": self._keys[keep].tolist(),
-            "rows": p["rows"][keep, series].tolist(),
-            "count": p["count"][keep, series].tolist(),
-            "sum": p["sum"][keep, series].tolist(),
-            "sum_sq": p["sum_sq"][keep, series].tolist(),
-            "hist": p["hist"][keep, series].tolist(),
-            "decayed_count": p["dcount"][keep, series].tolist(),
-            "decayed_sum": p["dsum"][keep, series].tolist(),
+            **{_FIELDS.get(n, n): p[n][keep, series].tolist() for n in _NAMES},
         }
 
     @classmethod
@@ -386,20 +369,12 @@ class SlidingWindow:
         keys = np.asarray(state["keys"], dtype=np.int64)
         idx = keys % ring.slots
         ring._keys[idx] = keys
-        layout = state_layout(spec)
-        for name, field in (
-            ("rows", "rows"),
-            ("count", "count"),
-            ("sum", "sum"),
-            ("sum_sq", "sum_sq"),
-            ("hist", "hist"),
-            ("dcount", "decayed_count"),
-            ("dsum", "decayed_sum"),
-        ):
-            shape, dtype = layout[name]
+        for name, (shape, dtype) in state_layout(spec).items():
             # (len(keys), *shape), not (-1, *shape): a plane of size 0 (a spec without
             # decayed metrics, e.g. the judge's windows) has no row count to infer
-            data = np.asarray(state[field], dtype=dtype).reshape(len(keys), *shape)
+            data = np.asarray(state[_FIELDS.get(name, name)], dtype=dtype).reshape(
+                len(keys), *shape
+            )
             ring._planes[name][idx, 0] = data
         ring.refresh()
         return ring

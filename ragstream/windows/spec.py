@@ -152,8 +152,7 @@ class WindowSpec:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> WindowSpec:
-        """Inverse of :meth:`to_dict` (a spec saved without ``hist_columns`` keeps every
-        histogram, as before the option existed)."""
+        """Inverse of :meth:`to_dict` (without ``hist_columns``: every column has one)."""
         hist = data.get("hist_columns")
         return cls(
             columns=tuple(data["columns"]),

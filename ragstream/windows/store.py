@@ -24,7 +24,7 @@ from ragstream.windows.sliding_window import SlidingWindow, prepare_rows, settle
 from ragstream.windows.spec import I64, WindowSpec
 from ragstream.windows.totals import LabelSet, WindowTotals
 
-__all__ = ["LabelSet", "SeriesKey", "WindowStore"]
+__all__ = ["SeriesKey", "WindowStore"]
 
 SeriesKey = tuple[int, LabelSet]
 """``(partition, labelset)``: one series."""

@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ragstream.drift import Moments, PsiBank, ZScore, ZScoreBank
-from ragstream.drift._latch import Latch, latch_step
+from ragstream.drift._latch import latch_step
 from tests.support import defaults
 
 
@@ -26,7 +26,7 @@ from tests.support import defaults
 def test_latch_step_is_latch_feed_one_value_at_a_time(
     severity: list[float], release: float
 ) -> None:
-    latch = Latch(release)
+    latch = defaults.zscore(release=release)
     alarm = np.zeros(1, dtype=np.bool_)
     for s in severity:
         onsets = latch.feed(np.asarray([s]))

@@ -14,7 +14,6 @@ from ragstream.events import Message
 from ragstream.exporter.collector import EngineCollector
 from ragstream.exporter.http import Health, MetricsServer
 from ragstream.exporter.text import TextRenderer
-from ragstream.exporter.windowed import metric_for_column
 from ragstream.pipeline.engine import Engine
 from tests.exporter.test_text_renderer import ACCEPTS, assert_written_as_prometheus_client
 from tests.support import defaults
@@ -66,16 +65,16 @@ def _key(name: str, **labels: str) -> tuple[str, frozenset[tuple[str, str]]]:
 
 def test_metric_names_follow_the_contract() -> None:
     layout = defaults.row_layout(cutoffs=(5, 10), half_lives=(3600.0,))
-    column = layout.column
-    assert metric_for_column(column("rr")) == ("retrieval_mrr", {})
-    assert metric_for_column(column("ndcg@10")) == ("retrieval_ndcg", {"k": "10"})
-    decayed = column("precision_decayed@5|3600")
-    assert metric_for_column(decayed) == ("retrieval_precision_decayed", {"k": "5"})
-    assert metric_for_column(column("rr_decayed|3600")) == ("retrieval_mrr_decayed", {})
-    assert metric_for_column(column("doc_age_seconds@5")) == (
-        "retrieval_doc_age_seconds",
-        {"k": "5"},
-    )
+
+    def named(name: str) -> tuple[str, int | None]:  # the gauge after `ragstream_`, its `k`
+        column = layout.column(name)
+        return column.gauge, column.k
+
+    assert named("rr") == ("retrieval_mrr", None)
+    assert named("ndcg@10") == ("retrieval_ndcg", 10)
+    assert named("precision_decayed@5|3600") == ("retrieval_precision_decayed", 5)
+    assert named("rr_decayed|3600") == ("retrieval_mrr_decayed", None)
+    assert named("doc_age_seconds@5") == ("retrieval_doc_age_seconds", 5)
 
 
 def test_windowed_gauges_histograms_and_health_at_scrape_time() -> None:

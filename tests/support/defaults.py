@@ -15,7 +15,17 @@ from ragstream.config import DriftSettings, JoinSettings, Settings, TraceSetting
 from ragstream.config.drift import AdwinSettings, PageHinkleySettings, PsiSettings, ZScoreSettings
 from ragstream.config.judging import GoldSettings, JudgeSettings, LexicalSettings, OpenAISettings
 from ragstream.config.settings import KafkaSettings, ResultsSettings, StateSettings
-from ragstream.drift import DETECTORS, Adwin, PageHinkley, Psi, PsiBank, ZScore, ZScoreBank
+from ragstream.drift import (
+    DETECTORS,
+    Adwin,
+    PageHinkley,
+    Psi,
+    PsiBank,
+    PsiParams,
+    ZScore,
+    ZScoreBank,
+    ZScoreParams,
+)
 from ragstream.join import LabelJoin
 from ragstream.judging.cache import JudgmentCache
 from ragstream.judging.circuit import CircuitBreaker
@@ -108,32 +118,34 @@ def drift_config(
 
 def zscore(**overrides: Any) -> ZScore:
     """A `ZScore` at the `drift.zscore` defaults, with ``overrides``."""
-    return ZScore.from_params(dataclasses.replace(ZScoreSettings().params(), **overrides))
+    return ZScore(**dataclasses.asdict(ZScoreSettings().params()) | overrides)
 
 
 def psi(**overrides: Any) -> Psi:
     """A `Psi` at the `drift.psi` defaults, with ``overrides``."""
-    return Psi.from_params(dataclasses.replace(PsiSettings().params(), **overrides))
+    return Psi(**dataclasses.asdict(PsiSettings().params()) | overrides)
 
 
 def page_hinkley(**overrides: Any) -> PageHinkley:
     """A `PageHinkley` at the `drift.page_hinkley` defaults, with ``overrides``."""
-    return PageHinkley.from_params(dataclasses.replace(PageHinkleySettings().params(), **overrides))
+    return PageHinkley(**dataclasses.asdict(PageHinkleySettings().params()) | overrides)
 
 
 def adwin(**overrides: Any) -> Adwin:
     """An `Adwin` at the `drift.adwin` defaults, with ``overrides``."""
-    return Adwin.from_params(dataclasses.replace(AdwinSettings().params(), **overrides))
+    return Adwin(**dataclasses.asdict(AdwinSettings().params()) | overrides)
 
 
 def zscore_bank(cells: tuple[int, ...] = (), **overrides: Any) -> ZScoreBank:
     """A `ZScoreBank` over ``cells`` at the `drift.zscore` defaults, with ``overrides``."""
-    return ZScoreBank(cells, dataclasses.replace(ZScoreSettings().params(), **overrides))
+    return ZScoreBank(
+        cells, ZScoreParams(**dataclasses.asdict(ZScoreSettings().params()) | overrides)
+    )
 
 
 def psi_bank(cells: tuple[int, ...] = (), **overrides: Any) -> PsiBank:
     """A `PsiBank` over ``cells`` at the `drift.psi` defaults, with ``overrides``."""
-    return PsiBank(cells, dataclasses.replace(PsiSettings().params(), **overrides))
+    return PsiBank(cells, PsiParams(**dataclasses.asdict(PsiSettings().params()) | overrides))
 
 
 def trace_mapping(**overrides: Any) -> TraceMapping:

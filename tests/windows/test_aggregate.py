@@ -68,7 +68,7 @@ def test_rejects_wrong_width_and_infinity() -> None:
     with pytest.raises(ValueError, match="infinite"):
         agg.add([math.inf, 0.0])
     with pytest.raises(ValueError, match="different"):
-        agg.merge(Aggregate(("x",), bins=20))
+        _ = agg + Aggregate(("x",), bins=20)
 
 
 @settings(max_examples=30, deadline=None)
