@@ -1,17 +1,18 @@
 """The engine alone, for side-by-side comparisons: CPU time per event, no broker.
 
 Usage: `python -m bench.engine_bench [--events N] [--traffic plain|keys|labeled]
-[--repeat R] [--interleaved]` (or `scripts/bench.sh engine`). See docs/benchmarks.md,
-"Streaming pipeline".
+[--repeat R] [--interleaved] [--extra-fields] [--trace-id-field NAME] [--msgspec]` (or
+`scripts/bench.sh engine`). See docs/benchmarks.md, "Streaming pipeline".
 
 It generates the streaming benchmark's retrieval events (`bench.pipeline_data`, the
 partition Kafka's partitioner gives each key), cuts them into batches of 5000 grouped by
 partition as `KafkaSource` hands them over (`--interleaved`: in arrival order instead),
 and applies them to a fresh `Engine` configured as the pipeline stage's (event clock,
-labeled final queries only), R times, with the garbage collector tuned as `ragstream run`
-tunes it. It prints the CPU time of `Engine.apply` alone: the best pass and the median,
-per event. Process CPU time leaves out the other jobs of a shared machine better than wall
-time; alternate two trees' runs to compare them.
+labeled final queries only; `--trace-id-field`: with `exemplars.trace_id_field`), R
+times, with the garbage collector tuned as `ragstream run` tunes it. It prints the CPU
+time of `Engine.apply` alone: the best pass and the median, per event. Process CPU time
+leaves out the other jobs of a shared machine better than wall time; alternate two trees'
+runs to compare them.
 
 For a figure that does not move with the machine, count instructions: valgrind's
 callgrind, `--repeat 1` minus `--repeat 0` (the same process without a pass), divided by
@@ -22,6 +23,7 @@ bench.engine_bench --events 30000 --repeat 1` (valgrind prints the total at the 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import statistics
 import time
 
@@ -46,6 +48,17 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
         "--interleaved",
         action="store_true",
         help="batches in arrival order (partitions mixed) instead of grouped by partition",
+    )
+    p.add_argument(
+        "--extra-fields",
+        action="store_true",
+        help="retrieval events with fields the schema does not know, a trace_id among them",
+    )
+    p.add_argument(
+        "--trace-id-field", default=None, help="exemplars.trace_id_field (e.g. trace_id)"
+    )
+    p.add_argument(
+        "--msgspec", action="store_true", help="msgspec reads every message (no scanner)"
     )
     return p.parse_args(argv)
 
@@ -90,18 +103,24 @@ def _report(label: str, events: int, passes: list[float]) -> None:
 def main(argv: list[str] | None = None) -> int:
     args = _parse(argv)
     traffic = TRAFFICS[args.traffic]
-    data = DataConfig(seed=args.seed, probe_share=traffic.probe_share)
+    data = DataConfig(
+        seed=args.seed, probe_share=traffic.probe_share, extra_fields=args.extra_fields
+    )
     streams = {"": batches(data, args.events, args.partitions, args.interleaved)}
     config = engine_config({"label_keys": traffic.label_keys, "label_ttl": 900.0})
+    config = dataclasses.replace(config, trace_id_field=args.trace_id_field, scan=not args.msgspec)
     tune_gc()
     passes: dict[str, list[float]] = {label: [] for label in streams}
     for _ in range(args.repeat):
         for label, stream in streams.items():
             passes[label].append(cpu_pass(config, stream))
     shape = "interleaved" if args.interleaved else "grouped by partition"
+    extra = ", extra fields" if args.extra_fields else ""
+    field = f", trace id field {args.trace_id_field}" if args.trace_id_field else ""
+    field += ", msgspec only" if args.msgspec else ""
     print(
-        f"engine alone, traffic {args.traffic}, {args.events:,} events in batches of {BATCH} "
-        f"({shape}), passes: {args.repeat}"
+        f"engine alone, traffic {args.traffic}{extra}{field}, {args.events:,} events in"
+        f" batches of {BATCH} ({shape}), passes: {args.repeat}"
     )
     if args.repeat:
         for label, times in passes.items():

@@ -10,8 +10,8 @@ from click.testing import CliRunner
 from ragstream.cli import main
 from ragstream.config import load_settings
 from ragstream.events import Message
+from ragstream.events.trace_ids import is_trace_id
 from ragstream.pipeline.engine import Engine
-from ragstream.pipeline.exemplars import is_trace_id
 from ragstream.report.console import render_drift
 from ragstream.sources.paced import PacedSyntheticSource
 from ragstream.sources.synthetic import SyntheticConfig, SyntheticTraffic

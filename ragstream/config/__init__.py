@@ -4,6 +4,7 @@ from ragstream.config.drift import DriftSettings
 from ragstream.config.explain import describe_sources, explain_error, render_settings
 from ragstream.config.secrets import SecretFileError, read_secret_file
 from ragstream.config.settings import (
+    ExemplarSettings,
     HttpSettings,
     JoinSettings,
     KafkaSecurity,
@@ -16,6 +17,7 @@ from ragstream.config.settings import (
 
 __all__ = [
     "DriftSettings",
+    "ExemplarSettings",
     "HttpSettings",
     "JoinSettings",
     "KafkaSecurity",

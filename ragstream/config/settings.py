@@ -26,9 +26,11 @@ from ragstream.config.drift import DriftSettings
 from ragstream.config.judging import JudgeSettings
 from ragstream.config.secrets import SecretFileError, read_secret_file
 from ragstream.durations import format_duration
+from ragstream.events.trace_ids import SCHEMA_FIELDS
 from ragstream.metrics import parse_metric
 
 __all__ = [
+    "ExemplarSettings",
     "HttpSettings",
     "JoinSettings",
     "KafkaSecurity",
@@ -347,6 +349,29 @@ class HttpSettings(Section):
     port: int = Field(9464, ge=0, le=65535)
 
 
+class ExemplarSettings(Section):
+    """Where the exemplars of the final-query histograms get their trace ids
+    (docs/drill-down.md)."""
+
+    trace_id_field: str | None = Field(
+        None,
+        description=(
+            "a top-level field of retrieval events whose string value, when a trace id, is"
+            " the query's trace id; null: the query id, when it is a trace id"
+        ),
+    )
+
+    @field_validator("trace_id_field")
+    @classmethod
+    def _not_a_schema_field(cls, name: str | None) -> str | None:
+        if name is not None and (not name or name in SCHEMA_FIELDS):
+            raise ValueError(
+                f"{name!r} is a field of the event schema ({', '.join(sorted(SCHEMA_FIELDS))}):"
+                " name a field of your own, e.g. trace_id"
+            )
+        return name
+
+
 class ResultsSettings(Section):
     """The per-query results topic (docs/results.md); off while `topic` is unset."""
 
@@ -383,6 +408,7 @@ class Settings(BaseSettings):
     http: HttpSettings = Field(default_factory=HttpSettings)
     judge: JudgeSettings = Field(default_factory=JudgeSettings)
     traces: TraceSettings = Field(default_factory=TraceSettings)
+    exemplars: ExemplarSettings = Field(default_factory=ExemplarSettings)
     drift: DriftSettings = Field(default_factory=DriftSettings)
     results: ResultsSettings = Field(default_factory=ResultsSettings)
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"

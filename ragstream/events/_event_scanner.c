@@ -1,6 +1,6 @@
 /* ragstream.events._event_scanner: the compiled first pass over retrieval events.
  *
- * scan(values, bounds, top, keys) reads each message (UTF-8 JSON bytes) once and, for a
+ * scan(values, bounds, top, keys, graded, trace) reads each message (UTF-8 JSON bytes) once and, for a
  * retrieval event of the common shape, returns a small `Scanned` record with what the
  * engine reads when it opens a query (see _event_scanner.pyi); for anything else it returns None
  * and the caller decodes the message with msgspec as before. The labels it returns are
@@ -21,7 +21,10 @@
  *     path when its digits and exponent allow it (one exact IEEE operation: the correctly
  *     rounded value) or else PyOS_string_to_double (Python's correctly rounded conversion);
  *     a number that is not finite declines;
- *   - a repeated document id in the results declines (the ranking would need deduplication).
+ *   - a repeated document id in the results declines (the ranking would need deduplication);
+ *   - `trace` (None, or a top-level key the schema does not know): that key's value is kept
+ *     when it is a string that is a trace id; a string with an escape or a non-ASCII byte
+ *     declines, any other value is skipped as an unknown key's (no trace id).
  * Bounds (lengths, counts, time and grade ranges) are checked as msgspec's constraints are.
  * The values are built only once the whole message has been validated. Runs of printable
  * ASCII are compared 16 bytes at a time (SSE2, where there is), and the bytes of the
@@ -94,6 +97,8 @@ typedef struct Judged {
 
 typedef struct {
     Span query_id;
+    Span trace; /* the trace field's value, when it is a trace id (has_trace) */
+    int has_trace;
     double ts;
     Span label_keys[64];
     Span label_values[64];
@@ -108,7 +113,7 @@ static const double POW10[23] = {1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,
                                  1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
 
 static PyTypeObject ScannedType;
-enum { FIELDS = 10 }; /* of a Scanned record */
+enum { FIELDS = 11 }; /* of a Scanned record */
 
 /* -- tokens ------------------------------------------------------------------------------- */
 
@@ -928,14 +933,35 @@ static int labels_object(const char **pp, const char *end, const Bounds *b, Even
 
 enum {
     T_TYPE = 1, T_QUERY_ID = 2, T_TS = 4, T_LABELS = 8, T_QUERY = 16, T_RESULTS = 32,
-    T_QRELS = 64
+    T_QRELS = 64, T_TRACE = 128
 };
 #define T_REQUIRED (T_TYPE | T_QUERY_ID | T_TS | T_RESULTS)
 
-/* The whole message: validates it and fills `ev` and the scratch items. */
-static int event(const char *p, const char *end, const Bounds *b, Event *ev, Scratch *s) {
+/* Whether `s` is an OpenTelemetry trace id: 32 lowercase hex digits, not all zero (as
+ * `ragstream.events.trace_ids.is_trace_id`). */
+static int trace_id(Span s) {
+    unsigned nonzero = 0;
+    if (s.n != 32)
+        return 0;
+    for (Py_ssize_t i = 0; i < 32; i++) {
+        char c = s.s[i];
+        if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f')))
+            return 0;
+        nonzero |= c != '0';
+    }
+    return nonzero != 0;
+}
+
+/* The whole message: validates it and fills `ev` and the scratch items. `trace_key`: the
+ * top-level key the schema does not know whose value, when a trace id, is kept (`ev->trace`;
+ * its `s` NULL: none). Its value is read as any unknown key's, but a string must be plain
+ * printable ASCII (one with an escape or a non-ASCII byte declines: msgspec decodes it),
+ * and the key given twice declines (msgspec keeps the last). */
+static int event(const char *p, const char *end, const Bounds *b, Span trace_key, Event *ev,
+                 Scratch *s) {
     unsigned seen = 0;
     int rc;
+    ev->has_trace = 0;
     ev->labels = 0;
     ev->docs = ev->qrels = 0;
     ev->has_qrels = 0;
@@ -983,6 +1009,15 @@ static int event(const char *p, const char *end, const Bounds *b, Event *ev, Scr
                                     &ev->qrels)) != OK)
                     return rc;
                 ev->has_qrels = 1;
+            }
+        } else if (trace_key.s != NULL && key_is(key, trace_key.s, trace_key.n)) {
+            flag = T_TRACE;
+            if (p < end && *p == '"') {
+                if (plain_string(&p, end, &ev->trace))
+                    return DECLINE;
+                ev->has_trace = trace_id(ev->trace);
+            } else if (skip_value(&p, end, 1)) { /* not a string: no trace id */
+                return DECLINE;
             }
         } else { /* a key the schema does not know, at depth 1 */
             flag = 0;
@@ -1285,6 +1320,7 @@ static PyObject *record(const Event *ev, Scratch *s, Py_ssize_t top, Keys *keys,
     items[1] = PyFloat_FromDouble(ev->ts);
     items[2] = keys != NULL ? label_values(ev, keys) : Py_NewRef(Py_None);
     items[3] = doubles(s->docs, n < top ? n : top);
+    items[10] = ev->has_trace ? ascii(ev->trace) : Py_NewRef(Py_None);
     if (labeled && grade) { /* what the kernels read instead of the ids and labels */
         for (int i = 4; i < 8; i++)
             items[i] = Py_NewRef(Py_None);
@@ -1451,14 +1487,25 @@ static inline void prefetch_bytes(PyObject *value, Py_ssize_t max_bytes) {
 }
 
 static PyObject *scan(PyObject *module, PyObject *args) {
-    PyObject *values, *bounds_tuple, *keys_arg;
+    PyObject *values, *bounds_tuple, *keys_arg, *trace_arg = Py_None;
     Py_ssize_t top;
     int grade = 0;
     Bounds b;
     Keys keys_read, *keys = NULL;
+    Span trace_key = {NULL, 0};
     (void)module;
-    if (!PyArg_ParseTuple(args, "OOnO|p", &values, &bounds_tuple, &top, &keys_arg, &grade))
+    if (!PyArg_ParseTuple(args, "OOnO|pO", &values, &bounds_tuple, &top, &keys_arg, &grade,
+                          &trace_arg))
         return NULL;
+    if (trace_arg != Py_None) { /* the str is held by `args` for the call */
+        trace_key.s = PyUnicode_Check(trace_arg) ? PyUnicode_AsUTF8AndSize(trace_arg, &trace_key.n)
+                                                 : NULL;
+        if (trace_key.s == NULL) {
+            if (!PyErr_Occurred())
+                PyErr_SetString(PyExc_TypeError, "trace must be None or a str");
+            return NULL;
+        }
+    }
     if (!PyArg_ParseTuple(bounds_tuple, "nnnnnnndddd;bounds: 7 ints and 4 floats", &b.max_bytes,
                           &b.max_results, &b.max_qrels, &b.max_text, &b.max_id, &b.max_labels,
                           &b.max_label, &b.min_event_ts, &b.min_doc_ts, &b.max_ts,
@@ -1502,7 +1549,7 @@ static PyObject *scan(PyObject *module, PyObject *args) {
         if (PyBytes_Check(value) && PyBytes_GET_SIZE(value) > 0 &&
             PyBytes_GET_SIZE(value) <= b.max_bytes) {
             const char *data = PyBytes_AS_STRING(value);
-            int rc = event(data, data + PyBytes_GET_SIZE(value), &b, &ev, &s);
+            int rc = event(data, data + PyBytes_GET_SIZE(value), &b, trace_key, &ev, &s);
             if (rc == OK) {
                 rc = has_repeats(s.docs, ev.docs, &s);
                 if (rc == 0) {
@@ -1551,6 +1598,7 @@ static PyStructSequence_Field scanned_fields[] = {
     {"inline", "(doc_id, rel, t_doc) per result with a rel, or None"},
     {"ranked", "graded: each ranked document's grade, then its raw time, as C doubles"},
     {"judged", "graded: each judged document's grade, then its raw label time"},
+    {"trace_id", "the trace field's value when it is a trace id, else None"},
     {NULL, NULL},
 };
 
@@ -1563,7 +1611,8 @@ static PyStructSequence_Desc scanned_desc = {
 
 static PyMethodDef methods[] = {
     {"scan", scan, METH_VARARGS,
-     "scan(values, bounds, top, keys, graded=False) -> list of Scanned or None, one per value"},
+     "scan(values, bounds, top, keys, graded=False, trace=None) -> list of Scanned or None, one "
+     "per value"},
     {"readable", readable, METH_O,
      "readable(data) -> bool: strict UTF-8, and no value nested deeper than 200"},
     {NULL, NULL, 0, NULL},

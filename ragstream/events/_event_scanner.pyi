@@ -39,6 +39,10 @@ class Scanned(tuple[object, ...]):
         """With `ranked`: per judged document (in the order of its first label) its grade,
         then its raw label time (the time sent with its last label that had one, else its
         time in the ranking; NaN: none, the query's ts), as C doubles."""
+    @property
+    def trace_id(self) -> str | None:
+        """The value of the `trace` key when it is a trace id (32 lowercase hex digits, not
+        all zero); None otherwise, or without `trace`."""
 
 def scan(
     values: Sequence[bytes | bytearray | None],
@@ -46,13 +50,16 @@ def scan(
     top: int,
     keys: tuple[str, ...] | None,
     graded: bool = False,
+    trace: str | None = None,
 ) -> list[Scanned | None]:
     """One item per value: a `Scanned` for a retrieval event of the common shape that
     msgspec's `DecodedRetrieval` would accept with the same values, else None (declined:
     the caller decodes it the usual way). `bounds`: (max_message_bytes, max_results,
     max_qrels, max_text_chars, max_id_chars, max_labels, max_label_chars, min_event_ts,
     min_doc_ts, max_ts, max_abs_rel). `graded`: a labeled event's `ranked` and `judged`
-    instead of its `ids`, `times`, `qrels` and `inline`."""
+    instead of its `ids`, `times`, `qrels` and `inline`. `trace`: a top-level key the
+    schema does not know whose value, when a trace id, a record keeps (`trace_id`); its
+    string value with an escape or a non-ASCII byte, or the key given twice, declines."""
 
 def readable(data: object) -> bool:
     """True when `data` is bytes (or a bytearray) of strict UTF-8 in which no value is

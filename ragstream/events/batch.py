@@ -48,17 +48,21 @@ class BatchReader:
         top: int = 10,
         label_keys: Sequence[str] | None = None,
         graded: bool = False,
+        trace_field: str | None = None,
     ) -> None:
         """`scan`: use the compiled scanner when it is built; `top`: how many leading
         document times a scanned record keeps; `label_keys`: the label keys whose values
         scanned records keep, as a tuple in this order (None: none; validated either way);
         `graded`: scanned records of labeled events carry grades and times for the kernels
-        instead of their ids and labels (see `scan_retrievals`)."""
+        instead of their ids and labels (see `scan_retrievals`); `trace_field`: scanned
+        records keep that top-level field's value when it is a trace id
+        (`Scanned.trace_id`, `ragstream.events.trace_ids`)."""
         self.limits = limits
         self.scan = scan
         self.top = top
         self.label_keys = None if label_keys is None else tuple(label_keys)
         self.graded = graded
+        self.trace_field = trace_field
         self._fast = limits is DEFAULT_LIMITS or limits.is_default
         """The schema's caps: the scanner may read the batch first."""
         self._bounds = bounds_of(limits)
@@ -74,6 +78,7 @@ class BatchReader:
                 top=self.top,
                 label_keys=self.label_keys,
                 graded=self.graded,
+                trace_field=self.trace_field,
             )
         else:
             decoded = [None] * len(values)

@@ -141,11 +141,13 @@ class LabelJoin:
         labelsets: Sequence[tuple[str, ...]] | None,
         times: Sequence[float],
         raws: Sequence[bytes],
+        traces: Sequence[str | None] | None = None,
     ) -> int:
         """Open queries from their retrieval events, in arrival order: the events (read by
         the compiled scanner, or decoded where it declined them), their label sets (None:
-        all ``()``), their times on the clock and their messages; returns how many were
-        duplicates. One call for a run of them: thousands a batch.
+        all ``()``), their times on the clock, their messages and their trace ids (None:
+        none, `QueryTable.traces`); returns how many were duplicates. One call for a run
+        of them: thousands a batch.
 
         A query is a row of the table; one with labels the scanner did not grade (a
         decoded event's, a scanned record's `ids`) or labels waiting for it also gets an
@@ -157,7 +159,7 @@ class LabelJoin:
         try:
             tops = list(map(_TOP, events))
         except AttributeError:  # decoded events among them: those one at a time
-            return self._open_mixed(events, ids, labelsets, times, raws)
+            return self._open_mixed(events, ids, labelsets, times, raws, traces)
         scanned = cast("Sequence[Scanned]", events)
         if not (
             len(opened) + len(ids) <= self.max_open
@@ -167,9 +169,9 @@ class LabelJoin:
             and len(set(ids)) == len(ids)
             and list(map(_IDS, scanned)).count(None) == len(ids)
         ):  # duplicates, labels waiting or ungraded, the cap: one at a time, in order
-            return self._open_each(events, ids, labelsets, times, raws)
+            return self._open_each(events, ids, labelsets, times, raws, traces)
         n, ttl, table = len(ids), self.label_ttl, self.table
-        first = table.extend(ids, labelsets, times, raws, tops, scanned)
+        first = table.extend(ids, labelsets, times, raws, tops, scanned, traces)
         rows = range(first, first + n)
         opened.update(zip(ids, rows, strict=True))
         self._dirty.update(dict.fromkeys(rows))
@@ -184,6 +186,7 @@ class LabelJoin:
         labelsets: Sequence[tuple[str, ...]],
         times: Sequence[float],
         raws: Sequence[bytes],
+        traces: Sequence[str | None] | None,
     ) -> int:
         """`open` of a run with decoded events: each of them alone, the scanned ones
         between them in one step a stretch, in arrival order."""
@@ -193,11 +196,20 @@ class LabelJoin:
                 continue
             if start < i:
                 duplicates += self.open(
-                    events[start:i], labelsets[start:i], times[start:i], raws[start:i]
+                    events[start:i],
+                    labelsets[start:i],
+                    times[start:i],
+                    raws[start:i],
+                    None if traces is None else traces[start:i],
                 )
             if event is not None:
                 duplicates += self._open_each(
-                    [event], ids[i : i + 1], labelsets[i : i + 1], times[i : i + 1], [raws[i]]
+                    [event],
+                    ids[i : i + 1],
+                    labelsets[i : i + 1],
+                    times[i : i + 1],
+                    [raws[i]],
+                    None if traces is None else traces[i : i + 1],
                 )
             start = i + 1
         return duplicates
@@ -209,6 +221,7 @@ class LabelJoin:
         labelsets: Sequence[tuple[str, ...]],
         times: Sequence[float],
         raws: Sequence[bytes],
+        traces: Sequence[str | None] | None,
     ) -> int:
         """`open` one event at a time (decoded events, duplicates, labels waiting or
         ungraded, the cap)."""
@@ -220,6 +233,8 @@ class LabelJoin:
                 duplicates += 1
                 continue
             event, ts, raw, labelset = events[i], times[i], raws[i], labelsets[i]
+            trace = None if traces is None else traces[i]
+            its_trace = None if trace is None else [trace]  # as `extend` takes it
             waiting = pending.pop(query_id, None) if pending else None
             if type(event) is DecodedRetrieval:
                 decoded = event
@@ -227,7 +242,7 @@ class LabelJoin:
                 scanned = cast("Scanned", event)
                 if scanned.ids is None and not waiting:
                     row = table.extend(
-                        [query_id], [labelset], [ts], [raw], [scanned.top], [scanned]
+                        [query_id], [labelset], [ts], [raw], [scanned.top], [scanned], its_trace
                     )
                     self._keep(query_id, row, ts + ttl)
                     continue
@@ -242,9 +257,9 @@ class LabelJoin:
                 entry.grade(label.doc_id, label.rel, label.t_doc, label.source)
                 counters.labels_applied += 1
             if entry.grades:
-                row = table.add(query_id, labelset, top, raw, entry)
+                row = table.add(query_id, labelset, top, raw, entry, trace)
             else:  # no label: a row, its ranking read again from its message if need be
-                row = table.extend([query_id], [labelset], [ts], [raw], [top], None)
+                row = table.extend([query_id], [labelset], [ts], [raw], [top], None, its_trace)
             self._keep(query_id, row, ts + ttl)
         counters.duplicate_retrievals += duplicates
         return duplicates
@@ -375,9 +390,11 @@ class LabelJoin:
         return self.table.read(row)
 
     def snapshot(self) -> dict[str, Any]:
-        """A JSON-friendly copy of the state; take dirty and final queries first."""
-        read, opened = self.table.read, self._open
-        return {
+        """A JSON-friendly copy of the state; take dirty and final queries first. With
+        trace ids in the table, `traces` maps each open query id that has one to it."""
+        table, opened = self.table, self._open
+        read = table.read
+        snapshot: dict[str, Any] = {
             "label_ttl": self.label_ttl,
             "pending_ttl": self.pending_ttl,
             "max_open": self.max_open,
@@ -391,6 +408,10 @@ class LabelJoin:
             },
             "final": self._final.items(),
         }
+        if table.traces is not None:  # open query id -> its trace id, for those with one
+            traces = {q: table.trace(opened[q]) for q in self._expiry.ids()}
+            snapshot["traces"] = {q: t for q, t in traces.items() if t is not None}
+        return snapshot
 
     @classmethod
     def restore(cls, data: Mapping[str, Any], partition: int = 0) -> LabelJoin:
@@ -406,11 +427,18 @@ class LabelJoin:
             counters=JoinCounters(**data["counters"]),
         )
         table = join.table
+        traces = data.get("traces", {})  # absent: none (or an older snapshot)
         for item in data["open"]:
             query_id, entry = str(item["query_id"]), _restored(item)
             labelset = tuple(str(v) for v in item["labelset"])
+            trace = traces.get(query_id)
             join._open[query_id] = table.add(
-                query_id, labelset, entry.doc_times.tobytes(), None, entry
+                query_id,
+                labelset,
+                entry.doc_times.tobytes(),
+                None,
+                entry,
+                None if trace is None else str(trace),
             )
             join._expiry.push(entry.expires_at, query_id)
         table.take_fresh()  # scored: each has its row in the windows

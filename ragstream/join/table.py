@@ -17,6 +17,9 @@ its entry (`labeled_columns`).
 
 Rows leave from the front: a final row is `closed` once the caller has read it, and the
 closed rows before the first open one are cut off when they are many.
+
+With a trace field configured (`ragstream.events.trace_ids`), each row also has its query's
+trace id (`traces`, for its exemplars); without, the column is never made.
 """
 
 from __future__ import annotations
@@ -61,6 +64,7 @@ class QueryTable:
         "raws",
         "starts",
         "tops",
+        "traces",
         "ts",
         "ttl",
         "values",
@@ -88,6 +92,9 @@ class QueryTable:
         self.judged: list[bytes | None] | None = None
         """Per row, its judged documents' grades and times (`Scanned.judged`), as
         `ranked`."""
+        self.traces: list[str | None] | None = None
+        """Per row, its query's trace id from the event's trace field (None for a row
+        without); None: no row was given one (the field is not configured)."""
         self.values: list[NDArray[np.float64]] = []
         """The rows the queries without an entry put in the windows: a matrix per run of
         rows scored together, the first of them at the same place in `starts`."""
@@ -120,11 +127,16 @@ class QueryTable:
         raws: Sequence[bytes | None],
         tops: Sequence[bytes],
         events: Sequence[Scanned] | None,
+        traces: Sequence[str | None] | None = None,
     ) -> int:
-        """Rows for retrieval events, in order: their leading document times (C doubles)
-        and, from the scanner's records (`events`; None: none graded), their grades;
-        returns the first one's number."""
+        """Rows for retrieval events, in order: their leading document times (C doubles),
+        from the scanner's records (`events`; None: none graded) their grades, and their
+        trace ids (None: none); returns the first one's number."""
         first, n = self.end, len(ids)
+        if traces is not None or self.traces is not None:
+            if self.traces is None:
+                self.traces = [None] * len(self.ids)
+            self.traces += [None] * n if traces is None else traces
         self.ids += ids
         self.labelsets += labelsets
         self.ts += ts
@@ -150,10 +162,13 @@ class QueryTable:
         top: bytes,
         raw: bytes | None,
         entry: RowLabels,
+        trace: str | None = None,
     ) -> int:
         """A row for a query with its entry (the entry's `ts`; `raw`: its message, None
-        for a row restored from a snapshot); returns its number."""
-        row = self.extend([query_id], [labelset], [entry.ts], [raw], [top], None)
+        for a row restored from a snapshot) and its trace id (None: none); returns its
+        number."""
+        traces = None if trace is None else [trace]
+        row = self.extend([query_id], [labelset], [entry.ts], [raw], [top], None, traces)
         self.give_labels(row, entry)
         return row
 
@@ -191,6 +206,11 @@ class QueryTable:
         return entry
 
     # -- reading rows --------------------------------------------------------------------
+
+    def trace(self, row: int) -> str | None:
+        """The row's trace id (None: none given)."""
+        traces = self.traces
+        return None if traces is None else traces[row - self.base]
 
     def labeled(self, row: int) -> bool:
         """Whether the row has any label."""
@@ -321,6 +341,8 @@ class QueryTable:
             return
         del self.ids[:cut], self.labelsets[:cut], self.ts[:cut]
         del self.tops[:cut], self.raws[:cut], self.closed[:cut]
+        if self.traces is not None:
+            del self.traces[:cut]
         if self.ranked is not None:
             assert self.judged is not None
             del self.ranked[:cut], self.judged[:cut]

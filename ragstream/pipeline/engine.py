@@ -33,6 +33,7 @@ from ragstream.events import (
     Record,
 )
 from ragstream.events.scanner import Scanned
+from ragstream.events.trace_ids import TraceField
 from ragstream.join import LabelJoin, LabelOutcome, QueryTable, QueryView, RowLabels
 from ragstream.join.table import Rows
 from ragstream.metrics import Gain
@@ -126,6 +127,10 @@ class EngineConfig:
     report_final: bool
     """False: `BatchReport.final` and `finish` give no query (the agent, which reads
     none): final queries are then read from their tables' rows only for the histograms."""
+    trace_id_field: str | None
+    """A top-level field of retrieval events the schema does not know whose value, when a
+    trace id, is the query's trace id for its exemplars (`ragstream.events.trace_ids`);
+    None: the query id, when it is a trace id."""
 
 
 @dataclass(slots=True)
@@ -199,7 +204,11 @@ class Engine:
             top=max((_TOP_DOCS, *config.cutoffs)),  # what the mean ages read
             label_keys=config.label_keys or None,
             graded=True,  # labeled queries then are rows of the table too
+            trace_field=config.trace_id_field,
         )
+        field_name = config.trace_id_field
+        self._trace_field = None if field_name is None else TraceField(field_name)
+        """Reads the queries' trace ids from their events (None: their ids are)."""
         self.traces: TraceReader | None = None
         """The OTLP topics' reader, when a topic carries traces (each partition's open
         traces are in its state)."""
@@ -327,6 +336,7 @@ class Engine:
         """Per partition: retrieval events not opened yet. They open in one call
         per run, before the partition's next event that touches its join: per partition
         (each has its own join) the arrival order holds."""
+        trace_of = None if self._trace_field is None else self._trace_field.of_each
 
         def flush(partition: int) -> None:
             run = runs.pop(partition, None)
@@ -337,7 +347,11 @@ class Engine:
             if newest > latest.get((partition, "retrieval"), -math.inf):
                 latest[(partition, "retrieval")] = newest
             duplicates = states[partition].join.open(  # type: ignore[union-attr]
-                opening, labelsets or None, stamped, raws
+                opening,
+                labelsets or None,
+                stamped,
+                raws,
+                None if trace_of is None else trace_of(opening, raws),
             )
             counts[(partition, "retrieval", "processed")] += len(opening) - duplicates
             if duplicates:
@@ -533,14 +547,16 @@ class Engine:
                 self.sequential.prune(set(self.store.series()))
         final: list[QueryView] = []
         rows: dict[tuple[int, tuple[str, ...]], list[_F64]] = {}
-        queries: dict[tuple[int, tuple[str, ...]], tuple[list[float], list[str]]] = {}
+        queries: dict[tuple[int, tuple[str, ...]], tuple[list[float], list[str | None]]] = {}
         report, unlabeled = self.config.report_final, self.config.final_unlabeled
+        traced = self._trace_field is not None
         for join in self._joins():
             final_rows = join.advance(now)
             table = join.table
             if report:  # read, for the caller
                 final += [table.read(r) for r in final_rows if unlabeled or table.labeled(r)]
             labels, ranked, base = table.labels, table.ranked, table.base
+            trace_ids = table.traces if traced else table.ids  # for the exemplars
             if ranked is None:  # the labeled ones have an entry
                 final_rows = list(filter(labels.__contains__, final_rows))
             else:  # or were graded by the scanner
@@ -552,7 +568,7 @@ class Engine:
                     rows.setdefault(key, []).append(contribution)
                     times, ids = queries.setdefault(key, ([], []))  # for the exemplars
                     times.append(table.ts[row - base])
-                    ids.append(table.ids[row - base])
+                    ids.append(None if trace_ids is None else trace_ids[row - base])
         merged: dict[tuple[int, tuple[str, ...]], list[_F64]] = {}
         for (partition, labelset), contributions in rows.items():
             block = np.stack(contributions)[:, : self._final_columns]

@@ -49,6 +49,7 @@ def engine_config(
         drift=drift_config(settings.drift) if drift else None,
         final_unlabeled=final_unlabeled,
         report_final=report_final,
+        trace_id_field=settings.exemplars.trace_id_field,
     )
 
 

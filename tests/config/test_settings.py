@@ -210,3 +210,28 @@ def test_the_fetch_size_reaches_the_kafka_consumer(monkeypatch: pytest.MonkeyPat
     monkeypatch.setenv("RAGSTREAM_KAFKA__FETCH_PARTITION_BYTES", "1048576")
     source = kafka_source(load_settings(None, {}), engine)
     assert source.config.fetch_partition_bytes == 1 << 20
+
+
+def test_the_trace_id_field_from_the_environment_reaches_the_engine(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from ragstream.wiring import engine_config as from_settings
+
+    assert load_settings().exemplars.trace_id_field is None
+    assert from_settings(load_settings()).trace_id_field is None
+    monkeypatch.setenv("RAGSTREAM_EXEMPLARS__TRACE_ID_FIELD", "trace_id")
+    settings = load_settings()
+    assert settings.exemplars.trace_id_field == "trace_id"
+    assert from_settings(settings).trace_id_field == "trace_id"
+
+
+@pytest.mark.parametrize("name", ["query_id", "results", "type", ""])
+def test_a_trace_id_field_of_the_schema_is_named_with_its_variable(
+    monkeypatch: pytest.MonkeyPatch, name: str
+) -> None:
+    monkeypatch.setenv("RAGSTREAM_EXEMPLARS__TRACE_ID_FIELD", name)
+    result = CliRunner().invoke(main, ["check-config"])
+    assert result.exit_code != 0
+    assert "exemplars.trace_id_field" in result.output
+    assert "a field of the event schema" in result.output
+    assert "RAGSTREAM_EXEMPLARS__TRACE_ID_FIELD" in result.output

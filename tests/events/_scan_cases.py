@@ -322,6 +322,10 @@ class _Writer:
             names = [*_UNKNOWN_KEYS, "score"] if what == "qrel" else _UNKNOWN_KEYS
             for _ in range(self.rng.randint(1, 2)):
                 members.append((self.one(names), self.junk(depth, f"{what}: unknown value")))
+        if depth == 1 and self.rng.random() < 0.3:  # the trace field: a trace id, or nearly
+            text = "".join(self.one("0123456789abcdef") for _ in range(32))
+            text = self.one([text, text, text.upper(), "0" * 32, text[1:], text + "0"])
+            members.append(("trace_id", self.string(text, f"{what}: trace_id", strict=False)))
 
     def junk(self, depth: int, what: str) -> bytes:
         """Any JSON value at `depth`: every type, nested, with escapes and non-ASCII, numbers

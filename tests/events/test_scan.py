@@ -32,6 +32,7 @@ from ragstream.events import (
 from ragstream.events.guard import MAX_DEPTH
 from ragstream.events.scanner import AVAILABLE, bounds_of, scan_retrievals
 from ragstream.events.timestamps import MAX_TS, MIN_DOC_TS
+from ragstream.events.trace_ids import TraceField
 from ragstream.sources.synthetic import SyntheticConfig, SyntheticTraffic
 
 from ._scan_cases import CLEAN, INVALID, UNUSUAL, Case, cases
@@ -44,12 +45,19 @@ _SETTINGS = settings(max_examples=250, deadline=None, suppress_health_check=[Hea
 
 
 _KEYS = ("app", "k")
+_TRACE = TraceField("trace_id")
 
 
 def _scan(
-    data: Any, limits: Limits = DEFAULT_LIMITS, top: int = 10, keys: tuple[str, ...] | None = _KEYS
+    data: Any,
+    limits: Limits = DEFAULT_LIMITS,
+    top: int = 10,
+    keys: tuple[str, ...] | None = _KEYS,
+    trace: str | None = None,
 ) -> Any:
-    records = scan_retrievals([data], bounds_of(limits), top=top, label_keys=keys)
+    records = scan_retrievals(
+        [data], bounds_of(limits), top=top, label_keys=keys, trace_field=trace
+    )
     assert len(records) == 1
     return records[0]
 
@@ -121,11 +129,18 @@ def _expected(
 def _check(data: Any, limits: Limits = DEFAULT_LIMITS, top: int = 10, labels: bool = True) -> Any:
     """Scan `data`; when accepted, msgspec accepts it too, with the record's values. With
     `labels`, the keys asked for are the event's own (as msgspec reads them) and one it
-    does not carry."""
+    does not carry. Scanned once more with the trace field `trace_id`: accepted only when
+    accepted without, with the same values and the field's trace id as msgspec reads it."""
     event = _msgspec(data if type(data) is bytes else None, limits)
     keys = None if not labels else (*(event.labels if event else ()), "absent")
     record = _scan(data, limits, top, keys)
+    traced = _scan(data, limits, top, keys, _TRACE.name)
+    if traced is not None:
+        assert record is not None, f"declined without the trace field only: {data[:300]!r}"
+        assert _view(traced) == _view(record)
+        assert traced.trace_id == _TRACE.of_message(data), data[:300]
     if record is not None:
+        assert record.trace_id is None
         assert event is not None, f"the scanner accepted what msgspec rejects: {data[:300]!r}"
         assert _view(record) == _expected(event, top, keys), data[:300]
         if record.ids is not None:  # the ranking and inline labels of the events' own rule
@@ -835,3 +850,83 @@ def test_graded_records_of_synthetic_traffic() -> None:
         if event.value.startswith(b'{"type":"retrieval"')
     )
     assert labeled > 50
+
+
+# -- the trace field ---------------------------------------------------------------------
+
+_TID = "4bf92f3577b34da6a3ce929d0e0e4736"
+_ESCAPED_TID = "\\u0034" + _TID[1:]
+_TRACE_VALUES: dict[bytes, tuple[bool, str | None]] = {  # value -> (scanned, trace id)
+    f'"{_TID}"'.encode(): (True, _TID),
+    f'"{_TID.upper()}"'.encode(): (True, None),
+    f'"{"0" * 32}"'.encode(): (True, None),
+    f'"{_TID[:31]}"'.encode(): (True, None),
+    f'"{_TID}0"'.encode(): (True, None),
+    f'"{_TID[:31]}g"'.encode(): (True, None),
+    b'""': (True, None),
+    b"null": (True, None),
+    b"true": (True, None),
+    b"1234": (True, None),
+    b"-1.5e3": (True, None),
+    f'["{_TID}"]'.encode(): (True, None),
+    f'{{"trace_id":"{_TID}"}}'.encode(): (True, None),
+    f'"{_ESCAPED_TID}"'.encode(): (False, _TID),  # escaped: msgspec reads it
+    f'"{_TID}\\n"'.encode(): (False, None),
+    '"é"'.encode(): (False, None),
+}
+
+
+@needs_scan
+@pytest.mark.parametrize("value", _TRACE_VALUES, ids=range(len(_TRACE_VALUES)))
+def test_the_trace_fields_values(value: bytes) -> None:
+    """A trace id is kept; any other value is none; a string with an escape or a non-ASCII
+    byte is declined, and msgspec's reading of it is the trace field's."""
+    scanned, trace_id = _TRACE_VALUES[value]
+    for data in (
+        _BASE[:-1] + b',"trace_id":' + value + b"}",
+        b'{"trace_id":' + value + b"," + _BASE[1:],
+    ):
+        assert _TRACE.of_message(data) == trace_id
+        record = _check(data)
+        assert record is not None  # without the trace field: an unknown key, skipped
+        traced = _scan(data, trace=_TRACE.name)
+        assert (traced is not None) == scanned
+        if traced is not None:
+            assert traced.trace_id == trace_id
+
+
+@needs_scan
+def test_the_trace_field_is_a_top_level_key_given_once() -> None:
+    twice = _BASE[:-1] + f',"trace_id":"{_TID}","trace_id":"{"1" * 32}"}}'.encode()
+    assert _scan(twice, trace=_TRACE.name) is None  # declined: msgspec keeps the last
+    assert _TRACE.of_message(twice) == "1" * 32
+    escaped_key = _BASE[:-1] + f',"trace\\u005fid":"{_TID}"}}'.encode()
+    assert _scan(escaped_key, trace=_TRACE.name) is None
+    assert _TRACE.of_message(escaped_key) == _TID
+    in_result = _BASE.replace(b'"a"}', f'"a","trace_id":"{_TID}"}}'.encode())
+    record = _scan(in_result, trace=_TRACE.name)
+    assert record is not None
+    assert record.trace_id is None  # not at the top: not the field
+    assert _TRACE.of_message(in_result) is None
+    other = _scan(_BASE[:-1] + f',"trace":"{_TID}"}}'.encode(), trace=_TRACE.name)
+    assert other is not None
+    assert other.trace_id is None  # another key
+
+
+@needs_scan
+def test_benchmark_events_keep_their_trace_ids() -> None:
+    from bench.pipeline_data import DataConfig, blocks
+
+    extra = [value for block in blocks(DataConfig(extra_fields=True), 500) for _, value in block]
+    records = scan_retrievals(extra, _BOUNDS, label_keys=_KEYS, trace_field="trace_id")
+    given = [json.loads(value)["trace_id"] for value in extra]
+    assert given[0] == "0" * 32  # the first query's is all zero: no trace id
+    assert [r.trace_id for r in records if r is not None] == [None, *given[1:]]
+    assert len(set(given)) == len(given)
+
+
+def test_the_schemas_own_fields_are_no_trace_field() -> None:
+    for name in ("type", "query_id", "ts", "labels", "query", "results", "qrels", ""):
+        with pytest.raises(ValueError, match="trace id field"):
+            TraceField(name)
+    assert TraceField("trace_id").of_message(b'{"trace_id": 1') is None  # not JSON

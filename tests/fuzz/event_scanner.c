@@ -8,8 +8,9 @@
  * records built plain and graded; then once more through the module's `scan` on a bytes
  * object. And it is a differential target: an event the scanner accepts must be one
  * the decoder (`ragstream.events.decode.decode_event`, run in the embedded interpreter)
- * accepts as a retrieval event with the same query id, time and number of
- * results, and one the guard passes; anything else aborts, which libFuzzer reports.
+ * accepts as a retrieval event with the same query id, time, number of results and trace
+ * id (its `trace_id` field as `TraceField.of_message` reads it), and one the guard passes;
+ * anything else aborts, which libFuzzer reports.
  */
 #include "../../ragstream/events/_event_scanner.c"
 
@@ -17,7 +18,8 @@
 #include <stdlib.h>
 
 static Bounds caps, small;
-static PyObject *decode_event, *caps_tuple, *keys;
+static PyObject *decode_event, *caps_tuple, *keys, *trace_of;
+static const Span trace_key = {"trace_id", 8}; /* the trace field read */
 
 static void fail(const char *why, const uint8_t *data, size_t size) {
     fprintf(stderr, "event_scanner: %s on %zu bytes: %.*s\n", why, size, (int)(size < 300 ? size : 300),
@@ -34,7 +36,12 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
     PyObject *decoder = PyImport_ImportModule("ragstream.events.decode");
     PyObject *scanner = PyImport_ImportModule("ragstream.events.scanner");
     PyObject *limits = PyImport_ImportModule("ragstream.events.limits");
-    if (decoder == NULL || scanner == NULL || limits == NULL)
+    PyObject *trace_ids = PyImport_ImportModule("ragstream.events.trace_ids");
+    if (decoder == NULL || scanner == NULL || limits == NULL || trace_ids == NULL)
+        goto error;
+    PyObject *field = PyObject_CallMethod(trace_ids, "TraceField", "s", trace_key.s);
+    trace_of = field ? PyObject_GetAttrString(field, "of_message") : NULL;
+    if (trace_of == NULL)
         goto error;
     decode_event = PyObject_GetAttrString(decoder, "decode_event");
     PyObject *defaults = PyObject_GetAttrString(limits, "DEFAULT_LIMITS");
@@ -65,7 +72,7 @@ static int read_event(const uint8_t *data, size_t size, const Bounds *b, Event *
     Scratch s = {0};
     Keys wanted;
     const char *p = (const char *)data;
-    int rc = event(p, p + size, b, ev, &s);
+    int rc = event(p, p + size, b, trace_key, ev, &s);
     if (rc == OK && (rc = has_repeats(s.docs, ev->docs, &s)) == 0) {
         if (read_keys(keys, &wanted) < 0)
             abort();
@@ -107,6 +114,14 @@ static void same_as_decoder(const uint8_t *data, size_t size, PyObject *bytes, c
         n != ev->query_id.n || memcmp(text, ev->query_id.s, (size_t)n) != 0 ||
         memcmp(&seconds, &ev->ts, sizeof seconds) != 0 || PyList_GET_SIZE(results) != ev->docs)
         fail("values differ from decode_event's", data, size);
+    PyObject *trace = PyObject_CallOneArg(trace_of, bytes); /* msgspec's reading */
+    if (trace == NULL)
+        fail("TraceField.of_message raised", data, size);
+    const char *tid = trace == Py_None ? NULL : PyUnicode_AsUTF8AndSize(trace, &n);
+    if ((tid != NULL) != (ev->has_trace != 0) ||
+        (tid != NULL && (n != ev->trace.n || memcmp(tid, ev->trace.s, (size_t)n) != 0)))
+        fail("the trace id differs from msgspec's", data, size);
+    Py_DECREF(trace);
     Py_DECREF(type);
     Py_DECREF(query_id);
     Py_DECREF(ts);
@@ -123,7 +138,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     read_event(data, size, &small, &ev);
     if (read_event(data, size, &caps, &ev) == OK)
         same_as_decoder(data, size, bytes, &ev);
-    PyObject *args = Py_BuildValue("([O]OnOi)", bytes, caps_tuple, (Py_ssize_t)10, keys, 1);
+    PyObject *args = Py_BuildValue("([O]OnOis)", bytes, caps_tuple, (Py_ssize_t)10, keys, 1,
+                                   trace_key.s);
     PyObject *out = args ? scan(NULL, args) : NULL;
     if (out == NULL)
         abort();

@@ -18,7 +18,7 @@ from pathlib import Path
 from bench.hostile_data import hostile_messages
 from bench.pipeline_data import DataConfig, blocks
 from tests.events._scan_cases import _case
-from tests.events.test_scan import _MALFORMED, _UNKNOWN, _with_unknown
+from tests.events.test_scan import _MALFORMED, _TRACE_VALUES, _UNKNOWN, _with_unknown
 from tests.fuzz import targets
 
 __all__ = ["main", "seeds"]
@@ -31,7 +31,7 @@ def seeds() -> Iterator[bytes]:
     """The seed messages (some repeat; the files are named by content)."""
     for seed in range(400):
         yield _case(seed).data
-    for value in _UNKNOWN[:-3] + _MALFORMED:  # not the 200 kB string
+    for value in [*_UNKNOWN[:-3], *_MALFORMED, *_TRACE_VALUES]:  # not the 200 kB string
         yield from _with_unknown(value)
     for extra in (False, True):
         config = DataConfig(docs=5, probe_share=0.5, extra_fields=extra)

@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 import yaml
 
+from ragstream.events.trace_ids import is_trace_id
 from ragstream.judging.results import wilson_interval
-from ragstream.pipeline.exemplars import is_trace_id
 from tests.grafana.generator import generator
 from tests.grafana.scraped import (
     CLUSTER,

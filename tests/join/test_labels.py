@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from typing import cast
 
 import pytest
 from hypothesis import given, settings
@@ -10,7 +11,7 @@ from hypothesis import strategies as st
 
 from ragstream.events import DecodedRetrieval, RetrievedDoc, decode_event, dedupe_results
 from ragstream.events.limits import DEFAULT_LIMITS
-from ragstream.events.scanner import AVAILABLE, bounds_of, scan_retrievals
+from ragstream.events.scanner import AVAILABLE, Scanned, bounds_of, scan_retrievals
 from ragstream.join import LabelJoin, LabelOutcome, QueryView
 from tests.support.defaults import label_join
 
@@ -335,3 +336,24 @@ def test_a_run_of_scanned_and_decoded_events_opens_as_each_alone(
     assert duplicates == 0
     assert together.take_changed() == alone.take_changed()
     assert together.snapshot() == alone.snapshot()
+    # with trace ids (none for shape 3): each open query keeps its own, alone or together,
+    # through a snapshot; a label that waited for its query (q0) changes nothing
+    traces = [None if shape == 3 else f"{n + 1:032x}" for n, shape in picks]
+    traced, traced_alone = label_join(max_open=8), label_join(max_open=8)
+    for join in (traced, traced_alone):
+        join.label("q0", "a", 1.0, ts=10.0, t_now=10.0, source="click")
+    traced.open(events, None, times, raws, traces)  # type: ignore[arg-type]
+    for i, event in enumerate(events):
+        opening = cast("Scanned | DecodedRetrieval", event)
+        traced_alone.open([opening], None, times[i : i + 1], raws[i : i + 1], traces[i : i + 1])
+    snapshot = traced.snapshot()
+    assert snapshot == traced_alone.snapshot()
+    first: dict[str, str | None] = {}  # the trace id of each query id's first (opening) event
+    for (n, _), trace in zip(picks, traces, strict=True):
+        first.setdefault(f"q{n}", trace)
+    expected = {q: first[q] for q in [o["query_id"] for o in snapshot["open"]] if first[q]}
+    assert snapshot.get("traces", {}) == expected
+    restored = LabelJoin.restore(json.loads(json.dumps(snapshot)))
+    assert restored.snapshot() == snapshot
+    for qid, trace in expected.items():
+        assert restored.table.trace(restored._open[qid]) == trace

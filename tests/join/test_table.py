@@ -110,3 +110,29 @@ def test_graded_rows_are_labeled_and_decoded_with_their_labels() -> None:
     added = table.add("x", (), b"", None, RowLabels(TS, TS + 60.0, (), array("d")))
     assert added == 4
     assert table.ranked[added] is None
+
+
+def test_trace_ids_stay_with_their_rows_through_the_cut_and_entries() -> None:
+    table = QueryTable(partition=1, ttl=60.0)
+    _rows(table, 100)
+    assert table.traces is None  # no row given one: no column
+    assert table.trace(50) is None
+    events, raws = _scanned(3000)
+    traces = [None if i % 3 == 0 else f"{i + 1:032x}" for i in range(3000)]
+    ids = [f"t{i}" for i in range(3000)]
+    first = table.extend(
+        ids, [()] * 3000, [TS] * 3000, raws, [e.top for e in events], events, traces
+    )
+    assert first == 100
+    entry = RowLabels(TS, TS + 60.0, (), array("d"))
+    row = table.add("x", (), b"", None, entry, "f" * 32)  # a row with its entry
+    plain = table.add("y", (), b"", None, RowLabels(TS, TS + 60.0, (), array("d")))
+    table.close(list(range(2000)))
+    table.compact()
+    assert table.base == 2000
+    assert table.traces is not None
+    assert len(table.traces) == len(table.ids)
+    assert [table.trace(r) for r in range(2000, 3100)] == traces[1900:]
+    assert (table.trace(row), table.trace(plain)) == ("f" * 32, None)
+    table.entry(2500).grade("d1", 1.0, None, "click")  # a row given an entry keeps its trace
+    assert table.trace(2500) == traces[2400]

@@ -14,12 +14,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ragstream.events import Message
+from ragstream.events.trace_ids import is_trace_id
 from ragstream.pipeline.engine import Engine
 from ragstream.pipeline.exemplars import (
     Exemplar,
     Exemplars,
     capture,
-    is_trace_id,
     merge_exemplars,
 )
 from ragstream.pipeline.partition_tally import PartitionTally, merge_exemplars_of
@@ -193,3 +193,12 @@ def test_exemplars_move_with_their_partitions() -> None:
     assert first.partitions[2].tally.exemplars
     by_replica = merge_exemplars_of([first.partitions[2].tally, *second._tallies()])
     assert by_replica == reference.exemplars
+
+
+def test_queries_without_values_capture_nothing() -> None:
+    held: Exemplars = {}
+    nan = [math.nan] * 3
+    _capture(held, [(1.0, "4bf92f3577b34da6a3ce929d0e0e4736", nan), (2.0, "1" * 32, nan)])
+    assert held == {}
+    _capture(held, [(1.0, "4bf92f3577b34da6a3ce929d0e0e4736", [0.5, math.nan, math.nan])])
+    assert held == {(0, 1): Exemplar(1.0, "4bf92f3577b34da6a3ce929d0e0e4736", 0.5)}
