@@ -357,7 +357,7 @@ class ExemplarSettings(Section):
         None,
         description=(
             "a top-level field of retrieval events whose string value, when a trace id, is"
-            " the query's trace id; null: the query id, when it is a trace id"
+            " the query's trace id; without one, or null: the query id, when it is a trace id"
         ),
     )
 

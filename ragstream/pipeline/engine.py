@@ -130,7 +130,7 @@ class EngineConfig:
     trace_id_field: str | None
     """A top-level field of retrieval events the schema does not know whose value, when a
     trace id, is the query's trace id for its exemplars (`ragstream.events.trace_ids`);
-    None: the query id, when it is a trace id."""
+    without one, or None, the query id, when it is a trace id."""
 
 
 @dataclass(slots=True)
@@ -556,7 +556,7 @@ class Engine:
             if report:  # read, for the caller
                 final += [table.read(r) for r in final_rows if unlabeled or table.labeled(r)]
             labels, ranked, base = table.labels, table.ranked, table.base
-            trace_ids = table.traces if traced else table.ids  # for the exemplars
+            fields = table.traces if traced else None  # the trace field's values, if set
             if ranked is None:  # the labeled ones have an entry
                 final_rows = list(filter(labels.__contains__, final_rows))
             else:  # or were graded by the scanner
@@ -568,7 +568,8 @@ class Engine:
                     rows.setdefault(key, []).append(contribution)
                     times, ids = queries.setdefault(key, ([], []))  # for the exemplars
                     times.append(table.ts[row - base])
-                    ids.append(None if trace_ids is None else trace_ids[row - base])
+                    trace_id = None if fields is None else fields[row - base]
+                    ids.append(table.ids[row - base] if trace_id is None else trace_id)
         merged: dict[tuple[int, tuple[str, ...]], list[_F64]] = {}
         for (partition, labelset), contributions in rows.items():
             block = np.stack(contributions)[:, : self._final_columns]

@@ -2,10 +2,10 @@
 label set, the newest final query that landed in it, by its trace id.
 
 A query is an exemplar only when it has an OpenTelemetry trace id (32 lowercase hex
-digits, not all zero), which is what a trace UI opens: its id when that is one, as queries
-read from spans have, or, with a trace field configured, that field's value in its event
-(`ragstream.events.trace_ids`). Of the queries of a bucket the newest wins, by query time,
-then by trace id, then by value: a total order, so keeping the greatest gives the same
+digits, not all zero), which is what a trace UI opens: with a trace field configured,
+that field's value in its event (`ragstream.events.trace_ids`); else its id when that is
+one, as queries read from spans have. Of the queries of a bucket the newest wins, by query
+time, then by trace id, then by value: a total order, so keeping the greatest gives the same
 exemplar whatever the order the queries were finalized in or the partitions merged in (a
 resumed run keeps the same as one that never stopped). Memory is bounded by one exemplar
 per label set, metric and bucket.

@@ -110,6 +110,25 @@ def test_msgspec_alone_gives_the_same_exemplars() -> None:
     assert decoded.exemplars == scanned.exemplars
 
 
+def test_queries_without_a_field_trace_id_fall_back_to_ids_that_are_trace_ids() -> None:
+    config = SyntheticConfig(seed=5, rate=5.0, start=START, drift_at=30.0, trace_ids=True)
+    messages, fields = [], {}
+    for i, e in enumerate(SyntheticTraffic(config).take(900)):
+        value = e.value
+        if json.loads(value)["type"] == "retrieval" and i % 2 == 0:  # half carry the field
+            value, fields[e.key.decode()] = _with_field(value, 0)
+        messages.append(Message(value, zlib.crc32(e.key) % PARTITIONS, i, "t", e.key))
+    engine = _engine()
+    final = _run(engine, messages)
+    kept = {e.trace_id for held in engine.exemplars.values() for e in held.values()}
+    by_field = set(fields.values())
+    ids = {q.query_id for q in final} - fields.keys()
+    assert kept & by_field  # both kinds of queries have exemplars
+    assert kept & ids
+    assert kept <= by_field | ids  # a query with a field trace id is never kept by its id
+    assert not kept & fields.keys()
+
+
 def test_without_the_setting_query_ids_that_are_no_trace_ids_give_no_exemplar() -> None:
     messages, _ = _traffic(600)
     engine = _engine(trace_id_field=None)
