@@ -1158,7 +1158,7 @@ static Py_ssize_t ranked_at(const Item *docs, Py_ssize_t n, const Scratch *s, Sp
 }
 
 /* One label (qrels first, then the results' inline ones, in list order) into the judged
- * documents, as `OpenQuery.set_label` keeps them: the last grade of a document wins; its
+ * documents, as `RowLabels.grade` keeps them: the last grade of a document wins; its
  * time is the one sent with a label, else (at its first label) its raw time in the
  * ranking, NaN when it has none or is not ranked (the query's ts then). Times stay raw:
  * the engine makes them effective (NaN or later than ts -> ts) with the clock's ts. */
