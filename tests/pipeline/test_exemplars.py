@@ -24,7 +24,7 @@ from ragstream.pipeline.exemplars import (
 )
 from ragstream.pipeline.partition_tally import PartitionTally, merge_exemplars_of
 from ragstream.sources.synthetic import SyntheticConfig, SyntheticTraffic
-from tests.pipeline.test_partition_state import PARTITIONS, START, WALL, _config
+from tests.pipeline.test_partition_state import PARTITIONS, START, WALL, _config, hand_over
 
 BINS = 4
 EDGES = np.arange(1, BINS + 1, dtype=np.float64) / BINS
@@ -182,13 +182,7 @@ def test_exemplars_move_with_their_partitions() -> None:
     for start in range(0, len(messages), 100):
         reference.apply(messages[start : start + 100])
         first.apply(messages[start : start + 100] if start < 500 else [])
-    for partition, state in first.export_partitions({0, 1}).items():  # 2 stays
-        second.adopt_partition(json.loads(json.dumps(state, allow_nan=False)))
-        first.drop_partitions({partition})
-    for start in range(500, len(messages), 100):
-        batch = messages[start : start + 100]
-        first.apply([m for m in batch if m.partition == 2])
-        second.apply([m for m in batch if m.partition != 2])
+    hand_over(first, second, messages, 500)
     assert second.exemplars  # what moved is exposed by its new owner
     assert first.partitions[2].tally.exemplars
     by_replica = merge_exemplars_of([first.partitions[2].tally, *second._tallies()])

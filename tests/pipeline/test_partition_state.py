@@ -55,6 +55,24 @@ def _moved(state: dict[str, Any]) -> dict[str, Any]:
     return loaded
 
 
+def hand_over(
+    first: Engine, second: Engine, messages: list[Message], cut: int, batch: int = 100
+) -> list[dict[str, Any]]:
+    """Partitions 0 and 1 move from ``first`` (which has applied ``messages[:cut]``) to
+    ``second`` through their records, JSON and back; each then applies the rest of its
+    partitions' messages. The records that moved."""
+    moved = []
+    for partition, state in first.export_partitions({0, 1}).items():  # 2 stays
+        moved.append(state)
+        second.adopt_partition(json.loads(json.dumps(state, allow_nan=False)))
+        first.drop_partitions({partition})
+    for start in range(cut, len(messages), batch):
+        part = messages[start : start + batch]
+        first.apply([m for m in part if m.partition == 2])
+        second.apply([m for m in part if m.partition != 2])
+    return moved
+
+
 def _assert_same_reads(a: Engine, b: Engine, now: float) -> None:
     assert a.store.labelsets() == b.store.labelsets()
     ra, rb = a.store.read(now, exact=True), b.store.read(now, exact=True)

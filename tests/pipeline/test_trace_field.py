@@ -22,7 +22,7 @@ from ragstream.pipeline.engine import Engine
 from ragstream.pipeline.exemplars import Exemplars, capture
 from ragstream.pipeline.partition_tally import merge_exemplars_of
 from ragstream.sources.synthetic import SyntheticConfig, SyntheticTraffic
-from tests.pipeline.test_partition_state import PARTITIONS, START, WALL, _config
+from tests.pipeline.test_partition_state import PARTITIONS, START, WALL, _config, hand_over
 
 FIELD = "trace_id"
 
@@ -160,14 +160,8 @@ def test_the_trace_ids_of_open_queries_move_with_their_partitions() -> None:
     first, second = _engine(), _engine()
     for start in range(0, 500, 100):
         first.apply(messages[start : start + 100])
-    for partition, state in first.export_partitions({0, 1}).items():  # 2 stays
-        assert state["join"]["traces"]  # open queries with trace ids move with it
-        second.adopt_partition(json.loads(json.dumps(state, allow_nan=False)))
-        first.drop_partitions({partition})
-    for start in range(500, len(messages), 100):
-        batch = messages[start : start + 100]
-        first.apply([m for m in batch if m.partition == 2])
-        second.apply([m for m in batch if m.partition != 2])
+    moved = hand_over(first, second, messages, 500)
+    assert all(state["join"]["traces"] for state in moved)  # open queries' trace ids move
     first.finish()
     second.finish()
     by_replica = merge_exemplars_of([first.partitions[2].tally, *second._tallies()])

@@ -17,21 +17,11 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from ragstream.sinks.results import result_json_schema
 from ragstream.sources.synthetic import SyntheticConfig, SyntheticTraffic
+from tests.judging.test_verdicts import VERDICT_FIELDS
 from tests.support import KafkaBroker, TopicFactory, produce_records, read_records
 from tests.support.agent_process import AgentProcess, running_agent
 
 pytestmark = [pytest.mark.kafka, pytest.mark.slow]
-
-VERDICT_FIELDS = (  # the fields of the published judgment a record's verdict repeats
-    "judge",
-    "model",
-    "prompt_version",
-    "faithfulness",
-    "answer_relevance",
-    "context_relevance",
-    "hallucination",
-    "refusal",
-)
 
 
 def _events() -> list[tuple[bytes, bytes]]:

@@ -79,17 +79,16 @@ def engine_config(**overrides: Any) -> EngineConfig:
     return dataclasses.replace(_ENGINE, **overrides)
 
 
+def _fields(section: object, *names: str) -> dict[str, Any]:
+    """The settings ``names`` of ``section``, by name."""
+    return {name: getattr(section, name) for name in names}
+
+
 def label_join(**overrides: Any) -> LabelJoin:
     """One partition's label join at the `join` defaults, with ``overrides``; its memory
     of final ids follows `max_open`, as the engine's does."""
-    join = JoinSettings()
-    arguments: dict[str, Any] = {
-        "label_ttl": join.label_ttl,
-        "pending_ttl": join.pending_ttl,
-        "max_open": join.max_open,
-        "max_pending": join.max_pending,
-        **overrides,
-    }
+    names = ("label_ttl", "pending_ttl", "max_open", "max_pending")
+    arguments = _fields(JoinSettings(), *names) | overrides
     arguments.setdefault("recent_final", arguments["max_open"])
     return LabelJoin(**arguments)
 
@@ -204,19 +203,9 @@ def lexical_judge(**overrides: Any) -> LexicalJudge:
 
 def chat_client(base_url: str, model: str, **overrides: Any) -> ChatClient:
     """A chat-completions client at the `judge.openai` defaults, with ``overrides``."""
-    o = OpenAISettings()
-    arguments: dict[str, Any] = {
-        "timeout": o.timeout,
-        "max_retries": o.max_retries,
-        "backoff_initial": o.backoff_initial,
-        "backoff_max": o.backoff_max,
-        "retry_after_max": o.retry_after_max,
-        "json_mode": o.json_mode,
-        "temperature": o.temperature,
-        "max_tokens": o.max_tokens,
-        **overrides,
-    }
-    return ChatClient(base_url, model, **arguments)
+    names = "timeout max_retries backoff_initial backoff_max retry_after_max json_mode"
+    names += " temperature max_tokens"
+    return ChatClient(base_url, model, **_fields(OpenAISettings(), *names.split()) | overrides)
 
 
 def circuit_breaker(**overrides: Any) -> CircuitBreaker:
