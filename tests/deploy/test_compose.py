@@ -10,7 +10,6 @@ import re
 import shutil
 import subprocess
 import sys
-import tomllib
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +17,7 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
+from ragstream import __version__
 from ragstream.cli import main
 from ragstream.config import load_settings
 from ragstream.events.decode import decode_event
@@ -129,7 +129,7 @@ def test_the_images_are_the_versions_the_tests_use() -> None:
     (kafka,) = re.findall(r"<kafka.version>([^<]+)</kafka.version>", pom)
     assert _service("kafka")["image"] == f"apache/kafka:{kafka}"
     assert _service("kafka-init")["image"] == f"apache/kafka:{kafka}"
-    version = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["version"]
+    version = __version__
     for name in ("ragstream", "producer"):
         service = _service(name)
         assert service["image"] == f"ragstream:{version}"

@@ -16,6 +16,7 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
+from ragstream import __version__
 from ragstream.cli import main
 from ragstream.config import load_settings
 from tests.deploy.schemas import (
@@ -526,9 +527,7 @@ def test_the_charts_dashboard_is_a_copy_of_the_dashboard() -> None:
 
 def test_the_chart_is_this_release() -> None:
     chart = yaml.safe_load((CHART / "Chart.yaml").read_text())
-    pyproject = (ROOT / "pyproject.toml").read_text()
-    version = pyproject.split('version = "', 1)[1].split('"', 1)[0]
-    assert chart["appVersion"] == version
+    assert chart["appVersion"] == __version__
 
 
 def _sidecar_snippet() -> Doc:

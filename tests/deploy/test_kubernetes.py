@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import copy
 import re
-import tomllib
 from collections.abc import Callable
 from pathlib import Path, PurePosixPath
 from typing import Any
@@ -13,6 +12,7 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
+from ragstream import __version__
 from ragstream.cli import main
 from ragstream.config import Settings, load_settings
 from tests.deploy.schemas import (
@@ -310,7 +310,7 @@ def test_every_selector_finds_what_it_is_for() -> None:
 
 
 def test_the_image_is_this_release_run_as_the_dockerfiles_user() -> None:
-    version = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["version"]
+    version = __version__
     dockerfile = (ROOT / "Dockerfile").read_text()
     (user,) = re.findall(r"^USER (\d+):(\d+)$", dockerfile, flags=re.MULTILINE)
     for form in ("sidecar.yaml", "standalone.yaml"):

@@ -1,0 +1,3 @@
+"""The version of ragstream: the one place it is written (pyproject.toml reads it)."""
+
+__version__ = "0.1.0"
