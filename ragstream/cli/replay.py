@@ -172,7 +172,9 @@ def _write(
     if out is None:
         return
     for query in queries:
-        verdicts = None if judging is None else judging.take_verdict(query.query_id)
+        verdicts = (
+            None if judging is None else judging.take_verdict(query.partition, query.query_id)
+        )
         out.write(json.dumps(query_record(engine, query, verdicts), sort_keys=True) + "\n")
 
 

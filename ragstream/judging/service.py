@@ -286,14 +286,13 @@ class JudgingService:
         """Verdicts kept for open queries, over held partitions."""
         return sum(len(s.verdicts) for _, s in self._shares())
 
-    def take_verdict(self, query_id: str) -> dict[str, Any] | None:
-        """The kept verdict of a query that became final (`JudgeVerdict` fields), no longer
-        kept; None when it was not judged while open, or nothing is kept."""
-        if self.verdicts is None:
-            return None
-        held = (state.sides.get(self.name) for state in self.partitions.values())
-        kept = (s.verdicts for s in held if isinstance(s, JudgePartition) and s.verdicts)
-        return self.verdicts.take(kept, query_id)
+    def take_verdict(self, partition: int, query_id: str) -> dict[str, Any] | None:
+        """The kept verdict of a query of ``partition`` that became final (`JudgeVerdict`
+        fields), no longer kept; None when it was not judged while open, or nothing is
+        kept."""
+        keeper = self.verdicts
+        share = None if keeper is None else self._held(partition)
+        return None if keeper is None or share is None else keeper.take(share.verdicts, query_id)
 
     @property
     def gold_open(self) -> int:

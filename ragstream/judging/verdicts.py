@@ -13,7 +13,7 @@ verdict is counted by outcome (`VERDICT_OUTCOMES`). docs/results.md, "Judge verd
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from ragstream.judging.model import Judgment
@@ -85,15 +85,13 @@ class VerdictKeeper:
             self.outcomes["evicted"] += 1
         return True
 
-    def take(self, shares: Iterable[Kept], query_id: str) -> dict[str, Any] | None:
-        """The final query's kept verdict, taken from whichever partition keeps it (None:
-        it was not judged while open)."""
-        for kept in shares:
-            verdict = kept.pop(query_id, None)
-            if verdict is not None:
-                self.outcomes["attached"] += 1
-                return verdict
-        return None
+    def take(self, kept: Kept, query_id: str) -> dict[str, Any] | None:
+        """The final query's verdict, taken from its partition's ``kept`` (None: it was not
+        judged while open)."""
+        verdict = kept.pop(query_id, None)
+        if verdict is not None:
+            self.outcomes["attached"] += 1
+        return verdict
 
     def restore_counts(self, counts: Mapping[str, Any]) -> None:
         """Count on from a snapshot's counts (`outcomes`)."""

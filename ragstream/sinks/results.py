@@ -151,10 +151,11 @@ class ResultsSink:
         sampler: ResultSampler,
         *,
         flush_timeout: float,
-        verdicts: Callable[[str], Mapping[str, Any] | None] | None = None,
+        verdicts: Callable[[int, str], Mapping[str, Any] | None] | None = None,
     ) -> None:
-        """``verdicts``: query id -> the judge's verdict kept for that final query (taken:
-        asked once per final query, sampled or not), e.g. `JudgingService.take_verdict`."""
+        """``verdicts``: (partition, query id) -> the judge's verdict kept for that final
+        query (taken: asked once per final query, sampled or not), e.g.
+        `JudgingService.take_verdict`."""
         self.engine = engine
         self.publisher = publisher
         self.sampler = sampler
@@ -174,7 +175,7 @@ class ResultsSink:
         """Offer each chosen final query's record; a full queue drops it (counted)."""
         take = self.verdicts
         for query in queries:
-            verdicts = None if take is None else take(query.query_id)
+            verdicts = None if take is None else take(query.partition, query.query_id)
             record = query_record(self.engine, query, verdicts)
             if not self.sampler.chooses(record):
                 self.counts["sampled_out"] += 1

@@ -18,7 +18,7 @@ def results_sink(
     settings: Settings,
     engine: Engine,
     client_options: dict[str, Any] | None = None,
-    verdicts: Callable[[str], Mapping[str, Any] | None] | None = None,
+    verdicts: Callable[[int, str], Mapping[str, Any] | None] | None = None,
 ) -> ResultsSink | None:
     """The sink of `results.topic` (None while unset); `client_options` as for
     `kafka_source`; `verdicts` takes a final query's judge verdict (`ResultsSink`). Raises

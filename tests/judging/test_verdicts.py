@@ -120,7 +120,9 @@ def _final(engine: Engine, service: JudgingService, queries: list[Any], into: Re
     """The final queries' records, each with the verdict kept for it, as the results sink
     and `replay --per-query` build them."""
     for query in queries:
-        into[query.query_id] = query_record(engine, query, service.take_verdict(query.query_id))
+        into[query.query_id] = query_record(
+            engine, query, service.take_verdict(query.partition, query.query_id)
+        )
 
 
 async def _feed(
@@ -345,11 +347,12 @@ async def test_a_verdict_whose_query_is_not_open_is_not_kept() -> None:
     assert list(kept) == ids[1:4]  # the first one evicted
     assert keeper.keep(kept, ids[1], judgments[0])  # judged again: its latest, the newest
     assert list(kept) == [ids[2], ids[3], ids[1]]
-    assert keeper.take([{}, kept], ids[1]) == {
+    assert keeper.take({}, ids[1]) is None  # another partition's
+    assert keeper.take(kept, ids[1]) == {
         k: judgment_record(JudgeInput.from_event(answers[0]), judgments[0], judged_at=0.0)[k]
         for k in VERDICT_FIELDS
     }
-    assert keeper.take([kept], ids[1]) is None
+    assert keeper.take(kept, ids[1]) is None
     assert dict(keeper.outcomes) == {"kept": 5, "attached": 1, "not_open": 2, "evicted": 1}
     with pytest.raises(ValueError, match="max_per_partition"):
         VerdictKeeper(open_ids.__contains__, max_per_partition=0)
