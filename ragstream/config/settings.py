@@ -26,7 +26,7 @@ from ragstream.config.drift import DriftSettings
 from ragstream.config.judging import JudgeSettings
 from ragstream.config.secrets import SecretFileError, read_secret_file
 from ragstream.durations import format_duration
-from ragstream.events.trace_ids import SCHEMA_FIELDS
+from ragstream.events.trace_ids import TraceField
 from ragstream.metrics import parse_metric
 
 __all__ = [
@@ -364,11 +364,8 @@ class ExemplarSettings(Section):
     @field_validator("trace_id_field")
     @classmethod
     def _not_a_schema_field(cls, name: str | None) -> str | None:
-        if name is not None and (not name or name in SCHEMA_FIELDS):
-            raise ValueError(
-                f"{name!r} is a field of the event schema ({', '.join(sorted(SCHEMA_FIELDS))}):"
-                " name a field of your own, e.g. trace_id"
-            )
+        if name is not None:
+            TraceField(name)  # refuses the schema's own fields
         return name
 
 

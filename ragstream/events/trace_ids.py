@@ -49,8 +49,8 @@ class TraceField:
         if not name or name in SCHEMA_FIELDS:
             known = ", ".join(sorted(SCHEMA_FIELDS))
             raise ValueError(
-                f"the trace id field {name!r} must be a top-level key that is not one of the"
-                f" schema's ({known})"
+                f"the trace id field {name!r} is a field of the event schema ({known}): name"
+                " a field of your own, e.g. trace_id"
             )
         self.name = name
         holder = msgspec.defstruct(
