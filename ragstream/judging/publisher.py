@@ -37,7 +37,7 @@ class JudgmentPublisher(KafkaPublisher):
         self, topic: str, *, wall: Callable[[], float] = time.time, **options: Any
     ) -> None:
         """``options``: `KafkaPublisher`'s (``bootstrap_servers`` or ``producer``,
-        ``queue_size``, the producer's own)."""
+        ``queue_size``, ``drain_timeout``, the producer's own)."""
         super().__init__(topic, name="judgment-publisher", **options)
         self._wall = wall
 

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from ragstream.judging.budget import CostBudget, TokenBucket
-from ragstream.sinks.results import share_point
+from ragstream.shares import share_point
 
 __all__ = ["Decision", "LabelRule", "Outcome", "RetrievalRule", "Sampler", "sample_point"]
 
@@ -32,7 +32,8 @@ class Outcome(StrEnum):
 
 
 def sample_point(query_id: str, salt: str = "") -> float:
-    """The query's uniform draw in [0, 1): the `share_point` of ``salt · NUL · id``."""
+    """The query's uniform draw in [0, 1): the `ragstream.shares.share_point` of
+    ``salt · NUL · id``."""
     return share_point(f"{salt}\x00{query_id}")
 
 

@@ -422,7 +422,8 @@ class JudgingService:
         await self.workers.join()
 
     async def stop(self) -> None:
-        """Drain the queue within ``drain_timeout``, then stop the workers and the publisher."""
+        """Drain the queue within ``drain_timeout``, then stop the workers and the publisher
+        (which sends what it holds within its own drain timeout)."""
         await self.workers.stop(self.drain_timeout)
         if self.publisher is not None:
             await self.publisher.stop()

@@ -30,7 +30,11 @@ OUTCOMES = ("sent", "queue_full", "failed", "shutdown")
 
 
 class KafkaPublisher:
-    """Publishes JSON records to ``topic``; give ``bootstrap_servers`` or a started ``producer``."""
+    """Publishes JSON records to ``topic``; give ``bootstrap_servers`` or a started ``producer``.
+
+    ``queue_size``: records queued at most; ``drain_timeout``: seconds `stop` waits for the
+    queued records to be sent (its caller's setting: `results.flush_timeout`,
+    `judge.drain_timeout`)."""
 
     def __init__(
         self,
@@ -39,6 +43,7 @@ class KafkaPublisher:
         bootstrap_servers: str | None = None,
         producer: Any = None,
         queue_size: int,
+        drain_timeout: float,
         name: str = "publisher",
         **producer_options: Any,
     ) -> None:
@@ -46,7 +51,10 @@ class KafkaPublisher:
             raise ValueError("give exactly one of bootstrap_servers or producer")
         if queue_size < 1:
             raise ValueError(f"queue_size must be at least 1, not {queue_size}")
+        if not drain_timeout >= 0.0:
+            raise ValueError(f"drain_timeout must be >= 0 seconds, not {drain_timeout}")
         self.topic = topic
+        self.drain_timeout = drain_timeout
         self.name = name
         self._bootstrap = bootstrap_servers
         self._options = producer_options
@@ -88,10 +96,11 @@ class KafkaPublisher:
         if self._task is None:
             self._task = asyncio.create_task(self._send_loop(), name=self.name)
 
-    async def stop(self, drain_timeout: float = 5.0) -> None:
-        """Send what is queued (within ``drain_timeout``), then stop the producer (if owned)."""
+    async def stop(self) -> None:
+        """Send what is queued (within `drain_timeout`), then stop the producer (if owned);
+        what is still queued then is counted as ``shutdown``."""
         if self._task is not None:
-            await self.flush(drain_timeout)
+            await self.flush(self.drain_timeout)
             self._task.cancel()
             await asyncio.gather(self._task, return_exceptions=True)
             self._task = None

@@ -7,7 +7,6 @@ duplicate.
 
 from __future__ import annotations
 
-import hashlib
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
@@ -17,6 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from ragstream.join import QueryView
 from ragstream.pipeline.engine import Engine
+from ragstream.shares import share_point
 from ragstream.sinks.publisher import OUTCOMES, KafkaPublisher
 from ragstream.sinks.verdict import JudgeVerdict
 
@@ -28,7 +28,6 @@ __all__ = [
     "UnknownMetricError",
     "query_record",
     "result_json_schema",
-    "share_point",
 ]
 
 SampleMode = Literal["all", "share", "below"]
@@ -106,8 +105,8 @@ def query_record(
 
 class ResultSampler:
     """Which final queries are written: `all`; a `share` of them, chosen by a hash of the
-    query id (a rerun chooses the same ones); or those `below` a threshold on a metric
-    (queries without that metric's value are not chosen)."""
+    query id (`ragstream.shares`: a rerun chooses the same ones); or those `below` a
+    threshold on a metric (queries without that metric's value are not chosen)."""
 
     def __init__(
         self, mode: SampleMode, *, share: float, metric: str | None, threshold: float
@@ -123,21 +122,14 @@ class ResultSampler:
         self.metric = metric
         self.threshold = threshold
 
-    def chooses(self, record: dict[str, Any]) -> bool:
-        """Whether `record` (a `query_record`) is written."""
+    def chooses(self, query_id: str, value: float | None) -> bool:
+        """Whether the final query ``query_id`` is written; ``value`` is its `metric`'s, as
+        its record has it (None: not defined, or an unlabeled query), read by `below` only."""
         if self.mode == "all":
             return True
         if self.mode == "share":
-            return share_point(record["query_id"]) < self.share
-        value = record["metrics"].get(self.metric)
+            return share_point(query_id) < self.share
         return value is not None and value < self.threshold
-
-
-def share_point(text: str) -> float:
-    """A point in [0, 1) fixed by ``text`` (a query id), for deterministic shares: the
-    first 8 bytes of its BLAKE2b digest / 2^64."""
-    digest = hashlib.blake2b(text.encode(), digest_size=8).digest()
-    return int.from_bytes(digest, "big") / 2.0**64
 
 
 class ResultsSink:
@@ -161,27 +153,36 @@ class ResultsSink:
         self.sampler = sampler
         self.flush_timeout = flush_timeout
         self.verdicts = verdicts
-        if self.sampler.metric is not None and self.sampler.metric not in set(
-            engine.layout.record_names()
-        ):
-            names = ", ".join(engine.layout.record_names())
+        names = engine.layout.record_names()
+        if sampler.metric is not None and sampler.metric not in names:
             raise UnknownMetricError(
-                f"results.metric: no per-query metric {self.sampler.metric!r}; known: {names}"
+                f"results.metric: no per-query metric {sampler.metric!r}; known: {', '.join(names)}"
             )
+        read = sampler.metric if sampler.mode == "below" else None
+        self._position = None if read is None else names.index(read)
+        """Where the sampling's metric is among a record's metrics (None: not read)."""
         self.counts: Counter[str] = Counter()
         """Final queries by outcome: ``offered``, ``sampled_out``; and ``flush_timeouts``."""
 
     def on_final(self, queries: Sequence[QueryView]) -> None:
-        """Offer each chosen final query's record; a full queue drops it (counted)."""
-        take = self.verdicts
+        """Offer each chosen final query's record; a full queue drops it (counted). The
+        sampling decides first, so that only the records written are built."""
+        take, chooses = self.verdicts, self.sampler.chooses
         for query in queries:
             verdicts = None if take is None else take(query.partition, query.query_id)
-            record = query_record(self.engine, query, verdicts)
-            if not self.sampler.chooses(record):
+            if not chooses(query.query_id, self._value(query)):
                 self.counts["sampled_out"] += 1
                 continue
             self.counts["offered"] += 1
-            self.publisher.offer_record(query.query_id, record)
+            self.publisher.offer_record(query.query_id, query_record(self.engine, query, verdicts))
+
+    def _value(self, query: QueryView) -> float | None:
+        """The sampling metric's value for a final query, as `query_record` gives it (None:
+        not defined, or unlabeled; also when the sampling reads none)."""
+        if self._position is None or query.contribution is None:
+            return None
+        value = self.engine.layout.record_values(query.contribution)[self._position]
+        return None if value != value else value  # NaN is not defined
 
     async def flush(self) -> None:
         """Wait until the records offered so far are acknowledged (within `flush_timeout`;
@@ -193,7 +194,7 @@ class ResultsSink:
         await self.publisher.start()
 
     async def stop(self) -> None:
-        await self.publisher.stop(self.flush_timeout)
+        await self.publisher.stop()
 
     def outcomes(self) -> dict[str, int]:
         """Records by outcome, for `ragstream_results_records_total`: sampled out, or what

@@ -106,6 +106,7 @@ def judging_service(
             judge.publish_topic,
             bootstrap_servers=bootstrap_servers,
             queue_size=judge.queue_size,
+            drain_timeout=judge.drain_timeout,
             **dict(producer_options or {}),
         )
     return JudgingService(

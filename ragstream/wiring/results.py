@@ -30,6 +30,7 @@ def results_sink(
         r.topic,
         bootstrap_servers=k.bootstrap_servers,
         queue_size=r.queue_size,
+        drain_timeout=r.flush_timeout,
         name="results-publisher",
         client_id=k.client_id,
         acks="all",

@@ -22,7 +22,11 @@ async def test_judgments_reach_the_topic(
     judge = lexical_judge()
     inputs = [item("q-1"), item("q-2", answer="Backups are encrypted with AES.")]
     async with JudgmentPublisher(
-        topic, bootstrap_servers=kafka_broker.bootstrap_servers, queue_size=10, wall=lambda: 42.0
+        topic,
+        bootstrap_servers=kafka_broker.bootstrap_servers,
+        queue_size=10,
+        drain_timeout=30.0,
+        wall=lambda: 42.0,
     ) as publisher:
         for x in inputs:
             assert publisher.offer(x, judge.evaluate(x.question, x.answer, x.contexts))
@@ -44,7 +48,7 @@ async def test_judgments_reach_the_topic(
 
 async def test_a_full_queue_drops_and_counts(kafka_broker: KafkaBroker) -> None:
     publisher = JudgmentPublisher(
-        "unused", bootstrap_servers=kafka_broker.bootstrap_servers, queue_size=1
+        "unused", bootstrap_servers=kafka_broker.bootstrap_servers, queue_size=1, drain_timeout=1.0
     )
     x = item()
     judgment = lexical_judge().evaluate(x.question, x.answer, x.contexts)

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import ast
 import hashlib
+import subprocess
+import sys
 
 import pytest
 from hypothesis import given, settings
@@ -20,6 +23,20 @@ def test_sample_point_is_blake2b_of_the_id() -> None:
     assert sample_point("q-42") == int.from_bytes(digest, "big") / 2**64
     assert sample_point("q-42", salt="s") != sample_point("q-42")
     assert 0.0 <= sample_point("") < 1.0
+
+
+def test_the_sampler_loads_the_shared_draw_not_the_results_sink() -> None:
+    """The judge's draw and the results topic's share are one function
+    (`ragstream.shares`), which the sampler imports without the sink and its engine."""
+    code = (
+        "import sys, ragstream.judging.sampler;"
+        "print(sorted(m for m in sys.modules if m.startswith('ragstream')))"
+    )
+    run = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True)
+    loaded = set(ast.literal_eval(run.stdout))
+    assert "ragstream.shares" in loaded
+    assert not loaded & {"ragstream.sinks.results", "ragstream.pipeline.engine"}
+    assert not any(m.startswith(("ragstream.sinks", "ragstream.pipeline")) for m in loaded)
 
 
 def test_sample_points_are_uniform() -> None:

@@ -19,7 +19,11 @@ async def test_flush_returns_once_every_record_is_acknowledged(
     topic = await kafka_topic_factory(2)
     n = 20_000
     async with KafkaPublisher(
-        topic, bootstrap_servers=kafka_broker.bootstrap_servers, queue_size=n, acks="all"
+        topic,
+        bootstrap_servers=kafka_broker.bootstrap_servers,
+        queue_size=n,
+        drain_timeout=60.0,
+        acks="all",
     ) as publisher:
         for i in range(n):
             assert publisher.offer_record(f"q-{i % 50}", {"i": i, "value": 0.5})
@@ -35,10 +39,14 @@ async def test_flush_returns_once_every_record_is_acknowledged(
 
 
 async def test_a_queue_never_drained_drops_and_counts() -> None:
-    publisher = KafkaPublisher("unused", bootstrap_servers="127.0.0.1:9", queue_size=3)
+    publisher = KafkaPublisher(
+        "unused", bootstrap_servers="127.0.0.1:9", queue_size=3, drain_timeout=0.1
+    )
     assert [publisher.offer_record("k", {"i": i}) for i in range(5)] == [True] * 3 + [False] * 2
     assert not await publisher.flush(0.1)  # not started: nothing leaves the queue
     await publisher.stop()
     assert publisher.counts == {"queue_full": 2, "shutdown": 3}
     with pytest.raises(ValueError, match="exactly one"):
-        KafkaPublisher("t", queue_size=1)
+        KafkaPublisher("t", queue_size=1, drain_timeout=1.0)
+    with pytest.raises(ValueError, match="drain_timeout"):
+        KafkaPublisher("t", bootstrap_servers="127.0.0.1:9", queue_size=1, drain_timeout=-1.0)

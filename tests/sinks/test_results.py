@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import jsonschema
+import msgspec
 import pytest
 from click.testing import CliRunner
 
@@ -22,15 +24,16 @@ from ragstream.events import (
 )
 from ragstream.join import LabelOutcome, QueryView
 from ragstream.pipeline.engine import Engine
+from ragstream.shares import share_point
 from ragstream.sinks.publisher import KafkaPublisher
 from ragstream.sinks.results import (
     ResultRecord,
     ResultSampler,
     ResultsSink,
+    SampleMode,
     UnknownMetricError,
     query_record,
     result_json_schema,
-    share_point,
 )
 from ragstream.sources.synthetic import SyntheticConfig, SyntheticTraffic
 from ragstream.wiring import engine_config
@@ -134,25 +137,23 @@ def test_replay_per_query_writes_result_records(tmp_path: Path) -> None:
 
 def test_a_share_is_chosen_by_query_id_the_same_every_time() -> None:
     ids = [f"q-{i}" for i in range(20_000)]
-    records = [{"query_id": q, "metrics": {}} for q in ids]
     third = result_sampler("share", share=0.3)
-    chosen = [r["query_id"] for r in records if third.chooses(r)]
+    chosen = [q for q in ids if third.chooses(q, None)]
     assert 0.28 < len(chosen) / len(ids) < 0.32
     again = result_sampler("share", share=0.3)
-    assert chosen == [r["query_id"] for r in records if again.chooses(r)]
+    assert chosen == [q for q in ids if again.chooses(q, None)]
     assert chosen == [q for q in ids if share_point(q) < 0.3]
-    larger = {r["query_id"] for r in records if result_sampler("share", share=0.5).chooses(r)}
+    larger = {q for q in ids if result_sampler("share", share=0.5).chooses(q, None)}
     assert set(chosen) < larger  # a larger share keeps the smaller one's queries
-    assert not any(result_sampler("share", share=0.0).chooses(r) for r in records)
-    assert all(result_sampler("share", share=1.0).chooses(r) for r in records)
+    assert not any(result_sampler("share", share=0.0).chooses(q, 0.0) for q in ids)
+    assert all(result_sampler("share", share=1.0).chooses(q, None) for q in ids)
 
 
 def test_below_chooses_queries_under_the_threshold_on_the_metric() -> None:
     sampler = result_sampler("below", metric="ndcg@10", threshold=0.5)
-    assert sampler.chooses({"query_id": "a", "metrics": {"ndcg@10": 0.2}})
-    assert not sampler.chooses({"query_id": "b", "metrics": {"ndcg@10": 0.5}})
-    assert not sampler.chooses({"query_id": "c", "metrics": {"ndcg@10": None}})
-    assert not sampler.chooses({"query_id": "d", "metrics": {}})  # unlabeled
+    assert sampler.chooses("a", 0.2)
+    assert not sampler.chooses("b", 0.5)
+    assert not sampler.chooses("c", None)  # not defined, or unlabeled
     with pytest.raises(ValueError, match="needs a metric"):
         ResultSampler("below", share=1.0, metric=None, threshold=0.5)
     with pytest.raises(ValueError, match="share"):
@@ -165,7 +166,9 @@ async def test_sampling_below_in_the_sink_and_a_full_queue_drops_and_counts() ->
     values = [query_record(engine, q)["metrics"].get("rr") for q in final]
     low = sum(v is not None and v < 0.5 for v in values)
     assert 10 < low < len(final)
-    publisher = KafkaPublisher("unused", bootstrap_servers="127.0.0.1:9", queue_size=5)
+    publisher = KafkaPublisher(
+        "unused", bootstrap_servers="127.0.0.1:9", queue_size=5, drain_timeout=1.0
+    )
     sampler = result_sampler("below", metric="rr", threshold=0.5)
     sink = ResultsSink(engine, publisher, sampler, flush_timeout=ResultsSettings().flush_timeout)
     sink.on_final(final)  # never started: nothing is sent, nothing blocks
@@ -182,9 +185,56 @@ async def test_sampling_below_in_the_sink_and_a_full_queue_drops_and_counts() ->
     }
 
 
+@pytest.mark.parametrize(
+    ("mode", "overrides"),
+    [("all", {}), ("share", {"share": 0.3}), ("below", {"metric": "rr", "threshold": 0.5})],
+)
+def test_the_sink_queues_the_records_of_the_chosen_queries_byte_for_byte(
+    mode: SampleMode, overrides: dict[str, Any]
+) -> None:
+    """The sink decides before it builds a record: it queues, in order, the encoded
+    `query_record` of each final query that the rule on the whole record chooses, and takes
+    every final query's verdict once, sampled or not."""
+    engine = _engine()
+    final = _final(engine)
+    asked: list[tuple[int, str]] = []
+
+    def verdicts(partition: int, query_id: str) -> dict[str, Any] | None:
+        asked.append((partition, query_id))
+        point = share_point(query_id)
+        return {"faithfulness": point, "hallucination": False} if point < 0.5 else None
+
+    def chosen(record: dict[str, Any]) -> bool:  # the sampling rule, on the whole record
+        if mode == "share":
+            return share_point(record["query_id"]) < 0.3
+        value = record["metrics"].get("rr")
+        return mode == "all" or (value is not None and value < 0.5)
+
+    expected = []
+    for query in final:
+        record = query_record(engine, query, verdicts(query.partition, query.query_id))
+        if chosen(record):
+            expected.append((query.query_id.encode(), msgspec.json.encode(record)))
+    assert mode == "all" or 10 < len(expected) < len(final) - 10
+    asked.clear()
+    publisher = KafkaPublisher(
+        "unused", bootstrap_servers="127.0.0.1:9", queue_size=10**6, drain_timeout=1.0
+    )
+    sampler = result_sampler(mode, **overrides)
+    sink = ResultsSink(engine, publisher, sampler, flush_timeout=1.0, verdicts=verdicts)
+    sink.on_final(final)  # never started: the queue keeps what was offered
+    queued = [publisher._queue.get_nowait() for _ in range(publisher._queue.qsize())]
+    assert queued == expected
+    assert asked == [(q.partition, q.query_id) for q in final]
+    assert sink.counts["offered"] == len(expected)
+    assert sink.outcomes()["sampled_out"] == len(final) - len(expected)
+
+
 def test_an_unknown_metric_is_a_clear_error() -> None:
     engine = _engine()
-    publisher = KafkaPublisher("unused", bootstrap_servers="127.0.0.1:9", queue_size=1)
+    publisher = KafkaPublisher(
+        "unused", bootstrap_servers="127.0.0.1:9", queue_size=1, drain_timeout=1.0
+    )
     sampler = result_sampler("below", metric="ndcg@7")
     with pytest.raises(UnknownMetricError, match="no per-query metric 'ndcg@7'"):
         ResultsSink(engine, publisher, sampler, flush_timeout=ResultsSettings().flush_timeout)
