@@ -2,6 +2,7 @@
 
 from ragstream.join.label_map import RowLabels
 from ragstream.join.labels import JoinCounters, LabelJoin, LabelOutcome, PendingLabel
+from ragstream.join.openings import Openings
 from ragstream.join.table import QueryTable
 from ragstream.join.view import QueryView
 
@@ -9,6 +10,7 @@ __all__ = [
     "JoinCounters",
     "LabelJoin",
     "LabelOutcome",
+    "Openings",
     "PendingLabel",
     "QueryTable",
     "QueryView",

@@ -23,6 +23,7 @@ from ragstream.events import DecodedRetrieval
 from ragstream.events.scanner import Scanned
 from ragstream.join.expiry import ExpiryQueue
 from ragstream.join.label_map import UNKNOWN, RowLabels, decoded_again, labels_of
+from ragstream.join.openings import Openings
 from ragstream.join.recent import RecentFinal
 from ragstream.join.table import QueryTable
 from ragstream.join.view import QueryView
@@ -135,31 +136,20 @@ class LabelJoin:
 
     # -- input ---------------------------------------------------------------
 
-    def open(
-        self,
-        events: Sequence[Scanned | DecodedRetrieval],
-        labelsets: Sequence[tuple[str, ...]] | None,
-        times: Sequence[float],
-        raws: Sequence[bytes],
-        traces: Sequence[str | None] | None = None,
-    ) -> int:
-        """Open queries from their retrieval events, in arrival order: the events (read by
-        the compiled scanner, or decoded where it declined them), their label sets (None:
-        all ``()``), their times on the clock, their messages and their trace ids (None:
-        none, `QueryTable.traces`); returns how many were duplicates. One call for a run
-        of them: thousands a batch.
+    def open(self, batch: Openings) -> int:
+        """Open queries from a run of retrieval events (`Openings`), in arrival order;
+        returns how many were duplicates. One call for a run of them: thousands a batch.
 
         A query is a row of the table; one with labels the scanner did not grade (a
         decoded event's, a scanned record's `ids`) or labels waiting for it also gets an
         entry in the table's label map."""
+        events = batch.events
         ids = list(map(_QUERY_ID, events))
-        if labelsets is None:
-            labelsets = [()] * len(ids)
         opened, final, pending = self._open, self._final, self._pending
         try:
             tops = list(map(_TOP, events))
         except AttributeError:  # decoded events among them: those one at a time
-            return self._open_mixed(events, ids, labelsets, times, raws, traces)
+            return self._open_mixed(batch)
         scanned = cast("Sequence[Scanned]", events)
         if not (
             len(opened) + len(ids) <= self.max_open
@@ -169,9 +159,9 @@ class LabelJoin:
             and len(set(ids)) == len(ids)
             and list(map(_IDS, scanned)).count(None) == len(ids)
         ):  # duplicates, labels waiting or ungraded, the cap: one at a time, in order
-            return self._open_each(events, ids, labelsets, times, raws, traces)
-        n, ttl, table = len(ids), self.label_ttl, self.table
-        first = table.extend(ids, labelsets, times, raws, tops, scanned, traces)
+            return self._open_each(batch)
+        n, ttl, table, times = len(ids), self.label_ttl, self.table, batch.times
+        first = table.extend(ids, batch.labelsets, times, batch.raws, tops, scanned, batch.traces)
         rows = range(first, first + n)
         opened.update(zip(ids, rows, strict=True))
         self._dirty.update(dict.fromkeys(rows))
@@ -179,60 +169,34 @@ class LabelJoin:
         self.counters.opened += n
         return 0
 
-    def _open_mixed(
-        self,
-        events: Sequence[Scanned | DecodedRetrieval],
-        ids: list[str],
-        labelsets: Sequence[tuple[str, ...]],
-        times: Sequence[float],
-        raws: Sequence[bytes],
-        traces: Sequence[str | None] | None,
-    ) -> int:
+    def _open_mixed(self, batch: Openings) -> int:
         """`open` of a run with decoded events: each of them alone, the scanned ones
         between them in one step a stretch, in arrival order."""
         duplicates = start = 0
-        for i, event in enumerate([*events, None]):
+        for i, event in enumerate([*batch.events, None]):
             if event is not None and type(event) is not DecodedRetrieval:
                 continue
             if start < i:
-                duplicates += self.open(
-                    events[start:i],
-                    labelsets[start:i],
-                    times[start:i],
-                    raws[start:i],
-                    None if traces is None else traces[start:i],
-                )
+                duplicates += self.open(batch.slice(start, i))
             if event is not None:
-                duplicates += self._open_each(
-                    [event],
-                    ids[i : i + 1],
-                    labelsets[i : i + 1],
-                    times[i : i + 1],
-                    [raws[i]],
-                    None if traces is None else traces[i : i + 1],
-                )
+                duplicates += self._open_each(batch.slice(i, i + 1))
             start = i + 1
         return duplicates
 
-    def _open_each(
-        self,
-        events: Sequence[Scanned | DecodedRetrieval],
-        ids: list[str],
-        labelsets: Sequence[tuple[str, ...]],
-        times: Sequence[float],
-        raws: Sequence[bytes],
-        traces: Sequence[str | None] | None,
-    ) -> int:
+    def _open_each(self, batch: Openings) -> int:
         """`open` one event at a time (decoded events, duplicates, labels waiting or
         ungraded, the cap)."""
         opened, final, pending = self._open, self._final, self._pending
         ttl, table, counters = self.label_ttl, self.table, self.counters
+        events, times, raws = batch.events, batch.times, batch.raws
+        labelsets, traces = batch.labelsets, batch.traces
         duplicates = 0
-        for i, query_id in enumerate(ids):
+        for i, event in enumerate(events):
+            query_id = event.query_id
             if query_id in opened or query_id in final:
                 duplicates += 1
                 continue
-            event, ts, raw, labelset = events[i], times[i], raws[i], labelsets[i]
+            ts, raw, labelset = times[i], raws[i], labelsets[i]
             trace = None if traces is None else traces[i]
             its_trace = None if trace is None else [trace]  # as `extend` takes it
             waiting = pending.pop(query_id, None) if pending else None

@@ -34,7 +34,7 @@ from ragstream.events import (
 )
 from ragstream.events.scanner import Scanned
 from ragstream.events.trace_ids import TraceField
-from ragstream.join import LabelJoin, LabelOutcome, QueryTable, QueryView, RowLabels
+from ragstream.join import LabelJoin, LabelOutcome, Openings, QueryTable, QueryView, RowLabels
 from ragstream.join.table import Rows
 from ragstream.metrics import Gain
 from ragstream.pipeline.drift_config import DriftConfig, ResolvedDrift
@@ -347,11 +347,13 @@ class Engine:
             if newest > latest.get((partition, "retrieval"), -math.inf):
                 latest[(partition, "retrieval")] = newest
             duplicates = states[partition].join.open(  # type: ignore[union-attr]
-                opening,
-                labelsets or None,
-                stamped,
-                raws,
-                None if trace_of is None else trace_of(opening, raws),
+                Openings(
+                    opening,
+                    labelsets or [()] * len(opening),
+                    stamped,
+                    raws,
+                    None if trace_of is None else trace_of(opening, raws),
+                )
             )
             counts[(partition, "retrieval", "processed")] += len(opening) - duplicates
             if duplicates:

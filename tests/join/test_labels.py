@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from ragstream.events import DecodedRetrieval, RetrievedDoc, decode_event, dedupe_results
 from ragstream.events.limits import DEFAULT_LIMITS
 from ragstream.events.scanner import AVAILABLE, Scanned, bounds_of, scan_retrievals
-from ragstream.join import LabelJoin, LabelOutcome, QueryView
+from ragstream.join import LabelJoin, LabelOutcome, Openings, QueryView
 from tests.support.defaults import label_join
 
 LS = ("support",)
@@ -42,7 +42,7 @@ def _open(
     raw = json.dumps(event).encode()
     decoded = decode_event(raw)
     assert isinstance(decoded, DecodedRetrieval)
-    return join.open([decoded], [LS], [ts], [raw])
+    return join.open(Openings([decoded], [LS], [ts], [raw], None))
 
 
 def test_dedupe_keeps_first_position_and_counts_repeats() -> None:
@@ -329,10 +329,12 @@ def test_a_run_of_scanned_and_decoded_events_opens_as_each_alone(
     ]
     assert any(type(e) is DecodedRetrieval for e in events)
     times = [10.0 + n for n, _ in picks]
+    opening = cast("list[Scanned | DecodedRetrieval]", events)
+    batch = Openings(opening, [()] * len(events), times, raws, None)
     together, alone = label_join(max_open=8), label_join(max_open=8)
-    duplicates = together.open(events, None, times, raws)  # type: ignore[arg-type]
-    for i, event in enumerate(events):
-        duplicates -= alone.open([event], None, times[i : i + 1], raws[i : i + 1])  # type: ignore[list-item]
+    duplicates = together.open(batch)
+    for i in range(len(batch)):
+        duplicates -= alone.open(batch.slice(i, i + 1))
     assert duplicates == 0
     assert together.take_changed() == alone.take_changed()
     assert together.snapshot() == alone.snapshot()
@@ -342,10 +344,10 @@ def test_a_run_of_scanned_and_decoded_events_opens_as_each_alone(
     traced, traced_alone = label_join(max_open=8), label_join(max_open=8)
     for join in (traced, traced_alone):
         join.label("q0", "a", 1.0, ts=10.0, t_now=10.0, source="click")
-    traced.open(events, None, times, raws, traces)  # type: ignore[arg-type]
-    for i, event in enumerate(events):
-        opening = cast("Scanned | DecodedRetrieval", event)
-        traced_alone.open([opening], None, times[i : i + 1], raws[i : i + 1], traces[i : i + 1])
+    traced_batch = Openings(opening, [()] * len(events), times, raws, traces)
+    traced.open(traced_batch)
+    for i in range(len(traced_batch)):
+        traced_alone.open(traced_batch.slice(i, i + 1))
     snapshot = traced.snapshot()
     assert snapshot == traced_alone.snapshot()
     first: dict[str, str | None] = {}  # the trace id of each query id's first (opening) event
