@@ -74,6 +74,11 @@ def result_json_schema() -> dict[str, Any]:
     return {"$schema": "https://json-schema.org/draft/2020-12/schema", **body}
 
 
+def _defined(values: list[float]) -> list[float | None]:
+    """A record's metric values: None for NaN (not defined)."""
+    return [None if v != v else v for v in values]
+
+
 def query_record(
     engine: Engine, query: QueryView, verdicts: Mapping[str, Any] | None = None
 ) -> dict[str, Any]:
@@ -86,9 +91,8 @@ def query_record(
     layout = engine.layout
     metrics: dict[str, float | None] = {}
     if query.contribution is not None:
-        values = layout.record_values(query.contribution)  # floats; NaN is not defined
-        defined = [None if v != v else v for v in values]
-        metrics = dict(zip(layout.record_names(), defined, strict=True))
+        values = _defined(layout.record_values(query.contribution))
+        metrics = dict(zip(layout.record_names(), values, strict=True))
     return {
         "type": "result",
         "query_id": query.query_id,
@@ -181,8 +185,8 @@ class ResultsSink:
         not defined, or unlabeled; also when the sampling reads none)."""
         if self._position is None or query.contribution is None:
             return None
-        value = self.engine.layout.record_values(query.contribution)[self._position]
-        return None if value != value else value  # NaN is not defined
+        values = self.engine.layout.record_values(query.contribution)
+        return _defined(values[self._position : self._position + 1])[0]
 
     async def flush(self) -> None:
         """Wait until the records offered so far are acknowledged (within `flush_timeout`;
