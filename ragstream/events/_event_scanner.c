@@ -277,7 +277,8 @@ static int text_string(const char **pp, const char *end, Py_ssize_t max_chars) {
     return DECLINE;
 }
 
-/* A JSON number as a finite double (see the header for the conversions). */
+/* -- numbers ------------------------------------------------------------------------------ */
+
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__ && defined(__GNUC__)
 static const uint64_t POW10_INT[9] = {1, 10, 100, 1000, 10000, 100000, 1000000, 10000000,
                                       100000000};
@@ -334,24 +335,52 @@ static inline int digit_runs(const char **pp, const char *end, uint64_t *mantiss
 
 #define MAX_EXPONENT INT64_C(1000000000000000) /* 10^15: far beyond any message's length */
 
-static int number(const char **pp, const char *end, double *out) {
-    const char *p = *pp, *start = p;
-    int negative = 0, is_int = 1;
+/* A JSON number token as its one walk over the grammar finds it: where it ends, its form
+ * and, when the walk takes its value (`keep`), mantissa * 10^exp10 with the significant
+ * digits past the mantissa's 19 counted in `dropped` (the conversion then goes the slow
+ * way). */
+typedef struct {
+    const char *start, *end;
+    Py_ssize_t integer_digits; /* before the point */
+    uint64_t mantissa;         /* the first 19 significant digits */
+    Py_ssize_t dropped;        /* significant digits beyond them */
+    int64_t exp10;             /* decimal exponent of the mantissa (saturated: see below) */
+    int negative, is_int, has_exponent;
+} Number;
+
+static inline int is_digit(const char *p, const char *end) {
+    return p < end && *p >= '0' && *p <= '9';
+}
+
+/* The number token at *pp, of any magnitude: DECLINE when it is not JSON's grammar
+ * (-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?); else *pp past it and `*t` filled, its
+ * value with it when `keep` (a constant at each call: the walk of a value not kept only
+ * passes the digits over). */
+static inline __attribute__((always_inline)) int number_token(const char **pp, const char *end,
+                                                              int keep, Number *t) {
+    const char *p = *pp;
     uint64_t mantissa = 0;
-    int digits = 0;      /* significant digits taken into the mantissa */
-    int dropped = 0;     /* significant digits beyond 19 (the value then goes the slow way) */
-    int64_t exp10 = 0;   /* decimal exponent of the mantissa */
+    int digits = 0;
+    Py_ssize_t dropped = 0;
+    int64_t exp10 = 0;
+    t->start = p;
+    t->negative = 0;
     if (p < end && *p == '-') {
-        negative = 1;
+        t->negative = 1;
         p++;
     }
     if (p >= end)
         return DECLINE;
+    t->integer_digits = 1;
     if (*p == '0') {
         p++;
     } else if (*p >= '1' && *p <= '9') {
-        digit_runs(&p, end, &mantissa, &digits);
-        while (p < end && *p >= '0' && *p <= '9') {
+        const char *first = p;
+        if (keep)
+            digit_runs(&p, end, &mantissa, &digits);
+        for (; is_digit(p, end); p++) {
+            if (!keep)
+                continue;
             if (digits < 19) {
                 mantissa = mantissa * 10 + (uint64_t)(*p - '0');
                 digits++;
@@ -359,19 +388,21 @@ static int number(const char **pp, const char *end, double *out) {
                 dropped++;
                 exp10++;
             }
-            p++;
         }
+        t->integer_digits = p - first;
     } else {
         return DECLINE;
     }
+    t->is_int = 1;
     if (p < end && *p == '.') {
-        is_int = 0;
-        p++;
-        if (p >= end || *p < '0' || *p > '9')
+        t->is_int = 0;
+        if (!is_digit(++p, end))
             return DECLINE;
-        if (mantissa != 0) /* past leading zeros every digit counts (as in the loop below) */
+        if (keep && mantissa != 0) /* past leading zeros every digit counts (as below) */
             exp10 -= digit_runs(&p, end, &mantissa, &digits);
-        while (p < end && *p >= '0' && *p <= '9') {
+        for (; is_digit(p, end); p++) {
+            if (!keep)
+                continue;
             if (mantissa == 0 && *p == '0') {
                 exp10--; /* leading zeros of the fraction are not significant */
             } else if (digits < 19) {
@@ -381,53 +412,36 @@ static int number(const char **pp, const char *end, double *out) {
             } else {
                 dropped++;
             }
-            p++;
         }
     }
-    if (p < end && (*p == 'e' || *p == 'E')) {
+    t->has_exponent = p < end && (*p == 'e' || *p == 'E');
+    if (t->has_exponent) {
         int64_t e = 0;
-        int e_negative = 0;
-        is_int = 0;
-        p++;
-        if (p < end && (*p == '+' || *p == '-')) {
-            e_negative = *p == '-';
-            p++;
-        }
-        if (p >= end || *p < '0' || *p > '9')
+        int e_negative = ++p < end && *p == '-';
+        t->is_int = 0;
+        p += p < end && (*p == '+' || *p == '-');
+        if (!is_digit(p, end))
             return DECLINE;
         /* saturated, not clamped: an exponent past 10^15 leaves a value that no fraction
          * brings back to the fast path's range, which then declines */
-        while (p < end && *p >= '0' && *p <= '9') {
+        for (; is_digit(p, end); p++)
             e = e < MAX_EXPONENT ? e * 10 + (*p - '0') : MAX_EXPONENT;
-            p++;
-        }
         exp10 += e_negative ? -e : e;
     }
-    *pp = p;
-    if (is_int) {
-        if (digits + dropped > 18)
-            return DECLINE;
-        *out = negative ? -(double)(int64_t)mantissa : (double)mantissa;
-        if (*out == 0.0)
-            *out = 0.0; /* an integer has no sign of zero */
-        return OK;
-    }
-    if (mantissa == 0 && dropped == 0) {
-        *out = negative ? -0.0 : 0.0;
-        return OK;
-    }
-    if (FAST_DOUBLES && dropped == 0 && mantissa <= (UINT64_C(1) << 53) && exp10 >= -22 &&
-        exp10 <= 22) {
-        double v = (double)mantissa;
-        v = exp10 < 0 ? v / POW10[-exp10] : v * POW10[exp10];
-        *out = negative ? -v : v;
-        return OK;
-    }
+    *pp = t->end = p;
+    t->mantissa = mantissa;
+    t->dropped = dropped;
+    t->exp10 = exp10;
+    return OK;
+}
+
+/* The token of n bytes at s read by Python's correctly rounded conversion, when it is
+ * shorter than 64 bytes and finite (else DECLINE). */
+static int python_number(const char *s, Py_ssize_t n, double *out) {
     char buffer[64];
-    Py_ssize_t n = p - start;
     if (n >= (Py_ssize_t)sizeof buffer)
         return DECLINE;
-    memcpy(buffer, start, (size_t)n);
+    memcpy(buffer, s, (size_t)n);
     buffer[n] = '\0';
     char *stop = NULL;
     double v = PyOS_string_to_double(buffer, &stop, NULL);
@@ -441,69 +455,55 @@ static int number(const char **pp, const char *end, double *out) {
     return OK;
 }
 
-/* A number whose value is not kept (a result's score): accepted and declined exactly as
- * `number` would, without converting it when it is short and has no exponent (then it is
- * finite, and read exactly or by Python's conversion: `number` declines only an integer
- * of more than 18 digits); anything else goes through `number`. */
-static int skip_number(const char **pp, const char *end) {
-    const char *p = *pp, *start = p;
-    int int_digits = 0, is_int = 1;
-    double ignored;
-    if (p < end && *p == '-')
-        p++;
-    if (p >= end)
+/* A JSON number as a finite double (see the header for the conversions). */
+static int number(const char **pp, const char *end, double *out) {
+    Number t;
+    if (number_token(pp, end, 1, &t))
         return DECLINE;
-    if (*p == '0') {
-        p++;
-    } else if (*p >= '1' && *p <= '9') {
-        for (; p < end && *p >= '0' && *p <= '9'; p++)
-            int_digits++;
-    } else {
-        return DECLINE;
-    }
-    if (p < end && *p == '.') {
-        is_int = 0;
-        p++;
-        if (p >= end || *p < '0' || *p > '9')
+    if (t.is_int) {
+        if (t.integer_digits > 18)
             return DECLINE;
-        while (p < end && *p >= '0' && *p <= '9')
-            p++;
+        *out = t.negative ? -(double)(int64_t)t.mantissa : (double)t.mantissa;
+        if (*out == 0.0)
+            *out = 0.0; /* an integer has no sign of zero */
+        return OK;
     }
-    if ((p < end && (*p == 'e' || *p == 'E')) || p - start > 19)
-        return number(pp, end, &ignored);
-    if (is_int && int_digits > 18)
+    if (t.mantissa == 0 && t.dropped == 0) {
+        *out = t.negative ? -0.0 : 0.0;
+        return OK;
+    }
+    if (FAST_DOUBLES && t.dropped == 0 && t.mantissa <= (UINT64_C(1) << 53) && t.exp10 >= -22 &&
+        t.exp10 <= 22) {
+        double v = (double)t.mantissa;
+        v = t.exp10 < 0 ? v / POW10[-t.exp10] : v * POW10[t.exp10];
+        *out = t.negative ? -v : v;
+        return OK;
+    }
+    return python_number(t.start, t.end - t.start, out);
+}
+
+/* A number whose value is not kept (a result's score): accepted and declined exactly as
+ * `number` would, converted only when that could decline it. An integer declines when it
+ * has more than 18 digits; a fraction without exponent is finite, and declines only when
+ * the slow way reads it (not the fast path) and the token is too long for its buffer; a
+ * token with an exponent is read again by `number`. */
+static int finite_number(const char **pp, const char *end) {
+    Number t;
+    const char *p = *pp;
+    double ignored;
+    if (number_token(pp, end, 0, &t))
         return DECLINE;
-    *pp = p;
-    return OK;
+    if (t.is_int)
+        return t.integer_digits > 18 ? DECLINE : OK;
+    if (!t.has_exponent && t.end - t.start < 64)
+        return OK;
+    return number(&p, end, &ignored);
 }
 
 /* A JSON number of any magnitude, by its grammar alone (a value that is not kept). */
-static inline int number_syntax(const char **pp, const char *end) {
-    const char *p = *pp;
-    p += p < end && *p == '-';
-    if (p < end && *p == '0')
-        p++;
-    else if (p < end && *p >= '1' && *p <= '9')
-        while (p < end && *p >= '0' && *p <= '9')
-            p++;
-    else
-        return DECLINE;
-    if (p < end && *p == '.') {
-        if (++p >= end || *p < '0' || *p > '9')
-            return DECLINE;
-        while (p < end && *p >= '0' && *p <= '9')
-            p++;
-    }
-    if (p < end && (*p == 'e' || *p == 'E')) {
-        p++;
-        p += p < end && (*p == '+' || *p == '-');
-        if (p >= end || *p < '0' || *p > '9')
-            return DECLINE;
-        while (p < end && *p >= '0' && *p <= '9')
-            p++;
-    }
-    *pp = p;
-    return OK;
+static int skip_number(const char **pp, const char *end) {
+    Number t;
+    return number_token(pp, end, 0, &t);
 }
 
 static inline int literal_null(const char **pp, const char *end) {
@@ -650,7 +650,7 @@ static int skip_nested(const char **pp, const char *end, int depth) {
             rc = literal(&p, end, "null", 4);
             break;
         default:
-            rc = number_syntax(&p, end);
+            rc = skip_number(&p, end);
         }
         if (rc != OK)
             return DECLINE;
@@ -675,7 +675,7 @@ static inline int skip_value(const char **pp, const char *end, int depth) {
     if (p < end && *p == '"')
         return skip_string(pp, end);
     if (p < end && ((*p >= '0' && *p <= '9') || *p == '-'))
-        return number_syntax(pp, end);
+        return skip_number(pp, end);
     return skip_nested(pp, end, depth);
 }
 
@@ -744,7 +744,7 @@ static int members(const char **pp, const char *end, const Bounds *b, int is_qre
             if (is_qrel && !out->has_rel)
                 return DECLINE; /* a qrel's rel is required and not nullable */
         } else if (flag == F_SCORE && !is_qrel) {
-            if (!literal_null(&p, end) && skip_number(&p, end)) /* any finite number */
+            if (!literal_null(&p, end) && finite_number(&p, end)) /* any finite number */
                 return DECLINE;
         } else { /* a key the schema does not know (a qrel's `score` too), at depth 3 */
             flag = 0;
@@ -814,7 +814,7 @@ static inline int common_unknown(const char **pp, const char *end) {
         if (q >= end || *q != '"')
             return 0;
         p = q + 1;
-    } else if (number_syntax(&p, end)) {
+    } else if (skip_number(&p, end)) {
         return 0;
     }
     *pp = p;
@@ -835,7 +835,7 @@ static int common_result(const char **pp, const char *end, const Bounds *b, Item
     if (end - p < 9 || memcmp(p, ",\"score\":", 9) != 0)
         return 0;
     p += 9;
-    if (!literal_null(&p, end) && skip_number(&p, end))
+    if (!literal_null(&p, end) && finite_number(&p, end))
         return 0;
     if (end - p < 9 || memcmp(p, ",\"t_doc\":", 9) != 0)
         return 0;
