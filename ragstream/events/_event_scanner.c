@@ -214,7 +214,8 @@ static inline Py_ssize_t utf8_sequence(const unsigned char *p, const unsigned ch
     return 0;
 }
 
-/* Any JSON string, checked (escapes, strict UTF-8) and measured in code points. */
+/* Any JSON string, checked (escapes, strict UTF-8) and measured in code points (a string
+ * that is not kept: `max_chars` PY_SSIZE_T_MAX). */
 static int text_string(const char **pp, const char *end, Py_ssize_t max_chars) {
     const unsigned char *p = (const unsigned char *)*pp;
     const unsigned char *e = (const unsigned char *)end;
@@ -506,20 +507,24 @@ static int skip_number(const char **pp, const char *end) {
     return number_token(pp, end, 0, &t);
 }
 
+/* The `n` bytes of `word` at *pp (true, false, null): OK, past them; else DECLINE. */
+static inline int literal(const char **pp, const char *end, const char *word, Py_ssize_t n) {
+    if (end - *pp < n || memcmp(*pp, word, (size_t)n) != 0)
+        return DECLINE;
+    *pp += n;
+    return OK;
+}
+
+/* 1, past it, when a null is at *pp; else 0. */
 static inline int literal_null(const char **pp, const char *end) {
-    const char *p = *pp;
-    if (end - p >= 4 && memcmp(p, "null", 4) == 0) {
-        *pp = p + 4;
-        return 1;
-    }
-    return 0;
+    return literal(pp, end, "null", 4) == OK;
 }
 
-static inline int key_is(Span key, const char *name, Py_ssize_t n) {
-    return key.n == n && memcmp(key.s, name, (size_t)n) == 0;
+static inline int same_span(Span a, Span b) {
+    return a.n == b.n && memcmp(a.s, b.s, (size_t)a.n) == 0;
 }
 
-#define KEY(k, lit) key_is((k), (lit), (Py_ssize_t)(sizeof(lit) - 1))
+#define KEY(k, lit) same_span((k), (Span){(lit), (Py_ssize_t)(sizeof(lit) - 1)})
 
 /* A number, or null when `nullable` (then *out is NaN and *given 0). */
 static int optional_number(const char **pp, const char *end, double lo, double hi, int hi_open,
@@ -539,10 +544,12 @@ static int optional_number(const char **pp, const char *end, double lo, double h
 
 /* -- objects ------------------------------------------------------------------------------ */
 
-/* A member's key and the colon after it (with the blanks around it). */
+/* A member's key and the colon after it (with the blanks around it): printable ASCII
+ * without escapes into `*key`, or, with `key` NULL (a skipped value's), any JSON string
+ * checked as `text_string` checks it. */
 static inline int member_key(const char **pp, const char *end, Span *key) {
     const char *p = *pp;
-    if (plain_string(&p, end, key))
+    if (key != NULL ? plain_string(&p, end, key) : text_string(&p, end, PY_SSIZE_T_MAX))
         return DECLINE;
     p = skip_ws(p, end);
     if (p >= end || *p != ':')
@@ -577,39 +584,6 @@ static int member_done(const char **pp, const char *end, unsigned *seen, unsigne
     return after_value(pp, end, '}');
 }
 
-/* A string that is not kept, of any length, checked as `text_string` checks it: a run of
- * printable ASCII up to the closing quote, the usual string, is passed over here. */
-static inline int skip_string(const char **pp, const char *end) {
-    const char *p = *pp;
-    if (p < end && *p == '"') {
-        const char *q = plain_run(p + 1, end);
-        if (q < end && *q == '"') {
-            *pp = q + 1;
-            return OK;
-        }
-    }
-    return text_string(pp, end, PY_SSIZE_T_MAX);
-}
-
-/* A key of any JSON string (escapes, non-ASCII) and the colon after it, in a skipped value. */
-static int any_key(const char **pp, const char *end) {
-    const char *p = *pp;
-    if (skip_string(&p, end))
-        return DECLINE;
-    p = skip_ws(p, end);
-    if (p >= end || *p != ':')
-        return DECLINE;
-    *pp = skip_ws(p + 1, end);
-    return OK;
-}
-
-static inline int literal(const char **pp, const char *end, const char *word, Py_ssize_t n) {
-    if (end - *pp < n || memcmp(*pp, word, (size_t)n) != 0)
-        return DECLINE;
-    *pp += n;
-    return OK;
-}
-
 /* The value of a key the schema does not know that is an array, an object or a literal
  * (see skip_value), nested in at most MAX_DEPTH arrays or objects in all, `depth` of them
  * around the value itself, as the guard counts (a value or key inside MAX_DEPTH + 1 of
@@ -633,12 +607,12 @@ static int skip_nested(const char **pp, const char *end, int depth) {
                 break;
             }
             close[open++] = c;
-            if (c == '}' && any_key(&p, end))
+            if (c == '}' && member_key(&p, end, NULL))
                 return DECLINE;
             continue; /* at its first value */
         }
         case '"':
-            rc = skip_string(&p, end);
+            rc = text_string(&p, end, PY_SSIZE_T_MAX);
             break;
         case 't':
             rc = literal(&p, end, "true", 4);
@@ -661,7 +635,7 @@ static int skip_nested(const char **pp, const char *end, int depth) {
             *pp = p;
             return OK;
         }
-        if (rc != MORE || (close[open - 1] == '}' && any_key(&p, end)))
+        if (rc != MORE || (close[open - 1] == '}' && member_key(&p, end, NULL)))
             return DECLINE;
     }
 }
@@ -673,7 +647,7 @@ static int skip_nested(const char **pp, const char *end, int depth) {
 static inline int skip_value(const char **pp, const char *end, int depth) {
     const char *p = *pp;
     if (p < end && *p == '"')
-        return skip_string(pp, end);
+        return text_string(pp, end, PY_SSIZE_T_MAX);
     if (p < end && ((*p >= '0' && *p <= '9') || *p == '-'))
         return skip_number(pp, end);
     return skip_nested(pp, end, depth);
@@ -801,22 +775,13 @@ static int grow(Item **items, Py_ssize_t *cap, Py_ssize_t need) {
  * (a chunk id, a page) is so read in place, without the general member loop. */
 static inline int common_unknown(const char **pp, const char *end) {
     const char *p = *pp;
-    if (p >= end || *p != '"')
+    Span key, value;
+    if (plain_string(&p, end, &key) || p >= end || *p != ':' ||
+        (key.n <= 6 && item_key(key))) /* an item's keys have at most 6 characters */
         return 0;
-    const char *q = plain_run(p + 1, end);
-    Py_ssize_t n = q - p - 1; /* an item's keys have at most 6 characters */
-    if (end - q < 2 || q[0] != '"' || q[1] != ':' ||
-        (n <= 6 && item_key((Span){p + 1, n})))
+    p++;
+    if (p < end && *p == '"' ? plain_string(&p, end, &value) : skip_number(&p, end))
         return 0;
-    p = q + 2;
-    if (p < end && *p == '"') {
-        q = plain_run(p + 1, end);
-        if (q >= end || *q != '"')
-            return 0;
-        p = q + 1;
-    } else if (skip_number(&p, end)) {
-        return 0;
-    }
     *pp = p;
     return 1;
 }
@@ -914,7 +879,7 @@ static int labels_object(const char **pp, const char *end, const Bounds *b, Even
         if (member_key(&p, end, &key) || key.n < 1 || key.n > b->max_label)
             return DECLINE;
         for (Py_ssize_t i = 0; i < n; i++)
-            if (ev->label_keys[i].n == key.n && memcmp(ev->label_keys[i].s, key.s, (size_t)key.n) == 0)
+            if (same_span(ev->label_keys[i], key))
                 return DECLINE; /* a repeated label key */
         if (plain_string(&p, end, &value) || value.n > b->max_label)
             return DECLINE;
@@ -1010,7 +975,7 @@ static int event(const char *p, const char *end, const Bounds *b, Span trace_key
                     return rc;
                 ev->has_qrels = 1;
             }
-        } else if (trace_key.s != NULL && key_is(key, trace_key.s, trace_key.n)) {
+        } else if (trace_key.s != NULL && same_span(key, trace_key)) {
             flag = T_TRACE;
             if (p < end && *p == '"') {
                 if (plain_string(&p, end, &ev->trace))
@@ -1065,7 +1030,7 @@ static int has_repeats(const Item *docs, Py_ssize_t n, Scratch *s) {
         size_t slot = hash_span(id) & mask;
         while (s->table[slot]) {
             Span other = docs[s->table[slot] - 1].id;
-            if (other.n == id.n && memcmp(other.s, id.s, (size_t)id.n) == 0)
+            if (same_span(other, id))
                 return 1;
             slot = (slot + 1) & mask;
         }
@@ -1143,14 +1108,14 @@ static Py_ssize_t ranked_at(const Item *docs, Py_ssize_t n, const Scratch *s, Sp
     const size_t mask = s->table_mask;
     if (mask == 0) {
         for (Py_ssize_t i = 0; i < n; i++)
-            if (docs[i].id.n == id.n && memcmp(docs[i].id.s, id.s, (size_t)id.n) == 0)
+            if (same_span(docs[i].id, id))
                 return i;
         return -1;
     }
     size_t slot = hash_span(id) & mask;
     while (s->table[slot]) {
         const Item *other = &docs[s->table[slot] - 1];
-        if (other->id.n == id.n && memcmp(other->id.s, id.s, (size_t)id.n) == 0)
+        if (same_span(other->id, id))
             return (Py_ssize_t)s->table[slot] - 1;
         slot = (slot + 1) & mask;
     }
@@ -1168,8 +1133,7 @@ static void judge(const Item *label, const Item *docs, Py_ssize_t n, Scratch *s,
     Judged *known = NULL;
     while (s->jtable[slot]) {
         Judged *other = &s->judged[s->jtable[slot] - 1];
-        if (other->id.n == label->id.n &&
-            memcmp(other->id.s, label->id.s, (size_t)label->id.n) == 0) {
+        if (same_span(other->id, label->id)) {
             known = other;
             break;
         }
@@ -1276,7 +1240,7 @@ static PyObject *label_values(const Event *ev, Keys *keys) {
         value[k] = (Span){"", 0};
         for (Py_ssize_t i = 0; i < ev->labels; i++) {
             Span key = ev->label_keys[i];
-            if (key.n == keys->key[k].n && memcmp(key.s, keys->key[k].s, (size_t)key.n) == 0) {
+            if (same_span(key, keys->key[k])) {
                 value[k] = ev->label_values[i];
                 break;
             }
