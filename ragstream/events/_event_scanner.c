@@ -334,6 +334,12 @@ static inline int digit_runs(const char **pp, const char *end, uint64_t *mantiss
 }
 #endif
 
+#ifdef __GNUC__
+#define ALWAYS_INLINE inline __attribute__((always_inline)) /* `keep` folded at each call */
+#else
+#define ALWAYS_INLINE inline
+#endif
+
 #define MAX_EXPONENT INT64_C(1000000000000000) /* 10^15: far beyond any message's length */
 
 /* A JSON number token as its one walk over the grammar finds it: where it ends, its form
@@ -357,8 +363,7 @@ static inline int is_digit(const char *p, const char *end) {
  * (-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?); else *pp past it and `*t` filled, its
  * value with it when `keep` (a constant at each call: the walk of a value not kept only
  * passes the digits over). */
-static inline __attribute__((always_inline)) int number_token(const char **pp, const char *end,
-                                                              int keep, Number *t) {
+static ALWAYS_INLINE int number_token(const char **pp, const char *end, int keep, Number *t) {
     const char *p = *pp;
     uint64_t mantissa = 0;
     int digits = 0;
