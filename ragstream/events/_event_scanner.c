@@ -507,7 +507,7 @@ static int finite_number(const char **pp, const char *end) {
 }
 
 /* A JSON number of any magnitude, by its grammar alone (a value that is not kept). */
-static int skip_number(const char **pp, const char *end) {
+static inline int skip_number(const char **pp, const char *end) {
     Number t;
     return number_token(pp, end, 0, &t);
 }
