@@ -61,7 +61,9 @@ flags=(-g -O1 -fno-omit-frame-pointer -fsanitize=fuzzer,address,undefined
 build() {  # build/fuzz/$1/fuzzer, unless it is built from these very sources and flags
   local out="build/fuzz/$1" stamp
   read -r -a files <<<"$(sources "$1")"
+  # the headers and the scanner's C, which tests/fuzz/event_scanner.c includes, count too
   stamp="$(cat "${files[@]}" tests/fuzz/harness.h ragstream/metrics/_ragged.h \
+    ragstream/events/_event_scanner.c \
     <(echo "$clang ${flags[*]} $libdir $pylib") | sha256sum | cut -c1-16)"
   mkdir -p "$out/corpus" "$out/crashes"
   if [ -x "$out/fuzzer" ] && [ "$(cat "$out/stamp" 2>/dev/null)" = "$stamp" ]; then

@@ -214,7 +214,8 @@ static inline Py_ssize_t utf8_sequence(const unsigned char *p, const unsigned ch
     return 0;
 }
 
-/* Any JSON string, checked (escapes, strict UTF-8) and measured in code points. */
+/* Any JSON string, checked (escapes, strict UTF-8) and measured in code points (a string
+ * that is not kept: `max_chars` PY_SSIZE_T_MAX). */
 static int text_string(const char **pp, const char *end, Py_ssize_t max_chars) {
     const unsigned char *p = (const unsigned char *)*pp;
     const unsigned char *e = (const unsigned char *)end;
@@ -277,7 +278,8 @@ static int text_string(const char **pp, const char *end, Py_ssize_t max_chars) {
     return DECLINE;
 }
 
-/* A JSON number as a finite double (see the header for the conversions). */
+/* -- numbers ------------------------------------------------------------------------------ */
+
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__ && defined(__GNUC__)
 static const uint64_t POW10_INT[9] = {1, 10, 100, 1000, 10000, 100000, 1000000, 10000000,
                                       100000000};
@@ -332,26 +334,59 @@ static inline int digit_runs(const char **pp, const char *end, uint64_t *mantiss
 }
 #endif
 
+#ifdef __GNUC__
+#define ALWAYS_INLINE inline __attribute__((always_inline)) /* `keep` folded at each call */
+#else
+#define ALWAYS_INLINE inline
+#endif
+
 #define MAX_EXPONENT INT64_C(1000000000000000) /* 10^15: far beyond any message's length */
 
-static int number(const char **pp, const char *end, double *out) {
-    const char *p = *pp, *start = p;
-    int negative = 0, is_int = 1;
+/* A JSON number token as its one walk over the grammar finds it: where it ends, its form
+ * and, when the walk takes its value (`keep`), mantissa * 10^exp10 with the significant
+ * digits past the mantissa's 19 counted in `dropped` (the conversion then goes the slow
+ * way). */
+typedef struct {
+    const char *start, *end;
+    Py_ssize_t integer_digits; /* before the point */
+    uint64_t mantissa;         /* the first 19 significant digits */
+    Py_ssize_t dropped;        /* significant digits beyond them */
+    int64_t exp10;             /* decimal exponent of the mantissa (saturated: see below) */
+    int negative, is_int, has_exponent;
+} Number;
+
+static inline int is_digit(const char *p, const char *end) {
+    return p < end && *p >= '0' && *p <= '9';
+}
+
+/* The number token at *pp, of any magnitude: DECLINE when it is not JSON's grammar
+ * (-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?); else *pp past it and `*t` filled, its
+ * value with it when `keep` (a constant at each call: the walk of a value not kept only
+ * passes the digits over). */
+static ALWAYS_INLINE int number_token(const char **pp, const char *end, int keep, Number *t) {
+    const char *p = *pp;
     uint64_t mantissa = 0;
-    int digits = 0;      /* significant digits taken into the mantissa */
-    int dropped = 0;     /* significant digits beyond 19 (the value then goes the slow way) */
-    int64_t exp10 = 0;   /* decimal exponent of the mantissa */
+    int digits = 0;
+    Py_ssize_t dropped = 0;
+    int64_t exp10 = 0;
+    t->start = p;
+    t->negative = 0;
     if (p < end && *p == '-') {
-        negative = 1;
+        t->negative = 1;
         p++;
     }
     if (p >= end)
         return DECLINE;
+    t->integer_digits = 1;
     if (*p == '0') {
         p++;
     } else if (*p >= '1' && *p <= '9') {
-        digit_runs(&p, end, &mantissa, &digits);
-        while (p < end && *p >= '0' && *p <= '9') {
+        const char *first = p;
+        if (keep)
+            digit_runs(&p, end, &mantissa, &digits);
+        for (; is_digit(p, end); p++) {
+            if (!keep)
+                continue;
             if (digits < 19) {
                 mantissa = mantissa * 10 + (uint64_t)(*p - '0');
                 digits++;
@@ -359,19 +394,21 @@ static int number(const char **pp, const char *end, double *out) {
                 dropped++;
                 exp10++;
             }
-            p++;
         }
+        t->integer_digits = p - first;
     } else {
         return DECLINE;
     }
+    t->is_int = 1;
     if (p < end && *p == '.') {
-        is_int = 0;
-        p++;
-        if (p >= end || *p < '0' || *p > '9')
+        t->is_int = 0;
+        if (!is_digit(++p, end))
             return DECLINE;
-        if (mantissa != 0) /* past leading zeros every digit counts (as in the loop below) */
+        if (keep && mantissa != 0) /* past leading zeros every digit counts (as below) */
             exp10 -= digit_runs(&p, end, &mantissa, &digits);
-        while (p < end && *p >= '0' && *p <= '9') {
+        for (; is_digit(p, end); p++) {
+            if (!keep)
+                continue;
             if (mantissa == 0 && *p == '0') {
                 exp10--; /* leading zeros of the fraction are not significant */
             } else if (digits < 19) {
@@ -381,53 +418,36 @@ static int number(const char **pp, const char *end, double *out) {
             } else {
                 dropped++;
             }
-            p++;
         }
     }
-    if (p < end && (*p == 'e' || *p == 'E')) {
+    t->has_exponent = p < end && (*p == 'e' || *p == 'E');
+    if (t->has_exponent) {
         int64_t e = 0;
-        int e_negative = 0;
-        is_int = 0;
-        p++;
-        if (p < end && (*p == '+' || *p == '-')) {
-            e_negative = *p == '-';
-            p++;
-        }
-        if (p >= end || *p < '0' || *p > '9')
+        int e_negative = ++p < end && *p == '-';
+        t->is_int = 0;
+        p += p < end && (*p == '+' || *p == '-');
+        if (!is_digit(p, end))
             return DECLINE;
         /* saturated, not clamped: an exponent past 10^15 leaves a value that no fraction
          * brings back to the fast path's range, which then declines */
-        while (p < end && *p >= '0' && *p <= '9') {
+        for (; is_digit(p, end); p++)
             e = e < MAX_EXPONENT ? e * 10 + (*p - '0') : MAX_EXPONENT;
-            p++;
-        }
         exp10 += e_negative ? -e : e;
     }
-    *pp = p;
-    if (is_int) {
-        if (digits + dropped > 18)
-            return DECLINE;
-        *out = negative ? -(double)(int64_t)mantissa : (double)mantissa;
-        if (*out == 0.0)
-            *out = 0.0; /* an integer has no sign of zero */
-        return OK;
-    }
-    if (mantissa == 0 && dropped == 0) {
-        *out = negative ? -0.0 : 0.0;
-        return OK;
-    }
-    if (FAST_DOUBLES && dropped == 0 && mantissa <= (UINT64_C(1) << 53) && exp10 >= -22 &&
-        exp10 <= 22) {
-        double v = (double)mantissa;
-        v = exp10 < 0 ? v / POW10[-exp10] : v * POW10[exp10];
-        *out = negative ? -v : v;
-        return OK;
-    }
+    *pp = t->end = p;
+    t->mantissa = mantissa;
+    t->dropped = dropped;
+    t->exp10 = exp10;
+    return OK;
+}
+
+/* The token of n bytes at s read by Python's correctly rounded conversion, when it is
+ * shorter than 64 bytes and finite (else DECLINE). */
+static int python_number(const char *s, Py_ssize_t n, double *out) {
     char buffer[64];
-    Py_ssize_t n = p - start;
     if (n >= (Py_ssize_t)sizeof buffer)
         return DECLINE;
-    memcpy(buffer, start, (size_t)n);
+    memcpy(buffer, s, (size_t)n);
     buffer[n] = '\0';
     char *stop = NULL;
     double v = PyOS_string_to_double(buffer, &stop, NULL);
@@ -441,85 +461,75 @@ static int number(const char **pp, const char *end, double *out) {
     return OK;
 }
 
-/* A number whose value is not kept (a result's score): accepted and declined exactly as
- * `number` would, without converting it when it is short and has no exponent (then it is
- * finite, and read exactly or by Python's conversion: `number` declines only an integer
- * of more than 18 digits); anything else goes through `number`. */
-static int skip_number(const char **pp, const char *end) {
-    const char *p = *pp, *start = p;
-    int int_digits = 0, is_int = 1;
-    double ignored;
-    if (p < end && *p == '-')
-        p++;
-    if (p >= end)
+/* A JSON number as a finite double (see the header for the conversions). */
+static int number(const char **pp, const char *end, double *out) {
+    Number t;
+    if (number_token(pp, end, 1, &t))
         return DECLINE;
-    if (*p == '0') {
-        p++;
-    } else if (*p >= '1' && *p <= '9') {
-        for (; p < end && *p >= '0' && *p <= '9'; p++)
-            int_digits++;
-    } else {
-        return DECLINE;
-    }
-    if (p < end && *p == '.') {
-        is_int = 0;
-        p++;
-        if (p >= end || *p < '0' || *p > '9')
+    if (t.is_int) {
+        if (t.integer_digits > 18)
             return DECLINE;
-        while (p < end && *p >= '0' && *p <= '9')
-            p++;
+        *out = t.negative ? -(double)(int64_t)t.mantissa : (double)t.mantissa;
+        if (*out == 0.0)
+            *out = 0.0; /* an integer has no sign of zero */
+        return OK;
     }
-    if ((p < end && (*p == 'e' || *p == 'E')) || p - start > 19)
-        return number(pp, end, &ignored);
-    if (is_int && int_digits > 18)
+    if (t.mantissa == 0 && t.dropped == 0) {
+        *out = t.negative ? -0.0 : 0.0;
+        return OK;
+    }
+    if (FAST_DOUBLES && t.dropped == 0 && t.mantissa <= (UINT64_C(1) << 53) && t.exp10 >= -22 &&
+        t.exp10 <= 22) {
+        double v = (double)t.mantissa;
+        v = t.exp10 < 0 ? v / POW10[-t.exp10] : v * POW10[t.exp10];
+        *out = t.negative ? -v : v;
+        return OK;
+    }
+    return python_number(t.start, t.end - t.start, out);
+}
+
+/* A number whose value is not kept (a result's score): accepted and declined exactly as
+ * `number` would, converted only when that could decline it. An integer declines when it
+ * has more than 18 digits; a fraction without exponent is finite, and declines only when
+ * the slow way reads it (not the fast path) and the token is too long for its buffer; a
+ * token with an exponent is read again by `number`. */
+static int finite_number(const char **pp, const char *end) {
+    Number t;
+    const char *p = *pp;
+    double ignored;
+    if (number_token(pp, end, 0, &t))
         return DECLINE;
-    *pp = p;
-    return OK;
+    if (t.is_int)
+        return t.integer_digits > 18 ? DECLINE : OK;
+    if (!t.has_exponent && t.end - t.start < 64)
+        return OK;
+    return number(&p, end, &ignored);
 }
 
 /* A JSON number of any magnitude, by its grammar alone (a value that is not kept). */
-static inline int number_syntax(const char **pp, const char *end) {
-    const char *p = *pp;
-    p += p < end && *p == '-';
-    if (p < end && *p == '0')
-        p++;
-    else if (p < end && *p >= '1' && *p <= '9')
-        while (p < end && *p >= '0' && *p <= '9')
-            p++;
-    else
+static inline int skip_number(const char **pp, const char *end) {
+    Number t;
+    return number_token(pp, end, 0, &t);
+}
+
+/* The `n` bytes of `word` at *pp (true, false, null): OK, past them; else DECLINE. */
+static inline int literal(const char **pp, const char *end, const char *word, Py_ssize_t n) {
+    if (end - *pp < n || memcmp(*pp, word, (size_t)n) != 0)
         return DECLINE;
-    if (p < end && *p == '.') {
-        if (++p >= end || *p < '0' || *p > '9')
-            return DECLINE;
-        while (p < end && *p >= '0' && *p <= '9')
-            p++;
-    }
-    if (p < end && (*p == 'e' || *p == 'E')) {
-        p++;
-        p += p < end && (*p == '+' || *p == '-');
-        if (p >= end || *p < '0' || *p > '9')
-            return DECLINE;
-        while (p < end && *p >= '0' && *p <= '9')
-            p++;
-    }
-    *pp = p;
+    *pp += n;
     return OK;
 }
 
+/* 1, past it, when a null is at *pp; else 0. */
 static inline int literal_null(const char **pp, const char *end) {
-    const char *p = *pp;
-    if (end - p >= 4 && memcmp(p, "null", 4) == 0) {
-        *pp = p + 4;
-        return 1;
-    }
-    return 0;
+    return literal(pp, end, "null", 4) == OK;
 }
 
-static inline int key_is(Span key, const char *name, Py_ssize_t n) {
-    return key.n == n && memcmp(key.s, name, (size_t)n) == 0;
+static inline int same_span(Span a, Span b) {
+    return a.n == b.n && memcmp(a.s, b.s, (size_t)a.n) == 0;
 }
 
-#define KEY(k, lit) key_is((k), (lit), (Py_ssize_t)(sizeof(lit) - 1))
+#define KEY(k, lit) same_span((k), (Span){(lit), (Py_ssize_t)(sizeof(lit) - 1)})
 
 /* A number, or null when `nullable` (then *out is NaN and *given 0). */
 static int optional_number(const char **pp, const char *end, double lo, double hi, int hi_open,
@@ -539,10 +549,12 @@ static int optional_number(const char **pp, const char *end, double lo, double h
 
 /* -- objects ------------------------------------------------------------------------------ */
 
-/* A member's key and the colon after it (with the blanks around it). */
+/* A member's key and the colon after it (with the blanks around it): printable ASCII
+ * without escapes into `*key`, or, with `key` NULL (a skipped value's), any JSON string
+ * checked as `text_string` checks it. */
 static inline int member_key(const char **pp, const char *end, Span *key) {
     const char *p = *pp;
-    if (plain_string(&p, end, key))
+    if (key != NULL ? plain_string(&p, end, key) : text_string(&p, end, PY_SSIZE_T_MAX))
         return DECLINE;
     p = skip_ws(p, end);
     if (p >= end || *p != ':')
@@ -577,39 +589,6 @@ static int member_done(const char **pp, const char *end, unsigned *seen, unsigne
     return after_value(pp, end, '}');
 }
 
-/* A string that is not kept, of any length, checked as `text_string` checks it: a run of
- * printable ASCII up to the closing quote, the usual string, is passed over here. */
-static inline int skip_string(const char **pp, const char *end) {
-    const char *p = *pp;
-    if (p < end && *p == '"') {
-        const char *q = plain_run(p + 1, end);
-        if (q < end && *q == '"') {
-            *pp = q + 1;
-            return OK;
-        }
-    }
-    return text_string(pp, end, PY_SSIZE_T_MAX);
-}
-
-/* A key of any JSON string (escapes, non-ASCII) and the colon after it, in a skipped value. */
-static int any_key(const char **pp, const char *end) {
-    const char *p = *pp;
-    if (skip_string(&p, end))
-        return DECLINE;
-    p = skip_ws(p, end);
-    if (p >= end || *p != ':')
-        return DECLINE;
-    *pp = skip_ws(p + 1, end);
-    return OK;
-}
-
-static inline int literal(const char **pp, const char *end, const char *word, Py_ssize_t n) {
-    if (end - *pp < n || memcmp(*pp, word, (size_t)n) != 0)
-        return DECLINE;
-    *pp += n;
-    return OK;
-}
-
 /* The value of a key the schema does not know that is an array, an object or a literal
  * (see skip_value), nested in at most MAX_DEPTH arrays or objects in all, `depth` of them
  * around the value itself, as the guard counts (a value or key inside MAX_DEPTH + 1 of
@@ -633,12 +612,12 @@ static int skip_nested(const char **pp, const char *end, int depth) {
                 break;
             }
             close[open++] = c;
-            if (c == '}' && any_key(&p, end))
+            if (c == '}' && member_key(&p, end, NULL))
                 return DECLINE;
             continue; /* at its first value */
         }
         case '"':
-            rc = skip_string(&p, end);
+            rc = text_string(&p, end, PY_SSIZE_T_MAX);
             break;
         case 't':
             rc = literal(&p, end, "true", 4);
@@ -650,7 +629,7 @@ static int skip_nested(const char **pp, const char *end, int depth) {
             rc = literal(&p, end, "null", 4);
             break;
         default:
-            rc = number_syntax(&p, end);
+            rc = skip_number(&p, end);
         }
         if (rc != OK)
             return DECLINE;
@@ -661,7 +640,7 @@ static int skip_nested(const char **pp, const char *end, int depth) {
             *pp = p;
             return OK;
         }
-        if (rc != MORE || (close[open - 1] == '}' && any_key(&p, end)))
+        if (rc != MORE || (close[open - 1] == '}' && member_key(&p, end, NULL)))
             return DECLINE;
     }
 }
@@ -673,9 +652,9 @@ static int skip_nested(const char **pp, const char *end, int depth) {
 static inline int skip_value(const char **pp, const char *end, int depth) {
     const char *p = *pp;
     if (p < end && *p == '"')
-        return skip_string(pp, end);
+        return text_string(pp, end, PY_SSIZE_T_MAX);
     if (p < end && ((*p >= '0' && *p <= '9') || *p == '-'))
-        return number_syntax(pp, end);
+        return skip_number(pp, end);
     return skip_nested(pp, end, depth);
 }
 
@@ -744,7 +723,7 @@ static int members(const char **pp, const char *end, const Bounds *b, int is_qre
             if (is_qrel && !out->has_rel)
                 return DECLINE; /* a qrel's rel is required and not nullable */
         } else if (flag == F_SCORE && !is_qrel) {
-            if (!literal_null(&p, end) && skip_number(&p, end)) /* any finite number */
+            if (!literal_null(&p, end) && finite_number(&p, end)) /* any finite number */
                 return DECLINE;
         } else { /* a key the schema does not know (a qrel's `score` too), at depth 3 */
             flag = 0;
@@ -801,22 +780,13 @@ static int grow(Item **items, Py_ssize_t *cap, Py_ssize_t need) {
  * (a chunk id, a page) is so read in place, without the general member loop. */
 static inline int common_unknown(const char **pp, const char *end) {
     const char *p = *pp;
-    if (p >= end || *p != '"')
+    Span key, value;
+    if (plain_string(&p, end, &key) || p >= end || *p != ':' ||
+        (key.n <= 6 && item_key(key))) /* an item's keys have at most 6 characters */
         return 0;
-    const char *q = plain_run(p + 1, end);
-    Py_ssize_t n = q - p - 1; /* an item's keys have at most 6 characters */
-    if (end - q < 2 || q[0] != '"' || q[1] != ':' ||
-        (n <= 6 && item_key((Span){p + 1, n})))
+    p++;
+    if (p < end && *p == '"' ? plain_string(&p, end, &value) : skip_number(&p, end))
         return 0;
-    p = q + 2;
-    if (p < end && *p == '"') {
-        q = plain_run(p + 1, end);
-        if (q >= end || *q != '"')
-            return 0;
-        p = q + 1;
-    } else if (number_syntax(&p, end)) {
-        return 0;
-    }
     *pp = p;
     return 1;
 }
@@ -835,7 +805,7 @@ static int common_result(const char **pp, const char *end, const Bounds *b, Item
     if (end - p < 9 || memcmp(p, ",\"score\":", 9) != 0)
         return 0;
     p += 9;
-    if (!literal_null(&p, end) && skip_number(&p, end))
+    if (!literal_null(&p, end) && finite_number(&p, end))
         return 0;
     if (end - p < 9 || memcmp(p, ",\"t_doc\":", 9) != 0)
         return 0;
@@ -914,7 +884,7 @@ static int labels_object(const char **pp, const char *end, const Bounds *b, Even
         if (member_key(&p, end, &key) || key.n < 1 || key.n > b->max_label)
             return DECLINE;
         for (Py_ssize_t i = 0; i < n; i++)
-            if (ev->label_keys[i].n == key.n && memcmp(ev->label_keys[i].s, key.s, (size_t)key.n) == 0)
+            if (same_span(ev->label_keys[i], key))
                 return DECLINE; /* a repeated label key */
         if (plain_string(&p, end, &value) || value.n > b->max_label)
             return DECLINE;
@@ -1010,7 +980,7 @@ static int event(const char *p, const char *end, const Bounds *b, Span trace_key
                     return rc;
                 ev->has_qrels = 1;
             }
-        } else if (trace_key.s != NULL && key_is(key, trace_key.s, trace_key.n)) {
+        } else if (trace_key.s != NULL && same_span(key, trace_key)) {
             flag = T_TRACE;
             if (p < end && *p == '"') {
                 if (plain_string(&p, end, &ev->trace))
@@ -1065,7 +1035,7 @@ static int has_repeats(const Item *docs, Py_ssize_t n, Scratch *s) {
         size_t slot = hash_span(id) & mask;
         while (s->table[slot]) {
             Span other = docs[s->table[slot] - 1].id;
-            if (other.n == id.n && memcmp(other.s, id.s, (size_t)id.n) == 0)
+            if (same_span(other, id))
                 return 1;
             slot = (slot + 1) & mask;
         }
@@ -1143,14 +1113,14 @@ static Py_ssize_t ranked_at(const Item *docs, Py_ssize_t n, const Scratch *s, Sp
     const size_t mask = s->table_mask;
     if (mask == 0) {
         for (Py_ssize_t i = 0; i < n; i++)
-            if (docs[i].id.n == id.n && memcmp(docs[i].id.s, id.s, (size_t)id.n) == 0)
+            if (same_span(docs[i].id, id))
                 return i;
         return -1;
     }
     size_t slot = hash_span(id) & mask;
     while (s->table[slot]) {
         const Item *other = &docs[s->table[slot] - 1];
-        if (other->id.n == id.n && memcmp(other->id.s, id.s, (size_t)id.n) == 0)
+        if (same_span(other->id, id))
             return (Py_ssize_t)s->table[slot] - 1;
         slot = (slot + 1) & mask;
     }
@@ -1168,8 +1138,7 @@ static void judge(const Item *label, const Item *docs, Py_ssize_t n, Scratch *s,
     Judged *known = NULL;
     while (s->jtable[slot]) {
         Judged *other = &s->judged[s->jtable[slot] - 1];
-        if (other->id.n == label->id.n &&
-            memcmp(other->id.s, label->id.s, (size_t)label->id.n) == 0) {
+        if (same_span(other->id, label->id)) {
             known = other;
             break;
         }
@@ -1276,7 +1245,7 @@ static PyObject *label_values(const Event *ev, Keys *keys) {
         value[k] = (Span){"", 0};
         for (Py_ssize_t i = 0; i < ev->labels; i++) {
             Span key = ev->label_keys[i];
-            if (key.n == keys->key[k].n && memcmp(key.s, keys->key[k].s, (size_t)key.n) == 0) {
+            if (same_span(key, keys->key[k])) {
                 value[k] = ev->label_values[i];
                 break;
             }

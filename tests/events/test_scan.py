@@ -515,6 +515,8 @@ _NUMBERS = [
     # the lengths where a score stops being checked without conversion
     *[b"1234567890123456789", b"-123456789012345678", b"12345678901234567.5"],
     *[b"123456789012345678.5", b"-1234567890123456.75", b"0.000000000000000001"],
+    # longer than the slow way's 64 bytes, yet read: a zero, and one the exponent brings back
+    *[b"-0." + b"0" * 70, b"0." + b"0" * 70 + b"1e71", b"0." + b"0" * 70 + b"15e71"],
     # exponents far past the doubles after a long fraction: read whole, as float() reads
     # them (a clamped exponent made the first 1e9 and the second 0.1)
     b"0." + b"0" * 100_000 + b"1e10001000000",
