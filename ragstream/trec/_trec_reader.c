@@ -211,18 +211,11 @@ static inline int compare_bytes(const char *a, const char *b, size_t n) {
     return 0;
 }
 
-static inline int same_id(const char *a, uint32_t alen, const char *b, uint32_t blen) {
-    return alen == blen && compare_bytes(a, b, alen) == 0;
-}
-
-static inline int same_doc(const Rec *a, const Rec *b) {
-    return a->hash == b->hash && same_id(a->doc, a->len, b->doc, b->len);
-}
-
-/* same_id for ids in buffers that end at a_end and b_end: the tail (under 8 bytes) is
- * compared as one masked word when 8 bytes can be read at both places. */
-static inline int same_id_in(const char *a, const char *a_end, uint32_t alen, const char *b,
-                             const char *b_end, uint32_t blen) {
+/* Whether ids a[0:alen] and b[0:blen], in buffers that end at a_end and b_end, are equal:
+ * the tail (under 8 bytes) is compared as one masked word when 8 bytes can be read at both
+ * places. An id whose buffer is not known passes its own end. */
+static inline int same_id(const char *a, const char *a_end, uint32_t alen, const char *b,
+                          const char *b_end, uint32_t blen) {
     if (alen != blen) return 0;
     size_t n = alen;
     while (n >= 8) {
@@ -249,8 +242,8 @@ static inline int same_id_in(const char *a, const char *a_end, uint32_t alen, co
     return memcmp(a, b, n) == 0;
 }
 
-static inline int same_doc_in(const Rec *a, const char *a_end, const Rec *b, const char *b_end) {
-    return a->hash == b->hash && same_id_in(a->doc, a_end, a->len, b->doc, b_end, b->len);
+static inline int same_doc(const Rec *a, const char *a_end, const Rec *b, const char *b_end) {
+    return a->hash == b->hash && same_id(a->doc, a_end, a->len, b->doc, b_end, b->len);
 }
 
 /* The id of the block being read, compared with each line's first field: an id of at most
@@ -284,7 +277,7 @@ static inline int in_block(const BlockId *b, const char *id, size_t len, const c
         memcpy(&w, id, 8);
         return (w & b->mask) == b->word;
     }
-    return same_id_in(b->id, end, b->len, id, end, (uint32_t)len);
+    return same_id(b->id, end, b->len, id, end, (uint32_t)len);
 }
 
 static int registry_init(Registry *r) {
@@ -332,7 +325,8 @@ static int64_t registry_index(Registry *r, const char *id, uint32_t len, const c
     size_t j = h & r->mask;
     while (r->slot[j]) {
         const Query *q = &r->q[r->slot[j] - 1];
-        if (r->hash[j] == h && same_id(q->id, q->len, id, len)) return r->slot[j] - 1;
+        if (r->hash[j] == h && same_id(q->id, q->id + q->len, q->len, id, end, len))
+            return r->slot[j] - 1;
         j = (j + 1) & r->mask;
     }
     if (r->n >= UINT32_MAX - 1) return -1;
@@ -685,7 +679,7 @@ static int scan_file(File *f, Registry *reg) {
         if (read_line(&p, end, end, f->run, tok, len, &n, &why) != OK) return decline(f, line, why);
         if (n == 0) continue;
         uint32_t index;
-        if (last_id && same_id(last_id, (uint32_t)last_len, tok[0], (uint32_t)len[0])) {
+        if (last_id && same_id(last_id, end, (uint32_t)last_len, tok[0], end, (uint32_t)len[0])) {
             index = last_index;
         } else {
             int64_t found = registry_index(reg, tok[0], (uint32_t)len[0], end);
@@ -853,18 +847,21 @@ static void sort_keys(QueryKey *keys, QueryKey *tmp, size_t n) {
     }
 }
 
-/* A repeated document: records a (first line) and b (the repeat). */
+/* A repeated document, by the byte offsets of both lines' document fields. */
 typedef struct {
     size_t a, b;
+    const char *qid, *doc;
+    uint32_t qlen, dlen;
     int found;
-} Repeat;
+} At;
 
-static void note_repeat(Repeat *r, size_t a, size_t b) {
-    if (!r->found || b < r->b) {
-        r->a = a;
-        r->b = b;
-        r->found = 1;
-    }
+/* Record `again` of query qid repeats the document of `first` (both read from buf): kept
+ * when it is the earliest repeating line so far. */
+static void note_at(At *r, const char *buf, const char *qid, uint32_t qlen, const Rec *first,
+                    const Rec *again) {
+    size_t b = (size_t)(again->doc - buf);
+    if (r->found && b >= r->b) return;
+    *r = (At){(size_t)(first->doc - buf), b, qid, again->doc, qlen, again->len, 1};
 }
 
 /* The records of each query of one file: record i of query q is
@@ -959,6 +956,29 @@ static inline size_t cut_length(Cut cut, size_t n, size_t stop) {
     return cut.depth && n > cut.depth ? cut.depth : n;
 }
 
+/* The grades of the ranked documents kept[0:n] (read from a buffer ending at kept_end),
+ * from a table of judged records (`jslot`: record index + 1), written to `out` as far as
+ * the cut keeps them: the number kept. */
+static inline size_t grade_ranking(const Rec *kept, size_t n, const char *kept_end,
+                                   const Rec *judged, const char *judged_end,
+                                   const uint32_t *jslot, size_t jmask, Cut cut, double *out) {
+    size_t stop = 0;
+    int seen = 0;
+    for (size_t i = 0; i < n; i++) {
+        const Rec *r = &kept[i];
+        size_t s = r->hash & jmask;
+        while (jslot[s] && !same_doc(&judged[jslot[s] - 1], judged_end, r, kept_end))
+            s = (s + 1) & jmask;
+        out[i] = jslot[s] ? judged[jslot[s] - 1].value : 0.0;
+        seen |= out[i] >= cut.level;
+        if (cut_after(cut, i, seen)) {
+            stop = i + 1;
+            break;
+        }
+    }
+    return cut_length(cut, n, stop);
+}
+
 typedef struct {
     /* inputs */
     File *qrels, *run;
@@ -970,12 +990,12 @@ typedef struct {
     int64_t *rel_offsets, *judged_offsets;
     uint32_t *evaluated;
     size_t n_evaluated, n_qrels_queries;
-    Repeat qrels_repeat, run_repeat;
+    At qrels_repeat, run_repeat;
     /* work space */
     Groups judged_groups, run_groups;
     uint32_t *slot_of; /* query -> its place among the evaluated, or UINT32_MAX */
     uint32_t *n_kept;  /* per evaluated query: ranked documents after removing repeats */
-    uint32_t *jslot, *rslot, *first;
+    uint32_t *jslot, *rslot;
     Rec *kept;
 } Join;
 
@@ -990,7 +1010,9 @@ static size_t table_size(size_t n) {
 static void join_query(Join *j, uint32_t q) {
     const Query *query = &j->reg->q[q];
     const Rec *judged_recs = j->judged_groups.recs, *run_recs = j->run_groups.recs;
-    uint32_t *jslot = j->jslot, *rslot = j->rslot, *first = j->first;
+    const char *qbuf = j->qrels->buf, *rbuf = j->run->buf;
+    const char *qend = qbuf + j->qrels->size, *rend = rbuf + j->run->size;
+    uint32_t *jslot = j->jslot, *rslot = j->rslot;
     Rec *kept = j->kept;
     /* judged documents: repeats, and a table document -> record */
     size_t jmask = table_size(query->n_qrels) - 1;
@@ -999,8 +1021,10 @@ static void join_query(Join *j, uint32_t q) {
         uint32_t index = member(&j->judged_groups, q, i);
         const Rec *r = &judged_recs[index];
         size_t s = r->hash & jmask;
-        while (jslot[s] && !same_doc(&judged_recs[jslot[s] - 1], r)) s = (s + 1) & jmask;
-        if (jslot[s]) note_repeat(&j->qrels_repeat, jslot[s] - 1, index);
+        while (jslot[s] && !same_doc(&judged_recs[jslot[s] - 1], qend, r, qend))
+            s = (s + 1) & jmask;
+        if (jslot[s])
+            note_at(&j->qrels_repeat, qbuf, query->id, query->len, &judged_recs[jslot[s] - 1], r);
         else jslot[s] = index + 1;
     }
     const uint32_t slot = j->slot_of[q];
@@ -1015,34 +1039,20 @@ static void join_query(Join *j, uint32_t q) {
         uint32_t index = member(&j->run_groups, q, i);
         const Rec *r = &run_recs[index];
         size_t s = r->hash & rmask;
-        while (rslot[s] && !same_doc(&kept[rslot[s] - 1], r)) s = (s + 1) & rmask;
+        while (rslot[s] && !same_doc(&kept[rslot[s] - 1], rend, r, rend)) s = (s + 1) & rmask;
         if (!rslot[s]) {
             kept[n_kept] = *r;
-            first[n_kept] = index;
             rslot[s] = (uint32_t)++n_kept;
-        } else if (!j->keep_best) {
-            note_repeat(&j->run_repeat, first[rslot[s] - 1], index);
+        } else if (!j->keep_best) { /* kept[] still holds the first line's record */
+            note_at(&j->run_repeat, rbuf, query->id, query->len, &kept[rslot[s] - 1], r);
         } else if (r->value > kept[rslot[s] - 1].value) {
             kept[rslot[s] - 1] = *r;
         }
     }
     if (!evaluated || j->run_repeat.found) return;
     rank_sort(kept, n_kept);
-    double *rel = j->rel + j->rel_offsets[slot];
-    size_t stop = 0;
-    int seen = 0;
-    for (size_t i = 0; i < n_kept; i++) {
-        const Rec *r = &kept[i];
-        size_t s = r->hash & jmask;
-        while (jslot[s] && !same_doc(&judged_recs[jslot[s] - 1], r)) s = (s + 1) & jmask;
-        rel[i] = jslot[s] ? judged_recs[jslot[s] - 1].value : 0.0;
-        seen |= rel[i] >= j->cut.level;
-        if (cut_after(j->cut, i, seen)) {
-            stop = i + 1;
-            break;
-        }
-    }
-    j->n_kept[slot] = (uint32_t)cut_length(j->cut, n_kept, stop);
+    j->n_kept[slot] = (uint32_t)grade_ranking(kept, n_kept, rend, judged_recs, qend, jslot, jmask,
+                                              j->cut, j->rel + j->rel_offsets[slot]);
     double *judged = j->judged + j->judged_offsets[slot];
     for (size_t i = 0; i < query->n_qrels; i++)
         judged[i] = judged_recs[member(&j->judged_groups, q, i)].value;
@@ -1086,9 +1096,8 @@ static int join_queries(Join *j) {
     }
     j->jslot = malloc(table_size(max_judged) * sizeof *j->jslot);
     j->rslot = malloc(table_size(max_ranked) * sizeof *j->rslot);
-    j->first = malloc((max_ranked ? max_ranked : 1) * sizeof *j->first);
     j->kept = malloc((max_ranked ? max_ranked : 1) * sizeof *j->kept);
-    if (!j->jslot || !j->rslot || !j->first || !j->kept) goto done;
+    if (!j->jslot || !j->rslot || !j->kept) goto done;
     for (size_t k = 0; k < reg->n_run_order; k++) join_query(j, reg->run_order[k]);
     for (size_t q = 0; q < reg->n; q++)
         if (!reg->q[q].n_run) join_query(j, (uint32_t)q);
@@ -1113,7 +1122,6 @@ done:
     free(j->n_kept);
     free(j->jslot);
     free(j->rslot);
-    free(j->first);
     free(j->kept);
     free(keys);
     return status;
@@ -1219,7 +1227,8 @@ static int index_build(Index *x, const void *base, size_t stride, size_t n, int 
         size_t s = k->hash & x->mask;
         for (; x->slot[s]; s = (s + 1) & x->mask) {
             const Key *other = key_at(x, x->slot[s] - 1);
-            if (other->hash == k->hash && same_id(other->id, other->len, k->id, k->len)) {
+            if (other->hash == k->hash &&
+                same_id(other->id, other->id + other->len, other->len, k->id, k->id + k->len, k->len)) {
                 *duplicate = 1;
                 return OK;
             }
@@ -1232,24 +1241,10 @@ static int index_build(Index *x, const void *base, size_t stride, size_t n, int 
 static inline int64_t index_find(const Index *x, const char *id, uint32_t len, uint64_t hash) {
     for (size_t s = hash & x->mask; x->slot[s]; s = (s + 1) & x->mask) {
         const Key *k = key_at(x, x->slot[s] - 1);
-        if (k->hash == hash && same_id(k->id, k->len, id, len)) return (int64_t)x->slot[s] - 1;
+        if (k->hash == hash && same_id(k->id, k->id + k->len, k->len, id, id + len, len))
+            return (int64_t)x->slot[s] - 1;
     }
     return -1;
-}
-
-/* A repeated document, by the byte offsets of both lines' document fields. */
-typedef struct {
-    size_t a, b;
-    const char *qid, *doc;
-    uint32_t qlen, dlen;
-    int found;
-} At;
-
-static void note_at(At *r, const char *buf, const Key *query, const Rec *first,
-                    const Rec *again) {
-    size_t b = (size_t)(again->doc - buf);
-    if (r->found && b >= r->b) return;
-    *r = (At){(size_t)(first->doc - buf), b, query->id, again->doc, query->len, again->len, 1};
 }
 
 /* The first of several repeats: the earliest repeating line. */
@@ -1279,7 +1274,7 @@ static const char *split_point(const char *buf, const char *at, const char *end,
         if (!id) {
             id = tok[0];
             id_len = len[0];
-        } else if (!same_id(id, (uint32_t)id_len, tok[0], (uint32_t)len[0])) {
+        } else if (!same_id(id, end, (uint32_t)id_len, tok[0], end, (uint32_t)len[0])) {
             return line;
         }
     }
@@ -1358,9 +1353,9 @@ static int close_qblock(QPart *q) {
     for (uint32_t i = 0; i < b->n; i++) {
         const Rec *r = &recs[i];
         size_t s = r->hash & mask;
-        while (q->slot[s] && !same_doc_in(&recs[q->slot[s] - 1], q->end, r, q->end))
+        while (q->slot[s] && !same_doc(&recs[q->slot[s] - 1], q->end, r, q->end))
             s = (s + 1) & mask;
-        if (q->slot[s]) note_at(&q->repeat, q->buf, &b->key, &recs[q->slot[s] - 1], r);
+        if (q->slot[s]) note_at(&q->repeat, q->buf, b->key.id, b->key.len, &recs[q->slot[s] - 1], r);
         else q->slot[s] = i + 1;
     }
     return OK;
@@ -1520,7 +1515,7 @@ static inline size_t doc_slot(const uint64_t *slots, size_t mask, uint32_t stamp
                               const Rec *kept, const Rec *r, const char *end) {
     size_t s = r->hash & mask;
     while ((uint32_t)(slots[s] >> 32) == stamp &&
-           !same_doc_in(&kept[(uint32_t)slots[s]], end, r, end))
+           !same_doc(&kept[(uint32_t)slots[s]], end, r, end))
         s = (s + 1) & mask;
     return s;
 }
@@ -1591,7 +1586,7 @@ static int join_block(RPart *p, RBlock *b) {
             rslot[s] = (uint64_t)stamp << 32 | n_kept;
             kept[n_kept++] = *r;
         } else if (!p->keep_best) {
-            note_at(&p->repeat, p->buf, &b->key, &kept[(uint32_t)rslot[s]], r);
+            note_at(&p->repeat, p->buf, b->key.id, b->key.len, &kept[(uint32_t)rslot[s]], r);
         } else if (r->value > kept[(uint32_t)rslot[s]].value) {
             kept[(uint32_t)rslot[s]] = *r;
         }
@@ -1611,23 +1606,9 @@ static int join_block(RPart *p, RBlock *b) {
         while (jslot[s]) s = (s + 1) & jmask;
         jslot[s] = i + 1;
     }
-    double *out = p->out + p->n_out;
-    size_t stop = 0;
-    int seen = 0;
-    for (size_t i = 0; i < n_kept; i++) {
-        const Rec *r = &kept[i];
-        size_t s = r->hash & jmask;
-        while (jslot[s] && !same_doc_in(&q->recs[jslot[s] - 1], p->qrels_end, r, p->end))
-            s = (s + 1) & jmask;
-        out[i] = jslot[s] ? q->recs[jslot[s] - 1].value : 0.0;
-        seen |= out[i] >= cut.level;
-        if (cut_after(cut, i, seen)) {
-            stop = i + 1;
-            break;
-        }
-    }
     b->out = p->n_out;
-    b->n_kept = (uint32_t)cut_length(cut, n_kept, stop);
+    b->n_kept = (uint32_t)grade_ranking(kept, n_kept, p->end, q->recs, p->qrels_end, jslot, jmask,
+                                        cut, p->out + p->n_out);
     p->n_out += b->n_kept; /* the next block writes over the rest */
     if (grow((void **)&p->judged, &p->cap_judged, p->n_judged + q->n, sizeof(double)) != OK)
         return NOMEM;
@@ -1929,7 +1910,8 @@ static int order_run(Blocks *s, int n, size_t *n_evaluated) {
     e = 0;
     for (size_t i = 0; i < total; i++) {
         if (i && all[i].prefix == all[i - 1].prefix &&
-            same_id(all[i].id, all[i].len, all[i - 1].id, all[i - 1].len)) {
+            same_id(all[i].id, all[i].id + all[i].len, all[i].len, all[i - 1].id,
+                    all[i - 1].id + all[i - 1].len, all[i - 1].len)) {
             status = NONCONTIGUOUS;
             goto done;
         }
@@ -2259,16 +2241,6 @@ done:
     return result;
 }
 
-/* at_tuple of a repeat of the general path (records by index). */
-static PyObject *repeat_tuple(const File *f, const Registry *reg, const Repeat *r) {
-    if (!r->found) Py_RETURN_NONE;
-    const Rec *a = &f->recs.v[r->a], *b = &f->recs.v[r->b];
-    const Query *q = &reg->q[b->query];
-    const At at = {(size_t)(a->doc - f->buf), (size_t)(b->doc - f->buf), q->id, b->doc, q->len,
-                   b->len, 1};
-    return at_tuple(f->buf, &at);
-}
-
 static PyObject *declined(const File *f) {
     return decline_text(f->run ? "run" : "qrels", f->buf, f->where, f->why);
 }
@@ -2393,8 +2365,8 @@ static PyObject *join_general(const char *qbuf, size_t qsize, const char *rbuf, 
     if (!(judged = shrink(judged, n_judged * sizeof(double)))) goto done;
     if (!(rel_offsets = shrink(rel_offsets, offsets))) goto done;
     if (!(judged_offsets = shrink(judged_offsets, offsets))) goto done;
-    PyObject *qrels_repeat = repeat_tuple(&qrels, &reg, &j.qrels_repeat);
-    PyObject *run_repeat = qrels_repeat ? repeat_tuple(&run, &reg, &j.run_repeat) : NULL;
+    PyObject *qrels_repeat = at_tuple(qbuf, &j.qrels_repeat);
+    PyObject *run_repeat = qrels_repeat ? at_tuple(rbuf, &j.run_repeat) : NULL;
     PyObject *segments =
         run_repeat ? Py_BuildValue("[(OOOO)]", rel, rel_offsets, judged, judged_offsets) : NULL;
     if (segments)
