@@ -125,6 +125,11 @@ typedef struct {
     size_t n_run_order, cap_run_order;
 } Registry;
 
+/* Why a file is declined, and the start of the line that is (why NULL: none). */
+typedef struct {
+    const char *why, *where;
+} Declined;
+
 typedef struct {
     const char *buf;
     size_t size;
@@ -132,8 +137,7 @@ typedef struct {
     int contiguous; /* each query's records form one block */
     Recs recs;
     Slows slow;
-    const char *why; /* reason for declining */
-    const char *where; /* start of the line declined */
+    Declined declined;
 } File;
 
 /* madvise(advice) on the pages of a to b: the whole pages inside the range when `inward`
@@ -491,9 +495,9 @@ static inline void set_record(Rec *r, const char *const *tok, const size_t *len,
     r->hash = hash_id(tok[2], len[2], end);
 }
 
-static int decline(File *f, const char *line, const char *why) {
-    f->why = why;
-    f->where = line;
+static int decline(Declined *d, const char *line, const char *why) {
+    d->why = why;
+    d->where = line;
     return DECLINE;
 }
 
@@ -575,83 +579,76 @@ static inline const char *fast_line(const char *p, int run, const char **tok, si
 }
 #endif
 
-/* One line at *pp, which ends at the next newline or at `end`: OK with *n the number of its
- * fields (k: a record) or 0 (a comment; in a run, a blank line too) and *pp past its
- * newline; DECLINE with *why. The one definition of a line, for every path; `limit` is the
- * end of the buffer (the common line is read in blocks of 16 bytes, up to it). */
-static inline int read_line(const char **pp, const char *end, const char *limit, int run,
-                            const char **tok, size_t *len, int *n_fields, const char **why) {
-    const char *p = *pp;
-    const int k = run ? 6 : 4;
-    int n = 0;
-#if FAST_LINES
-    if (limit - p >= 64) {
-        const char *next = fast_line(p, run, tok, len);
-        if (next) {
-            *pp = next;
-            *n_fields = k;
-            return OK;
-        }
-    }
-#else
-    (void)limit;
-#endif
-    if (!run && *p == '#') goto comment;
-    for (;;) {
-        while (p < end && CLS[(unsigned char)*p] == C_BLANK) p++;
-        if (p == end || *p == '\n') break;
-        if (run && n == 0 && *p == '#') goto comment;
-        if (n == k) {
-            /* text after a run line's sixth field is ignored, as trec_eval does; qrels
-             * lines have exactly four fields */
-            if (!run) {
-                *why = "too many fields";
-                return DECLINE;
-            }
-            const char *newline = memchr(p, '\n', (size_t)(end - p));
-            const char *stop = newline ? newline : end;
-            if (memchr(p, 0, (size_t)(stop - p))) {
-                *why = "NUL byte";
-                return DECLINE;
-            }
-            p = stop;
-            break;
-        }
-        tok[n] = p;
-        p = token_end(p, end);
-        if (p < end && *p == 0) {
-            *why = "NUL byte";
-            return DECLINE;
-        }
-        len[n] = (size_t)(p - tok[n]);
-        if (len[n] > UINT32_MAX) {
-            *why = "field too long";
-            return DECLINE;
-        }
-        n++;
-    }
-    if (n == 0 && !run) {
-        *why = "blank line";
-        return DECLINE;
-    }
-    if (n != 0 && n != k) {
-        *why = "too few fields";
-        return DECLINE;
-    }
-    *pp = p < end ? p + 1 : p; /* the newline */
-    *n_fields = n;
-    return OK;
-comment: {
+/* The end of the line at p (its newline, or end); NULL when a NUL byte comes first. */
+static inline const char *line_end(const char *p, const char *end) {
     const char *newline = memchr(p, '\n', (size_t)(end - p));
     const char *stop = newline ? newline : end;
-    if (memchr(p, 0, (size_t)(stop - p))) {
-        *why = "NUL byte";
-        return DECLINE;
-    }
-    *pp = newline ? newline + 1 : end;
-    *n_fields = 0;
-    return OK;
+    return memchr(p, 0, (size_t)(stop - p)) ? NULL : stop;
 }
+
+/* The next record line from *pp on, before `stop`: its start, with its fields in tok and
+ * len and *pp past its newline; NULL at `stop`, or when a line declines (*d says why).
+ * Comments (in a run, blank lines too) are passed over. The one definition of a line, for
+ * every path; `limit` is the end of the buffer (the common line is read in blocks of 16
+ * bytes, up to it). */
+static inline const char *next_record(const char **pp, const char *stop, const char *limit,
+                                      int run, const char **tok, size_t *len, Declined *d) {
+    const int k = run ? 6 : 4;
+    const char *p = *pp, *line = p, *why;
+    while (p < stop) {
+        line = p;
+#if FAST_LINES
+        if (limit - p >= 64) {
+            const char *next = fast_line(p, run, tok, len);
+            if (next) {
+                *pp = next;
+                return line;
+            }
+        }
+#else
+        (void)limit;
+#endif
+        int n = 0, comment = !run && *p == '#';
+        while (!comment) {
+            while (p < stop && CLS[(unsigned char)*p] == C_BLANK) p++;
+            if (p == stop || *p == '\n') break;
+            if (run && n == 0 && *p == '#') {
+                comment = 1;
+                break;
+            }
+            if (n == k) { /* text after a run line's sixth field is ignored, as trec_eval does */
+                why = "too many fields"; /* qrels lines have exactly four */
+                if (!run) goto declined;
+                why = "NUL byte";
+                if (!(p = line_end(p, stop))) goto declined;
+                break;
+            }
+            tok[n] = p;
+            p = token_end(p, stop);
+            why = "NUL byte";
+            if (p < stop && *p == 0) goto declined;
+            len[n] = (size_t)(p - tok[n]);
+            why = "field too long";
+            if (len[n] > UINT32_MAX) goto declined;
+            n++;
+        }
+        why = "NUL byte";
+        if (comment && !(p = line_end(p, stop))) goto declined;
+        why = "blank line";
+        if (!comment && n == 0 && !run) goto declined;
+        why = "too few fields";
+        if (n != 0 && n != k) goto declined;
+        p = p < stop ? p + 1 : p; /* the newline */
+        if (n) {
+            *pp = p;
+            return line;
+        }
+    }
+    *pp = p;
+    return NULL;
+declined:
+    decline(d, line, why);
+    return NULL;
 }
 
 /* The general path: split one file into records (any order of lines). */
@@ -673,11 +670,7 @@ static int scan_file(File *f, Registry *reg) {
     } else if (grow((void **)&f->recs.v, &f->recs.cap, 1024, sizeof(Rec)) != OK) {
         return NOMEM;
     }
-    while (p < end) {
-        const char *line = p, *why = NULL;
-        int n;
-        if (read_line(&p, end, end, f->run, tok, len, &n, &why) != OK) return decline(f, line, why);
-        if (n == 0) continue;
+    for (const char *line; (line = next_record(&p, end, end, f->run, tok, len, &f->declined));) {
         uint32_t index;
         if (last_id && same_id(last_id, end, (uint32_t)last_len, tok[0], end, (uint32_t)len[0])) {
             index = last_index;
@@ -696,7 +689,7 @@ static int scan_file(File *f, Registry *reg) {
         size_t text_len = len[value_field];
         int status = f->run ? parse_score(text, text_len, &r->value)
                             : parse_grade(text, text_len, &r->value);
-        if (status == DECLINE) return decline(f, line, "value spelling");
+        if (status == DECLINE) return decline(&f->declined, line, "value spelling");
         if (status == SLOW) {
             if (grow((void **)&f->slow.v, &f->slow.cap, f->slow.n + 1, sizeof(Slow)) != OK)
                 return NOMEM;
@@ -718,9 +711,10 @@ static int scan_file(File *f, Registry *reg) {
             previous = index;
         }
         ++*count;
-        if (++f->recs.n >= UINT32_MAX) return decline(f, line, "too many lines");
+        if (++f->recs.n >= UINT32_MAX) return decline(&f->declined, line, "too many lines");
     }
-    if (!f->recs.n) return decline(f, f->buf, "no records");
+    if (f->declined.why) return DECLINE;
+    if (!f->recs.n) return decline(&f->declined, f->buf, "no records");
     return OK;
 }
 
@@ -749,7 +743,7 @@ static int convert_slow(File *f) {
     for (size_t i = 0; i < f->slow.n; i++) {
         const Slow *s = &f->slow.v[i];
         int status = slow_score(s->text, s->len, &f->recs.v[s->rec].value);
-        if (status == DECLINE) return decline(f, s->text, "value spelling");
+        if (status == DECLINE) return decline(&f->declined, s->text, "value spelling");
         if (status != OK) return status;
     }
     return OK;
@@ -1263,14 +1257,10 @@ static const char *split_point(const char *buf, const char *at, const char *end,
         if (!newline) return end;
         at = newline + 1;
     }
-    const char *id = NULL;
-    size_t id_len = 0;
-    while (at < end) {
-        const char *line = at, *why, *tok[6];
-        size_t len[6];
-        int n;
-        if (read_line(&at, end, end, run, tok, len, &n, &why) != OK) return line;
-        if (n == 0) continue;
+    const char *id = NULL, *tok[6];
+    size_t id_len = 0, len[6];
+    Declined d = {0};
+    for (const char *line; (line = next_record(&at, end, end, run, tok, len, &d));) {
         if (!id) {
             id = tok[0];
             id_len = len[0];
@@ -1278,7 +1268,7 @@ static const char *split_point(const char *buf, const char *at, const char *end,
             return line;
         }
     }
-    return end;
+    return d.why ? d.where : end;
 }
 
 /* n + 1 boundaries of n parts of about equal size. */
@@ -1323,7 +1313,7 @@ typedef struct {
     size_t cap_slot;
     Pieces *pieces;
     At repeat;
-    const char *why, *where;
+    Declined declined;
     int status;
     int piece; /* the piece that failed */
 } QPart;
@@ -1334,13 +1324,6 @@ typedef struct {
     uint32_t n;
     const Rec *recs;
 } QQuery;
-
-static int part_decline(const char **why_out, const char **where_out, const char *line,
-                        const char *why) {
-    *why_out = why;
-    *where_out = line;
-    return DECLINE;
-}
 
 /* The judgments repeated in the last block of a qrels part. */
 static int close_qblock(QPart *q) {
@@ -1415,12 +1398,7 @@ static int scan_qrels_piece(void *part) {
     size_t len[6];
     BlockId id = {0};
     int open = 0; /* a block of this piece is open */
-    while (p < q->stop) {
-        const char *line = p, *why = NULL;
-        int n;
-        if (read_line(&p, q->stop, q->end, 0, tok, len, &n, &why) != OK)
-            return part_decline(&q->why, &q->where, line, why);
-        if (n == 0) continue;
+    for (const char *line; (line = next_record(&p, q->stop, q->end, 0, tok, len, &q->declined));) {
         QBlock *b = open ? &q->blocks[q->n_blocks - 1] : NULL;
         if (!open || !in_block(&id, tok[0], len[0], q->end)) {
             if (open && close_qblock(q) != OK) return NOMEM;
@@ -1438,11 +1416,11 @@ static int scan_qrels_piece(void *part) {
         Rec *r = &q->recs.v[q->recs.n];
         set_record(r, tok, len, 0, q->end);
         if (parse_grade(tok[3], len[3], &r->value) != OK)
-            return part_decline(&q->why, &q->where, line, "value spelling");
+            return decline(&q->declined, line, "value spelling");
         b->n++;
-        if (++q->recs.n >= UINT32_MAX)
-            return part_decline(&q->why, &q->where, line, "too many lines");
+        if (++q->recs.n >= UINT32_MAX) return decline(&q->declined, line, "too many lines");
     }
+    if (q->declined.why) return DECLINE;
     return open ? close_qblock(q) : OK;
 }
 
@@ -1504,7 +1482,7 @@ typedef struct {
     int slow;
     Pieces *pieces;
     At repeat;
-    const char *why, *where;
+    Declined declined;
     int status;
     int piece; /* the piece that failed */
 } RPart;
@@ -1667,12 +1645,7 @@ static int scan_run_piece(void *part) {
     size_t len[6];
     BlockId id = {0};
     int open = 0; /* a block of this piece is open */
-    while (at < p->stop) {
-        const char *line = at, *why = NULL;
-        int n;
-        if (read_line(&at, p->stop, p->end, 1, tok, len, &n, &why) != OK)
-            return part_decline(&p->why, &p->where, line, why);
-        if (n == 0) continue;
+    for (const char *line; (line = next_record(&at, p->stop, p->end, 1, tok, len, &p->declined));) {
         RBlock *b = open ? &p->blocks[p->n_blocks - 1] : NULL;
         if (!open || !in_block(&id, tok[0], len[0], p->end)) {
             if (open && close_rblock(p) != OK) return NOMEM;
@@ -1695,11 +1668,11 @@ static int scan_run_piece(void *part) {
         if (p->n_cur == RESOLVE_AT) resolve(p, b);
         int status = add_record(p, tok, len);
         if (status == NOMEM) return NOMEM;
-        if (status == DECLINE) return part_decline(&p->why, &p->where, line, "value spelling");
+        if (status == DECLINE) return decline(&p->declined, line, "value spelling");
         if (status == SLOW) p->slow = 1;
-        if (++p->n_records >= UINT32_MAX)
-            return part_decline(&p->why, &p->where, line, "too many lines");
+        if (++p->n_records >= UINT32_MAX) return decline(&p->declined, line, "too many lines");
     }
+    if (p->declined.why) return DECLINE;
     return open ? close_rblock(p) : OK;
 }
 
@@ -1728,19 +1701,16 @@ static int join_deferred(RPart *p) {
         RBlock *b = &p->blocks[k];
         if (!b->deferred) continue;
         p->n_cur = 0;
-        for (const char *at = b->from; at < b->to;) {
-            const char *line = at, *why = NULL;
-            int n;
-            if (read_line(&at, b->to, p->end, 1, tok, len, &n, &why) != OK) /* read before: cannot */
-                return part_decline(&p->why, &p->where, line, why);
-            if (n == 0) continue;
+        const char *at = b->from;
+        for (const char *line; (line = next_record(&at, b->to, p->end, 1, tok, len, &p->declined));) {
             int status = add_record(p, tok, len);
             if (status == NOMEM) return NOMEM;
             if (status != SLOW) continue;
             status = slow_score(tok[4], len[4], &p->cur[p->n_cur - 1].value);
-            if (status == DECLINE) return part_decline(&p->why, &p->where, line, "value spelling");
+            if (status == DECLINE) return decline(&p->declined, line, "value spelling");
             if (status != OK) return NOMEM;
         }
+        if (p->declined.why) return DECLINE; /* read before: cannot */
         b->deferred = 0;
         if (join_block(p, b) != OK) return NOMEM;
     }
@@ -1815,9 +1785,8 @@ static PyObject *at_tuple(const char *buf, const At *r) {
                          r->doc, (Py_ssize_t)r->dlen);
 }
 
-static PyObject *decline_text(const char *kind, const char *buf, const char *where,
-                              const char *why) {
-    return PyUnicode_FromFormat("%s line %zu: %s", kind, line_at(buf, where), why);
+static PyObject *decline_text(const char *kind, const char *buf, const Declined *d) {
+    return PyUnicode_FromFormat("%s line %zu: %s", kind, line_at(buf, d->where), d->why);
 }
 
 /* An evaluated block, for sorting (its grades stay in its part's buffers). */
@@ -2114,7 +2083,7 @@ static PyObject *join_blocks(const char *qbuf, size_t qsize, const char *rbuf, s
     in_parallel(qrels_work, s->q, sizeof *s->q, n);
     status = first_failure(&s->q[0].status, &s->q[0].piece, sizeof *s->q, n, &which);
     if (status == OK) status = index_qrels(s, n, &n_queries);
-    if (status == OK && n_queries == 0) status = DECLINE; /* no records */
+    if (status == OK && n_queries == 0) status = decline(&s->q[which].declined, qbuf, "no records");
     if (status == OK) {
         const At *repeat = &s->q[0].repeat;
         for (int t = 1; t < n; t++) repeat = earliest(repeat, &s->q[t].repeat);
@@ -2130,9 +2099,7 @@ static PyObject *join_blocks(const char *qbuf, size_t qsize, const char *rbuf, s
     }
     Py_END_ALLOW_THREADS
     if (status == DECLINE) {
-        result = n_queries == 0 && !s->q[which].why
-                     ? decline_text("qrels", qbuf, qbuf, "no records")
-                     : decline_text("qrels", qbuf, s->q[which].where, s->q[which].why);
+        result = decline_text("qrels", qbuf, &s->q[which].declined);
         goto done;
     }
     if (status == NONCONTIGUOUS) goto general;
@@ -2143,7 +2110,7 @@ static PyObject *join_blocks(const char *qbuf, size_t qsize, const char *rbuf, s
         which = t;
     }
     if (status == DECLINE) {
-        result = decline_text("run", rbuf, s->r[which].where, s->r[which].why);
+        result = decline_text("run", rbuf, &s->r[which].declined);
         goto done;
     }
     if (status != OK) goto nomem;
@@ -2164,7 +2131,8 @@ static PyObject *join_blocks(const char *qbuf, size_t qsize, const char *rbuf, s
     size_t n_records = 0;
     for (int t = 0; t < n; t++) n_records += s->r[t].n_records;
     if (n_records == 0) {
-        result = decline_text("run", rbuf, rbuf, "no records");
+        decline(&s->r[0].declined, rbuf, "no records");
+        result = decline_text("run", rbuf, &s->r[0].declined);
         goto done;
     }
     const At *qrels_repeat = &s->q[0].repeat, *run_repeat = &s->r[0].repeat;
@@ -2239,10 +2207,6 @@ done:
     blocks_free(s);
     free(s);
     return result;
-}
-
-static PyObject *declined(const File *f) {
-    return decline_text(f->run ? "run" : "qrels", f->buf, f->where, f->why);
 }
 
 static PyObject *shrink(PyObject *array, size_t bytes) {
@@ -2327,7 +2291,8 @@ static PyObject *join_general(const char *qbuf, size_t qsize, const char *rbuf, 
     Py_END_ALLOW_THREADS
     if (status == OK) status = convert_slow(&run);
     if (status == DECLINE) {
-        result = declined(qrels.why ? &qrels : &run);
+        const File *f = qrels.declined.why ? &qrels : &run;
+        result = decline_text(f->run ? "run" : "qrels", f->buf, &f->declined);
         goto done;
     }
     if (status != OK) goto nomem;
