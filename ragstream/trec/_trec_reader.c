@@ -1897,11 +1897,55 @@ done:
     return status;
 }
 
+/* An ASCII id as a str, made directly (PyUnicode_DecodeUTF8 costs several times more on
+ * short ids); NULL, with no error set, when it is not ASCII or on no memory. */
+static PyObject *ascii_text(const char *id, uint32_t len) {
+    for (uint32_t i = 0; i < len; i++)
+        if ((unsigned char)id[i] >= 0x80) return NULL;
+    PyObject *text = PyUnicode_New((Py_ssize_t)len, 127);
+    if (!text) {
+        PyErr_Clear();
+        return NULL;
+    }
+    memcpy(PyUnicode_1BYTE_DATA(text), id, len);
+    return text;
+}
+
+/* The ids as a tuple of str, item k the id stored at where[k] (where NULL: at k). They are
+ * decoded in stored order, which reads their copies (or the file) front to back (in byte
+ * order of the ids, each one would be a cache miss at a random place), then put in place. */
 static PyObject *qid_tuple(size_t n, const char *const *ids, const uint32_t *lens,
-                           const int64_t *where);
+                           const int64_t *where) {
+    PyObject *qids = PyTuple_New((Py_ssize_t)n);
+    if (!qids) return NULL;
+    PyObject **stored = where ? malloc((n ? n : 1) * sizeof *stored) : NULL;
+    if (where && !stored) {
+        Py_DECREF(qids);
+        return PyErr_NoMemory();
+    }
+    for (size_t i = 0; i < n; i++) {
+        PyObject *id = ascii_text(ids[i], lens[i]);
+        if (!id) id = PyUnicode_DecodeUTF8(ids[i], (Py_ssize_t)lens[i], "replace");
+        if (!id) {
+            for (size_t j = 0; where && j < i; j++) Py_DECREF(stored[j]);
+            Py_DECREF(qids); /* items not set yet are NULL */
+            free(stored);
+            return NULL;
+        }
+        if (where) stored[i] = id;
+        else PyTuple_SET_ITEM(qids, (Py_ssize_t)i, id);
+    }
+    for (size_t k = 0; where && k < n; k++) PyTuple_SET_ITEM(qids, (Py_ssize_t)k, stored[where[k]]);
+    free(stored);
+    return qids;
+}
+
 static PyObject *result_tuple(PyObject *qids, size_t n_common, size_t n_qrels_queries,
                               PyObject *segments, PyObject *order, PyObject *qrels_repeat,
-                              PyObject *run_repeat, PyObject *values);
+                              PyObject *run_repeat, PyObject *values) {
+    return Py_BuildValue("(OnnOOOOO)", qids, (Py_ssize_t)n_common, (Py_ssize_t)n_qrels_queries,
+                         segments, order, qrels_repeat, run_repeat, values);
+}
 
 /* Memory the scanner filled, handed to Python as it is: a writable buffer that frees it.
  * The run's grades are most of the output (8 bytes a line); copying them into fresh
@@ -1946,6 +1990,25 @@ static PyObject *owned(void **ptr, size_t bytes) {
     o->len = (Py_ssize_t)bytes;
     *ptr = NULL;
     return (PyObject *)o;
+}
+
+/* (rel, rel_offsets, judged, judged_offsets) of m queries, from malloc'd arrays (n_rel and
+ * n_judged grades, m + 1 offsets each) handed over as Owned: freed when they are not. */
+static PyObject *segment(void *rel, size_t n_rel, void *rel_o, void *judged, size_t n_judged,
+                         void *judged_o, size_t m) {
+    PyObject *items[4] = {owned(&rel, n_rel * sizeof(double)),
+                          owned(&rel_o, (m + 1) * sizeof(int64_t)),
+                          owned(&judged, n_judged * sizeof(double)),
+                          owned(&judged_o, (m + 1) * sizeof(int64_t))};
+    free(rel); /* those not handed over */
+    free(rel_o);
+    free(judged);
+    free(judged_o);
+    if (!items[0] || !items[1] || !items[2] || !items[3]) {
+        for (int t = 0; t < 4; t++) Py_XDECREF(items[t]);
+        return NULL;
+    }
+    return Py_BuildValue("(NNNN)", items[0], items[1], items[2], items[3]);
 }
 
 /* The evaluated blocks of a run part, in block order, as (rel, rel_offsets, judged,
@@ -2000,19 +2063,7 @@ static PyObject *part_segment(RPart *p, const QQuery *queries) {
         p->out = NULL;
         p->judged = NULL;
     }
-    PyObject *items[4] = {owned(&rel, n_rel * sizeof(double)),
-                          owned(&rel_o, (m + 1) * sizeof(int64_t)),
-                          owned(&judged, n_judged * sizeof(double)),
-                          owned(&judged_o, (m + 1) * sizeof(int64_t))};
-    free(rel); /* those not handed over */
-    free(rel_o);
-    free(judged);
-    free(judged_o);
-    if (!items[0] || !items[1] || !items[2] || !items[3]) {
-        for (int t = 0; t < 4; t++) Py_XDECREF(items[t]);
-        return NULL;
-    }
-    return Py_BuildValue("(NNNN)", items[0], items[1], items[2], items[3]);
+    return segment(rel, n_rel, rel_o, judged, n_judged, judged_o, m);
 }
 
 /* The evaluated queries' values in byte order of their ids, metric after metric (an
@@ -2209,77 +2260,16 @@ done:
     return result;
 }
 
-static PyObject *shrink(PyObject *array, size_t bytes) {
-    if (PyByteArray_Resize(array, (Py_ssize_t)bytes) < 0) {
-        Py_DECREF(array);
-        return NULL;
-    }
-    return array;
-}
-
-/* The query ids as str (invalid UTF-8 replaced). */
-/* An ASCII id as a str, made directly (PyUnicode_DecodeUTF8 costs several times more on
- * short ids); NULL, with no error set, when it is not ASCII or on no memory. */
-static PyObject *ascii_text(const char *id, uint32_t len) {
-    for (uint32_t i = 0; i < len; i++)
-        if ((unsigned char)id[i] >= 0x80) return NULL;
-    PyObject *text = PyUnicode_New((Py_ssize_t)len, 127);
-    if (!text) {
-        PyErr_Clear();
-        return NULL;
-    }
-    memcpy(PyUnicode_1BYTE_DATA(text), id, len);
-    return text;
-}
-
-/* The ids as a tuple of str, item k the id stored at where[k] (where NULL: at k). They are
- * decoded in stored order, which reads their copies (or the file) front to back (in byte
- * order of the ids, each one would be a cache miss at a random place), then put in place. */
-static PyObject *qid_tuple(size_t n, const char *const *ids, const uint32_t *lens,
-                           const int64_t *where) {
-    PyObject *qids = PyTuple_New((Py_ssize_t)n);
-    if (!qids) return NULL;
-    PyObject **stored = where ? malloc((n ? n : 1) * sizeof *stored) : NULL;
-    if (where && !stored) {
-        Py_DECREF(qids);
-        return PyErr_NoMemory();
-    }
-    for (size_t i = 0; i < n; i++) {
-        PyObject *id = ascii_text(ids[i], lens[i]);
-        if (!id) id = PyUnicode_DecodeUTF8(ids[i], (Py_ssize_t)lens[i], "replace");
-        if (!id) {
-            for (size_t j = 0; where && j < i; j++) Py_DECREF(stored[j]);
-            Py_DECREF(qids); /* items not set yet are NULL */
-            free(stored);
-            return NULL;
-        }
-        if (where) stored[i] = id;
-        else PyTuple_SET_ITEM(qids, (Py_ssize_t)i, id);
-    }
-    for (size_t k = 0; where && k < n; k++) PyTuple_SET_ITEM(qids, (Py_ssize_t)k, stored[where[k]]);
-    free(stored);
-    return qids;
-}
-
-static PyObject *result_tuple(PyObject *qids, size_t n_common, size_t n_qrels_queries,
-                              PyObject *segments, PyObject *order, PyObject *qrels_repeat,
-                              PyObject *run_repeat, PyObject *values) {
-    return Py_BuildValue("(OnnOOOOO)", qids, (Py_ssize_t)n_common, (Py_ssize_t)n_qrels_queries,
-                         segments, order, qrels_repeat, run_repeat, values);
-}
-
 /* The general path: any order of lines, one thread. */
 static PyObject *join_general(const char *qbuf, size_t qsize, const char *rbuf, size_t rsize,
                               int keep_best, const CutObject *cut) {
-    PyObject *result = NULL, *rel = NULL, *rel_offsets = NULL, *judged = NULL,
-             *judged_offsets = NULL, *qids = NULL;
+    PyObject *result = NULL, *qids = NULL;
     Registry reg;
     File qrels = {.buf = qbuf, .size = qsize, .run = 0, .contiguous = 1};
     File run = {.buf = rbuf, .size = rsize, .run = 1, .contiguous = 1};
     Join j = {.qrels = &qrels, .run = &run, .reg = &reg, .keep_best = keep_best};
-    uint32_t *evaluated = NULL;
+    uint32_t *evaluated = NULL, *lens = NULL;
     const char **ids = NULL;
-    uint32_t *lens = NULL;
     int status;
     if (registry_init(&reg) != OK) {
         registry_free(&reg);
@@ -2297,20 +2287,15 @@ static PyObject *join_general(const char *qbuf, size_t qsize, const char *rbuf, 
     }
     if (status != OK) goto nomem;
     size_t n_queries = reg.n ? reg.n : 1;
-    rel = PyByteArray_FromStringAndSize(NULL, (Py_ssize_t)(run.recs.n * sizeof(double)));
-    judged = PyByteArray_FromStringAndSize(NULL, (Py_ssize_t)(qrels.recs.n * sizeof(double)));
-    rel_offsets = PyByteArray_FromStringAndSize(NULL, (Py_ssize_t)((n_queries + 1) * 8));
-    judged_offsets = PyByteArray_FromStringAndSize(NULL, (Py_ssize_t)((n_queries + 1) * 8));
-    evaluated = malloc(n_queries * sizeof *evaluated);
+    j.rel = malloc(run.recs.n * sizeof(double)); /* not 0: each file has a record */
+    j.judged = malloc(qrels.recs.n * sizeof(double));
+    j.rel_offsets = malloc((n_queries + 1) * sizeof(int64_t));
+    j.judged_offsets = malloc((n_queries + 1) * sizeof(int64_t));
+    j.evaluated = evaluated = malloc(n_queries * sizeof *evaluated);
     ids = malloc(n_queries * sizeof *ids);
     lens = malloc(n_queries * sizeof *lens);
-    if (!rel || !judged || !rel_offsets || !judged_offsets) goto done;
-    if (!evaluated || !ids || !lens) goto nomem;
-    j.rel = (double *)PyByteArray_AS_STRING(rel);
-    j.judged = (double *)PyByteArray_AS_STRING(judged);
-    j.rel_offsets = (int64_t *)PyByteArray_AS_STRING(rel_offsets);
-    j.judged_offsets = (int64_t *)PyByteArray_AS_STRING(judged_offsets);
-    j.evaluated = evaluated;
+    if (!j.rel || !j.judged || !j.rel_offsets || !j.judged_offsets || !evaluated || !ids || !lens)
+        goto nomem;
     Py_BEGIN_ALLOW_THREADS
     j.cut = cut_of(cut);
     status = join_queries(&j);
@@ -2325,15 +2310,14 @@ static PyObject *join_general(const char *qbuf, size_t qsize, const char *rbuf, 
         lens[i] = reg.q[evaluated[i]].len;
     }
     if (!(qids = qid_tuple(j.n_evaluated, ids, lens, NULL))) goto done;
-    size_t offsets = (j.n_evaluated + 1) * sizeof(int64_t);
-    if (!(rel = shrink(rel, n_rel * sizeof(double)))) goto done;
-    if (!(judged = shrink(judged, n_judged * sizeof(double)))) goto done;
-    if (!(rel_offsets = shrink(rel_offsets, offsets))) goto done;
-    if (!(judged_offsets = shrink(judged_offsets, offsets))) goto done;
-    PyObject *qrels_repeat = at_tuple(qbuf, &j.qrels_repeat);
+    PyObject *one = segment(j.rel, n_rel, j.rel_offsets, j.judged, n_judged, j.judged_offsets,
+                            j.n_evaluated);
+    j.rel = j.judged = NULL;
+    j.rel_offsets = j.judged_offsets = NULL;
+    PyObject *qrels_repeat = one ? at_tuple(qbuf, &j.qrels_repeat) : NULL;
     PyObject *run_repeat = qrels_repeat ? at_tuple(rbuf, &j.run_repeat) : NULL;
-    PyObject *segments =
-        run_repeat ? Py_BuildValue("[(OOOO)]", rel, rel_offsets, judged, judged_offsets) : NULL;
+    PyObject *segments = run_repeat ? Py_BuildValue("[N]", one) : NULL; /* takes `one` */
+    if (!run_repeat) Py_XDECREF(one);
     if (segments)
         result = result_tuple(qids, n_common, j.n_qrels_queries, segments, Py_None, qrels_repeat,
                               run_repeat, Py_None);
@@ -2345,10 +2329,10 @@ nomem:
     PyErr_NoMemory();
 done:
     Py_XDECREF(qids);
-    Py_XDECREF(rel);
-    Py_XDECREF(rel_offsets);
-    Py_XDECREF(judged);
-    Py_XDECREF(judged_offsets);
+    free(j.rel);
+    free(j.rel_offsets);
+    free(j.judged);
+    free(j.judged_offsets);
     free(evaluated);
     free(ids);
     free(lens);
