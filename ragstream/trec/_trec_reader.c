@@ -1241,13 +1241,6 @@ static inline int64_t index_find(const Index *x, const char *id, uint32_t len, u
     return -1;
 }
 
-/* The first of several repeats: the earliest repeating line. */
-static const At *earliest(const At *a, const At *b) {
-    if (!a->found) return b;
-    if (!b->found) return a;
-    return b->b < a->b ? b : a;
-}
-
 /* Where part boundaries go: the first line at or after `at` that starts a block, i.e.
  * the first record line whose query differs from that of the first record line at or
  * after `at`. A line that does not read stops the search (its part declines it). */
@@ -1304,18 +1297,30 @@ typedef struct {
     uint32_t n;
 } QBlock;
 
-typedef struct {
+/* What a thread's part of either file holds besides its own: the file, the piece being
+ * read, what the part found; `read` reads the pieces it is handed (its thread's work). */
+typedef struct Part {
     const char *buf, *start, *stop, *end;
+    Pieces *pieces;
+    int (*read)(struct Part *);
+    At repeat;
+    Declined declined;
+    int status;
+    int piece; /* the piece that failed */
+} Part;
+
+/* Part `t` of an array of parts of either kind, `stride` bytes apart. */
+static inline Part *part_at(void *parts, size_t stride, int t) {
+    return (Part *)(void *)((char *)parts + (size_t)t * stride);
+}
+
+typedef struct {
+    Part part; /* first: a QPart is read as a Part */
     Recs recs;
     QBlock *blocks;
     size_t n_blocks, cap_blocks;
     uint32_t *slot;
     size_t cap_slot;
-    Pieces *pieces;
-    At repeat;
-    Declined declined;
-    int status;
-    int piece; /* the piece that failed */
 } QPart;
 
 /* A query of the qrels, once the parts are read. */
@@ -1336,9 +1341,9 @@ static int close_qblock(QPart *q) {
     for (uint32_t i = 0; i < b->n; i++) {
         const Rec *r = &recs[i];
         size_t s = r->hash & mask;
-        while (q->slot[s] && !same_doc(&recs[q->slot[s] - 1], q->end, r, q->end))
+        while (q->slot[s] && !same_doc(&recs[q->slot[s] - 1], q->part.end, r, q->part.end))
             s = (s + 1) & mask;
-        if (q->slot[s]) note_at(&q->repeat, q->buf, b->key.id, b->key.len, &recs[q->slot[s] - 1], r);
+        if (q->slot[s]) note_at(&q->part.repeat, q->part.buf, b->key.id, b->key.len, &recs[q->slot[s] - 1], r);
         else q->slot[s] = i + 1;
     }
     return OK;
@@ -1371,18 +1376,19 @@ static void drop_pages(const char *a, const char *b) {
 #endif
 }
 
-/* Hand a thread's part the pieces one after the other: `scan(part)` reads *start to *stop.
- * A failure ends it, noted in *failed, and no piece after it is handed out to any thread. */
-static int read_pieces(Pieces *pieces, const char **start, const char **stop, int *failed,
-                       int (*scan)(void *), void *part) {
+/* Hand a thread's part the pieces one after the other: `scan(part)` reads part->start to
+ * part->stop. A failure ends it, noted in part->piece, and no piece after it is handed out
+ * to any thread. */
+static int read_pieces(Part *part, int (*scan)(Part *)) {
+    Pieces *pieces = part->pieces;
     for (int k; (k = claim(pieces)) >= 0;) {
-        *start = pieces->bound[k];
-        *stop = pieces->bound[k + 1];
-        if (pieces->map_in) map_in(*start, *stop);
+        part->start = pieces->bound[k];
+        part->stop = pieces->bound[k + 1];
+        if (pieces->map_in) map_in(part->start, part->stop);
         int status = scan(part);
-        if (pieces->drop) drop_pages(*start, *stop);
+        if (pieces->drop) drop_pages(part->start, part->stop);
         if (status != OK) {
-            *failed = k;
+            part->piece = k;
             stop_after(pieces, k);
             return status;
         }
@@ -1390,47 +1396,48 @@ static int read_pieces(Pieces *pieces, const char **start, const char **stop, in
     return OK;
 }
 
-/* The lines of one piece (q->start to q->stop): its blocks, closed as they end. */
-static int scan_qrels_piece(void *part) {
-    QPart *q = part;
-    const char *p = q->start;
+/* The lines of one piece (q->part.start to q->part.stop): its blocks, closed as they end. */
+static int scan_qrels_piece(Part *part) {
+    QPart *q = (QPart *)(void *)part;
+    const char *p = q->part.start;
     const char *tok[6];
     size_t len[6];
     BlockId id = {0};
     int open = 0; /* a block of this piece is open */
-    for (const char *line; (line = next_record(&p, q->stop, q->end, 0, tok, len, &q->declined));) {
+    for (const char *line; (line = next_record(&p, q->part.stop, q->part.end, 0, tok, len, &q->part.declined));) {
         QBlock *b = open ? &q->blocks[q->n_blocks - 1] : NULL;
-        if (!open || !in_block(&id, tok[0], len[0], q->end)) {
+        if (!open || !in_block(&id, tok[0], len[0], q->part.end)) {
             if (open && close_qblock(q) != OK) return NOMEM;
             if (grow((void **)&q->blocks, &q->cap_blocks, q->n_blocks + 1, sizeof(QBlock)) != OK)
                 return NOMEM;
             b = &q->blocks[q->n_blocks++];
-            *b = (QBlock){{tok[0], (uint32_t)len[0], hash_id(tok[0], len[0], q->end)},
+            *b = (QBlock){{tok[0], (uint32_t)len[0], hash_id(tok[0], len[0], q->part.end)},
                           q->recs.n,
                           0};
-            id = block_id(tok[0], (uint32_t)len[0], q->end);
+            id = block_id(tok[0], (uint32_t)len[0], q->part.end);
             open = 1;
         }
         if (grow((void **)&q->recs.v, &q->recs.cap, q->recs.n + 1, sizeof(Rec)) != OK)
             return NOMEM;
         Rec *r = &q->recs.v[q->recs.n];
-        set_record(r, tok, len, 0, q->end);
+        set_record(r, tok, len, 0, q->part.end);
         if (parse_grade(tok[3], len[3], &r->value) != OK)
-            return decline(&q->declined, line, "value spelling");
+            return decline(&q->part.declined, line, "value spelling");
         b->n++;
-        if (++q->recs.n >= UINT32_MAX) return decline(&q->declined, line, "too many lines");
+        if (++q->recs.n >= UINT32_MAX) return decline(&q->part.declined, line, "too many lines");
     }
-    if (q->declined.why) return DECLINE;
+    if (q->part.declined.why) return DECLINE;
     return open ? close_qblock(q) : OK;
 }
 
 /* The pieces of the qrels this thread is handed, one after the other. */
-static int scan_qrels_part(QPart *q) {
-    size_t bound = (size_t)(q->end - q->buf) / 8 + 1; /* as in scan_file */
+static int scan_qrels_part(Part *part) {
+    QPart *q = (QPart *)(void *)part;
+    size_t bound = (size_t)(q->part.end - q->part.buf) / 8 + 1; /* as in scan_file */
     q->recs.v = malloc(bound * sizeof(Rec));
     if (!q->recs.v) return NOMEM;
     q->recs.cap = bound;
-    return read_pieces(q->pieces, &q->start, &q->stop, &q->piece, scan_qrels_piece, q);
+    return read_pieces(part, scan_qrels_piece);
 }
 
 /* A block of the run: a query's lines in a part, joined when it ends. */
@@ -1451,7 +1458,7 @@ typedef struct {
 enum { UNJOINED = -2, UNVALUED = -1 };
 
 typedef struct {
-    const char *buf, *start, *stop, *end;
+    Part part; /* first: an RPart is read as a Part */
     const QQuery *queries;
     const Index *qrels;
     int keep_best, skip_join;
@@ -1480,11 +1487,6 @@ typedef struct {
     size_t n_ids, cap_ids;
     size_t n_records;
     int slow;
-    Pieces *pieces;
-    At repeat;
-    Declined declined;
-    int status;
-    int piece; /* the piece that failed */
 } RPart;
 
 /* The slot of document r in a block's stamped table: the one holding it (this block's
@@ -1549,7 +1551,7 @@ static int join_block(RPart *p, RBlock *b) {
     Rec *kept = p->cur;
     size_t n_kept = 0, i = 0;
     for (; i < n; i++) {
-        const size_t s = doc_slot(rslot, mask, stamp, kept, &p->cur[i], p->end);
+        const size_t s = doc_slot(rslot, mask, stamp, kept, &p->cur[i], p->part.end);
         if ((uint32_t)(rslot[s] >> 32) == stamp) break;
         rslot[s] = (uint64_t)stamp << 32 | n_kept++;
     }
@@ -1559,17 +1561,17 @@ static int join_block(RPart *p, RBlock *b) {
     }
     for (; i < n; i++) {
         const Rec *r = &p->cur[i];
-        const size_t s = doc_slot(rslot, mask, stamp, kept, r, p->end);
+        const size_t s = doc_slot(rslot, mask, stamp, kept, r, p->part.end);
         if ((uint32_t)(rslot[s] >> 32) != stamp) {
             rslot[s] = (uint64_t)stamp << 32 | n_kept;
             kept[n_kept++] = *r;
         } else if (!p->keep_best) {
-            note_at(&p->repeat, p->buf, b->key.id, b->key.len, &kept[(uint32_t)rslot[s]], r);
+            note_at(&p->part.repeat, p->part.buf, b->key.id, b->key.len, &kept[(uint32_t)rslot[s]], r);
         } else if (r->value > kept[(uint32_t)rslot[s]].value) {
             kept[(uint32_t)rslot[s]] = *r;
         }
     }
-    if (!evaluated || p->repeat.found) return OK;
+    if (!evaluated || p->part.repeat.found) return OK;
     rank_sort(kept, n_kept);
     const Cut cut = cut_of(p->cut);
     const QQuery *q = &p->queries[b->query];
@@ -1585,7 +1587,7 @@ static int join_block(RPart *p, RBlock *b) {
         jslot[s] = i + 1;
     }
     b->out = p->n_out;
-    b->n_kept = (uint32_t)grade_ranking(kept, n_kept, p->end, q->recs, p->qrels_end, jslot, jmask,
+    b->n_kept = (uint32_t)grade_ranking(kept, n_kept, p->part.end, q->recs, p->qrels_end, jslot, jmask,
                                         cut, p->out + p->n_out);
     p->n_out += b->n_kept; /* the next block writes over the rest */
     if (grow((void **)&p->judged, &p->cap_judged, p->n_judged + q->n, sizeof(double)) != OK)
@@ -1633,32 +1635,32 @@ static int close_rblock(RPart *p) {
 static inline int add_record(RPart *p, const char **tok, const size_t *len) {
     if (grow((void **)&p->cur, &p->cap_cur, p->n_cur + 1, sizeof(Rec)) != OK) return NOMEM;
     Rec *r = &p->cur[p->n_cur++];
-    set_record(r, tok, len, 0, p->end);
+    set_record(r, tok, len, 0, p->part.end);
     return parse_score(tok[4], len[4], &r->value);
 }
 
-/* The lines of one piece (p->start to p->stop): its blocks, joined as they end. */
-static int scan_run_piece(void *part) {
-    RPart *p = part;
-    const char *at = p->start;
+/* The lines of one piece (p->part.start to p->part.stop): its blocks, joined as they end. */
+static int scan_run_piece(Part *part) {
+    RPart *p = (RPart *)(void *)part;
+    const char *at = p->part.start;
     const char *tok[6];
     size_t len[6];
     BlockId id = {0};
     int open = 0; /* a block of this piece is open */
-    for (const char *line; (line = next_record(&at, p->stop, p->end, 1, tok, len, &p->declined));) {
+    for (const char *line; (line = next_record(&at, p->part.stop, p->part.end, 1, tok, len, &p->part.declined));) {
         RBlock *b = open ? &p->blocks[p->n_blocks - 1] : NULL;
-        if (!open || !in_block(&id, tok[0], len[0], p->end)) {
+        if (!open || !in_block(&id, tok[0], len[0], p->part.end)) {
             if (open && close_rblock(p) != OK) return NOMEM;
             if (grow((void **)&p->blocks, &p->cap_blocks, p->n_blocks + 1, sizeof(RBlock)) != OK)
                 return NOMEM;
             if (grow((void **)&p->ids, &p->cap_ids, p->n_ids + len[0], 1) != OK) return NOMEM;
             b = &p->blocks[p->n_blocks++];
-            uint64_t hash = hash_id(tok[0], len[0], p->end);
+            uint64_t hash = hash_id(tok[0], len[0], p->part.end);
             *b = (RBlock){{tok[0], (uint32_t)len[0], hash}, UNRESOLVED, line, line, 0, 0, 0, 0,
                           prefix_of(tok[0], (uint32_t)len[0]), p->n_ids, UNJOINED};
             memcpy(p->ids + p->n_ids, tok[0], len[0]);
             p->n_ids += len[0];
-            id = block_id(tok[0], (uint32_t)len[0], p->end);
+            id = block_id(tok[0], (uint32_t)len[0], p->part.end);
             PREFETCH(&p->qrels->slot[hash & p->qrels->mask]);
             p->n_cur = 0;
             p->slow = 0;
@@ -1668,17 +1670,18 @@ static int scan_run_piece(void *part) {
         if (p->n_cur == RESOLVE_AT) resolve(p, b);
         int status = add_record(p, tok, len);
         if (status == NOMEM) return NOMEM;
-        if (status == DECLINE) return decline(&p->declined, line, "value spelling");
+        if (status == DECLINE) return decline(&p->part.declined, line, "value spelling");
         if (status == SLOW) p->slow = 1;
-        if (++p->n_records >= UINT32_MAX) return decline(&p->declined, line, "too many lines");
+        if (++p->n_records >= UINT32_MAX) return decline(&p->part.declined, line, "too many lines");
     }
-    if (p->declined.why) return DECLINE;
+    if (p->part.declined.why) return DECLINE;
     return open ? close_rblock(p) : OK;
 }
 
 /* The pieces of the run this thread is handed, one after the other. */
-static int scan_run_part(RPart *p) {
-    size_t bound = (size_t)(p->end - p->buf) / 12 + 1; /* grades: at most one a line */
+static int scan_run_part(Part *part) {
+    RPart *p = (RPart *)(void *)part;
+    size_t bound = (size_t)(p->part.end - p->part.buf) / 12 + 1; /* grades: at most one a line */
     p->out = malloc(bound * sizeof(double));
     if (!p->out) return NOMEM;
     p->cap_out = bound;
@@ -1687,7 +1690,7 @@ static int scan_run_part(RPart *p) {
     p->judged = malloc((p->judged_bound ? p->judged_bound : 1) * sizeof(double));
     if (!p->judged) return NOMEM;
     p->cap_judged = p->judged_bound ? p->judged_bound : 1;
-    const int status = read_pieces(p->pieces, &p->start, &p->stop, &p->piece, scan_run_piece, p);
+    const int status = read_pieces(part, scan_run_piece);
     const RaggedKernel *k = kernel_of(p->cut);
     return status == OK && k ? value_rest(p, k) : status;
 }
@@ -1702,41 +1705,35 @@ static int join_deferred(RPart *p) {
         if (!b->deferred) continue;
         p->n_cur = 0;
         const char *at = b->from;
-        for (const char *line; (line = next_record(&at, b->to, p->end, 1, tok, len, &p->declined));) {
+        for (const char *line; (line = next_record(&at, b->to, p->part.end, 1, tok, len, &p->part.declined));) {
             int status = add_record(p, tok, len);
             if (status == NOMEM) return NOMEM;
             if (status != SLOW) continue;
             status = slow_score(tok[4], len[4], &p->cur[p->n_cur - 1].value);
-            if (status == DECLINE) return decline(&p->declined, line, "value spelling");
+            if (status == DECLINE) return decline(&p->part.declined, line, "value spelling");
             if (status != OK) return NOMEM;
         }
-        if (p->declined.why) return DECLINE; /* read before: cannot */
+        if (p->part.declined.why) return DECLINE; /* read before: cannot */
         b->deferred = 0;
         if (join_block(p, b) != OK) return NOMEM;
     }
     return OK;
 }
 
-static void *qrels_work(void *arg) {
-    QPart *q = arg;
-    q->status = scan_qrels_part(q);
+static void *work(void *arg) {
+    Part *part = arg;
+    part->status = part->read(part);
     return NULL;
 }
 
-static void *run_work(void *arg) {
-    RPart *p = arg;
-    p->status = scan_run_part(p);
-    return NULL;
-}
-
-/* work(part) for n parts, each in its own thread (the calling one reads the first);
- * one after the other where threads are not available. */
-static void in_parallel(void *(*work)(void *), void *parts, size_t stride, int n) {
+/* The n parts read, each in its own thread (the calling one reads the first); one after
+ * the other where threads are not available. */
+static void in_parallel(void *parts, size_t stride, int n) {
 #if THREADS
     pthread_t tid[MAX_PARTS];
     int started[MAX_PARTS] = {0};
     for (int t = 1; t < n; t++)
-        started[t] = pthread_create(&tid[t], NULL, work, (char *)parts + t * stride) == 0;
+        started[t] = pthread_create(&tid[t], NULL, work, part_at(parts, stride, t)) == 0;
 #endif
     work(parts);
     for (int t = 1; t < n; t++) {
@@ -1746,25 +1743,33 @@ static void in_parallel(void *(*work)(void *), void *parts, size_t stride, int n
             continue;
         }
 #endif
-        work((char *)parts + t * stride);
+        work(part_at(parts, stride, t));
     }
 }
 
 /* The status other than OK of the part that failed in the earliest piece (the first
  * error in file order); `status` and `piece` are the first part's, parts `stride` apart. */
-static int first_failure(const int *status, const int *piece_of, size_t stride, int n,
-                         int *which) {
+static int first_failure(void *parts, size_t stride, int n, int *which) {
     int found = OK, first = 0;
     for (int t = 0; t < n; t++) {
-        int s = *(const int *)(const void *)((const char *)status + t * stride);
-        int piece = *(const int *)(const void *)((const char *)piece_of + t * stride);
-        if (s != OK && (found == OK || piece < first)) {
-            found = s;
-            first = piece;
+        const Part *part = part_at(parts, stride, t);
+        if (part->status != OK && (found == OK || part->piece < first)) {
+            found = part->status;
+            first = part->piece;
             *which = t;
         }
     }
     return found;
+}
+
+/* The earliest repeat the n parts found (its `found` 0 when none did). */
+static const At *first_repeat(void *parts, size_t stride, int n) {
+    const At *first = &part_at(parts, stride, 0)->repeat;
+    for (int t = 1; t < n; t++) {
+        const At *r = &part_at(parts, stride, t)->repeat;
+        if (r->found && (!first->found || r->b < first->b)) first = r;
+    }
+    return first;
 }
 
 static size_t line_at(const char *buf, const char *at) {
@@ -2130,38 +2135,40 @@ static PyObject *join_blocks(const char *qbuf, size_t qsize, const char *rbuf, s
     Py_BEGIN_ALLOW_THREADS
     pieces_init(&s->qpieces, qbuf, qsize, 0, n, mapped);
     for (int t = 0; t < n; t++)
-        s->q[t] = (QPart){.buf = qbuf, .end = qbuf + qsize, .pieces = &s->qpieces};
-    in_parallel(qrels_work, s->q, sizeof *s->q, n);
-    status = first_failure(&s->q[0].status, &s->q[0].piece, sizeof *s->q, n, &which);
+        s->q[t] = (QPart){.part = {.buf = qbuf, .end = qbuf + qsize, .pieces = &s->qpieces,
+                                   .read = scan_qrels_part}};
+    in_parallel(s->q, sizeof *s->q, n);
+    status = first_failure(s->q, sizeof *s->q, n, &which);
     if (status == OK) status = index_qrels(s, n, &n_queries);
-    if (status == OK && n_queries == 0) status = decline(&s->q[which].declined, qbuf, "no records");
+    if (status == OK && n_queries == 0)
+        status = decline(&s->q[which].part.declined, qbuf, "no records");
     if (status == OK) {
-        const At *repeat = &s->q[0].repeat;
-        for (int t = 1; t < n; t++) repeat = earliest(repeat, &s->q[t].repeat);
+        const int repeat = first_repeat(s->q, sizeof *s->q, n)->found;
         size_t n_judgments = 0;
         for (int t = 0; t < n; t++) n_judgments += s->q[t].recs.n;
         pieces_init(&s->rpieces, rbuf, rsize, 1, n, mapped);
         for (int t = 0; t < n; t++)
-            s->r[t] = (RPart){.buf = rbuf, .end = rbuf + rsize, .pieces = &s->rpieces,
+            s->r[t] = (RPart){.part = {.buf = rbuf, .end = rbuf + rsize, .pieces = &s->rpieces,
+                                       .read = scan_run_part},
                               .queries = s->queries, .qrels = &s->qrels,
-                              .keep_best = keep_best, .cut = cut, .skip_join = repeat->found,
+                              .keep_best = keep_best, .cut = cut, .skip_join = repeat,
                               .qrels_end = qbuf + qsize, .judged_bound = n_judgments};
-        in_parallel(run_work, s->r, sizeof *s->r, n);
+        in_parallel(s->r, sizeof *s->r, n);
     }
     Py_END_ALLOW_THREADS
     if (status == DECLINE) {
-        result = decline_text("qrels", qbuf, &s->q[which].declined);
+        result = decline_text("qrels", qbuf, &s->q[which].part.declined);
         goto done;
     }
     if (status == NONCONTIGUOUS) goto general;
     if (status != OK) goto nomem;
-    status = first_failure(&s->r[0].status, &s->r[0].piece, sizeof *s->r, n, &which);
+    status = first_failure(s->r, sizeof *s->r, n, &which);
     for (int t = 0; t < n && status == OK; t++) {
         status = join_deferred(&s->r[t]);
         which = t;
     }
     if (status == DECLINE) {
-        result = decline_text("run", rbuf, &s->r[which].declined);
+        result = decline_text("run", rbuf, &s->r[which].part.declined);
         goto done;
     }
     if (status != OK) goto nomem;
@@ -2182,15 +2189,12 @@ static PyObject *join_blocks(const char *qbuf, size_t qsize, const char *rbuf, s
     size_t n_records = 0;
     for (int t = 0; t < n; t++) n_records += s->r[t].n_records;
     if (n_records == 0) {
-        decline(&s->r[0].declined, rbuf, "no records");
-        result = decline_text("run", rbuf, &s->r[0].declined);
+        decline(&s->r[0].part.declined, rbuf, "no records");
+        result = decline_text("run", rbuf, &s->r[0].part.declined);
         goto done;
     }
-    const At *qrels_repeat = &s->q[0].repeat, *run_repeat = &s->r[0].repeat;
-    for (int t = 1; t < n; t++) {
-        qrels_repeat = earliest(qrels_repeat, &s->q[t].repeat);
-        run_repeat = earliest(run_repeat, &s->r[t].repeat);
-    }
+    const At *qrels_repeat = first_repeat(s->q, sizeof *s->q, n);
+    const At *run_repeat = first_repeat(s->r, sizeof *s->r, n);
     Py_BEGIN_ALLOW_THREADS
     status = order_run(s, n, &n_evaluated);
     Py_END_ALLOW_THREADS
