@@ -485,14 +485,27 @@ static inline const char *token_end(const char *p, const char *end) {
     return p;
 }
 
-/* A record of query `query` from a line's fields: its document (field 3); the caller parses
- * its value. `end`: the end of the file's buffer. */
-static inline void set_record(Rec *r, const char *const *tok, const size_t *len, uint32_t query,
-                              const char *end) {
-    r->doc = tok[2];
-    r->len = (uint32_t)len[2];
-    r->query = query;
-    r->hash = hash_id(tok[2], len[2], end);
+/* Room for every record of a file of `size` bytes, k fields a line, at once: a record line
+ * has k fields, k - 1 separators and a newline (only touched pages cost memory); grown
+ * later when that much is not to be had. */
+static int reserve(Recs *recs, size_t size, int k) {
+    const size_t bound = size / (2 * (size_t)k) + 1;
+    if ((recs->v = malloc(bound * sizeof(Rec)))) {
+        recs->cap = bound;
+        return OK;
+    }
+    return grow((void **)&recs->v, &recs->cap, 1024, sizeof(Rec));
+}
+
+/* The next record of recs (counted by the caller), of query `query`, from a line's fields:
+ * its document (field 3); the caller sets its value. NULL when out of memory. `end`: the
+ * end of the file's buffer. */
+static inline Rec *new_record(Recs *recs, const char *const *tok, const size_t *len,
+                              uint32_t query, const char *end) {
+    if (grow((void **)&recs->v, &recs->cap, recs->n + 1, sizeof(Rec)) != OK) return NULL;
+    Rec *r = &recs->v[recs->n];
+    *r = (Rec){tok[2], (uint32_t)len[2], query, hash_id(tok[2], len[2], end), 0.0};
+    return r;
 }
 
 static int decline(Declined *d, const char *line, const char *why) {
@@ -654,37 +667,33 @@ declined:
 /* The general path: split one file into records (any order of lines). */
 static int scan_file(File *f, Registry *reg) {
     const char *p = f->buf, *end = f->buf + f->size;
-    const int k = f->run ? 6 : 4;
     const int value_field = f->run ? 4 : 3;
     const char *tok[6];
     size_t len[6];
-    const char *last_id = NULL;
-    size_t last_len = 0;
-    uint32_t last_index = 0, previous = UINT32_MAX;
-    /* room for every record at once: a record line has k fields, k - 1 separators and a
-     * newline (only touched pages cost memory); grown later if that allocation fails */
-    size_t bound = f->size / (2 * (size_t)k) + 1;
-    f->recs.v = malloc(bound * sizeof(Rec));
-    if (f->recs.v) {
-        f->recs.cap = bound;
-    } else if (grow((void **)&f->recs.v, &f->recs.cap, 1024, sizeof(Rec)) != OK) {
-        return NOMEM;
-    }
+    BlockId id = {0};
+    uint32_t index = 0;
+    int open = 0; /* a block is open */
+    if (reserve(&f->recs, f->size, f->run ? 6 : 4) != OK) return NOMEM;
     for (const char *line; (line = next_record(&p, end, end, f->run, tok, len, &f->declined));) {
-        uint32_t index;
-        if (last_id && same_id(last_id, end, (uint32_t)last_len, tok[0], end, (uint32_t)len[0])) {
-            index = last_index;
-        } else {
+        if (!open || !in_block(&id, tok[0], len[0], end)) { /* a new block */
             int64_t found = registry_index(reg, tok[0], (uint32_t)len[0], end);
             if (found < 0) return NOMEM;
-            index = last_index = (uint32_t)found;
-            last_id = tok[0];
-            last_len = len[0];
+            index = (uint32_t)found;
+            id = block_id(tok[0], (uint32_t)len[0], end);
+            open = 1;
+            Query *query = &reg->q[index];
+            if (f->run ? query->n_run : query->n_qrels) f->contiguous = 0;
+            else if (f->run) query->first_run = (uint32_t)f->recs.n;
+            else query->first_qrels = (uint32_t)f->recs.n;
+            if (f->run && !query->n_run) {
+                if (grow((void **)&reg->run_order, &reg->cap_run_order, reg->n_run_order + 1,
+                         sizeof(uint32_t)) != OK)
+                    return NOMEM;
+                reg->run_order[reg->n_run_order++] = index;
+            }
         }
-        if (grow((void **)&f->recs.v, &f->recs.cap, f->recs.n + 1, sizeof(Rec)) != OK)
-            return NOMEM;
-        Rec *r = &f->recs.v[f->recs.n];
-        set_record(r, tok, len, index, end);
+        Rec *r = new_record(&f->recs, tok, len, index, end);
+        if (!r) return NOMEM;
         const char *text = tok[value_field];
         size_t text_len = len[value_field];
         int status = f->run ? parse_score(text, text_len, &r->value)
@@ -696,21 +705,7 @@ static int scan_file(File *f, Registry *reg) {
             f->slow.v[f->slow.n++] = (Slow){f->recs.n, text, text_len};
             r->value = 0.0;
         }
-        Query *query = &reg->q[index];
-        uint32_t *count = f->run ? &query->n_run : &query->n_qrels;
-        if (index != previous) { /* a new block */
-            if (*count) f->contiguous = 0;
-            else if (f->run) query->first_run = (uint32_t)f->recs.n;
-            else query->first_qrels = (uint32_t)f->recs.n;
-            if (f->run && !*count) {
-                if (grow((void **)&reg->run_order, &reg->cap_run_order, reg->n_run_order + 1,
-                         sizeof(uint32_t)) != OK)
-                    return NOMEM;
-                reg->run_order[reg->n_run_order++] = index;
-            }
-            previous = index;
-        }
-        ++*count;
+        ++*(f->run ? &reg->q[index].n_run : &reg->q[index].n_qrels);
         if (++f->recs.n >= UINT32_MAX) return decline(&f->declined, line, "too many lines");
     }
     if (f->declined.why) return DECLINE;
@@ -1399,44 +1394,37 @@ static int read_pieces(Part *part, int (*scan)(Part *)) {
 /* The lines of one piece (q->part.start to q->part.stop): its blocks, closed as they end. */
 static int scan_qrels_piece(Part *part) {
     QPart *q = (QPart *)(void *)part;
-    const char *p = q->part.start;
+    const char *p = part->start, *end = part->end;
     const char *tok[6];
     size_t len[6];
     BlockId id = {0};
     int open = 0; /* a block of this piece is open */
-    for (const char *line; (line = next_record(&p, q->part.stop, q->part.end, 0, tok, len, &q->part.declined));) {
+    for (const char *line; (line = next_record(&p, part->stop, end, 0, tok, len, &part->declined));) {
         QBlock *b = open ? &q->blocks[q->n_blocks - 1] : NULL;
-        if (!open || !in_block(&id, tok[0], len[0], q->part.end)) {
+        if (!open || !in_block(&id, tok[0], len[0], end)) {
             if (open && close_qblock(q) != OK) return NOMEM;
             if (grow((void **)&q->blocks, &q->cap_blocks, q->n_blocks + 1, sizeof(QBlock)) != OK)
                 return NOMEM;
             b = &q->blocks[q->n_blocks++];
-            *b = (QBlock){{tok[0], (uint32_t)len[0], hash_id(tok[0], len[0], q->part.end)},
-                          q->recs.n,
-                          0};
-            id = block_id(tok[0], (uint32_t)len[0], q->part.end);
+            *b = (QBlock){{tok[0], (uint32_t)len[0], hash_id(tok[0], len[0], end)}, q->recs.n, 0};
+            id = block_id(tok[0], (uint32_t)len[0], end);
             open = 1;
         }
-        if (grow((void **)&q->recs.v, &q->recs.cap, q->recs.n + 1, sizeof(Rec)) != OK)
-            return NOMEM;
-        Rec *r = &q->recs.v[q->recs.n];
-        set_record(r, tok, len, 0, q->part.end);
+        Rec *r = new_record(&q->recs, tok, len, 0, end);
+        if (!r) return NOMEM;
         if (parse_grade(tok[3], len[3], &r->value) != OK)
-            return decline(&q->part.declined, line, "value spelling");
+            return decline(&part->declined, line, "value spelling");
         b->n++;
-        if (++q->recs.n >= UINT32_MAX) return decline(&q->part.declined, line, "too many lines");
+        if (++q->recs.n >= UINT32_MAX) return decline(&part->declined, line, "too many lines");
     }
-    if (q->part.declined.why) return DECLINE;
+    if (part->declined.why) return DECLINE;
     return open ? close_qblock(q) : OK;
 }
 
 /* The pieces of the qrels this thread is handed, one after the other. */
 static int scan_qrels_part(Part *part) {
     QPart *q = (QPart *)(void *)part;
-    size_t bound = (size_t)(q->part.end - q->part.buf) / 8 + 1; /* as in scan_file */
-    q->recs.v = malloc(bound * sizeof(Rec));
-    if (!q->recs.v) return NOMEM;
-    q->recs.cap = bound;
+    if (reserve(&q->recs, (size_t)(part->end - part->buf), 4) != OK) return NOMEM;
     return read_pieces(part, scan_qrels_piece);
 }
 
@@ -1463,8 +1451,9 @@ typedef struct {
     const Index *qrels;
     int keep_best, skip_join;
     const CutObject *cut; /* read at each block */
-    Rec *cur, *kept; /* the block's records; its documents without repeats */
-    size_t n_cur, cap_cur, cap_kept;
+    Recs cur;  /* the block's records */
+    Rec *kept; /* its documents without repeats */
+    size_t cap_kept;
     uint64_t *rslot; /* the block's documents: see join_block */
     uint32_t *jslot;
     size_t cap_rslot, cap_jslot;
@@ -1532,7 +1521,7 @@ static int join_block(RPart *p, RBlock *b) {
      * taken in this block when its stamp is this block's, so the table is not cleared for
      * each block, and can be sparse (4 slots a document or more): a probe then rarely
      * meets a taken slot, a branch the core would mispredict at every third document. */
-    const size_t n = p->n_cur, size = table_size(4 * n), mask = size - 1;
+    const size_t n = p->cur.n, size = table_size(4 * n), mask = size - 1;
     if (size > p->cap_rslot) {
         free(p->rslot);
         p->rslot = calloc(size, sizeof *p->rslot);
@@ -1548,19 +1537,19 @@ static int join_block(RPart *p, RBlock *b) {
     uint64_t *rslot = p->rslot;
     /* Without a repeat (the usual), the block's records are ranked where they are; from
      * the first repeat on, the documents are copied to `kept` (the same places so far). */
-    Rec *kept = p->cur;
+    Rec *kept = p->cur.v;
     size_t n_kept = 0, i = 0;
     for (; i < n; i++) {
-        const size_t s = doc_slot(rslot, mask, stamp, kept, &p->cur[i], p->part.end);
+        const size_t s = doc_slot(rslot, mask, stamp, kept, &p->cur.v[i], p->part.end);
         if ((uint32_t)(rslot[s] >> 32) == stamp) break;
         rslot[s] = (uint64_t)stamp << 32 | n_kept++;
     }
     if (i < n) {
         kept = p->kept;
-        memcpy(kept, p->cur, n_kept * sizeof *kept);
+        memcpy(kept, p->cur.v, n_kept * sizeof *kept);
     }
     for (; i < n; i++) {
-        const Rec *r = &p->cur[i];
+        const Rec *r = &p->cur.v[i];
         const size_t s = doc_slot(rslot, mask, stamp, kept, r, p->part.end);
         if ((uint32_t)(rslot[s] >> 32) != stamp) {
             rslot[s] = (uint64_t)stamp << 32 | n_kept;
@@ -1633,9 +1622,9 @@ static int close_rblock(RPart *p) {
 
 /* A run record from a line's fields; SLOW when its score needs Python's conversion. */
 static inline int add_record(RPart *p, const char **tok, const size_t *len) {
-    if (grow((void **)&p->cur, &p->cap_cur, p->n_cur + 1, sizeof(Rec)) != OK) return NOMEM;
-    Rec *r = &p->cur[p->n_cur++];
-    set_record(r, tok, len, 0, p->part.end);
+    Rec *r = new_record(&p->cur, tok, len, 0, p->part.end);
+    if (!r) return NOMEM;
+    p->cur.n++;
     return parse_score(tok[4], len[4], &r->value);
 }
 
@@ -1662,12 +1651,12 @@ static int scan_run_piece(Part *part) {
             p->n_ids += len[0];
             id = block_id(tok[0], (uint32_t)len[0], p->part.end);
             PREFETCH(&p->qrels->slot[hash & p->qrels->mask]);
-            p->n_cur = 0;
+            p->cur.n = 0;
             p->slow = 0;
             open = 1;
         }
         b->to = at;
-        if (p->n_cur == RESOLVE_AT) resolve(p, b);
+        if (p->cur.n == RESOLVE_AT) resolve(p, b);
         int status = add_record(p, tok, len);
         if (status == NOMEM) return NOMEM;
         if (status == DECLINE) return decline(&p->part.declined, line, "value spelling");
@@ -1703,13 +1692,13 @@ static int join_deferred(RPart *p) {
     for (size_t k = 0; k < p->n_blocks; k++) {
         RBlock *b = &p->blocks[k];
         if (!b->deferred) continue;
-        p->n_cur = 0;
+        p->cur.n = 0;
         const char *at = b->from;
         for (const char *line; (line = next_record(&at, b->to, p->part.end, 1, tok, len, &p->part.declined));) {
             int status = add_record(p, tok, len);
             if (status == NOMEM) return NOMEM;
             if (status != SLOW) continue;
-            status = slow_score(tok[4], len[4], &p->cur[p->n_cur - 1].value);
+            status = slow_score(tok[4], len[4], &p->cur.v[p->cur.n - 1].value);
             if (status == DECLINE) return decline(&p->part.declined, line, "value spelling");
             if (status != OK) return NOMEM;
         }
@@ -1817,7 +1806,7 @@ static void blocks_free(Blocks *s) {
         free(s->q[t].blocks);
         free(s->q[t].slot);
         RPart *p = &s->r[t];
-        free(p->cur);
+        free(p->cur.v);
         free(p->kept);
         free(p->rslot);
         free(p->jslot);
