@@ -1203,6 +1203,16 @@ static inline const Key *key_at(const Index *x, size_t i) {
     return (const Key *)(const void *)(x->base + i * x->stride);
 }
 
+/* The slot of query id[0:len]: the one holding it, or the empty one it goes in. */
+static inline size_t key_slot(const Index *x, const char *id, uint32_t len, uint64_t hash) {
+    size_t s = hash & x->mask;
+    for (; x->slot[s]; s = (s + 1) & x->mask) {
+        const Key *k = key_at(x, x->slot[s] - 1);
+        if (k->hash == hash && same_id(k->id, k->id + k->len, k->len, id, id + len, len)) break;
+    }
+    return s;
+}
+
 /* Index n keys; *duplicate is set when an id appears twice. */
 static int index_build(Index *x, const void *base, size_t stride, size_t n, int *duplicate) {
     x->base = base;
@@ -1213,14 +1223,10 @@ static int index_build(Index *x, const void *base, size_t stride, size_t n, int 
     *duplicate = 0;
     for (size_t i = 0; i < n; i++) {
         const Key *k = key_at(x, i);
-        size_t s = k->hash & x->mask;
-        for (; x->slot[s]; s = (s + 1) & x->mask) {
-            const Key *other = key_at(x, x->slot[s] - 1);
-            if (other->hash == k->hash &&
-                same_id(other->id, other->id + other->len, other->len, k->id, k->id + k->len, k->len)) {
-                *duplicate = 1;
-                return OK;
-            }
+        const size_t s = key_slot(x, k->id, k->len, k->hash);
+        if (x->slot[s]) {
+            *duplicate = 1;
+            return OK;
         }
         x->slot[s] = (uint32_t)(i + 1);
     }
@@ -1228,12 +1234,8 @@ static int index_build(Index *x, const void *base, size_t stride, size_t n, int 
 }
 
 static inline int64_t index_find(const Index *x, const char *id, uint32_t len, uint64_t hash) {
-    for (size_t s = hash & x->mask; x->slot[s]; s = (s + 1) & x->mask) {
-        const Key *k = key_at(x, x->slot[s] - 1);
-        if (k->hash == hash && same_id(k->id, k->id + k->len, k->len, id, id + len, len))
-            return (int64_t)x->slot[s] - 1;
-    }
-    return -1;
+    const size_t s = key_slot(x, id, len, hash);
+    return x->slot[s] ? (int64_t)x->slot[s] - 1 : -1;
 }
 
 /* Where part boundaries go: the first line at or after `at` that starts a block, i.e.
@@ -1333,12 +1335,13 @@ static int close_qblock(QPart *q) {
     if (grow((void **)&q->slot, &q->cap_slot, size, sizeof *q->slot) != OK) return NOMEM;
     memset(q->slot, 0, size * sizeof *q->slot);
     const Rec *recs = q->recs.v + b->first;
+    const char *end = q->part.end;
     for (uint32_t i = 0; i < b->n; i++) {
         const Rec *r = &recs[i];
         size_t s = r->hash & mask;
-        while (q->slot[s] && !same_doc(&recs[q->slot[s] - 1], q->part.end, r, q->part.end))
-            s = (s + 1) & mask;
-        if (q->slot[s]) note_at(&q->part.repeat, q->part.buf, b->key.id, b->key.len, &recs[q->slot[s] - 1], r);
+        while (q->slot[s] && !same_doc(&recs[q->slot[s] - 1], end, r, end)) s = (s + 1) & mask;
+        if (q->slot[s])
+            note_at(&q->part.repeat, q->part.buf, b->key.id, b->key.len, &recs[q->slot[s] - 1], r);
         else q->slot[s] = i + 1;
     }
     return OK;
@@ -1391,7 +1394,7 @@ static int read_pieces(Part *part, int (*scan)(Part *)) {
     return OK;
 }
 
-/* The lines of one piece (q->part.start to q->part.stop): its blocks, closed as they end. */
+/* The lines of one piece (part->start to part->stop): its blocks, closed as they end. */
 static int scan_qrels_piece(Part *part) {
     QPart *q = (QPart *)(void *)part;
     const char *p = part->start, *end = part->end;
@@ -1399,7 +1402,8 @@ static int scan_qrels_piece(Part *part) {
     size_t len[6];
     BlockId id = {0};
     int open = 0; /* a block of this piece is open */
-    for (const char *line; (line = next_record(&p, part->stop, end, 0, tok, len, &part->declined));) {
+    for (const char *line;
+         (line = next_record(&p, part->stop, end, 0, tok, len, &part->declined));) {
         QBlock *b = open ? &q->blocks[q->n_blocks - 1] : NULL;
         if (!open || !in_block(&id, tok[0], len[0], end)) {
             if (open && close_qblock(q) != OK) return NOMEM;
@@ -1555,7 +1559,8 @@ static int join_block(RPart *p, RBlock *b) {
             rslot[s] = (uint64_t)stamp << 32 | n_kept;
             kept[n_kept++] = *r;
         } else if (!p->keep_best) {
-            note_at(&p->part.repeat, p->part.buf, b->key.id, b->key.len, &kept[(uint32_t)rslot[s]], r);
+            note_at(&p->part.repeat, p->part.buf, b->key.id, b->key.len, &kept[(uint32_t)rslot[s]],
+                    r);
         } else if (r->value > kept[(uint32_t)rslot[s]].value) {
             kept[(uint32_t)rslot[s]] = *r;
         }
@@ -1576,8 +1581,8 @@ static int join_block(RPart *p, RBlock *b) {
         jslot[s] = i + 1;
     }
     b->out = p->n_out;
-    b->n_kept = (uint32_t)grade_ranking(kept, n_kept, p->part.end, q->recs, p->qrels_end, jslot, jmask,
-                                        cut, p->out + p->n_out);
+    b->n_kept = (uint32_t)grade_ranking(kept, n_kept, p->part.end, q->recs, p->qrels_end, jslot,
+                                        jmask, cut, p->out + p->n_out);
     p->n_out += b->n_kept; /* the next block writes over the rest */
     if (grow((void **)&p->judged, &p->cap_judged, p->n_judged + q->n, sizeof(double)) != OK)
         return NOMEM;
@@ -1628,28 +1633,29 @@ static inline int add_record(RPart *p, const char **tok, const size_t *len) {
     return parse_score(tok[4], len[4], &r->value);
 }
 
-/* The lines of one piece (p->part.start to p->part.stop): its blocks, joined as they end. */
+/* The lines of one piece (part->start to part->stop): its blocks, joined as they end. */
 static int scan_run_piece(Part *part) {
     RPart *p = (RPart *)(void *)part;
-    const char *at = p->part.start;
+    const char *at = part->start, *end = part->end;
     const char *tok[6];
     size_t len[6];
     BlockId id = {0};
     int open = 0; /* a block of this piece is open */
-    for (const char *line; (line = next_record(&at, p->part.stop, p->part.end, 1, tok, len, &p->part.declined));) {
+    for (const char *line;
+         (line = next_record(&at, part->stop, end, 1, tok, len, &part->declined));) {
         RBlock *b = open ? &p->blocks[p->n_blocks - 1] : NULL;
-        if (!open || !in_block(&id, tok[0], len[0], p->part.end)) {
+        if (!open || !in_block(&id, tok[0], len[0], end)) {
             if (open && close_rblock(p) != OK) return NOMEM;
             if (grow((void **)&p->blocks, &p->cap_blocks, p->n_blocks + 1, sizeof(RBlock)) != OK)
                 return NOMEM;
             if (grow((void **)&p->ids, &p->cap_ids, p->n_ids + len[0], 1) != OK) return NOMEM;
             b = &p->blocks[p->n_blocks++];
-            uint64_t hash = hash_id(tok[0], len[0], p->part.end);
+            uint64_t hash = hash_id(tok[0], len[0], end);
             *b = (RBlock){{tok[0], (uint32_t)len[0], hash}, UNRESOLVED, line, line, 0, 0, 0, 0,
                           prefix_of(tok[0], (uint32_t)len[0]), p->n_ids, UNJOINED};
             memcpy(p->ids + p->n_ids, tok[0], len[0]);
             p->n_ids += len[0];
-            id = block_id(tok[0], (uint32_t)len[0], p->part.end);
+            id = block_id(tok[0], (uint32_t)len[0], end);
             PREFETCH(&p->qrels->slot[hash & p->qrels->mask]);
             p->cur.n = 0;
             p->slow = 0;
@@ -1659,18 +1665,18 @@ static int scan_run_piece(Part *part) {
         if (p->cur.n == RESOLVE_AT) resolve(p, b);
         int status = add_record(p, tok, len);
         if (status == NOMEM) return NOMEM;
-        if (status == DECLINE) return decline(&p->part.declined, line, "value spelling");
+        if (status == DECLINE) return decline(&part->declined, line, "value spelling");
         if (status == SLOW) p->slow = 1;
-        if (++p->n_records >= UINT32_MAX) return decline(&p->part.declined, line, "too many lines");
+        if (++p->n_records >= UINT32_MAX) return decline(&part->declined, line, "too many lines");
     }
-    if (p->part.declined.why) return DECLINE;
+    if (part->declined.why) return DECLINE;
     return open ? close_rblock(p) : OK;
 }
 
 /* The pieces of the run this thread is handed, one after the other. */
 static int scan_run_part(Part *part) {
     RPart *p = (RPart *)(void *)part;
-    size_t bound = (size_t)(p->part.end - p->part.buf) / 12 + 1; /* grades: at most one a line */
+    size_t bound = (size_t)(part->end - part->buf) / 12 + 1; /* grades: at most one a line */
     p->out = malloc(bound * sizeof(double));
     if (!p->out) return NOMEM;
     p->cap_out = bound;
@@ -1687,6 +1693,7 @@ static int scan_run_part(Part *part) {
 /* With the GIL: the blocks with a score that needs Python's correctly rounded
  * conversion, read again and joined. */
 static int join_deferred(RPart *p) {
+    Declined *d = &p->part.declined;
     const char *tok[6];
     size_t len[6];
     for (size_t k = 0; k < p->n_blocks; k++) {
@@ -1694,15 +1701,15 @@ static int join_deferred(RPart *p) {
         if (!b->deferred) continue;
         p->cur.n = 0;
         const char *at = b->from;
-        for (const char *line; (line = next_record(&at, b->to, p->part.end, 1, tok, len, &p->part.declined));) {
+        for (const char *line; (line = next_record(&at, b->to, p->part.end, 1, tok, len, d));) {
             int status = add_record(p, tok, len);
             if (status == NOMEM) return NOMEM;
             if (status != SLOW) continue;
             status = slow_score(tok[4], len[4], &p->cur.v[p->cur.n - 1].value);
-            if (status == DECLINE) return decline(&p->part.declined, line, "value spelling");
+            if (status == DECLINE) return decline(d, line, "value spelling");
             if (status != OK) return NOMEM;
         }
-        if (p->part.declined.why) return DECLINE; /* read before: cannot */
+        if (d->why) return DECLINE; /* read before: cannot */
         b->deferred = 0;
         if (join_block(p, b) != OK) return NOMEM;
     }
