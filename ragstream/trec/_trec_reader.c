@@ -107,20 +107,32 @@ typedef struct {
     size_t n, cap;
 } Slows;
 
+/* A query id and its hash. */
 typedef struct {
     const char *id;
     uint32_t len;
+    uint64_t hash;
+} Key;
+
+/* Query ids -> their place in an array of structs that begin with a Key. */
+typedef struct {
+    const char *base;
+    size_t stride;
+    uint32_t *slot; /* index + 1; 0 = empty */
+    size_t mask;
+} Index;
+
+typedef struct {
+    Key key;
     uint32_t n_qrels, n_run;         /* records in each file */
     uint32_t first_qrels, first_run; /* index of the first record in each file */
 } Query;
 
-/* Query ids -> dense indices (open addressing, linear probing). */
+/* The queries of both files, by first appearance, and their index. */
 typedef struct {
     Query *q;
     size_t n, cap;
-    uint32_t *slot; /* index + 1; 0 = empty */
-    uint64_t *hash;
-    size_t mask;
+    Index index;
     uint32_t *run_order; /* queries in order of first appearance in the run */
     size_t n_run_order, cap_run_order;
 } Registry;
@@ -284,65 +296,80 @@ static inline int in_block(const BlockId *b, const char *id, size_t len, const c
     return same_id(b->id, end, b->len, id, end, (uint32_t)len);
 }
 
+static size_t table_size(size_t n) {
+    size_t size = 16;
+    while (size < 2 * n) size *= 2;
+    return size;
+}
+
+static inline const Key *key_at(const Index *x, size_t i) {
+    return (const Key *)(const void *)(x->base + i * x->stride);
+}
+
+/* The slot of query id[0:len]: the one holding it, or the empty one it goes in. */
+static inline size_t key_slot(const Index *x, const char *id, uint32_t len, uint64_t hash) {
+    size_t s = hash & x->mask;
+    for (; x->slot[s]; s = (s + 1) & x->mask) {
+        const Key *k = key_at(x, x->slot[s] - 1);
+        if (k->hash == hash && same_id(k->id, k->id + k->len, k->len, id, id + len, len)) break;
+    }
+    return s;
+}
+
+/* Index n keys, in a table of room for `room`; *duplicate is set when an id appears twice. */
+static int index_build(Index *x, const void *base, size_t stride, size_t n, size_t room,
+                       int *duplicate) {
+    x->base = base;
+    x->stride = stride;
+    x->mask = table_size(room) - 1;
+    x->slot = calloc(x->mask + 1, sizeof *x->slot);
+    if (!x->slot) return NOMEM;
+    *duplicate = 0;
+    for (size_t i = 0; i < n; i++) {
+        const Key *k = key_at(x, i);
+        const size_t s = key_slot(x, k->id, k->len, k->hash);
+        if (x->slot[s]) {
+            *duplicate = 1;
+            return OK;
+        }
+        x->slot[s] = (uint32_t)(i + 1);
+    }
+    return OK;
+}
+
+static inline int64_t index_find(const Index *x, const char *id, uint32_t len, uint64_t hash) {
+    const size_t s = key_slot(x, id, len, hash);
+    return x->slot[s] ? (int64_t)x->slot[s] - 1 : -1;
+}
+
 static int registry_init(Registry *r) {
     memset(r, 0, sizeof *r);
-    r->mask = 1023;
-    r->slot = calloc(r->mask + 1, sizeof *r->slot);
-    r->hash = malloc((r->mask + 1) * sizeof *r->hash);
-    return r->slot && r->hash ? OK : NOMEM;
+    r->index = (Index){NULL, sizeof(Query), calloc(1024, sizeof(uint32_t)), 1023};
+    return r->index.slot ? OK : NOMEM;
 }
 
 static void registry_free(Registry *r) {
     free(r->run_order);
     free(r->q);
-    free(r->slot);
-    free(r->hash);
-}
-
-static int registry_rehash(Registry *r) {
-    size_t mask = r->mask * 2 + 1;
-    uint32_t *slot = calloc(mask + 1, sizeof *slot);
-    uint64_t *hash = malloc((mask + 1) * sizeof *hash);
-    if (!slot || !hash) {
-        free(slot);
-        free(hash);
-        return NOMEM;
-    }
-    for (size_t i = 0; i <= r->mask; i++) {
-        if (!r->slot[i]) continue;
-        size_t j = r->hash[i] & mask;
-        while (slot[j]) j = (j + 1) & mask;
-        slot[j] = r->slot[i];
-        hash[j] = r->hash[i];
-    }
-    free(r->slot);
-    free(r->hash);
-    r->slot = slot;
-    r->hash = hash;
-    r->mask = mask;
-    return OK;
+    free(r->index.slot);
 }
 
 /* The index of query id[0:len], added if new; -1 when out of memory or too many. */
 static int64_t registry_index(Registry *r, const char *id, uint32_t len, const char *end) {
-    uint64_t h = hash_id(id, len, end);
-    size_t j = h & r->mask;
-    while (r->slot[j]) {
-        const Query *q = &r->q[r->slot[j] - 1];
-        if (r->hash[j] == h && same_id(q->id, q->id + q->len, q->len, id, end, len))
-            return r->slot[j] - 1;
-        j = (j + 1) & r->mask;
-    }
+    const uint64_t h = hash_id(id, len, end);
+    const size_t s = key_slot(&r->index, id, len, h);
+    if (r->index.slot[s]) return r->index.slot[s] - 1;
     if (r->n >= UINT32_MAX - 1) return -1;
     if (grow((void **)&r->q, &r->cap, r->n + 1, sizeof(Query)) != OK) return -1;
-    Query *q = &r->q[r->n];
-    q->id = id;
-    q->len = len;
-    q->n_qrels = q->n_run = 0;
-    r->slot[j] = (uint32_t)(r->n + 1);
-    r->hash[j] = h;
-    r->n++;
-    if (2 * r->n > r->mask && registry_rehash(r) != OK) return -1;
+    r->q[r->n] = (Query){{id, len, h}, 0, 0, 0, 0};
+    r->index.base = (const char *)r->q;
+    r->index.slot[s] = (uint32_t)++r->n;
+    if (2 * r->n > r->index.mask) { /* a table twice as large */
+        int duplicate;
+        free(r->index.slot);
+        if (index_build(&r->index, r->q, sizeof(Query), r->n, 2 * r->n, &duplicate) != OK)
+            return -1;
+    }
     return (int64_t)(r->n - 1);
 }
 
@@ -988,12 +1015,6 @@ typedef struct {
     Rec *kept;
 } Join;
 
-static size_t table_size(size_t n) {
-    size_t size = 16;
-    while (size < 2 * n) size *= 2;
-    return size;
-}
-
 /* One query: repeats in both files; if evaluated, its ranking and grades, written at its
  * place in the output (room for all its run records: repeats leave a gap, closed later). */
 static void join_query(Join *j, uint32_t q) {
@@ -1013,7 +1034,8 @@ static void join_query(Join *j, uint32_t q) {
         while (jslot[s] && !same_doc(&judged_recs[jslot[s] - 1], qend, r, qend))
             s = (s + 1) & jmask;
         if (jslot[s])
-            note_at(&j->qrels_repeat, qbuf, query->id, query->len, &judged_recs[jslot[s] - 1], r);
+            note_at(&j->qrels_repeat, qbuf, query->key.id, query->key.len, &judged_recs[jslot[s] - 1],
+                    r);
         else jslot[s] = index + 1;
     }
     const uint32_t slot = j->slot_of[q];
@@ -1033,7 +1055,7 @@ static void join_query(Join *j, uint32_t q) {
             kept[n_kept] = *r;
             rslot[s] = (uint32_t)++n_kept;
         } else if (!j->keep_best) { /* kept[] still holds the first line's record */
-            note_at(&j->run_repeat, rbuf, query->id, query->len, &kept[rslot[s] - 1], r);
+            note_at(&j->run_repeat, rbuf, query->key.id, query->key.len, &kept[rslot[s] - 1], r);
         } else if (r->value > kept[rslot[s] - 1].value) {
             kept[rslot[s] - 1] = *r;
         }
@@ -1062,7 +1084,8 @@ static int join_queries(Join *j) {
     if (!keys || !j->slot_of || !j->n_kept) goto done;
     for (size_t q = 0; q < reg->n; q++) {
         const Query *query = &reg->q[q];
-        keys[q] = (QueryKey){prefix_of(query->id, query->len), query->id, query->len, (uint32_t)q};
+        const Key *k = &query->key;
+        keys[q] = (QueryKey){prefix_of(k->id, k->len), k->id, k->len, (uint32_t)q};
         if (query->n_qrels > max_judged) max_judged = query->n_qrels;
         if (query->n_run > max_ranked) max_ranked = query->n_run;
         if (query->n_qrels) j->n_qrels_queries++;
@@ -1182,60 +1205,6 @@ static void stop_after(Pieces *p, int k) {
 #if THREADS
     pthread_mutex_unlock(&p->lock);
 #endif
-}
-
-/* A query id and its hash. */
-typedef struct {
-    const char *id;
-    uint32_t len;
-    uint64_t hash;
-} Key;
-
-/* Query ids -> their place in an array of structs that begin with a Key. */
-typedef struct {
-    const char *base;
-    size_t stride;
-    uint32_t *slot; /* index + 1; 0 = empty */
-    size_t mask;
-} Index;
-
-static inline const Key *key_at(const Index *x, size_t i) {
-    return (const Key *)(const void *)(x->base + i * x->stride);
-}
-
-/* The slot of query id[0:len]: the one holding it, or the empty one it goes in. */
-static inline size_t key_slot(const Index *x, const char *id, uint32_t len, uint64_t hash) {
-    size_t s = hash & x->mask;
-    for (; x->slot[s]; s = (s + 1) & x->mask) {
-        const Key *k = key_at(x, x->slot[s] - 1);
-        if (k->hash == hash && same_id(k->id, k->id + k->len, k->len, id, id + len, len)) break;
-    }
-    return s;
-}
-
-/* Index n keys; *duplicate is set when an id appears twice. */
-static int index_build(Index *x, const void *base, size_t stride, size_t n, int *duplicate) {
-    x->base = base;
-    x->stride = stride;
-    x->mask = table_size(n) - 1;
-    x->slot = calloc(x->mask + 1, sizeof *x->slot);
-    if (!x->slot) return NOMEM;
-    *duplicate = 0;
-    for (size_t i = 0; i < n; i++) {
-        const Key *k = key_at(x, i);
-        const size_t s = key_slot(x, k->id, k->len, k->hash);
-        if (x->slot[s]) {
-            *duplicate = 1;
-            return OK;
-        }
-        x->slot[s] = (uint32_t)(i + 1);
-    }
-    return OK;
-}
-
-static inline int64_t index_find(const Index *x, const char *id, uint32_t len, uint64_t hash) {
-    const size_t s = key_slot(x, id, len, hash);
-    return x->slot[s] ? (int64_t)x->slot[s] - 1 : -1;
 }
 
 /* Where part boundaries go: the first line at or after `at` that starts a block, i.e.
@@ -1848,7 +1817,7 @@ static int index_qrels(Blocks *s, int n, size_t *n_queries) {
             s->queries[k++] = (QQuery){b->key, b->n, s->q[t].recs.v + b->first};
         }
     int duplicate;
-    if (index_build(&s->qrels, s->queries, sizeof *s->queries, total, &duplicate) != OK)
+    if (index_build(&s->qrels, s->queries, sizeof *s->queries, total, total, &duplicate) != OK)
         return NOMEM;
     *n_queries = total;
     return duplicate ? NONCONTIGUOUS : OK;
@@ -2306,8 +2275,8 @@ static PyObject *join_general(const char *qbuf, size_t qsize, const char *rbuf, 
     const size_t n_rel = (size_t)j.rel_offsets[j.n_evaluated];
     const size_t n_judged = (size_t)j.judged_offsets[j.n_evaluated];
     for (size_t i = 0; i < j.n_evaluated; i++) {
-        ids[i] = reg.q[evaluated[i]].id;
-        lens[i] = reg.q[evaluated[i]].len;
+        ids[i] = reg.q[evaluated[i]].key.id;
+        lens[i] = reg.q[evaluated[i]].key.len;
     }
     if (!(qids = qid_tuple(j.n_evaluated, ids, lens, NULL))) goto done;
     PyObject *one = segment(j.rel, n_rel, j.rel_offsets, j.judged, n_judged, j.judged_offsets,
