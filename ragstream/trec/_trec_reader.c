@@ -263,7 +263,8 @@ static inline int same_doc(const Rec *a, const char *a_end, const Rec *b, const 
 }
 
 /* The id of the block being read, compared with each line's first field: an id of at most
- * 8 bytes (the usual) as one masked word, loaded once for the block. */
+ * 8 bytes (the usual) as one masked word, loaded once for the block. Zeroed (len 0: no
+ * field is empty), no block is open and no line is in it. */
 typedef struct {
     const char *id;
     uint32_t len;
@@ -566,7 +567,7 @@ static inline unsigned lowest_bit(uint64_t x) {
  * (all of them readable), has no NUL byte, is not a comment and has k fields (a run line:
  * k or more, the rest ignored), the fields the callers read are set (0, 2, and 3 in qrels
  * or 4 in a run: the others are never read) and the next line is returned; otherwise
- * NULL, and read_line's byte loop decides. Blanks and newline are what CLS says: bytes
+ * NULL, and next_record's byte loop decides. Blanks and newline are what CLS says: bytes
  * 9-13 and 32. The bytes after the first 16 that hold a newline are not looked at. */
 static inline const char *fast_line(const char *p, int run, const char **tok, size_t *len) {
     const __m128i nine = _mm_set1_epi8(9), four = _mm_set1_epi8(4), space = _mm_set1_epi8(' '),
@@ -699,15 +700,13 @@ static int scan_file(File *f, Registry *reg) {
     size_t len[6];
     BlockId id = {0};
     uint32_t index = 0;
-    int open = 0; /* a block is open */
     if (reserve(&f->recs, f->size, f->run ? 6 : 4) != OK) return NOMEM;
     for (const char *line; (line = next_record(&p, end, end, f->run, tok, len, &f->declined));) {
-        if (!open || !in_block(&id, tok[0], len[0], end)) { /* a new block */
+        if (!in_block(&id, tok[0], len[0], end)) { /* a new block */
             int64_t found = registry_index(reg, tok[0], (uint32_t)len[0], end);
             if (found < 0) return NOMEM;
             index = (uint32_t)found;
             id = block_id(tok[0], (uint32_t)len[0], end);
-            open = 1;
             Query *query = &reg->q[index];
             if (f->run ? query->n_run : query->n_qrels) f->contiguous = 0;
             else if (f->run) query->first_run = (uint32_t)f->recs.n;
@@ -833,7 +832,7 @@ static int compare_query(const void *x, const void *y) {
 
 /* Sort keys in byte order of their ids: a radix sort of the prefixes (8 passes of a byte,
  * least significant first, a pass skipped when all keys share that byte), then the runs of
- * equal prefixes (ids longer than 8 bytes, or equal ids) by compare_query. A qsort of 100k
+ * equal prefixes (ids longer than 8 bytes, or equal ids) by compare_query. A qsort of the
  * ids reads each id's memory many times, at random places in the file; this touches only
  * the keys. `tmp`: room for n keys. */
 static void sort_keys(QueryKey *keys, QueryKey *tmp, size_t n) {
@@ -1331,9 +1330,8 @@ static void map_in(const char *a, const char *b) {
 
 /* The whole pages of a shared file mapping from a to b, dropped from the mapping once read:
  * they stay in the page cache, and a later read (an error's line number, a deferred
- * block) maps them in again. Unmapping the file then has almost nothing left to undo; it
- * held the process's memory map for 10-15 ms for a run of 350 MB, while the command's
- * thread waited to allocate. */
+ * block) maps them in again. Unmapping the file then has almost nothing left to undo
+ * (it holds the process's memory map, which the command's thread waits for to allocate). */
 static void drop_pages(const char *a, const char *b) {
 #if defined(__linux__) && defined(MADV_DONTNEED)
     advise_pages(a, b, 1, MADV_DONTNEED);
@@ -1370,18 +1368,16 @@ static int scan_qrels_piece(Part *part) {
     const char *tok[6];
     size_t len[6];
     BlockId id = {0};
-    int open = 0; /* a block of this piece is open */
     for (const char *line;
          (line = next_record(&p, part->stop, end, 0, tok, len, &part->declined));) {
-        QBlock *b = open ? &q->blocks[q->n_blocks - 1] : NULL;
-        if (!open || !in_block(&id, tok[0], len[0], end)) {
-            if (open && close_qblock(q) != OK) return NOMEM;
+        QBlock *b = id.len ? &q->blocks[q->n_blocks - 1] : NULL;
+        if (!in_block(&id, tok[0], len[0], end)) {
+            if (id.len && close_qblock(q) != OK) return NOMEM;
             if (grow((void **)&q->blocks, &q->cap_blocks, q->n_blocks + 1, sizeof(QBlock)) != OK)
                 return NOMEM;
             b = &q->blocks[q->n_blocks++];
             *b = (QBlock){{tok[0], (uint32_t)len[0], hash_id(tok[0], len[0], end)}, q->recs.n, 0};
             id = block_id(tok[0], (uint32_t)len[0], end);
-            open = 1;
         }
         Rec *r = new_record(&q->recs, tok, len, 0, end);
         if (!r) return NOMEM;
@@ -1391,7 +1387,7 @@ static int scan_qrels_piece(Part *part) {
         if (++q->recs.n >= UINT32_MAX) return decline(&part->declined, line, "too many lines");
     }
     if (part->declined.why) return DECLINE;
-    return open ? close_qblock(q) : OK;
+    return id.len ? close_qblock(q) : OK;
 }
 
 /* The pieces of the qrels this thread is handed, one after the other. */
@@ -1609,12 +1605,11 @@ static int scan_run_piece(Part *part) {
     const char *tok[6];
     size_t len[6];
     BlockId id = {0};
-    int open = 0; /* a block of this piece is open */
     for (const char *line;
          (line = next_record(&at, part->stop, end, 1, tok, len, &part->declined));) {
-        RBlock *b = open ? &p->blocks[p->n_blocks - 1] : NULL;
-        if (!open || !in_block(&id, tok[0], len[0], end)) {
-            if (open && close_rblock(p) != OK) return NOMEM;
+        RBlock *b = id.len ? &p->blocks[p->n_blocks - 1] : NULL;
+        if (!in_block(&id, tok[0], len[0], end)) {
+            if (id.len && close_rblock(p) != OK) return NOMEM;
             if (grow((void **)&p->blocks, &p->cap_blocks, p->n_blocks + 1, sizeof(RBlock)) != OK)
                 return NOMEM;
             if (grow((void **)&p->ids, &p->cap_ids, p->n_ids + len[0], 1) != OK) return NOMEM;
@@ -1628,7 +1623,6 @@ static int scan_run_piece(Part *part) {
             PREFETCH(&p->qrels->slot[hash & p->qrels->mask]);
             p->cur.n = 0;
             p->slow = 0;
-            open = 1;
         }
         b->to = at;
         if (p->cur.n == RESOLVE_AT) resolve(p, b);
@@ -1639,7 +1633,7 @@ static int scan_run_piece(Part *part) {
         if (++p->n_records >= UINT32_MAX) return decline(&part->declined, line, "too many lines");
     }
     if (part->declined.why) return DECLINE;
-    return open ? close_rblock(p) : OK;
+    return id.len ? close_rblock(p) : OK;
 }
 
 /* The pieces of the run this thread is handed, one after the other. */
@@ -1918,8 +1912,7 @@ static PyObject *result_tuple(PyObject *qids, size_t n_common, size_t n_qrels_qu
 }
 
 /* Memory the scanner filled, handed to Python as it is: a writable buffer that frees it.
- * The run's grades are most of the output (8 bytes a line); copying them into fresh
- * Python memory cost about a fifth of the command's time, in one thread. */
+ * The run's grades are most of the output (8 bytes a line), not copied again. */
 typedef struct {
     PyObject_HEAD void *ptr;
     Py_ssize_t len;
@@ -2041,8 +2034,7 @@ static PyObject *part_segment(RPart *p, const QQuery *queries) {
  * they were written into one row a metric, then each row put in the ids' order (a gather
  * within a row, which stays in cache). Both are written over the first qrels part's
  * records when they are large enough (they are no longer read): memory already in place,
- * where fresh memory, faulted in page by page, took as long as the copying (4 ms of 8 for
- * a hundred thousand queries). */
+ * where fresh memory is faulted in page by page. */
 static PyObject *values_matrix(Blocks *s, size_t n_evaluated, size_t m) {
     const size_t cells = n_evaluated * m, bytes = cells ? cells * sizeof(double) : 1;
     QPart *q = &s->q[0];
