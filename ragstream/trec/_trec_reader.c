@@ -211,8 +211,10 @@ static inline uint64_t hash_id(const char *p, size_t n, const char *end) {
     return mix(h * 0xbf58476d1ce4e5b9ULL);
 }
 
-/* memcmp(a, b, n) for short ids, inline: word by word, then byte by byte. */
-static inline int compare_bytes(const char *a, const char *b, size_t n) {
+/* The byte order of ids a[0:alen] and b[0:blen], a prefix first (strcmp's order): < 0, 0
+ * or > 0. Inline for short ids: word by word, then byte by byte. */
+static inline int compare_ids(const char *a, uint32_t alen, const char *b, uint32_t blen) {
+    size_t n = alen < blen ? alen : blen;
     while (n >= 8) {
         uint64_t x, y;
         memcpy(&x, a, 8);
@@ -224,7 +226,7 @@ static inline int compare_bytes(const char *a, const char *b, size_t n) {
     }
     for (; n; n--, a++, b++)
         if (*a != *b) return (unsigned char)*a < (unsigned char)*b ? -1 : 1;
-    return 0;
+    return (alen > blen) - (alen < blen);
 }
 
 /* Whether ids a[0:alen] and b[0:blen], in buffers that end at a_end and b_end, are equal:
@@ -773,10 +775,7 @@ static int convert_slow(File *f) {
 /* trec_eval's order: score descending, then document id descending (strcmp order). */
 static inline int ranks_before(const Rec *a, const Rec *b) {
     if (a->value != b->value) return a->value > b->value;
-    uint32_t n = a->len < b->len ? a->len : b->len;
-    int c = compare_bytes(a->doc, b->doc, n);
-    if (c) return c > 0;
-    return a->len > b->len;
+    return compare_ids(a->doc, a->len, b->doc, b->len) > 0;
 }
 
 static int compare_rank(const void *x, const void *y) {
@@ -824,10 +823,7 @@ static uint64_t prefix_of(const char *id, uint32_t len) {
 static int compare_query(const void *x, const void *y) {
     const QueryKey *a = x, *b = y;
     if (a->prefix != b->prefix) return a->prefix < b->prefix ? -1 : 1;
-    uint32_t n = a->len < b->len ? a->len : b->len;
-    int c = memcmp(a->id, b->id, n);
-    if (c) return c;
-    return (a->len > b->len) - (a->len < b->len);
+    return compare_ids(a->id, a->len, b->id, b->len);
 }
 
 /* Sort keys in byte order of their ids: a radix sort of the prefixes (8 passes of a byte,
