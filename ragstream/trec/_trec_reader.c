@@ -875,6 +875,25 @@ static void note_at(At *r, const char *buf, const char *qid, uint32_t qlen, cons
     *r = (At){(size_t)(first->doc - buf), b, qid, again->doc, qlen, again->len, 1};
 }
 
+/* A table of the n judged records of `query` by document, record i being
+ * recs[order ? order[i] : i] (read from buf, ending at end): `slot` (room for
+ * table_size(n)) holds index in recs + 1; a repeated document is noted in *repeat.
+ * Returns the table's mask. */
+static size_t judged_table(const Rec *recs, const uint32_t *order, size_t n, const Key *query,
+                           const char *buf, const char *end, uint32_t *slot, At *repeat) {
+    const size_t mask = table_size(n) - 1;
+    memset(slot, 0, (mask + 1) * sizeof *slot);
+    for (size_t i = 0; i < n; i++) {
+        const uint32_t index = order ? order[i] : (uint32_t)i;
+        const Rec *r = &recs[index];
+        size_t s = r->hash & mask;
+        while (slot[s] && !same_doc(&recs[slot[s] - 1], end, r, end)) s = (s + 1) & mask;
+        if (slot[s]) note_at(repeat, buf, query->id, query->len, &recs[slot[s] - 1], r);
+        else slot[s] = index + 1;
+    }
+    return mask;
+}
+
 /* The records of each query of one file: record i of query q is
  * recs[order ? order[start[q] + i] : start[q] + i]. */
 typedef struct {
@@ -1014,25 +1033,17 @@ typedef struct {
  * place in the output (room for all its run records: repeats leave a gap, closed later). */
 static void join_query(Join *j, uint32_t q) {
     const Query *query = &j->reg->q[q];
-    const Rec *judged_recs = j->judged_groups.recs, *run_recs = j->run_groups.recs;
+    const Groups *g = &j->judged_groups;
+    const Rec *judged_recs = g->recs, *run_recs = j->run_groups.recs;
     const char *qbuf = j->qrels->buf, *rbuf = j->run->buf;
     const char *qend = qbuf + j->qrels->size, *rend = rbuf + j->run->size;
     uint32_t *jslot = j->jslot, *rslot = j->rslot;
     Rec *kept = j->kept;
-    /* judged documents: repeats, and a table document -> record */
-    size_t jmask = table_size(query->n_qrels) - 1;
-    memset(jslot, 0, (jmask + 1) * sizeof *jslot);
-    for (size_t i = 0; i < query->n_qrels; i++) {
-        uint32_t index = member(&j->judged_groups, q, i);
-        const Rec *r = &judged_recs[index];
-        size_t s = r->hash & jmask;
-        while (jslot[s] && !same_doc(&judged_recs[jslot[s] - 1], qend, r, qend))
-            s = (s + 1) & jmask;
-        if (jslot[s])
-            note_at(&j->qrels_repeat, qbuf, query->key.id, query->key.len, &judged_recs[jslot[s] - 1],
-                    r);
-        else jslot[s] = index + 1;
-    }
+    /* judged documents: repeats, and a table document -> record (of jrecs) */
+    const Rec *jrecs = g->order ? g->recs : g->recs + g->start[q];
+    const size_t jmask = judged_table(jrecs, g->order ? g->order + g->start[q] : NULL,
+                                      query->n_qrels, &query->key, qbuf, qend, jslot,
+                                      &j->qrels_repeat);
     const uint32_t slot = j->slot_of[q];
     const int evaluated = slot != UINT32_MAX;
     /* nothing more to check: repeats are resolved, or the qrels error comes first */
@@ -1057,8 +1068,8 @@ static void join_query(Join *j, uint32_t q) {
     }
     if (!evaluated || j->run_repeat.found) return;
     rank_sort(kept, n_kept);
-    j->n_kept[slot] = (uint32_t)grade_ranking(kept, n_kept, rend, judged_recs, qend, jslot, jmask,
-                                              j->cut, j->rel + j->rel_offsets[slot]);
+    j->n_kept[slot] = (uint32_t)grade_ranking(kept, n_kept, rend, jrecs, qend, jslot, jmask, j->cut,
+                                              j->rel + j->rel_offsets[slot]);
     double *judged = j->judged + j->judged_offsets[slot];
     for (size_t i = 0; i < query->n_qrels; i++)
         judged[i] = judged_recs[member(&j->judged_groups, q, i)].value;
@@ -1295,19 +1306,10 @@ typedef struct {
 static int close_qblock(QPart *q) {
     if (!q->n_blocks) return OK;
     const QBlock *b = &q->blocks[q->n_blocks - 1];
-    size_t size = table_size(b->n), mask = size - 1;
-    if (grow((void **)&q->slot, &q->cap_slot, size, sizeof *q->slot) != OK) return NOMEM;
-    memset(q->slot, 0, size * sizeof *q->slot);
-    const Rec *recs = q->recs.v + b->first;
-    const char *end = q->part.end;
-    for (uint32_t i = 0; i < b->n; i++) {
-        const Rec *r = &recs[i];
-        size_t s = r->hash & mask;
-        while (q->slot[s] && !same_doc(&recs[q->slot[s] - 1], end, r, end)) s = (s + 1) & mask;
-        if (q->slot[s])
-            note_at(&q->part.repeat, q->part.buf, b->key.id, b->key.len, &recs[q->slot[s] - 1], r);
-        else q->slot[s] = i + 1;
-    }
+    if (grow((void **)&q->slot, &q->cap_slot, table_size(b->n), sizeof *q->slot) != OK)
+        return NOMEM;
+    judged_table(q->recs.v + b->first, NULL, b->n, &b->key, q->part.buf, q->part.end, q->slot,
+                 &q->part.repeat);
     return OK;
 }
 
