@@ -1281,18 +1281,23 @@ typedef struct Part {
     int piece; /* the piece that failed */
 } Part;
 
-/* Part `t` of an array of parts of either kind, `stride` bytes apart. */
-static inline Part *part_at(void *parts, size_t stride, int t) {
-    return (Part *)(void *)((char *)parts + (size_t)t * stride);
+/* Part `t` of the parts (of either kind) whose first Part is `first`, `stride` bytes apart. */
+static inline Part *part_at(Part *first, size_t stride, int t) {
+    return (Part *)(void *)((char *)first + (size_t)t * stride);
 }
 
+/* The QPart or RPart whose Part is p. */
+#define PART_OF(type, p) ((type *)(void *)((char *)(p) - offsetof(type, part)))
+
+/* A thread's part of the qrels. Its Part, mostly read, comes last: the counters this thread
+ * writes at each line stay off the cache lines the next part's thread reads at each line. */
 typedef struct {
-    Part part; /* first: a QPart is read as a Part */
     Recs recs;
     QBlock *blocks;
     size_t n_blocks, cap_blocks;
     uint32_t *slot;
     size_t cap_slot;
+    Part part;
 } QPart;
 
 /* A query of the qrels, once the parts are read. */
@@ -1361,7 +1366,7 @@ static int read_pieces(Part *part, int (*scan)(Part *)) {
 
 /* The lines of one piece (part->start to part->stop): its blocks, closed as they end. */
 static int scan_qrels_piece(Part *part) {
-    QPart *q = (QPart *)(void *)part;
+    QPart *q = PART_OF(QPart, part);
     const char *p = part->start, *end = part->end;
     const char *tok[6];
     size_t len[6];
@@ -1390,7 +1395,7 @@ static int scan_qrels_piece(Part *part) {
 
 /* The pieces of the qrels this thread is handed, one after the other. */
 static int scan_qrels_part(Part *part) {
-    QPart *q = (QPart *)(void *)part;
+    QPart *q = PART_OF(QPart, part);
     if (reserve(&q->recs, (size_t)(part->end - part->buf), 4) != OK) return NOMEM;
     return read_pieces(part, scan_qrels_piece);
 }
@@ -1412,8 +1417,8 @@ typedef struct {
 
 enum { UNJOINED = -2, UNVALUED = -1 };
 
+/* A thread's part of the run; its Part last, as in a QPart. */
 typedef struct {
-    Part part; /* first: an RPart is read as a Part */
     const QQuery *queries;
     const Index *qrels;
     int keep_best, skip_join;
@@ -1443,6 +1448,7 @@ typedef struct {
     size_t n_ids, cap_ids;
     size_t n_records;
     int slow;
+    Part part;
 } RPart;
 
 /* The slot of document r in a block's stamped table: the one holding it (this block's
@@ -1598,7 +1604,7 @@ static inline int add_record(RPart *p, const char **tok, const size_t *len) {
 
 /* The lines of one piece (part->start to part->stop): its blocks, joined as they end. */
 static int scan_run_piece(Part *part) {
-    RPart *p = (RPart *)(void *)part;
+    RPart *p = PART_OF(RPart, part);
     const char *at = part->start, *end = part->end;
     const char *tok[6];
     size_t len[6];
@@ -1636,7 +1642,7 @@ static int scan_run_piece(Part *part) {
 
 /* The pieces of the run this thread is handed, one after the other. */
 static int scan_run_part(Part *part) {
-    RPart *p = (RPart *)(void *)part;
+    RPart *p = PART_OF(RPart, part);
     size_t bound = (size_t)(part->end - part->buf) / 12 + 1; /* grades: at most one a line */
     p->out = malloc(bound * sizeof(double));
     if (!p->out) return NOMEM;
@@ -1685,7 +1691,7 @@ static void *work(void *arg) {
 
 /* The n parts read, each in its own thread (the calling one reads the first); one after
  * the other where threads are not available. */
-static void in_parallel(void *parts, size_t stride, int n) {
+static void in_parallel(Part *parts, size_t stride, int n) {
 #if THREADS
     pthread_t tid[MAX_PARTS];
     int started[MAX_PARTS] = {0};
@@ -1706,7 +1712,7 @@ static void in_parallel(void *parts, size_t stride, int n) {
 
 /* The status other than OK of the part that failed in the earliest piece (the first
  * error in file order); `status` and `piece` are the first part's, parts `stride` apart. */
-static int first_failure(void *parts, size_t stride, int n, int *which) {
+static int first_failure(Part *parts, size_t stride, int n, int *which) {
     int found = OK, first = 0;
     for (int t = 0; t < n; t++) {
         const Part *part = part_at(parts, stride, t);
@@ -1720,7 +1726,7 @@ static int first_failure(void *parts, size_t stride, int n, int *which) {
 }
 
 /* The earliest repeat the n parts found (its `found` 0 when none did). */
-static const At *first_repeat(void *parts, size_t stride, int n) {
+static const At *first_repeat(Part *parts, size_t stride, int n) {
     const At *first = &part_at(parts, stride, 0)->repeat;
     for (int t = 1; t < n; t++) {
         const At *r = &part_at(parts, stride, t)->repeat;
@@ -2092,13 +2098,13 @@ static PyObject *join_blocks(const char *qbuf, size_t qsize, const char *rbuf, s
     for (int t = 0; t < n; t++)
         s->q[t] = (QPart){.part = {.buf = qbuf, .end = qbuf + qsize, .pieces = &s->qpieces,
                                    .read = scan_qrels_part}};
-    in_parallel(s->q, sizeof *s->q, n);
-    status = first_failure(s->q, sizeof *s->q, n, &which);
+    in_parallel(&s->q[0].part, sizeof *s->q, n);
+    status = first_failure(&s->q[0].part, sizeof *s->q, n, &which);
     if (status == OK) status = index_qrels(s, n, &n_queries);
     if (status == OK && n_queries == 0)
         status = decline(&s->q[which].part.declined, qbuf, "no records");
     if (status == OK) {
-        const int repeat = first_repeat(s->q, sizeof *s->q, n)->found;
+        const int repeat = first_repeat(&s->q[0].part, sizeof *s->q, n)->found;
         size_t n_judgments = 0;
         for (int t = 0; t < n; t++) n_judgments += s->q[t].recs.n;
         pieces_init(&s->rpieces, rbuf, rsize, 1, n, mapped);
@@ -2108,7 +2114,7 @@ static PyObject *join_blocks(const char *qbuf, size_t qsize, const char *rbuf, s
                               .queries = s->queries, .qrels = &s->qrels,
                               .keep_best = keep_best, .cut = cut, .skip_join = repeat,
                               .qrels_end = qbuf + qsize, .judged_bound = n_judgments};
-        in_parallel(s->r, sizeof *s->r, n);
+        in_parallel(&s->r[0].part, sizeof *s->r, n);
     }
     Py_END_ALLOW_THREADS
     if (status == DECLINE) {
@@ -2117,7 +2123,7 @@ static PyObject *join_blocks(const char *qbuf, size_t qsize, const char *rbuf, s
     }
     if (status == NONCONTIGUOUS) goto general;
     if (status != OK) goto nomem;
-    status = first_failure(s->r, sizeof *s->r, n, &which);
+    status = first_failure(&s->r[0].part, sizeof *s->r, n, &which);
     for (int t = 0; t < n && status == OK; t++) {
         status = join_deferred(&s->r[t]);
         which = t;
@@ -2148,8 +2154,8 @@ static PyObject *join_blocks(const char *qbuf, size_t qsize, const char *rbuf, s
         result = decline_text("run", rbuf, &s->r[0].part.declined);
         goto done;
     }
-    const At *qrels_repeat = first_repeat(s->q, sizeof *s->q, n);
-    const At *run_repeat = first_repeat(s->r, sizeof *s->r, n);
+    const At *qrels_repeat = first_repeat(&s->q[0].part, sizeof *s->q, n);
+    const At *run_repeat = first_repeat(&s->r[0].part, sizeof *s->r, n);
     Py_BEGIN_ALLOW_THREADS
     status = order_run(s, n, &n_evaluated);
     Py_END_ALLOW_THREADS
