@@ -107,23 +107,40 @@ typedef struct {
     size_t n, cap;
 } Slows;
 
+/* A query id and its hash. */
 typedef struct {
     const char *id;
     uint32_t len;
+    uint64_t hash;
+} Key;
+
+/* Query ids -> their place in an array of structs that begin with a Key. */
+typedef struct {
+    const char *base;
+    size_t stride;
+    uint32_t *slot; /* index + 1; 0 = empty */
+    size_t mask;
+} Index;
+
+typedef struct {
+    Key key;
     uint32_t n_qrels, n_run;         /* records in each file */
     uint32_t first_qrels, first_run; /* index of the first record in each file */
 } Query;
 
-/* Query ids -> dense indices (open addressing, linear probing). */
+/* The queries of both files, by first appearance, and their index. */
 typedef struct {
     Query *q;
     size_t n, cap;
-    uint32_t *slot; /* index + 1; 0 = empty */
-    uint64_t *hash;
-    size_t mask;
+    Index index;
     uint32_t *run_order; /* queries in order of first appearance in the run */
     size_t n_run_order, cap_run_order;
 } Registry;
+
+/* Why a file is declined, and the start of the line that is (why NULL: none). */
+typedef struct {
+    const char *why, *where;
+} Declined;
 
 typedef struct {
     const char *buf;
@@ -132,8 +149,7 @@ typedef struct {
     int contiguous; /* each query's records form one block */
     Recs recs;
     Slows slow;
-    const char *why; /* reason for declining */
-    const char *where; /* start of the line declined */
+    Declined declined;
 } File;
 
 /* madvise(advice) on the pages of a to b: the whole pages inside the range when `inward`
@@ -195,8 +211,10 @@ static inline uint64_t hash_id(const char *p, size_t n, const char *end) {
     return mix(h * 0xbf58476d1ce4e5b9ULL);
 }
 
-/* memcmp(a, b, n) for short ids, inline: word by word, then byte by byte. */
-static inline int compare_bytes(const char *a, const char *b, size_t n) {
+/* The byte order of ids a[0:alen] and b[0:blen], a prefix first (strcmp's order): < 0, 0
+ * or > 0. Inline for short ids: word by word, then byte by byte. */
+static inline int compare_ids(const char *a, uint32_t alen, const char *b, uint32_t blen) {
+    size_t n = alen < blen ? alen : blen;
     while (n >= 8) {
         uint64_t x, y;
         memcpy(&x, a, 8);
@@ -208,21 +226,14 @@ static inline int compare_bytes(const char *a, const char *b, size_t n) {
     }
     for (; n; n--, a++, b++)
         if (*a != *b) return (unsigned char)*a < (unsigned char)*b ? -1 : 1;
-    return 0;
+    return (alen > blen) - (alen < blen);
 }
 
-static inline int same_id(const char *a, uint32_t alen, const char *b, uint32_t blen) {
-    return alen == blen && compare_bytes(a, b, alen) == 0;
-}
-
-static inline int same_doc(const Rec *a, const Rec *b) {
-    return a->hash == b->hash && same_id(a->doc, a->len, b->doc, b->len);
-}
-
-/* same_id for ids in buffers that end at a_end and b_end: the tail (under 8 bytes) is
- * compared as one masked word when 8 bytes can be read at both places. */
-static inline int same_id_in(const char *a, const char *a_end, uint32_t alen, const char *b,
-                             const char *b_end, uint32_t blen) {
+/* Whether ids a[0:alen] and b[0:blen], in buffers that end at a_end and b_end, are equal:
+ * the tail (under 8 bytes) is compared as one masked word when 8 bytes can be read at both
+ * places. An id whose buffer is not known passes its own end. */
+static inline int same_id(const char *a, const char *a_end, uint32_t alen, const char *b,
+                          const char *b_end, uint32_t blen) {
     if (alen != blen) return 0;
     size_t n = alen;
     while (n >= 8) {
@@ -249,12 +260,13 @@ static inline int same_id_in(const char *a, const char *a_end, uint32_t alen, co
     return memcmp(a, b, n) == 0;
 }
 
-static inline int same_doc_in(const Rec *a, const char *a_end, const Rec *b, const char *b_end) {
-    return a->hash == b->hash && same_id_in(a->doc, a_end, a->len, b->doc, b_end, b->len);
+static inline int same_doc(const Rec *a, const char *a_end, const Rec *b, const char *b_end) {
+    return a->hash == b->hash && same_id(a->doc, a_end, a->len, b->doc, b_end, b->len);
 }
 
 /* The id of the block being read, compared with each line's first field: an id of at most
- * 8 bytes (the usual) as one masked word, loaded once for the block. */
+ * 8 bytes (the usual) as one masked word, loaded once for the block. Zeroed (len 0: no
+ * field is empty), no block is open and no line is in it. */
 typedef struct {
     const char *id;
     uint32_t len;
@@ -284,67 +296,83 @@ static inline int in_block(const BlockId *b, const char *id, size_t len, const c
         memcpy(&w, id, 8);
         return (w & b->mask) == b->word;
     }
-    return same_id_in(b->id, end, b->len, id, end, (uint32_t)len);
+    return same_id(b->id, end, b->len, id, end, (uint32_t)len);
+}
+
+static size_t table_size(size_t n) {
+    size_t size = 16;
+    while (size < 2 * n) size *= 2;
+    return size;
+}
+
+static inline const Key *key_at(const Index *x, size_t i) {
+    return (const Key *)(const void *)(x->base + i * x->stride);
+}
+
+/* The slot of query id[0:len]: the one holding it, or the empty one it goes in. */
+static inline size_t key_slot(const Index *x, const char *id, uint32_t len, uint64_t hash) {
+    size_t s = hash & x->mask;
+    for (; x->slot[s]; s = (s + 1) & x->mask) {
+        const Key *k = key_at(x, x->slot[s] - 1);
+        if (k->hash == hash && same_id(k->id, k->id + k->len, k->len, id, id + len, len)) break;
+    }
+    return s;
+}
+
+/* Index n keys, in a table of room for `room`; *duplicate is set when an id appears twice. */
+static int index_build(Index *x, const void *base, size_t stride, size_t n, size_t room,
+                       int *duplicate) {
+    x->base = base;
+    x->stride = stride;
+    x->mask = table_size(room) - 1;
+    x->slot = calloc(x->mask + 1, sizeof *x->slot);
+    if (!x->slot) return NOMEM;
+    *duplicate = 0;
+    for (size_t i = 0; i < n; i++) {
+        const Key *k = key_at(x, i);
+        const size_t s = key_slot(x, k->id, k->len, k->hash);
+        if (x->slot[s]) {
+            *duplicate = 1;
+            return OK;
+        }
+        x->slot[s] = (uint32_t)(i + 1);
+    }
+    return OK;
+}
+
+static inline int64_t index_find(const Index *x, const char *id, uint32_t len, uint64_t hash) {
+    const size_t s = key_slot(x, id, len, hash);
+    return x->slot[s] ? (int64_t)x->slot[s] - 1 : -1;
 }
 
 static int registry_init(Registry *r) {
     memset(r, 0, sizeof *r);
-    r->mask = 1023;
-    r->slot = calloc(r->mask + 1, sizeof *r->slot);
-    r->hash = malloc((r->mask + 1) * sizeof *r->hash);
-    return r->slot && r->hash ? OK : NOMEM;
+    r->index = (Index){NULL, sizeof(Query), calloc(1024, sizeof(uint32_t)), 1023};
+    return r->index.slot ? OK : NOMEM;
 }
 
 static void registry_free(Registry *r) {
     free(r->run_order);
     free(r->q);
-    free(r->slot);
-    free(r->hash);
-}
-
-static int registry_rehash(Registry *r) {
-    size_t mask = r->mask * 2 + 1;
-    uint32_t *slot = calloc(mask + 1, sizeof *slot);
-    uint64_t *hash = malloc((mask + 1) * sizeof *hash);
-    if (!slot || !hash) {
-        free(slot);
-        free(hash);
-        return NOMEM;
-    }
-    for (size_t i = 0; i <= r->mask; i++) {
-        if (!r->slot[i]) continue;
-        size_t j = r->hash[i] & mask;
-        while (slot[j]) j = (j + 1) & mask;
-        slot[j] = r->slot[i];
-        hash[j] = r->hash[i];
-    }
-    free(r->slot);
-    free(r->hash);
-    r->slot = slot;
-    r->hash = hash;
-    r->mask = mask;
-    return OK;
+    free(r->index.slot);
 }
 
 /* The index of query id[0:len], added if new; -1 when out of memory or too many. */
 static int64_t registry_index(Registry *r, const char *id, uint32_t len, const char *end) {
-    uint64_t h = hash_id(id, len, end);
-    size_t j = h & r->mask;
-    while (r->slot[j]) {
-        const Query *q = &r->q[r->slot[j] - 1];
-        if (r->hash[j] == h && same_id(q->id, q->len, id, len)) return r->slot[j] - 1;
-        j = (j + 1) & r->mask;
-    }
+    const uint64_t h = hash_id(id, len, end);
+    const size_t s = key_slot(&r->index, id, len, h);
+    if (r->index.slot[s]) return r->index.slot[s] - 1;
     if (r->n >= UINT32_MAX - 1) return -1;
     if (grow((void **)&r->q, &r->cap, r->n + 1, sizeof(Query)) != OK) return -1;
-    Query *q = &r->q[r->n];
-    q->id = id;
-    q->len = len;
-    q->n_qrels = q->n_run = 0;
-    r->slot[j] = (uint32_t)(r->n + 1);
-    r->hash[j] = h;
-    r->n++;
-    if (2 * r->n > r->mask && registry_rehash(r) != OK) return -1;
+    r->q[r->n] = (Query){{id, len, h}, 0, 0, 0, 0};
+    r->index.base = (const char *)r->q;
+    r->index.slot[s] = (uint32_t)++r->n;
+    if (2 * r->n > r->index.mask) { /* a table twice as large */
+        int duplicate;
+        free(r->index.slot);
+        if (index_build(&r->index, r->q, sizeof(Query), r->n, 2 * r->n, &duplicate) != OK)
+            return -1;
+    }
     return (int64_t)(r->n - 1);
 }
 
@@ -487,19 +515,32 @@ static inline const char *token_end(const char *p, const char *end) {
     return p;
 }
 
-/* A record of query `query` from a line's fields: its document (field 3); the caller parses
- * its value. `end`: the end of the file's buffer. */
-static inline void set_record(Rec *r, const char *const *tok, const size_t *len, uint32_t query,
-                              const char *end) {
-    r->doc = tok[2];
-    r->len = (uint32_t)len[2];
-    r->query = query;
-    r->hash = hash_id(tok[2], len[2], end);
+/* Room for every record of a file of `size` bytes, k fields a line, at once: a record line
+ * has k fields, k - 1 separators and a newline (only touched pages cost memory); grown
+ * later when that much is not to be had. */
+static int reserve(Recs *recs, size_t size, int k) {
+    const size_t bound = size / (2 * (size_t)k) + 1;
+    if ((recs->v = malloc(bound * sizeof(Rec)))) {
+        recs->cap = bound;
+        return OK;
+    }
+    return grow((void **)&recs->v, &recs->cap, 1024, sizeof(Rec));
 }
 
-static int decline(File *f, const char *line, const char *why) {
-    f->why = why;
-    f->where = line;
+/* The next record of recs (counted by the caller), of query `query`, from a line's fields:
+ * its document (field 3); the caller sets its value. NULL when out of memory. `end`: the
+ * end of the file's buffer. */
+static inline Rec *new_record(Recs *recs, const char *const *tok, const size_t *len,
+                              uint32_t query, const char *end) {
+    if (grow((void **)&recs->v, &recs->cap, recs->n + 1, sizeof(Rec)) != OK) return NULL;
+    Rec *r = &recs->v[recs->n];
+    *r = (Rec){tok[2], (uint32_t)len[2], query, hash_id(tok[2], len[2], end), 0.0};
+    return r;
+}
+
+static int decline(Declined *d, const char *line, const char *why) {
+    d->why = why;
+    d->where = line;
     return DECLINE;
 }
 
@@ -528,7 +569,7 @@ static inline unsigned lowest_bit(uint64_t x) {
  * (all of them readable), has no NUL byte, is not a comment and has k fields (a run line:
  * k or more, the rest ignored), the fields the callers read are set (0, 2, and 3 in qrels
  * or 4 in a run: the others are never read) and the next line is returned; otherwise
- * NULL, and read_line's byte loop decides. Blanks and newline are what CLS says: bytes
+ * NULL, and next_record's byte loop decides. Blanks and newline are what CLS says: bytes
  * 9-13 and 32. The bytes after the first 16 that hold a newline are not looked at. */
 static inline const char *fast_line(const char *p, int run, const char **tok, size_t *len) {
     const __m128i nine = _mm_set1_epi8(9), four = _mm_set1_epi8(4), space = _mm_set1_epi8(' '),
@@ -581,152 +622,122 @@ static inline const char *fast_line(const char *p, int run, const char **tok, si
 }
 #endif
 
-/* One line at *pp, which ends at the next newline or at `end`: OK with *n the number of its
- * fields (k: a record) or 0 (a comment; in a run, a blank line too) and *pp past its
- * newline; DECLINE with *why. The one definition of a line, for every path; `limit` is the
- * end of the buffer (the common line is read in blocks of 16 bytes, up to it). */
-static inline int read_line(const char **pp, const char *end, const char *limit, int run,
-                            const char **tok, size_t *len, int *n_fields, const char **why) {
-    const char *p = *pp;
-    const int k = run ? 6 : 4;
-    int n = 0;
-#if FAST_LINES
-    if (limit - p >= 64) {
-        const char *next = fast_line(p, run, tok, len);
-        if (next) {
-            *pp = next;
-            *n_fields = k;
-            return OK;
-        }
-    }
-#else
-    (void)limit;
-#endif
-    if (!run && *p == '#') goto comment;
-    for (;;) {
-        while (p < end && CLS[(unsigned char)*p] == C_BLANK) p++;
-        if (p == end || *p == '\n') break;
-        if (run && n == 0 && *p == '#') goto comment;
-        if (n == k) {
-            /* text after a run line's sixth field is ignored, as trec_eval does; qrels
-             * lines have exactly four fields */
-            if (!run) {
-                *why = "too many fields";
-                return DECLINE;
-            }
-            const char *newline = memchr(p, '\n', (size_t)(end - p));
-            const char *stop = newline ? newline : end;
-            if (memchr(p, 0, (size_t)(stop - p))) {
-                *why = "NUL byte";
-                return DECLINE;
-            }
-            p = stop;
-            break;
-        }
-        tok[n] = p;
-        p = token_end(p, end);
-        if (p < end && *p == 0) {
-            *why = "NUL byte";
-            return DECLINE;
-        }
-        len[n] = (size_t)(p - tok[n]);
-        if (len[n] > UINT32_MAX) {
-            *why = "field too long";
-            return DECLINE;
-        }
-        n++;
-    }
-    if (n == 0 && !run) {
-        *why = "blank line";
-        return DECLINE;
-    }
-    if (n != 0 && n != k) {
-        *why = "too few fields";
-        return DECLINE;
-    }
-    *pp = p < end ? p + 1 : p; /* the newline */
-    *n_fields = n;
-    return OK;
-comment: {
+/* The end of the line at p (its newline, or end); NULL when a NUL byte comes first. */
+static inline const char *line_end(const char *p, const char *end) {
     const char *newline = memchr(p, '\n', (size_t)(end - p));
     const char *stop = newline ? newline : end;
-    if (memchr(p, 0, (size_t)(stop - p))) {
-        *why = "NUL byte";
-        return DECLINE;
-    }
-    *pp = newline ? newline + 1 : end;
-    *n_fields = 0;
-    return OK;
+    return memchr(p, 0, (size_t)(stop - p)) ? NULL : stop;
 }
+
+/* The next record line from *pp on, before `stop`: its start, with its fields in tok and
+ * len and *pp past its newline; NULL at `stop`, or when a line declines (*d says why).
+ * Comments (in a run, blank lines too) are passed over. The one definition of a line, for
+ * every path; `limit` is the end of the buffer (the common line is read in blocks of 16
+ * bytes, up to it). */
+static inline const char *next_record(const char **pp, const char *stop, const char *limit,
+                                      int run, const char **tok, size_t *len, Declined *d) {
+    const int k = run ? 6 : 4;
+    const char *p = *pp, *line = p, *why;
+    while (p < stop) {
+        line = p;
+#if FAST_LINES
+        if (limit - p >= 64) {
+            const char *next = fast_line(p, run, tok, len);
+            if (next) {
+                *pp = next;
+                return line;
+            }
+        }
+#else
+        (void)limit;
+#endif
+        int n = 0, comment = !run && *p == '#';
+        while (!comment) {
+            while (p < stop && CLS[(unsigned char)*p] == C_BLANK) p++;
+            if (p == stop || *p == '\n') break;
+            if (run && n == 0 && *p == '#') {
+                comment = 1;
+                break;
+            }
+            if (n == k) { /* text after a run line's sixth field is ignored, as trec_eval does */
+                why = "too many fields"; /* qrels lines have exactly four */
+                if (!run) goto declined;
+                why = "NUL byte";
+                if (!(p = line_end(p, stop))) goto declined;
+                break;
+            }
+            tok[n] = p;
+            p = token_end(p, stop);
+            why = "NUL byte";
+            if (p < stop && *p == 0) goto declined;
+            len[n] = (size_t)(p - tok[n]);
+            why = "field too long";
+            if (len[n] > UINT32_MAX) goto declined;
+            n++;
+        }
+        why = "NUL byte";
+        if (comment && !(p = line_end(p, stop))) goto declined;
+        why = "blank line";
+        if (!comment && n == 0 && !run) goto declined;
+        why = "too few fields";
+        if (n != 0 && n != k) goto declined;
+        p = p < stop ? p + 1 : p; /* the newline */
+        if (n) {
+            *pp = p;
+            return line;
+        }
+    }
+    *pp = p;
+    return NULL;
+declined:
+    decline(d, line, why);
+    return NULL;
 }
 
 /* The general path: split one file into records (any order of lines). */
 static int scan_file(File *f, Registry *reg) {
     const char *p = f->buf, *end = f->buf + f->size;
-    const int k = f->run ? 6 : 4;
     const int value_field = f->run ? 4 : 3;
     const char *tok[6];
     size_t len[6];
-    const char *last_id = NULL;
-    size_t last_len = 0;
-    uint32_t last_index = 0, previous = UINT32_MAX;
-    /* room for every record at once: a record line has k fields, k - 1 separators and a
-     * newline (only touched pages cost memory); grown later if that allocation fails */
-    size_t bound = f->size / (2 * (size_t)k) + 1;
-    f->recs.v = malloc(bound * sizeof(Rec));
-    if (f->recs.v) {
-        f->recs.cap = bound;
-    } else if (grow((void **)&f->recs.v, &f->recs.cap, 1024, sizeof(Rec)) != OK) {
-        return NOMEM;
-    }
-    while (p < end) {
-        const char *line = p, *why = NULL;
-        int n;
-        if (read_line(&p, end, end, f->run, tok, len, &n, &why) != OK) return decline(f, line, why);
-        if (n == 0) continue;
-        uint32_t index;
-        if (last_id && same_id(last_id, (uint32_t)last_len, tok[0], (uint32_t)len[0])) {
-            index = last_index;
-        } else {
+    BlockId id = {0};
+    uint32_t index = 0;
+    if (reserve(&f->recs, f->size, f->run ? 6 : 4) != OK) return NOMEM;
+    for (const char *line; (line = next_record(&p, end, end, f->run, tok, len, &f->declined));) {
+        if (!in_block(&id, tok[0], len[0], end)) { /* a new block */
             int64_t found = registry_index(reg, tok[0], (uint32_t)len[0], end);
             if (found < 0) return NOMEM;
-            index = last_index = (uint32_t)found;
-            last_id = tok[0];
-            last_len = len[0];
+            index = (uint32_t)found;
+            id = block_id(tok[0], (uint32_t)len[0], end);
+            Query *query = &reg->q[index];
+            if (f->run ? query->n_run : query->n_qrels) f->contiguous = 0;
+            else if (f->run) query->first_run = (uint32_t)f->recs.n;
+            else query->first_qrels = (uint32_t)f->recs.n;
+            if (f->run && !query->n_run) {
+                if (grow((void **)&reg->run_order, &reg->cap_run_order, reg->n_run_order + 1,
+                         sizeof(uint32_t)) != OK)
+                    return NOMEM;
+                reg->run_order[reg->n_run_order++] = index;
+            }
         }
-        if (grow((void **)&f->recs.v, &f->recs.cap, f->recs.n + 1, sizeof(Rec)) != OK)
-            return NOMEM;
-        Rec *r = &f->recs.v[f->recs.n];
-        set_record(r, tok, len, index, end);
+        Rec *r = new_record(&f->recs, tok, len, index, end);
+        if (!r) return NOMEM;
         const char *text = tok[value_field];
         size_t text_len = len[value_field];
         int status = f->run ? parse_score(text, text_len, &r->value)
                             : parse_grade(text, text_len, &r->value);
-        if (status == DECLINE) return decline(f, line, "value spelling");
+        if (status == DECLINE) return decline(&f->declined, line, "value spelling");
         if (status == SLOW) {
             if (grow((void **)&f->slow.v, &f->slow.cap, f->slow.n + 1, sizeof(Slow)) != OK)
                 return NOMEM;
             f->slow.v[f->slow.n++] = (Slow){f->recs.n, text, text_len};
             r->value = 0.0;
         }
-        Query *query = &reg->q[index];
-        uint32_t *count = f->run ? &query->n_run : &query->n_qrels;
-        if (index != previous) { /* a new block */
-            if (*count) f->contiguous = 0;
-            else if (f->run) query->first_run = (uint32_t)f->recs.n;
-            else query->first_qrels = (uint32_t)f->recs.n;
-            if (f->run && !*count) {
-                if (grow((void **)&reg->run_order, &reg->cap_run_order, reg->n_run_order + 1,
-                         sizeof(uint32_t)) != OK)
-                    return NOMEM;
-                reg->run_order[reg->n_run_order++] = index;
-            }
-            previous = index;
-        }
-        ++*count;
-        if (++f->recs.n >= UINT32_MAX) return decline(f, line, "too many lines");
+        ++*(f->run ? &reg->q[index].n_run : &reg->q[index].n_qrels);
+        if (++f->recs.n >= UINT32_MAX) return decline(&f->declined, line, "too many lines");
     }
-    if (!f->recs.n) return decline(f, f->buf, "no records");
+    if (f->declined.why) return DECLINE;
+    if (!f->recs.n) return decline(&f->declined, f->buf, "no records");
     return OK;
 }
 
@@ -755,7 +766,7 @@ static int convert_slow(File *f) {
     for (size_t i = 0; i < f->slow.n; i++) {
         const Slow *s = &f->slow.v[i];
         int status = slow_score(s->text, s->len, &f->recs.v[s->rec].value);
-        if (status == DECLINE) return decline(f, s->text, "value spelling");
+        if (status == DECLINE) return decline(&f->declined, s->text, "value spelling");
         if (status != OK) return status;
     }
     return OK;
@@ -764,10 +775,7 @@ static int convert_slow(File *f) {
 /* trec_eval's order: score descending, then document id descending (strcmp order). */
 static inline int ranks_before(const Rec *a, const Rec *b) {
     if (a->value != b->value) return a->value > b->value;
-    uint32_t n = a->len < b->len ? a->len : b->len;
-    int c = compare_bytes(a->doc, b->doc, n);
-    if (c) return c > 0;
-    return a->len > b->len;
+    return compare_ids(a->doc, a->len, b->doc, b->len) > 0;
 }
 
 static int compare_rank(const void *x, const void *y) {
@@ -815,15 +823,12 @@ static uint64_t prefix_of(const char *id, uint32_t len) {
 static int compare_query(const void *x, const void *y) {
     const QueryKey *a = x, *b = y;
     if (a->prefix != b->prefix) return a->prefix < b->prefix ? -1 : 1;
-    uint32_t n = a->len < b->len ? a->len : b->len;
-    int c = memcmp(a->id, b->id, n);
-    if (c) return c;
-    return (a->len > b->len) - (a->len < b->len);
+    return compare_ids(a->id, a->len, b->id, b->len);
 }
 
 /* Sort keys in byte order of their ids: a radix sort of the prefixes (8 passes of a byte,
  * least significant first, a pass skipped when all keys share that byte), then the runs of
- * equal prefixes (ids longer than 8 bytes, or equal ids) by compare_query. A qsort of 100k
+ * equal prefixes (ids longer than 8 bytes, or equal ids) by compare_query. A qsort of the
  * ids reads each id's memory many times, at random places in the file; this touches only
  * the keys. `tmp`: room for n keys. */
 static void sort_keys(QueryKey *keys, QueryKey *tmp, size_t n) {
@@ -853,18 +858,40 @@ static void sort_keys(QueryKey *keys, QueryKey *tmp, size_t n) {
     }
 }
 
-/* A repeated document: records a (first line) and b (the repeat). */
+/* A repeated document, by the byte offsets of both lines' document fields. */
 typedef struct {
     size_t a, b;
+    const char *qid, *doc;
+    uint32_t qlen, dlen;
     int found;
-} Repeat;
+} At;
 
-static void note_repeat(Repeat *r, size_t a, size_t b) {
-    if (!r->found || b < r->b) {
-        r->a = a;
-        r->b = b;
-        r->found = 1;
+/* Record `again` of query qid repeats the document of `first` (both read from buf): kept
+ * when it is the earliest repeating line so far. */
+static void note_at(At *r, const char *buf, const char *qid, uint32_t qlen, const Rec *first,
+                    const Rec *again) {
+    size_t b = (size_t)(again->doc - buf);
+    if (r->found && b >= r->b) return;
+    *r = (At){(size_t)(first->doc - buf), b, qid, again->doc, qlen, again->len, 1};
+}
+
+/* A table of the n judged records of `query` by document, record i being
+ * recs[order ? order[i] : i] (read from buf, ending at end): `slot` (room for
+ * table_size(n)) holds index in recs + 1; a repeated document is noted in *repeat.
+ * Returns the table's mask. */
+static size_t judged_table(const Rec *recs, const uint32_t *order, size_t n, const Key *query,
+                           const char *buf, const char *end, uint32_t *slot, At *repeat) {
+    const size_t mask = table_size(n) - 1;
+    memset(slot, 0, (mask + 1) * sizeof *slot);
+    for (size_t i = 0; i < n; i++) {
+        const uint32_t index = order ? order[i] : (uint32_t)i;
+        const Rec *r = &recs[index];
+        size_t s = r->hash & mask;
+        while (slot[s] && !same_doc(&recs[slot[s] - 1], end, r, end)) s = (s + 1) & mask;
+        if (slot[s]) note_at(repeat, buf, query->id, query->len, &recs[slot[s] - 1], r);
+        else slot[s] = index + 1;
     }
+    return mask;
 }
 
 /* The records of each query of one file: record i of query q is
@@ -959,6 +986,29 @@ static inline size_t cut_length(Cut cut, size_t n, size_t stop) {
     return cut.depth && n > cut.depth ? cut.depth : n;
 }
 
+/* The grades of the ranked documents kept[0:n] (read from a buffer ending at kept_end),
+ * from a table of judged records (`jslot`: record index + 1), written to `out` as far as
+ * the cut keeps them: the number kept. */
+static inline size_t grade_ranking(const Rec *kept, size_t n, const char *kept_end,
+                                   const Rec *judged, const char *judged_end,
+                                   const uint32_t *jslot, size_t jmask, Cut cut, double *out) {
+    size_t stop = 0;
+    int seen = 0;
+    for (size_t i = 0; i < n; i++) {
+        const Rec *r = &kept[i];
+        size_t s = r->hash & jmask;
+        while (jslot[s] && !same_doc(&judged[jslot[s] - 1], judged_end, r, kept_end))
+            s = (s + 1) & jmask;
+        out[i] = jslot[s] ? judged[jslot[s] - 1].value : 0.0;
+        seen |= out[i] >= cut.level;
+        if (cut_after(cut, i, seen)) {
+            stop = i + 1;
+            break;
+        }
+    }
+    return cut_length(cut, n, stop);
+}
+
 typedef struct {
     /* inputs */
     File *qrels, *run;
@@ -970,39 +1020,30 @@ typedef struct {
     int64_t *rel_offsets, *judged_offsets;
     uint32_t *evaluated;
     size_t n_evaluated, n_qrels_queries;
-    Repeat qrels_repeat, run_repeat;
+    At qrels_repeat, run_repeat;
     /* work space */
     Groups judged_groups, run_groups;
     uint32_t *slot_of; /* query -> its place among the evaluated, or UINT32_MAX */
     uint32_t *n_kept;  /* per evaluated query: ranked documents after removing repeats */
-    uint32_t *jslot, *rslot, *first;
+    uint32_t *jslot, *rslot;
     Rec *kept;
 } Join;
-
-static size_t table_size(size_t n) {
-    size_t size = 16;
-    while (size < 2 * n) size *= 2;
-    return size;
-}
 
 /* One query: repeats in both files; if evaluated, its ranking and grades, written at its
  * place in the output (room for all its run records: repeats leave a gap, closed later). */
 static void join_query(Join *j, uint32_t q) {
     const Query *query = &j->reg->q[q];
-    const Rec *judged_recs = j->judged_groups.recs, *run_recs = j->run_groups.recs;
-    uint32_t *jslot = j->jslot, *rslot = j->rslot, *first = j->first;
+    const Groups *g = &j->judged_groups;
+    const Rec *judged_recs = g->recs, *run_recs = j->run_groups.recs;
+    const char *qbuf = j->qrels->buf, *rbuf = j->run->buf;
+    const char *qend = qbuf + j->qrels->size, *rend = rbuf + j->run->size;
+    uint32_t *jslot = j->jslot, *rslot = j->rslot;
     Rec *kept = j->kept;
-    /* judged documents: repeats, and a table document -> record */
-    size_t jmask = table_size(query->n_qrels) - 1;
-    memset(jslot, 0, (jmask + 1) * sizeof *jslot);
-    for (size_t i = 0; i < query->n_qrels; i++) {
-        uint32_t index = member(&j->judged_groups, q, i);
-        const Rec *r = &judged_recs[index];
-        size_t s = r->hash & jmask;
-        while (jslot[s] && !same_doc(&judged_recs[jslot[s] - 1], r)) s = (s + 1) & jmask;
-        if (jslot[s]) note_repeat(&j->qrels_repeat, jslot[s] - 1, index);
-        else jslot[s] = index + 1;
-    }
+    /* judged documents: repeats, and a table document -> record (of jrecs) */
+    const Rec *jrecs = g->order ? g->recs : g->recs + g->start[q];
+    const size_t jmask = judged_table(jrecs, g->order ? g->order + g->start[q] : NULL,
+                                      query->n_qrels, &query->key, qbuf, qend, jslot,
+                                      &j->qrels_repeat);
     const uint32_t slot = j->slot_of[q];
     const int evaluated = slot != UINT32_MAX;
     /* nothing more to check: repeats are resolved, or the qrels error comes first */
@@ -1015,34 +1056,20 @@ static void join_query(Join *j, uint32_t q) {
         uint32_t index = member(&j->run_groups, q, i);
         const Rec *r = &run_recs[index];
         size_t s = r->hash & rmask;
-        while (rslot[s] && !same_doc(&kept[rslot[s] - 1], r)) s = (s + 1) & rmask;
+        while (rslot[s] && !same_doc(&kept[rslot[s] - 1], rend, r, rend)) s = (s + 1) & rmask;
         if (!rslot[s]) {
             kept[n_kept] = *r;
-            first[n_kept] = index;
             rslot[s] = (uint32_t)++n_kept;
-        } else if (!j->keep_best) {
-            note_repeat(&j->run_repeat, first[rslot[s] - 1], index);
+        } else if (!j->keep_best) { /* kept[] still holds the first line's record */
+            note_at(&j->run_repeat, rbuf, query->key.id, query->key.len, &kept[rslot[s] - 1], r);
         } else if (r->value > kept[rslot[s] - 1].value) {
             kept[rslot[s] - 1] = *r;
         }
     }
     if (!evaluated || j->run_repeat.found) return;
     rank_sort(kept, n_kept);
-    double *rel = j->rel + j->rel_offsets[slot];
-    size_t stop = 0;
-    int seen = 0;
-    for (size_t i = 0; i < n_kept; i++) {
-        const Rec *r = &kept[i];
-        size_t s = r->hash & jmask;
-        while (jslot[s] && !same_doc(&judged_recs[jslot[s] - 1], r)) s = (s + 1) & jmask;
-        rel[i] = jslot[s] ? judged_recs[jslot[s] - 1].value : 0.0;
-        seen |= rel[i] >= j->cut.level;
-        if (cut_after(j->cut, i, seen)) {
-            stop = i + 1;
-            break;
-        }
-    }
-    j->n_kept[slot] = (uint32_t)cut_length(j->cut, n_kept, stop);
+    j->n_kept[slot] = (uint32_t)grade_ranking(kept, n_kept, rend, jrecs, qend, jslot, jmask, j->cut,
+                                              j->rel + j->rel_offsets[slot]);
     double *judged = j->judged + j->judged_offsets[slot];
     for (size_t i = 0; i < query->n_qrels; i++)
         judged[i] = judged_recs[member(&j->judged_groups, q, i)].value;
@@ -1063,7 +1090,8 @@ static int join_queries(Join *j) {
     if (!keys || !j->slot_of || !j->n_kept) goto done;
     for (size_t q = 0; q < reg->n; q++) {
         const Query *query = &reg->q[q];
-        keys[q] = (QueryKey){prefix_of(query->id, query->len), query->id, query->len, (uint32_t)q};
+        const Key *k = &query->key;
+        keys[q] = (QueryKey){prefix_of(k->id, k->len), k->id, k->len, (uint32_t)q};
         if (query->n_qrels > max_judged) max_judged = query->n_qrels;
         if (query->n_run > max_ranked) max_ranked = query->n_run;
         if (query->n_qrels) j->n_qrels_queries++;
@@ -1086,9 +1114,8 @@ static int join_queries(Join *j) {
     }
     j->jslot = malloc(table_size(max_judged) * sizeof *j->jslot);
     j->rslot = malloc(table_size(max_ranked) * sizeof *j->rslot);
-    j->first = malloc((max_ranked ? max_ranked : 1) * sizeof *j->first);
     j->kept = malloc((max_ranked ? max_ranked : 1) * sizeof *j->kept);
-    if (!j->jslot || !j->rslot || !j->first || !j->kept) goto done;
+    if (!j->jslot || !j->rslot || !j->kept) goto done;
     for (size_t k = 0; k < reg->n_run_order; k++) join_query(j, reg->run_order[k]);
     for (size_t q = 0; q < reg->n; q++)
         if (!reg->q[q].n_run) join_query(j, (uint32_t)q);
@@ -1113,7 +1140,6 @@ done:
     free(j->n_kept);
     free(j->jslot);
     free(j->rslot);
-    free(j->first);
     free(j->kept);
     free(keys);
     return status;
@@ -1187,78 +1213,6 @@ static void stop_after(Pieces *p, int k) {
 #endif
 }
 
-/* A query id and its hash. */
-typedef struct {
-    const char *id;
-    uint32_t len;
-    uint64_t hash;
-} Key;
-
-/* Query ids -> their place in an array of structs that begin with a Key. */
-typedef struct {
-    const char *base;
-    size_t stride;
-    uint32_t *slot; /* index + 1; 0 = empty */
-    size_t mask;
-} Index;
-
-static inline const Key *key_at(const Index *x, size_t i) {
-    return (const Key *)(const void *)(x->base + i * x->stride);
-}
-
-/* Index n keys; *duplicate is set when an id appears twice. */
-static int index_build(Index *x, const void *base, size_t stride, size_t n, int *duplicate) {
-    x->base = base;
-    x->stride = stride;
-    x->mask = table_size(n) - 1;
-    x->slot = calloc(x->mask + 1, sizeof *x->slot);
-    if (!x->slot) return NOMEM;
-    *duplicate = 0;
-    for (size_t i = 0; i < n; i++) {
-        const Key *k = key_at(x, i);
-        size_t s = k->hash & x->mask;
-        for (; x->slot[s]; s = (s + 1) & x->mask) {
-            const Key *other = key_at(x, x->slot[s] - 1);
-            if (other->hash == k->hash && same_id(other->id, other->len, k->id, k->len)) {
-                *duplicate = 1;
-                return OK;
-            }
-        }
-        x->slot[s] = (uint32_t)(i + 1);
-    }
-    return OK;
-}
-
-static inline int64_t index_find(const Index *x, const char *id, uint32_t len, uint64_t hash) {
-    for (size_t s = hash & x->mask; x->slot[s]; s = (s + 1) & x->mask) {
-        const Key *k = key_at(x, x->slot[s] - 1);
-        if (k->hash == hash && same_id(k->id, k->len, id, len)) return (int64_t)x->slot[s] - 1;
-    }
-    return -1;
-}
-
-/* A repeated document, by the byte offsets of both lines' document fields. */
-typedef struct {
-    size_t a, b;
-    const char *qid, *doc;
-    uint32_t qlen, dlen;
-    int found;
-} At;
-
-static void note_at(At *r, const char *buf, const Key *query, const Rec *first,
-                    const Rec *again) {
-    size_t b = (size_t)(again->doc - buf);
-    if (r->found && b >= r->b) return;
-    *r = (At){(size_t)(first->doc - buf), b, query->id, again->doc, query->len, again->len, 1};
-}
-
-/* The first of several repeats: the earliest repeating line. */
-static const At *earliest(const At *a, const At *b) {
-    if (!a->found) return b;
-    if (!b->found) return a;
-    return b->b < a->b ? b : a;
-}
-
 /* Where part boundaries go: the first line at or after `at` that starts a block, i.e.
  * the first record line whose query differs from that of the first record line at or
  * after `at`. A line that does not read stops the search (its part declines it). */
@@ -1268,22 +1222,18 @@ static const char *split_point(const char *buf, const char *at, const char *end,
         if (!newline) return end;
         at = newline + 1;
     }
-    const char *id = NULL;
-    size_t id_len = 0;
-    while (at < end) {
-        const char *line = at, *why, *tok[6];
-        size_t len[6];
-        int n;
-        if (read_line(&at, end, end, run, tok, len, &n, &why) != OK) return line;
-        if (n == 0) continue;
+    const char *id = NULL, *tok[6];
+    size_t id_len = 0, len[6];
+    Declined d = {0};
+    for (const char *line; (line = next_record(&at, end, end, run, tok, len, &d));) {
         if (!id) {
             id = tok[0];
             id_len = len[0];
-        } else if (!same_id(id, (uint32_t)id_len, tok[0], (uint32_t)len[0])) {
+        } else if (!same_id(id, end, (uint32_t)id_len, tok[0], end, (uint32_t)len[0])) {
             return line;
         }
     }
-    return end;
+    return d.why ? d.where : end;
 }
 
 /* n + 1 boundaries of n parts of about equal size. */
@@ -1319,18 +1269,35 @@ typedef struct {
     uint32_t n;
 } QBlock;
 
-typedef struct {
+/* What a thread's part of either file holds besides its own: the file, the piece being
+ * read, what the part found; `read` reads the pieces it is handed (its thread's work). */
+typedef struct Part {
     const char *buf, *start, *stop, *end;
+    Pieces *pieces;
+    int (*read)(struct Part *);
+    At repeat;
+    Declined declined;
+    int status;
+    int piece; /* the piece that failed */
+} Part;
+
+/* Part `t` of the parts (of either kind) whose first Part is `first`, `stride` bytes apart. */
+static inline Part *part_at(Part *first, size_t stride, int t) {
+    return (Part *)(void *)((char *)first + (size_t)t * stride);
+}
+
+/* The QPart or RPart whose Part is p. */
+#define PART_OF(type, p) ((type *)(void *)((char *)(p) - offsetof(type, part)))
+
+/* A thread's part of the qrels. Its Part, mostly read, comes last: the counters this thread
+ * writes at each line stay off the cache lines the next part's thread reads at each line. */
+typedef struct {
     Recs recs;
     QBlock *blocks;
     size_t n_blocks, cap_blocks;
     uint32_t *slot;
     size_t cap_slot;
-    Pieces *pieces;
-    At repeat;
-    const char *why, *where;
-    int status;
-    int piece; /* the piece that failed */
+    Part part;
 } QPart;
 
 /* A query of the qrels, once the parts are read. */
@@ -1340,29 +1307,14 @@ typedef struct {
     const Rec *recs;
 } QQuery;
 
-static int part_decline(const char **why_out, const char **where_out, const char *line,
-                        const char *why) {
-    *why_out = why;
-    *where_out = line;
-    return DECLINE;
-}
-
 /* The judgments repeated in the last block of a qrels part. */
 static int close_qblock(QPart *q) {
     if (!q->n_blocks) return OK;
     const QBlock *b = &q->blocks[q->n_blocks - 1];
-    size_t size = table_size(b->n), mask = size - 1;
-    if (grow((void **)&q->slot, &q->cap_slot, size, sizeof *q->slot) != OK) return NOMEM;
-    memset(q->slot, 0, size * sizeof *q->slot);
-    const Rec *recs = q->recs.v + b->first;
-    for (uint32_t i = 0; i < b->n; i++) {
-        const Rec *r = &recs[i];
-        size_t s = r->hash & mask;
-        while (q->slot[s] && !same_doc_in(&recs[q->slot[s] - 1], q->end, r, q->end))
-            s = (s + 1) & mask;
-        if (q->slot[s]) note_at(&q->repeat, q->buf, &b->key, &recs[q->slot[s] - 1], r);
-        else q->slot[s] = i + 1;
-    }
+    if (grow((void **)&q->slot, &q->cap_slot, table_size(b->n), sizeof *q->slot) != OK)
+        return NOMEM;
+    judged_table(q->recs.v + b->first, NULL, b->n, &b->key, q->part.buf, q->part.end, q->slot,
+                 &q->part.repeat);
     return OK;
 }
 
@@ -1381,9 +1333,8 @@ static void map_in(const char *a, const char *b) {
 
 /* The whole pages of a shared file mapping from a to b, dropped from the mapping once read:
  * they stay in the page cache, and a later read (an error's line number, a deferred
- * block) maps them in again. Unmapping the file then has almost nothing left to undo; it
- * held the process's memory map for 10-15 ms for a run of 350 MB, while the command's
- * thread waited to allocate. */
+ * block) maps them in again. Unmapping the file then has almost nothing left to undo
+ * (it holds the process's memory map, which the command's thread waits for to allocate). */
 static void drop_pages(const char *a, const char *b) {
 #if defined(__linux__) && defined(MADV_DONTNEED)
     advise_pages(a, b, 1, MADV_DONTNEED);
@@ -1393,18 +1344,19 @@ static void drop_pages(const char *a, const char *b) {
 #endif
 }
 
-/* Hand a thread's part the pieces one after the other: `scan(part)` reads *start to *stop.
- * A failure ends it, noted in *failed, and no piece after it is handed out to any thread. */
-static int read_pieces(Pieces *pieces, const char **start, const char **stop, int *failed,
-                       int (*scan)(void *), void *part) {
+/* Hand a thread's part the pieces one after the other: `scan(part)` reads part->start to
+ * part->stop. A failure ends it, noted in part->piece, and no piece after it is handed out
+ * to any thread. */
+static int read_pieces(Part *part, int (*scan)(Part *)) {
+    Pieces *pieces = part->pieces;
     for (int k; (k = claim(pieces)) >= 0;) {
-        *start = pieces->bound[k];
-        *stop = pieces->bound[k + 1];
-        if (pieces->map_in) map_in(*start, *stop);
+        part->start = pieces->bound[k];
+        part->stop = pieces->bound[k + 1];
+        if (pieces->map_in) map_in(part->start, part->stop);
         int status = scan(part);
-        if (pieces->drop) drop_pages(*start, *stop);
+        if (pieces->drop) drop_pages(part->start, part->stop);
         if (status != OK) {
-            *failed = k;
+            part->piece = k;
             stop_after(pieces, k);
             return status;
         }
@@ -1412,52 +1364,40 @@ static int read_pieces(Pieces *pieces, const char **start, const char **stop, in
     return OK;
 }
 
-/* The lines of one piece (q->start to q->stop): its blocks, closed as they end. */
-static int scan_qrels_piece(void *part) {
-    QPart *q = part;
-    const char *p = q->start;
+/* The lines of one piece (part->start to part->stop): its blocks, closed as they end. */
+static int scan_qrels_piece(Part *part) {
+    QPart *q = PART_OF(QPart, part);
+    const char *p = part->start, *end = part->end;
     const char *tok[6];
     size_t len[6];
     BlockId id = {0};
-    int open = 0; /* a block of this piece is open */
-    while (p < q->stop) {
-        const char *line = p, *why = NULL;
-        int n;
-        if (read_line(&p, q->stop, q->end, 0, tok, len, &n, &why) != OK)
-            return part_decline(&q->why, &q->where, line, why);
-        if (n == 0) continue;
-        QBlock *b = open ? &q->blocks[q->n_blocks - 1] : NULL;
-        if (!open || !in_block(&id, tok[0], len[0], q->end)) {
-            if (open && close_qblock(q) != OK) return NOMEM;
+    for (const char *line;
+         (line = next_record(&p, part->stop, end, 0, tok, len, &part->declined));) {
+        QBlock *b = id.len ? &q->blocks[q->n_blocks - 1] : NULL;
+        if (!in_block(&id, tok[0], len[0], end)) {
+            if (id.len && close_qblock(q) != OK) return NOMEM;
             if (grow((void **)&q->blocks, &q->cap_blocks, q->n_blocks + 1, sizeof(QBlock)) != OK)
                 return NOMEM;
             b = &q->blocks[q->n_blocks++];
-            *b = (QBlock){{tok[0], (uint32_t)len[0], hash_id(tok[0], len[0], q->end)},
-                          q->recs.n,
-                          0};
-            id = block_id(tok[0], (uint32_t)len[0], q->end);
-            open = 1;
+            *b = (QBlock){{tok[0], (uint32_t)len[0], hash_id(tok[0], len[0], end)}, q->recs.n, 0};
+            id = block_id(tok[0], (uint32_t)len[0], end);
         }
-        if (grow((void **)&q->recs.v, &q->recs.cap, q->recs.n + 1, sizeof(Rec)) != OK)
-            return NOMEM;
-        Rec *r = &q->recs.v[q->recs.n];
-        set_record(r, tok, len, 0, q->end);
+        Rec *r = new_record(&q->recs, tok, len, 0, end);
+        if (!r) return NOMEM;
         if (parse_grade(tok[3], len[3], &r->value) != OK)
-            return part_decline(&q->why, &q->where, line, "value spelling");
+            return decline(&part->declined, line, "value spelling");
         b->n++;
-        if (++q->recs.n >= UINT32_MAX)
-            return part_decline(&q->why, &q->where, line, "too many lines");
+        if (++q->recs.n >= UINT32_MAX) return decline(&part->declined, line, "too many lines");
     }
-    return open ? close_qblock(q) : OK;
+    if (part->declined.why) return DECLINE;
+    return id.len ? close_qblock(q) : OK;
 }
 
 /* The pieces of the qrels this thread is handed, one after the other. */
-static int scan_qrels_part(QPart *q) {
-    size_t bound = (size_t)(q->end - q->buf) / 8 + 1; /* as in scan_file */
-    q->recs.v = malloc(bound * sizeof(Rec));
-    if (!q->recs.v) return NOMEM;
-    q->recs.cap = bound;
-    return read_pieces(q->pieces, &q->start, &q->stop, &q->piece, scan_qrels_piece, q);
+static int scan_qrels_part(Part *part) {
+    QPart *q = PART_OF(QPart, part);
+    if (reserve(&q->recs, (size_t)(part->end - part->buf), 4) != OK) return NOMEM;
+    return read_pieces(part, scan_qrels_piece);
 }
 
 /* A block of the run: a query's lines in a part, joined when it ends. */
@@ -1477,14 +1417,15 @@ typedef struct {
 
 enum { UNJOINED = -2, UNVALUED = -1 };
 
+/* A thread's part of the run; its Part last, as in a QPart. */
 typedef struct {
-    const char *buf, *start, *stop, *end;
     const QQuery *queries;
     const Index *qrels;
     int keep_best, skip_join;
     const CutObject *cut; /* read at each block */
-    Rec *cur, *kept; /* the block's records; its documents without repeats */
-    size_t n_cur, cap_cur, cap_kept;
+    Recs cur;  /* the block's records */
+    Rec *kept; /* its documents without repeats */
+    size_t cap_kept;
     uint64_t *rslot; /* the block's documents: see join_block */
     uint32_t *jslot;
     size_t cap_rslot, cap_jslot;
@@ -1507,11 +1448,7 @@ typedef struct {
     size_t n_ids, cap_ids;
     size_t n_records;
     int slow;
-    Pieces *pieces;
-    At repeat;
-    const char *why, *where;
-    int status;
-    int piece; /* the piece that failed */
+    Part part;
 } RPart;
 
 /* The slot of document r in a block's stamped table: the one holding it (this block's
@@ -1520,7 +1457,7 @@ static inline size_t doc_slot(const uint64_t *slots, size_t mask, uint32_t stamp
                               const Rec *kept, const Rec *r, const char *end) {
     size_t s = r->hash & mask;
     while ((uint32_t)(slots[s] >> 32) == stamp &&
-           !same_doc_in(&kept[(uint32_t)slots[s]], end, r, end))
+           !same_doc(&kept[(uint32_t)slots[s]], end, r, end))
         s = (s + 1) & mask;
     return s;
 }
@@ -1557,7 +1494,7 @@ static int join_block(RPart *p, RBlock *b) {
      * taken in this block when its stamp is this block's, so the table is not cleared for
      * each block, and can be sparse (4 slots a document or more): a probe then rarely
      * meets a taken slot, a branch the core would mispredict at every third document. */
-    const size_t n = p->n_cur, size = table_size(4 * n), mask = size - 1;
+    const size_t n = p->cur.n, size = table_size(4 * n), mask = size - 1;
     if (size > p->cap_rslot) {
         free(p->rslot);
         p->rslot = calloc(size, sizeof *p->rslot);
@@ -1573,30 +1510,31 @@ static int join_block(RPart *p, RBlock *b) {
     uint64_t *rslot = p->rslot;
     /* Without a repeat (the usual), the block's records are ranked where they are; from
      * the first repeat on, the documents are copied to `kept` (the same places so far). */
-    Rec *kept = p->cur;
+    Rec *kept = p->cur.v;
     size_t n_kept = 0, i = 0;
     for (; i < n; i++) {
-        const size_t s = doc_slot(rslot, mask, stamp, kept, &p->cur[i], p->end);
+        const size_t s = doc_slot(rslot, mask, stamp, kept, &p->cur.v[i], p->part.end);
         if ((uint32_t)(rslot[s] >> 32) == stamp) break;
         rslot[s] = (uint64_t)stamp << 32 | n_kept++;
     }
     if (i < n) {
         kept = p->kept;
-        memcpy(kept, p->cur, n_kept * sizeof *kept);
+        memcpy(kept, p->cur.v, n_kept * sizeof *kept);
     }
     for (; i < n; i++) {
-        const Rec *r = &p->cur[i];
-        const size_t s = doc_slot(rslot, mask, stamp, kept, r, p->end);
+        const Rec *r = &p->cur.v[i];
+        const size_t s = doc_slot(rslot, mask, stamp, kept, r, p->part.end);
         if ((uint32_t)(rslot[s] >> 32) != stamp) {
             rslot[s] = (uint64_t)stamp << 32 | n_kept;
             kept[n_kept++] = *r;
         } else if (!p->keep_best) {
-            note_at(&p->repeat, p->buf, &b->key, &kept[(uint32_t)rslot[s]], r);
+            note_at(&p->part.repeat, p->part.buf, b->key.id, b->key.len, &kept[(uint32_t)rslot[s]],
+                    r);
         } else if (r->value > kept[(uint32_t)rslot[s]].value) {
             kept[(uint32_t)rslot[s]] = *r;
         }
     }
-    if (!evaluated || p->repeat.found) return OK;
+    if (!evaluated || p->part.repeat.found) return OK;
     rank_sort(kept, n_kept);
     const Cut cut = cut_of(p->cut);
     const QQuery *q = &p->queries[b->query];
@@ -1611,23 +1549,9 @@ static int join_block(RPart *p, RBlock *b) {
         while (jslot[s]) s = (s + 1) & jmask;
         jslot[s] = i + 1;
     }
-    double *out = p->out + p->n_out;
-    size_t stop = 0;
-    int seen = 0;
-    for (size_t i = 0; i < n_kept; i++) {
-        const Rec *r = &kept[i];
-        size_t s = r->hash & jmask;
-        while (jslot[s] && !same_doc_in(&q->recs[jslot[s] - 1], p->qrels_end, r, p->end))
-            s = (s + 1) & jmask;
-        out[i] = jslot[s] ? q->recs[jslot[s] - 1].value : 0.0;
-        seen |= out[i] >= cut.level;
-        if (cut_after(cut, i, seen)) {
-            stop = i + 1;
-            break;
-        }
-    }
     b->out = p->n_out;
-    b->n_kept = (uint32_t)cut_length(cut, n_kept, stop);
+    b->n_kept = (uint32_t)grade_ranking(kept, n_kept, p->part.end, q->recs, p->qrels_end, jslot,
+                                        jmask, cut, p->out + p->n_out);
     p->n_out += b->n_kept; /* the next block writes over the rest */
     if (grow((void **)&p->judged, &p->cap_judged, p->n_judged + q->n, sizeof(double)) != OK)
         return NOMEM;
@@ -1672,59 +1596,54 @@ static int close_rblock(RPart *p) {
 
 /* A run record from a line's fields; SLOW when its score needs Python's conversion. */
 static inline int add_record(RPart *p, const char **tok, const size_t *len) {
-    if (grow((void **)&p->cur, &p->cap_cur, p->n_cur + 1, sizeof(Rec)) != OK) return NOMEM;
-    Rec *r = &p->cur[p->n_cur++];
-    set_record(r, tok, len, 0, p->end);
+    Rec *r = new_record(&p->cur, tok, len, 0, p->part.end);
+    if (!r) return NOMEM;
+    p->cur.n++;
     return parse_score(tok[4], len[4], &r->value);
 }
 
-/* The lines of one piece (p->start to p->stop): its blocks, joined as they end. */
-static int scan_run_piece(void *part) {
-    RPart *p = part;
-    const char *at = p->start;
+/* The lines of one piece (part->start to part->stop): its blocks, joined as they end. */
+static int scan_run_piece(Part *part) {
+    RPart *p = PART_OF(RPart, part);
+    const char *at = part->start, *end = part->end;
     const char *tok[6];
     size_t len[6];
     BlockId id = {0};
-    int open = 0; /* a block of this piece is open */
-    while (at < p->stop) {
-        const char *line = at, *why = NULL;
-        int n;
-        if (read_line(&at, p->stop, p->end, 1, tok, len, &n, &why) != OK)
-            return part_decline(&p->why, &p->where, line, why);
-        if (n == 0) continue;
-        RBlock *b = open ? &p->blocks[p->n_blocks - 1] : NULL;
-        if (!open || !in_block(&id, tok[0], len[0], p->end)) {
-            if (open && close_rblock(p) != OK) return NOMEM;
+    for (const char *line;
+         (line = next_record(&at, part->stop, end, 1, tok, len, &part->declined));) {
+        RBlock *b = id.len ? &p->blocks[p->n_blocks - 1] : NULL;
+        if (!in_block(&id, tok[0], len[0], end)) {
+            if (id.len && close_rblock(p) != OK) return NOMEM;
             if (grow((void **)&p->blocks, &p->cap_blocks, p->n_blocks + 1, sizeof(RBlock)) != OK)
                 return NOMEM;
             if (grow((void **)&p->ids, &p->cap_ids, p->n_ids + len[0], 1) != OK) return NOMEM;
             b = &p->blocks[p->n_blocks++];
-            uint64_t hash = hash_id(tok[0], len[0], p->end);
+            uint64_t hash = hash_id(tok[0], len[0], end);
             *b = (RBlock){{tok[0], (uint32_t)len[0], hash}, UNRESOLVED, line, line, 0, 0, 0, 0,
                           prefix_of(tok[0], (uint32_t)len[0]), p->n_ids, UNJOINED};
             memcpy(p->ids + p->n_ids, tok[0], len[0]);
             p->n_ids += len[0];
-            id = block_id(tok[0], (uint32_t)len[0], p->end);
+            id = block_id(tok[0], (uint32_t)len[0], end);
             PREFETCH(&p->qrels->slot[hash & p->qrels->mask]);
-            p->n_cur = 0;
+            p->cur.n = 0;
             p->slow = 0;
-            open = 1;
         }
         b->to = at;
-        if (p->n_cur == RESOLVE_AT) resolve(p, b);
+        if (p->cur.n == RESOLVE_AT) resolve(p, b);
         int status = add_record(p, tok, len);
         if (status == NOMEM) return NOMEM;
-        if (status == DECLINE) return part_decline(&p->why, &p->where, line, "value spelling");
+        if (status == DECLINE) return decline(&part->declined, line, "value spelling");
         if (status == SLOW) p->slow = 1;
-        if (++p->n_records >= UINT32_MAX)
-            return part_decline(&p->why, &p->where, line, "too many lines");
+        if (++p->n_records >= UINT32_MAX) return decline(&part->declined, line, "too many lines");
     }
-    return open ? close_rblock(p) : OK;
+    if (part->declined.why) return DECLINE;
+    return id.len ? close_rblock(p) : OK;
 }
 
 /* The pieces of the run this thread is handed, one after the other. */
-static int scan_run_part(RPart *p) {
-    size_t bound = (size_t)(p->end - p->buf) / 12 + 1; /* grades: at most one a line */
+static int scan_run_part(Part *part) {
+    RPart *p = PART_OF(RPart, part);
+    size_t bound = (size_t)(part->end - part->buf) / 12 + 1; /* grades: at most one a line */
     p->out = malloc(bound * sizeof(double));
     if (!p->out) return NOMEM;
     p->cap_out = bound;
@@ -1733,7 +1652,7 @@ static int scan_run_part(RPart *p) {
     p->judged = malloc((p->judged_bound ? p->judged_bound : 1) * sizeof(double));
     if (!p->judged) return NOMEM;
     p->cap_judged = p->judged_bound ? p->judged_bound : 1;
-    const int status = read_pieces(p->pieces, &p->start, &p->stop, &p->piece, scan_run_piece, p);
+    const int status = read_pieces(part, scan_run_piece);
     const RaggedKernel *k = kernel_of(p->cut);
     return status == OK && k ? value_rest(p, k) : status;
 }
@@ -1741,51 +1660,43 @@ static int scan_run_part(RPart *p) {
 /* With the GIL: the blocks with a score that needs Python's correctly rounded
  * conversion, read again and joined. */
 static int join_deferred(RPart *p) {
+    Declined *d = &p->part.declined;
     const char *tok[6];
     size_t len[6];
     for (size_t k = 0; k < p->n_blocks; k++) {
         RBlock *b = &p->blocks[k];
         if (!b->deferred) continue;
-        p->n_cur = 0;
-        for (const char *at = b->from; at < b->to;) {
-            const char *line = at, *why = NULL;
-            int n;
-            if (read_line(&at, b->to, p->end, 1, tok, len, &n, &why) != OK) /* read before: cannot */
-                return part_decline(&p->why, &p->where, line, why);
-            if (n == 0) continue;
+        p->cur.n = 0;
+        const char *at = b->from;
+        for (const char *line; (line = next_record(&at, b->to, p->part.end, 1, tok, len, d));) {
             int status = add_record(p, tok, len);
             if (status == NOMEM) return NOMEM;
             if (status != SLOW) continue;
-            status = slow_score(tok[4], len[4], &p->cur[p->n_cur - 1].value);
-            if (status == DECLINE) return part_decline(&p->why, &p->where, line, "value spelling");
+            status = slow_score(tok[4], len[4], &p->cur.v[p->cur.n - 1].value);
+            if (status == DECLINE) return decline(d, line, "value spelling");
             if (status != OK) return NOMEM;
         }
+        if (d->why) return DECLINE; /* read before: cannot */
         b->deferred = 0;
         if (join_block(p, b) != OK) return NOMEM;
     }
     return OK;
 }
 
-static void *qrels_work(void *arg) {
-    QPart *q = arg;
-    q->status = scan_qrels_part(q);
+static void *work(void *arg) {
+    Part *part = arg;
+    part->status = part->read(part);
     return NULL;
 }
 
-static void *run_work(void *arg) {
-    RPart *p = arg;
-    p->status = scan_run_part(p);
-    return NULL;
-}
-
-/* work(part) for n parts, each in its own thread (the calling one reads the first);
- * one after the other where threads are not available. */
-static void in_parallel(void *(*work)(void *), void *parts, size_t stride, int n) {
+/* The n parts read, each in its own thread (the calling one reads the first); one after
+ * the other where threads are not available. */
+static void in_parallel(Part *parts, size_t stride, int n) {
 #if THREADS
     pthread_t tid[MAX_PARTS];
     int started[MAX_PARTS] = {0};
     for (int t = 1; t < n; t++)
-        started[t] = pthread_create(&tid[t], NULL, work, (char *)parts + t * stride) == 0;
+        started[t] = pthread_create(&tid[t], NULL, work, part_at(parts, stride, t)) == 0;
 #endif
     work(parts);
     for (int t = 1; t < n; t++) {
@@ -1795,25 +1706,33 @@ static void in_parallel(void *(*work)(void *), void *parts, size_t stride, int n
             continue;
         }
 #endif
-        work((char *)parts + t * stride);
+        work(part_at(parts, stride, t));
     }
 }
 
 /* The status other than OK of the part that failed in the earliest piece (the first
  * error in file order); `status` and `piece` are the first part's, parts `stride` apart. */
-static int first_failure(const int *status, const int *piece_of, size_t stride, int n,
-                         int *which) {
+static int first_failure(Part *parts, size_t stride, int n, int *which) {
     int found = OK, first = 0;
     for (int t = 0; t < n; t++) {
-        int s = *(const int *)(const void *)((const char *)status + t * stride);
-        int piece = *(const int *)(const void *)((const char *)piece_of + t * stride);
-        if (s != OK && (found == OK || piece < first)) {
-            found = s;
-            first = piece;
+        const Part *part = part_at(parts, stride, t);
+        if (part->status != OK && (found == OK || part->piece < first)) {
+            found = part->status;
+            first = part->piece;
             *which = t;
         }
     }
     return found;
+}
+
+/* The earliest repeat the n parts found (its `found` 0 when none did). */
+static const At *first_repeat(Part *parts, size_t stride, int n) {
+    const At *first = &part_at(parts, stride, 0)->repeat;
+    for (int t = 1; t < n; t++) {
+        const At *r = &part_at(parts, stride, t)->repeat;
+        if (r->found && (!first->found || r->b < first->b)) first = r;
+    }
+    return first;
 }
 
 static size_t line_at(const char *buf, const char *at) {
@@ -1834,9 +1753,8 @@ static PyObject *at_tuple(const char *buf, const At *r) {
                          r->doc, (Py_ssize_t)r->dlen);
 }
 
-static PyObject *decline_text(const char *kind, const char *buf, const char *where,
-                              const char *why) {
-    return PyUnicode_FromFormat("%s line %zu: %s", kind, line_at(buf, where), why);
+static PyObject *decline_text(const char *kind, const char *buf, const Declined *d) {
+    return PyUnicode_FromFormat("%s line %zu: %s", kind, line_at(buf, d->where), d->why);
 }
 
 /* An evaluated block, for sorting (its grades stay in its part's buffers). */
@@ -1862,7 +1780,7 @@ static void blocks_free(Blocks *s) {
         free(s->q[t].blocks);
         free(s->q[t].slot);
         RPart *p = &s->r[t];
-        free(p->cur);
+        free(p->cur.v);
         free(p->kept);
         free(p->rslot);
         free(p->jslot);
@@ -1897,7 +1815,7 @@ static int index_qrels(Blocks *s, int n, size_t *n_queries) {
             s->queries[k++] = (QQuery){b->key, b->n, s->q[t].recs.v + b->first};
         }
     int duplicate;
-    if (index_build(&s->qrels, s->queries, sizeof *s->queries, total, &duplicate) != OK)
+    if (index_build(&s->qrels, s->queries, sizeof *s->queries, total, total, &duplicate) != OK)
         return NOMEM;
     *n_queries = total;
     return duplicate ? NONCONTIGUOUS : OK;
@@ -1929,7 +1847,8 @@ static int order_run(Blocks *s, int n, size_t *n_evaluated) {
     e = 0;
     for (size_t i = 0; i < total; i++) {
         if (i && all[i].prefix == all[i - 1].prefix &&
-            same_id(all[i].id, all[i].len, all[i - 1].id, all[i - 1].len)) {
+            same_id(all[i].id, all[i].id + all[i].len, all[i].len, all[i - 1].id,
+                    all[i - 1].id + all[i - 1].len, all[i - 1].len)) {
             status = NONCONTIGUOUS;
             goto done;
         }
@@ -1946,15 +1865,58 @@ done:
     return status;
 }
 
+/* An ASCII id as a str, made directly (PyUnicode_DecodeUTF8 costs several times more on
+ * short ids); NULL, with no error set, when it is not ASCII or on no memory. */
+static PyObject *ascii_text(const char *id, uint32_t len) {
+    for (uint32_t i = 0; i < len; i++)
+        if ((unsigned char)id[i] >= 0x80) return NULL;
+    PyObject *text = PyUnicode_New((Py_ssize_t)len, 127);
+    if (!text) {
+        PyErr_Clear();
+        return NULL;
+    }
+    memcpy(PyUnicode_1BYTE_DATA(text), id, len);
+    return text;
+}
+
+/* The ids as a tuple of str, item k the id stored at where[k] (where NULL: at k). They are
+ * decoded in stored order, which reads their copies (or the file) front to back (in byte
+ * order of the ids, each one would be a cache miss at a random place), then put in place. */
 static PyObject *qid_tuple(size_t n, const char *const *ids, const uint32_t *lens,
-                           const int64_t *where);
+                           const int64_t *where) {
+    PyObject *qids = PyTuple_New((Py_ssize_t)n);
+    if (!qids) return NULL;
+    PyObject **stored = where ? malloc((n ? n : 1) * sizeof *stored) : NULL;
+    if (where && !stored) {
+        Py_DECREF(qids);
+        return PyErr_NoMemory();
+    }
+    for (size_t i = 0; i < n; i++) {
+        PyObject *id = ascii_text(ids[i], lens[i]);
+        if (!id) id = PyUnicode_DecodeUTF8(ids[i], (Py_ssize_t)lens[i], "replace");
+        if (!id) {
+            for (size_t j = 0; where && j < i; j++) Py_DECREF(stored[j]);
+            Py_DECREF(qids); /* items not set yet are NULL */
+            free(stored);
+            return NULL;
+        }
+        if (where) stored[i] = id;
+        else PyTuple_SET_ITEM(qids, (Py_ssize_t)i, id);
+    }
+    for (size_t k = 0; where && k < n; k++) PyTuple_SET_ITEM(qids, (Py_ssize_t)k, stored[where[k]]);
+    free(stored);
+    return qids;
+}
+
 static PyObject *result_tuple(PyObject *qids, size_t n_common, size_t n_qrels_queries,
                               PyObject *segments, PyObject *order, PyObject *qrels_repeat,
-                              PyObject *run_repeat, PyObject *values);
+                              PyObject *run_repeat, PyObject *values) {
+    return Py_BuildValue("(OnnOOOOO)", qids, (Py_ssize_t)n_common, (Py_ssize_t)n_qrels_queries,
+                         segments, order, qrels_repeat, run_repeat, values);
+}
 
 /* Memory the scanner filled, handed to Python as it is: a writable buffer that frees it.
- * The run's grades are most of the output (8 bytes a line); copying them into fresh
- * Python memory cost about a fifth of the command's time, in one thread. */
+ * The run's grades are most of the output (8 bytes a line), not copied again. */
 typedef struct {
     PyObject_HEAD void *ptr;
     Py_ssize_t len;
@@ -1995,6 +1957,25 @@ static PyObject *owned(void **ptr, size_t bytes) {
     o->len = (Py_ssize_t)bytes;
     *ptr = NULL;
     return (PyObject *)o;
+}
+
+/* (rel, rel_offsets, judged, judged_offsets) of m queries, from malloc'd arrays (n_rel and
+ * n_judged grades, m + 1 offsets each) handed over as Owned: freed when they are not. */
+static PyObject *segment(void *rel, size_t n_rel, void *rel_o, void *judged, size_t n_judged,
+                         void *judged_o, size_t m) {
+    PyObject *items[4] = {owned(&rel, n_rel * sizeof(double)),
+                          owned(&rel_o, (m + 1) * sizeof(int64_t)),
+                          owned(&judged, n_judged * sizeof(double)),
+                          owned(&judged_o, (m + 1) * sizeof(int64_t))};
+    free(rel); /* those not handed over */
+    free(rel_o);
+    free(judged);
+    free(judged_o);
+    if (!items[0] || !items[1] || !items[2] || !items[3]) {
+        for (int t = 0; t < 4; t++) Py_XDECREF(items[t]);
+        return NULL;
+    }
+    return Py_BuildValue("(NNNN)", items[0], items[1], items[2], items[3]);
 }
 
 /* The evaluated blocks of a run part, in block order, as (rel, rel_offsets, judged,
@@ -2049,19 +2030,7 @@ static PyObject *part_segment(RPart *p, const QQuery *queries) {
         p->out = NULL;
         p->judged = NULL;
     }
-    PyObject *items[4] = {owned(&rel, n_rel * sizeof(double)),
-                          owned(&rel_o, (m + 1) * sizeof(int64_t)),
-                          owned(&judged, n_judged * sizeof(double)),
-                          owned(&judged_o, (m + 1) * sizeof(int64_t))};
-    free(rel); /* those not handed over */
-    free(rel_o);
-    free(judged);
-    free(judged_o);
-    if (!items[0] || !items[1] || !items[2] || !items[3]) {
-        for (int t = 0; t < 4; t++) Py_XDECREF(items[t]);
-        return NULL;
-    }
-    return Py_BuildValue("(NNNN)", items[0], items[1], items[2], items[3]);
+    return segment(rel, n_rel, rel_o, judged, n_judged, judged_o, m);
 }
 
 /* The evaluated queries' values in byte order of their ids, metric after metric (an
@@ -2069,8 +2038,7 @@ static PyObject *part_segment(RPart *p, const QQuery *queries) {
  * they were written into one row a metric, then each row put in the ids' order (a gather
  * within a row, which stays in cache). Both are written over the first qrels part's
  * records when they are large enough (they are no longer read): memory already in place,
- * where fresh memory, faulted in page by page, took as long as the copying (4 ms of 8 for
- * a hundred thousand queries). */
+ * where fresh memory is faulted in page by page. */
 static PyObject *values_matrix(Blocks *s, size_t n_evaluated, size_t m) {
     const size_t cells = n_evaluated * m, bytes = cells ? cells * sizeof(double) : 1;
     QPart *q = &s->q[0];
@@ -2128,40 +2096,40 @@ static PyObject *join_blocks(const char *qbuf, size_t qsize, const char *rbuf, s
     Py_BEGIN_ALLOW_THREADS
     pieces_init(&s->qpieces, qbuf, qsize, 0, n, mapped);
     for (int t = 0; t < n; t++)
-        s->q[t] = (QPart){.buf = qbuf, .end = qbuf + qsize, .pieces = &s->qpieces};
-    in_parallel(qrels_work, s->q, sizeof *s->q, n);
-    status = first_failure(&s->q[0].status, &s->q[0].piece, sizeof *s->q, n, &which);
+        s->q[t] = (QPart){.part = {.buf = qbuf, .end = qbuf + qsize, .pieces = &s->qpieces,
+                                   .read = scan_qrels_part}};
+    in_parallel(&s->q[0].part, sizeof *s->q, n);
+    status = first_failure(&s->q[0].part, sizeof *s->q, n, &which);
     if (status == OK) status = index_qrels(s, n, &n_queries);
-    if (status == OK && n_queries == 0) status = DECLINE; /* no records */
+    if (status == OK && n_queries == 0)
+        status = decline(&s->q[which].part.declined, qbuf, "no records");
     if (status == OK) {
-        const At *repeat = &s->q[0].repeat;
-        for (int t = 1; t < n; t++) repeat = earliest(repeat, &s->q[t].repeat);
+        const int repeat = first_repeat(&s->q[0].part, sizeof *s->q, n)->found;
         size_t n_judgments = 0;
         for (int t = 0; t < n; t++) n_judgments += s->q[t].recs.n;
         pieces_init(&s->rpieces, rbuf, rsize, 1, n, mapped);
         for (int t = 0; t < n; t++)
-            s->r[t] = (RPart){.buf = rbuf, .end = rbuf + rsize, .pieces = &s->rpieces,
+            s->r[t] = (RPart){.part = {.buf = rbuf, .end = rbuf + rsize, .pieces = &s->rpieces,
+                                       .read = scan_run_part},
                               .queries = s->queries, .qrels = &s->qrels,
-                              .keep_best = keep_best, .cut = cut, .skip_join = repeat->found,
+                              .keep_best = keep_best, .cut = cut, .skip_join = repeat,
                               .qrels_end = qbuf + qsize, .judged_bound = n_judgments};
-        in_parallel(run_work, s->r, sizeof *s->r, n);
+        in_parallel(&s->r[0].part, sizeof *s->r, n);
     }
     Py_END_ALLOW_THREADS
     if (status == DECLINE) {
-        result = n_queries == 0 && !s->q[which].why
-                     ? decline_text("qrels", qbuf, qbuf, "no records")
-                     : decline_text("qrels", qbuf, s->q[which].where, s->q[which].why);
+        result = decline_text("qrels", qbuf, &s->q[which].part.declined);
         goto done;
     }
     if (status == NONCONTIGUOUS) goto general;
     if (status != OK) goto nomem;
-    status = first_failure(&s->r[0].status, &s->r[0].piece, sizeof *s->r, n, &which);
+    status = first_failure(&s->r[0].part, sizeof *s->r, n, &which);
     for (int t = 0; t < n && status == OK; t++) {
         status = join_deferred(&s->r[t]);
         which = t;
     }
     if (status == DECLINE) {
-        result = decline_text("run", rbuf, s->r[which].where, s->r[which].why);
+        result = decline_text("run", rbuf, &s->r[which].part.declined);
         goto done;
     }
     if (status != OK) goto nomem;
@@ -2182,14 +2150,12 @@ static PyObject *join_blocks(const char *qbuf, size_t qsize, const char *rbuf, s
     size_t n_records = 0;
     for (int t = 0; t < n; t++) n_records += s->r[t].n_records;
     if (n_records == 0) {
-        result = decline_text("run", rbuf, rbuf, "no records");
+        decline(&s->r[0].part.declined, rbuf, "no records");
+        result = decline_text("run", rbuf, &s->r[0].part.declined);
         goto done;
     }
-    const At *qrels_repeat = &s->q[0].repeat, *run_repeat = &s->r[0].repeat;
-    for (int t = 1; t < n; t++) {
-        qrels_repeat = earliest(qrels_repeat, &s->q[t].repeat);
-        run_repeat = earliest(run_repeat, &s->r[t].repeat);
-    }
+    const At *qrels_repeat = first_repeat(&s->q[0].part, sizeof *s->q, n);
+    const At *run_repeat = first_repeat(&s->r[0].part, sizeof *s->r, n);
     Py_BEGIN_ALLOW_THREADS
     status = order_run(s, n, &n_evaluated);
     Py_END_ALLOW_THREADS
@@ -2259,91 +2225,16 @@ done:
     return result;
 }
 
-/* at_tuple of a repeat of the general path (records by index). */
-static PyObject *repeat_tuple(const File *f, const Registry *reg, const Repeat *r) {
-    if (!r->found) Py_RETURN_NONE;
-    const Rec *a = &f->recs.v[r->a], *b = &f->recs.v[r->b];
-    const Query *q = &reg->q[b->query];
-    const At at = {(size_t)(a->doc - f->buf), (size_t)(b->doc - f->buf), q->id, b->doc, q->len,
-                   b->len, 1};
-    return at_tuple(f->buf, &at);
-}
-
-static PyObject *declined(const File *f) {
-    return decline_text(f->run ? "run" : "qrels", f->buf, f->where, f->why);
-}
-
-static PyObject *shrink(PyObject *array, size_t bytes) {
-    if (PyByteArray_Resize(array, (Py_ssize_t)bytes) < 0) {
-        Py_DECREF(array);
-        return NULL;
-    }
-    return array;
-}
-
-/* The query ids as str (invalid UTF-8 replaced). */
-/* An ASCII id as a str, made directly (PyUnicode_DecodeUTF8 costs several times more on
- * short ids); NULL, with no error set, when it is not ASCII or on no memory. */
-static PyObject *ascii_text(const char *id, uint32_t len) {
-    for (uint32_t i = 0; i < len; i++)
-        if ((unsigned char)id[i] >= 0x80) return NULL;
-    PyObject *text = PyUnicode_New((Py_ssize_t)len, 127);
-    if (!text) {
-        PyErr_Clear();
-        return NULL;
-    }
-    memcpy(PyUnicode_1BYTE_DATA(text), id, len);
-    return text;
-}
-
-/* The ids as a tuple of str, item k the id stored at where[k] (where NULL: at k). They are
- * decoded in stored order, which reads their copies (or the file) front to back (in byte
- * order of the ids, each one would be a cache miss at a random place), then put in place. */
-static PyObject *qid_tuple(size_t n, const char *const *ids, const uint32_t *lens,
-                           const int64_t *where) {
-    PyObject *qids = PyTuple_New((Py_ssize_t)n);
-    if (!qids) return NULL;
-    PyObject **stored = where ? malloc((n ? n : 1) * sizeof *stored) : NULL;
-    if (where && !stored) {
-        Py_DECREF(qids);
-        return PyErr_NoMemory();
-    }
-    for (size_t i = 0; i < n; i++) {
-        PyObject *id = ascii_text(ids[i], lens[i]);
-        if (!id) id = PyUnicode_DecodeUTF8(ids[i], (Py_ssize_t)lens[i], "replace");
-        if (!id) {
-            for (size_t j = 0; where && j < i; j++) Py_DECREF(stored[j]);
-            Py_DECREF(qids); /* items not set yet are NULL */
-            free(stored);
-            return NULL;
-        }
-        if (where) stored[i] = id;
-        else PyTuple_SET_ITEM(qids, (Py_ssize_t)i, id);
-    }
-    for (size_t k = 0; where && k < n; k++) PyTuple_SET_ITEM(qids, (Py_ssize_t)k, stored[where[k]]);
-    free(stored);
-    return qids;
-}
-
-static PyObject *result_tuple(PyObject *qids, size_t n_common, size_t n_qrels_queries,
-                              PyObject *segments, PyObject *order, PyObject *qrels_repeat,
-                              PyObject *run_repeat, PyObject *values) {
-    return Py_BuildValue("(OnnOOOOO)", qids, (Py_ssize_t)n_common, (Py_ssize_t)n_qrels_queries,
-                         segments, order, qrels_repeat, run_repeat, values);
-}
-
 /* The general path: any order of lines, one thread. */
 static PyObject *join_general(const char *qbuf, size_t qsize, const char *rbuf, size_t rsize,
                               int keep_best, const CutObject *cut) {
-    PyObject *result = NULL, *rel = NULL, *rel_offsets = NULL, *judged = NULL,
-             *judged_offsets = NULL, *qids = NULL;
+    PyObject *result = NULL, *qids = NULL;
     Registry reg;
     File qrels = {.buf = qbuf, .size = qsize, .run = 0, .contiguous = 1};
     File run = {.buf = rbuf, .size = rsize, .run = 1, .contiguous = 1};
     Join j = {.qrels = &qrels, .run = &run, .reg = &reg, .keep_best = keep_best};
-    uint32_t *evaluated = NULL;
+    uint32_t *evaluated = NULL, *lens = NULL;
     const char **ids = NULL;
-    uint32_t *lens = NULL;
     int status;
     if (registry_init(&reg) != OK) {
         registry_free(&reg);
@@ -2355,25 +2246,21 @@ static PyObject *join_general(const char *qbuf, size_t qsize, const char *rbuf, 
     Py_END_ALLOW_THREADS
     if (status == OK) status = convert_slow(&run);
     if (status == DECLINE) {
-        result = declined(qrels.why ? &qrels : &run);
+        const File *f = qrels.declined.why ? &qrels : &run;
+        result = decline_text(f->run ? "run" : "qrels", f->buf, &f->declined);
         goto done;
     }
     if (status != OK) goto nomem;
     size_t n_queries = reg.n ? reg.n : 1;
-    rel = PyByteArray_FromStringAndSize(NULL, (Py_ssize_t)(run.recs.n * sizeof(double)));
-    judged = PyByteArray_FromStringAndSize(NULL, (Py_ssize_t)(qrels.recs.n * sizeof(double)));
-    rel_offsets = PyByteArray_FromStringAndSize(NULL, (Py_ssize_t)((n_queries + 1) * 8));
-    judged_offsets = PyByteArray_FromStringAndSize(NULL, (Py_ssize_t)((n_queries + 1) * 8));
-    evaluated = malloc(n_queries * sizeof *evaluated);
+    j.rel = malloc(run.recs.n * sizeof(double)); /* not 0: each file has a record */
+    j.judged = malloc(qrels.recs.n * sizeof(double));
+    j.rel_offsets = malloc((n_queries + 1) * sizeof(int64_t));
+    j.judged_offsets = malloc((n_queries + 1) * sizeof(int64_t));
+    j.evaluated = evaluated = malloc(n_queries * sizeof *evaluated);
     ids = malloc(n_queries * sizeof *ids);
     lens = malloc(n_queries * sizeof *lens);
-    if (!rel || !judged || !rel_offsets || !judged_offsets) goto done;
-    if (!evaluated || !ids || !lens) goto nomem;
-    j.rel = (double *)PyByteArray_AS_STRING(rel);
-    j.judged = (double *)PyByteArray_AS_STRING(judged);
-    j.rel_offsets = (int64_t *)PyByteArray_AS_STRING(rel_offsets);
-    j.judged_offsets = (int64_t *)PyByteArray_AS_STRING(judged_offsets);
-    j.evaluated = evaluated;
+    if (!j.rel || !j.judged || !j.rel_offsets || !j.judged_offsets || !evaluated || !ids || !lens)
+        goto nomem;
     Py_BEGIN_ALLOW_THREADS
     j.cut = cut_of(cut);
     status = join_queries(&j);
@@ -2384,19 +2271,18 @@ static PyObject *join_general(const char *qbuf, size_t qsize, const char *rbuf, 
     const size_t n_rel = (size_t)j.rel_offsets[j.n_evaluated];
     const size_t n_judged = (size_t)j.judged_offsets[j.n_evaluated];
     for (size_t i = 0; i < j.n_evaluated; i++) {
-        ids[i] = reg.q[evaluated[i]].id;
-        lens[i] = reg.q[evaluated[i]].len;
+        ids[i] = reg.q[evaluated[i]].key.id;
+        lens[i] = reg.q[evaluated[i]].key.len;
     }
     if (!(qids = qid_tuple(j.n_evaluated, ids, lens, NULL))) goto done;
-    size_t offsets = (j.n_evaluated + 1) * sizeof(int64_t);
-    if (!(rel = shrink(rel, n_rel * sizeof(double)))) goto done;
-    if (!(judged = shrink(judged, n_judged * sizeof(double)))) goto done;
-    if (!(rel_offsets = shrink(rel_offsets, offsets))) goto done;
-    if (!(judged_offsets = shrink(judged_offsets, offsets))) goto done;
-    PyObject *qrels_repeat = repeat_tuple(&qrels, &reg, &j.qrels_repeat);
-    PyObject *run_repeat = qrels_repeat ? repeat_tuple(&run, &reg, &j.run_repeat) : NULL;
-    PyObject *segments =
-        run_repeat ? Py_BuildValue("[(OOOO)]", rel, rel_offsets, judged, judged_offsets) : NULL;
+    PyObject *one = segment(j.rel, n_rel, j.rel_offsets, j.judged, n_judged, j.judged_offsets,
+                            j.n_evaluated);
+    j.rel = j.judged = NULL;
+    j.rel_offsets = j.judged_offsets = NULL;
+    PyObject *qrels_repeat = one ? at_tuple(qbuf, &j.qrels_repeat) : NULL;
+    PyObject *run_repeat = qrels_repeat ? at_tuple(rbuf, &j.run_repeat) : NULL;
+    PyObject *segments = run_repeat ? Py_BuildValue("[N]", one) : NULL; /* takes `one` */
+    if (!run_repeat) Py_XDECREF(one);
     if (segments)
         result = result_tuple(qids, n_common, j.n_qrels_queries, segments, Py_None, qrels_repeat,
                               run_repeat, Py_None);
@@ -2408,10 +2294,10 @@ nomem:
     PyErr_NoMemory();
 done:
     Py_XDECREF(qids);
-    Py_XDECREF(rel);
-    Py_XDECREF(rel_offsets);
-    Py_XDECREF(judged);
-    Py_XDECREF(judged_offsets);
+    free(j.rel);
+    free(j.rel_offsets);
+    free(j.judged);
+    free(j.judged_offsets);
     free(evaluated);
     free(ids);
     free(lens);
