@@ -74,9 +74,9 @@ def result_json_schema() -> dict[str, Any]:
     return {"$schema": "https://json-schema.org/draft/2020-12/schema", **body}
 
 
-def _defined(values: list[float]) -> list[float | None]:
-    """A record's metric values: None for NaN (not defined)."""
-    return [None if v != v else v for v in values]
+def _defined(value: float) -> float | None:
+    """A record's metric value: None for NaN (not defined)."""
+    return None if value != value else value
 
 
 def query_record(
@@ -91,7 +91,7 @@ def query_record(
     layout = engine.layout
     metrics: dict[str, float | None] = {}
     if query.contribution is not None:
-        values = _defined(layout.record_values(query.contribution))
+        values = map(_defined, layout.record_values(query.contribution))
         metrics = dict(zip(layout.record_names(), values, strict=True))
     return {
         "type": "result",
@@ -146,7 +146,6 @@ class ResultsSink:
         publisher: KafkaPublisher,
         sampler: ResultSampler,
         *,
-        flush_timeout: float,
         verdicts: Callable[[int, str], Mapping[str, Any] | None] | None = None,
     ) -> None:
         """``verdicts``: (partition, query id) -> the judge's verdict kept for that final
@@ -155,7 +154,6 @@ class ResultsSink:
         self.engine = engine
         self.publisher = publisher
         self.sampler = sampler
-        self.flush_timeout = flush_timeout
         self.verdicts = verdicts
         names = engine.layout.record_names()
         if sampler.metric is not None and sampler.metric not in names:
@@ -185,13 +183,13 @@ class ResultsSink:
         not defined, or unlabeled; also when the sampling reads none)."""
         if self._position is None or query.contribution is None:
             return None
-        values = self.engine.layout.record_values(query.contribution)
-        return _defined(values[self._position : self._position + 1])[0]
+        return _defined(self.engine.layout.record_values(query.contribution)[self._position])
 
     async def flush(self) -> None:
-        """Wait until the records offered so far are acknowledged (within `flush_timeout`;
-        past it they stay queued and the commit goes on)."""
-        if not await self.publisher.flush(self.flush_timeout):
+        """Wait until the records offered so far are acknowledged (within the publisher's
+        `drain_timeout`, `results.flush_timeout`; past it they stay queued and the commit
+        goes on)."""
+        if not await self.publisher.flush(self.publisher.drain_timeout):
             self.counts["flush_timeouts"] += 1
 
     async def start(self) -> None:

@@ -38,4 +38,4 @@ def results_sink(
     )
     metric = r.metric if r.sample == "below" else None
     sampler = ResultSampler(r.sample, share=r.share, metric=metric, threshold=r.threshold)
-    return ResultsSink(engine, publisher, sampler, flush_timeout=r.flush_timeout, verdicts=verdicts)
+    return ResultsSink(engine, publisher, sampler, verdicts=verdicts)

@@ -13,7 +13,7 @@ import pytest
 from click.testing import CliRunner
 
 from ragstream.cli import main
-from ragstream.config.settings import ResultsSettings, load_settings
+from ragstream.config.settings import load_settings
 from ragstream.events import (
     Message,
     Qrel,
@@ -170,7 +170,7 @@ async def test_sampling_below_in_the_sink_and_a_full_queue_drops_and_counts() ->
         "unused", bootstrap_servers="127.0.0.1:9", queue_size=5, drain_timeout=1.0
     )
     sampler = result_sampler("below", metric="rr", threshold=0.5)
-    sink = ResultsSink(engine, publisher, sampler, flush_timeout=ResultsSettings().flush_timeout)
+    sink = ResultsSink(engine, publisher, sampler)
     sink.on_final(final)  # never started: nothing is sent, nothing blocks
     assert sink.counts["offered"] == low
     assert sink.outcomes()["sampled_out"] == len(final) - low
@@ -221,7 +221,7 @@ def test_the_sink_queues_the_records_of_the_chosen_queries_byte_for_byte(
         "unused", bootstrap_servers="127.0.0.1:9", queue_size=10**6, drain_timeout=1.0
     )
     sampler = result_sampler(mode, **overrides)
-    sink = ResultsSink(engine, publisher, sampler, flush_timeout=1.0, verdicts=verdicts)
+    sink = ResultsSink(engine, publisher, sampler, verdicts=verdicts)
     sink.on_final(final)  # never started: the queue keeps what was offered
     queued = [publisher._queue.get_nowait() for _ in range(publisher._queue.qsize())]
     assert queued == expected
@@ -237,7 +237,7 @@ def test_an_unknown_metric_is_a_clear_error() -> None:
     )
     sampler = result_sampler("below", metric="ndcg@7")
     with pytest.raises(UnknownMetricError, match="no per-query metric 'ndcg@7'"):
-        ResultsSink(engine, publisher, sampler, flush_timeout=ResultsSettings().flush_timeout)
+        ResultsSink(engine, publisher, sampler)
 
 
 def test_the_sink_is_off_without_a_topic_and_built_from_the_settings() -> None:
