@@ -14,9 +14,8 @@ from ragstream.judging.service import JudgingService
 from ragstream.judging.workers import DROP_REASONS
 from ragstream.pipeline.engine import Engine
 from ragstream.pipeline.row_layout import RowLayout
-from ragstream.sinks.results import query_record
 
-__all__ = ["judged_windows", "judging_summary", "query_record", "summary"]
+__all__ = ["judged_windows", "judging_summary", "summary"]
 
 _SUMMARY_METRICS = ("rr", "ndcg@10", "precision@5", "recall@10", "hit_rate@10")
 
