@@ -235,27 +235,18 @@ class JudgeCollector:
             spent.add_metric(["hour"], sampler.budget.spent_hour)
             spent.add_metric(["day"], sampler.budget.spent_day)
             yield spent
-        if service.verdicts is not None:
-            yield from _verdict_metrics(service)
+        if service.verdicts is not None:  # the verdicts kept for the result records
+            outcomes = {o: service.verdicts.outcomes[o] for o in VERDICT_OUTCOMES}
+            text = "Judge verdicts for the result records by outcome"
+            yield _counter("ragstream_judge_verdicts", text, "outcome", outcomes)
+            yield GaugeMetricFamily(
+                "ragstream_judge_verdicts_kept",
+                "Judge verdicts kept until their query is final",
+                value=service.verdicts_kept,
+            )
         judge = service.judge
         if isinstance(judge, OpenAIJudge):
             yield from _openai_metrics(judge)
-
-
-def _verdict_metrics(service: JudgingService) -> Iterator[Metric]:
-    """The verdicts kept for the result records (with a results topic only)."""
-    assert service.verdicts is not None
-    yield _counter(
-        "ragstream_judge_verdicts",
-        "Judge verdicts for the result records by outcome",
-        "outcome",
-        {o: service.verdicts.outcomes[o] for o in VERDICT_OUTCOMES},
-    )
-    yield GaugeMetricFamily(
-        "ragstream_judge_verdicts_kept",
-        "Judge verdicts kept until their query is final",
-        value=service.verdicts_kept,
-    )
 
 
 def _counter(name: str, text: str, label: str, counts: Mapping[str, float]) -> Metric:
