@@ -198,13 +198,11 @@ class JudgeResults:
         out: dict[str, GenerationRead] = {}
         confusion = self.confusion(now, labels)
         read = self.store.read(now, labels, exact=True)
+        all_means = read.mean()
+        h, r = GENERATION_COLUMNS.index("hallucination"), GENERATION_COLUMNS.index("refusal")
         for wi, name in enumerate(self.spec.names):
-            means, counts, totals = read.mean()[0, wi], read.count[0, wi], read.total[0, wi]
-            h = GENERATION_COLUMNS.index("hallucination")
-            n = int(counts[h])
-            k = round(float(totals[h]))
-            r = GENERATION_COLUMNS.index("refusal")
-            refusals = round(float(totals[r]))
+            means, counts, totals = all_means[0, wi], read.count[0, wi], read.total[0, wi]
+            n, k, refusals = int(counts[h]), round(float(totals[h])), round(float(totals[r]))
             out[name] = GenerationRead(
                 window=name,
                 judged=int(read.queries[0, wi]),
