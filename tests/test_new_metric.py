@@ -23,7 +23,7 @@ from ragstream.metrics import REGISTRY, MetricFamily, RankingBatch, evaluate, pa
 from ragstream.metrics._context import _column, _Context
 from ragstream.pipeline.engine import Engine
 from ragstream.report.console import render_summary
-from ragstream.report.replay import query_record
+from ragstream.sinks.results import query_record
 from ragstream.trec import evaluate_files
 from tests.support.defaults import engine_config
 

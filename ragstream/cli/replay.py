@@ -18,7 +18,8 @@ from ragstream.judging.service import JudgingService
 from ragstream.pipeline.engine import Engine
 from ragstream.pipeline.gc_tuning import tune_gc
 from ragstream.report.console import render_replay
-from ragstream.report.replay import judging_summary, query_record, summary
+from ragstream.report.replay import judging_summary, summary
+from ragstream.sinks.results import query_record
 from ragstream.sources.jsonl import LineCounts, read_jsonl
 from ragstream.wiring import engine_config, replay_judging
 

@@ -59,6 +59,3 @@ class JudgmentCache:
 
     def __len__(self) -> int:
         return len(self._items)
-
-    def __contains__(self, key: object) -> bool:
-        return key in self._items

@@ -19,7 +19,6 @@ from prometheus_client.core import (
     Metric,
 )
 
-from ragstream.judging.agreement import Confusion, CorrectedRate, Estimate
 from ragstream.judging.circuit import CircuitState
 from ragstream.judging.gold import GOLD_OUTCOMES
 from ragstream.judging.openai_judge import OpenAIJudge
@@ -124,8 +123,12 @@ class JudgeCollector:
                     bounds.add_metric([*values, "upper"], high)
                 if not math.isnan(read.refusal_ratio):
                     refusal.add_metric(values, read.refusal_ratio)
-                if read.corrected is not None and read.judged:
-                    _add_corrected(corrected, corrected_bounds, values, read.corrected)
+                rate = read.corrected
+                if rate is not None and read.judged:  # the interval is [0, 1] when undefined
+                    if rate.defined:
+                        corrected.add_metric(values, rate.value)
+                    corrected_bounds.add_metric([*values, "lower"], rate.lower)
+                    corrected_bounds.add_metric([*values, "upper"], rate.upper)
         yield from gauges.values()
         yield from (ratio, bounds, judged, refusal, corrected, corrected_bounds)
 
@@ -170,7 +173,10 @@ class JudgeCollector:
             values = [judge, *labelset, window]
             comparisons.add_metric([*values, "hallucination"], confusion.positives)
             comparisons.add_metric([*values, "faithful"], confusion.negatives)
-            for name, estimate in _rates(confusion).items():
+            for name, estimate in (
+                ("sensitivity", confusion.sensitivity()),
+                ("specificity", confusion.specificity()),
+            ):
                 if estimate.defined:
                     rates[name].add_metric(values, estimate.value)
                     rate_bounds[name].add_metric([*values, "lower"], estimate.lower)
@@ -229,27 +235,18 @@ class JudgeCollector:
             spent.add_metric(["hour"], sampler.budget.spent_hour)
             spent.add_metric(["day"], sampler.budget.spent_day)
             yield spent
-        if service.verdicts is not None:
-            yield from _verdict_metrics(service)
+        if service.verdicts is not None:  # the verdicts kept for the result records
+            outcomes = {o: service.verdicts.outcomes[o] for o in VERDICT_OUTCOMES}
+            text = "Judge verdicts for the result records by outcome"
+            yield _counter("ragstream_judge_verdicts", text, "outcome", outcomes)
+            yield GaugeMetricFamily(
+                "ragstream_judge_verdicts_kept",
+                "Judge verdicts kept until their query is final",
+                value=service.verdicts_kept,
+            )
         judge = service.judge
         if isinstance(judge, OpenAIJudge):
             yield from _openai_metrics(judge)
-
-
-def _verdict_metrics(service: JudgingService) -> Iterator[Metric]:
-    """The verdicts kept for the result records (with a results topic only)."""
-    assert service.verdicts is not None
-    yield _counter(
-        "ragstream_judge_verdicts",
-        "Judge verdicts for the result records by outcome",
-        "outcome",
-        {o: service.verdicts.outcomes[o] for o in VERDICT_OUTCOMES},
-    )
-    yield GaugeMetricFamily(
-        "ragstream_judge_verdicts_kept",
-        "Judge verdicts kept until their query is final",
-        value=service.verdicts_kept,
-    )
 
 
 def _counter(name: str, text: str, label: str, counts: Mapping[str, float]) -> Metric:
@@ -258,20 +255,6 @@ def _counter(name: str, text: str, label: str, counts: Mapping[str, float]) -> M
     for value, n in counts.items():
         family.add_metric([value], n)
     return family
-
-
-def _rates(confusion: Confusion) -> dict[str, Estimate]:
-    return {"sensitivity": confusion.sensitivity(), "specificity": confusion.specificity()}
-
-
-def _add_corrected(
-    value: GaugeMetricFamily, bounds: GaugeMetricFamily, labels: list[str], rate: CorrectedRate
-) -> None:
-    """The corrected ratio, when defined, and its interval ([0, 1] when undefined)."""
-    if rate.defined:
-        value.add_metric(labels, rate.value)
-    bounds.add_metric([*labels, "lower"], rate.lower)
-    bounds.add_metric([*labels, "upper"], rate.upper)
 
 
 def _openai_metrics(judge: OpenAIJudge) -> Iterator[Metric]:

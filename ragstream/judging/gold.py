@@ -268,19 +268,11 @@ class GoldJoin:
     def expire(self, shares: Iterable[GoldShare], now: float) -> None:
         """Close the shares' answers past their label TTL and drop verdicts that waited too
         long (each partition's oldest first, in arrival order)."""
-        shares = list(shares)
-        for answers in (share.answers for share in shares):
-            while answers:
-                entry = next(iter(answers.values()))
-                if entry.ts + self.label_ttl >= now:
-                    break
-                answers.popitem(last=False)
-                self._lost(entry, "expired")
-        for waiting in (share.waiting for share in shares):
-            while waiting:
-                gold = next(iter(waiting.values()))
-                if gold.arrived + self.pending_ttl >= now:
-                    break
+        for share in shares:
+            answers, waiting = share.answers, share.waiting
+            while answers and next(iter(answers.values())).ts + self.label_ttl < now:
+                self._lost(answers.popitem(last=False)[1], "expired")
+            while waiting and next(iter(waiting.values())).arrived + self.pending_ttl < now:
                 waiting.popitem(last=False)
                 self.outcomes["expired"] += 1
 

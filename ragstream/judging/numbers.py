@@ -16,11 +16,10 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-from ragstream.judging.text import is_number
+from ragstream.judging.text import DAYS, is_number
 
-__all__ = ["DAYS", "days", "unsupported_values"]
+__all__ = ["days", "unsupported_values"]
 
-DAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
 _DAY = r"(?:mon|tue|tues|wed|weds|thu|thur|thurs|fri|sat|sun)(?:day|nesday|sday|rsday|urday)?"
 _RANGE = re.compile(
     rf"\b({_DAY})\b\.?\s*(?:-|\u2013|to|through|thru|until)\s*({_DAY})\b", re.IGNORECASE

@@ -132,11 +132,6 @@ class JudgedLine:
         }
 
 
-def _judged(line: AnswerLine, judgment: Judgment) -> JudgedLine:
-    outcome: Outcome = "refusal" if judgment.refusal else "judged"
-    return JudgedLine(line.line, line.query_id, outcome, judgment, line.gold)
-
-
 def _failed(line: AnswerLine, error: str) -> JudgedLine:
     return JudgedLine(line.line, line.query_id, "failed", None, line.gold, error)
 
@@ -175,7 +170,8 @@ async def judge_stream(
         index, line = pending.pop(id(item))
         if budget is not None:
             budget.reconcile(item.admitted_at, item.estimated_cost, judgment.usage.cost, clock())
-        done[index] = _judged(line, judgment)
+        outcome: Outcome = "refusal" if judgment.refusal else "judged"
+        done[index] = JudgedLine(line.line, line.query_id, outcome, judgment, line.gold)
         changed.set()
 
     def on_failure(item: JudgeInput, error: JudgeError) -> None:

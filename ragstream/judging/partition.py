@@ -18,7 +18,7 @@ from typing import Any
 from ragstream.judging.gold import GoldShare
 from ragstream.judging.model import JudgeInput
 from ragstream.judging.results import JudgeResults
-from ragstream.judging.verdicts import Kept, export_kept, restore_kept
+from ragstream.judging.verdicts import Kept
 
 __all__ = ["JudgePartition"]
 
@@ -48,10 +48,10 @@ class JudgePartition:
         p = self.partition
         return {
             "pending": [item.to_state() for item in (self.pending or {}).values()],
-            "windows": self.results.export_partition(p),
-            "agreement": self.results.export_gold(p),
+            "windows": self.results.store.export_partition(p),
+            "agreement": self.results.gold_store.export_partition(p),
             "gold": (self.gold or GoldShare()).export(p),
-            "verdicts": export_kept(self.verdicts),
+            "verdicts": [[query_id, verdict] for query_id, verdict in self.verdicts.items()],
         }
 
     @classmethod
@@ -66,11 +66,16 @@ class JudgePartition:
         share.gold = GoldShare.restore(None if not data else data.get("gold"))
         if not data:
             return share, []
-        share.verdicts = restore_kept(data.get("verdicts"))
-        results.adopt_partition(partition, data.get("windows"))
-        results.adopt_gold(partition, data.get("agreement"))
+        share.verdicts = {str(q): dict(v) for q, v in data.get("verdicts") or ()}
+        for store, key in ((results.store, "windows"), (results.gold_store, "agreement")):
+            rows = data.get(key)
+            if rows is not None:
+                if int(rows["partition"]) != partition:
+                    raise ValueError(f"{key} of partition {rows['partition']}, not {partition}")
+                store.import_partition(rows)
         return share, [JudgeInput.from_state(state) for state in data.get("pending") or ()]
 
     def drop(self) -> None:
         """Forget its windows (the rest goes with this object)."""
-        self.results.drop_partition(self.partition)
+        self.results.store.drop_partition(self.partition)
+        self.results.gold_store.drop_partition(self.partition)

@@ -18,7 +18,6 @@ from ragstream.judging.model import Claim, Judgment
 
 __all__ = [
     "PROMPT_VERSION",
-    "REPAIR_PROMPT",
     "SYSTEM_PROMPT",
     "JudgeReply",
     "ReplyError",
@@ -51,7 +50,7 @@ Reply with one JSON object and nothing else, exactly of this form:
  "contexts": [{"index": <context number>, "relevant": true | false}]}
 An answer with no factual claim has "claims": []. List every context exactly once."""
 
-REPAIR_PROMPT = """\
+_REPAIR_PROMPT = """\
 Your reply could not be used: {error}
 Reply again with only the JSON object in the required form, and nothing else."""
 
@@ -132,7 +131,7 @@ def repair_messages(
     return [
         *messages,
         {"role": "assistant", "content": bad_reply},
-        {"role": "user", "content": REPAIR_PROMPT.format(error=error)},
+        {"role": "user", "content": _REPAIR_PROMPT.format(error=error)},
     ]
 
 

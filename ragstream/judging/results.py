@@ -20,7 +20,6 @@ import math
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 
@@ -29,7 +28,6 @@ from ragstream.judging.model import JudgeError, JudgeInput, Judgment
 from ragstream.windows import WindowSpec, WindowStore
 
 __all__ = [
-    "AGREEMENT_COLUMNS",
     "GENERATION_COLUMNS",
     "GenerationRead",
     "JudgeLabel",
@@ -45,7 +43,7 @@ GENERATION_COLUMNS = (
     "hallucination",
     "refusal",
 )
-AGREEMENT_COLUMNS = ("flagged_if_hallucinated", "flagged_if_faithful")
+_AGREEMENT_COLUMNS = ("flagged_if_hallucinated", "flagged_if_faithful")
 """The gold window's columns: the judge's flag (1 or 0) under the gold verdict's column."""
 
 
@@ -125,7 +123,7 @@ class JudgeResults:
         )
         self.store = WindowStore(self.spec)
         self.gold_spec = WindowSpec(
-            columns=AGREEMENT_COLUMNS,
+            columns=_AGREEMENT_COLUMNS,
             windows=(max(windows) if gold_window is None else gold_window,),
             buckets=buckets,
             bins=1,
@@ -175,7 +173,7 @@ class JudgeResults:
     ) -> bool:
         """Add (or, ``retract``, take back) one comparison of the judge's flag with a gold
         verdict, at the answer's time; False when it is outside the gold window."""
-        row = np.full((1, len(AGREEMENT_COLUMNS)), math.nan)
+        row = np.full((1, len(_AGREEMENT_COLUMNS)), math.nan)
         row[0, 0 if gold else 1] = 1.0 if flagged else 0.0
         ts = min(ts, now)
         labelset = self.labelset(labels)
@@ -191,34 +189,6 @@ class JudgeResults:
         tp, fp = flagged
         return Confusion(tp=tp, fp=fp, fn=positives - tp, tn=negatives - fp)
 
-    # -- partition state (moved and saved by `JudgingService`) ------------------------------
-
-    def export_partition(self, partition: int) -> dict[str, Any]:
-        """One partition's judgment windows, JSON-friendly."""
-        return self.store.export_partition(partition)
-
-    def adopt_partition(self, partition: int, data: dict[str, Any] | None) -> None:
-        """Take over a partition's judgment windows (None: none yet)."""
-        if data is not None:
-            if int(data["partition"]) != partition:
-                raise ValueError(f"windows of partition {data['partition']}, not {partition}")
-            self.store.import_partition(data)
-
-    def export_gold(self, partition: int) -> dict[str, Any]:
-        """One partition's gold-window comparisons, JSON-friendly."""
-        return self.gold_store.export_partition(partition)
-
-    def adopt_gold(self, partition: int, data: dict[str, Any] | None) -> None:
-        """Take over a partition's gold-window comparisons (None: none yet)."""
-        if data is not None:
-            if int(data["partition"]) != partition:
-                raise ValueError(f"comparisons of partition {data['partition']}, not {partition}")
-            self.gold_store.import_partition(data)
-
-    def drop_partition(self, partition: int) -> None:
-        self.store.drop_partition(partition)
-        self.gold_store.drop_partition(partition)
-
     def record_failure(self, item: JudgeInput, error: JudgeError) -> None:
         """Count a failed judgment by reason."""
         self.failures[error.reason] += 1
@@ -228,13 +198,11 @@ class JudgeResults:
         out: dict[str, GenerationRead] = {}
         confusion = self.confusion(now, labels)
         read = self.store.read(now, labels, exact=True)
+        all_means = read.mean()
+        h, r = GENERATION_COLUMNS.index("hallucination"), GENERATION_COLUMNS.index("refusal")
         for wi, name in enumerate(self.spec.names):
-            means, counts, totals = read.mean()[0, wi], read.count[0, wi], read.total[0, wi]
-            h = GENERATION_COLUMNS.index("hallucination")
-            n = int(counts[h])
-            k = round(float(totals[h]))
-            r = GENERATION_COLUMNS.index("refusal")
-            refusals = round(float(totals[r]))
+            means, counts, totals = all_means[0, wi], read.count[0, wi], read.total[0, wi]
+            n, k, refusals = int(counts[h]), round(float(totals[h])), round(float(totals[r]))
             out[name] = GenerationRead(
                 window=name,
                 judged=int(read.queries[0, wi]),

@@ -229,11 +229,9 @@ class JudgingService:
 
     def _share(self, partition: int) -> JudgePartition:
         """The partition's share, made (with its state) when it has none yet."""
-        state = self.partitions.get(partition)
-        if state is None:
-            state = self.partitions[partition] = PartitionState(partition)
-        share = state.sides.get(self.name)
-        if not isinstance(share, JudgePartition):
+        share = self._held(partition)
+        if share is None:
+            state = self.partitions.setdefault(partition, PartitionState(partition))
             share = state.sides[self.name] = JudgePartition(partition, self.results)
         return share
 

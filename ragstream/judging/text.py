@@ -20,9 +20,8 @@ import re
 from functools import lru_cache
 
 __all__ = [
-    "META_WORDS",
+    "DAYS",
     "NEGATION",
-    "STOPWORDS",
     "clauses",
     "is_number",
     "sentences",
@@ -42,14 +41,13 @@ _STOPWORDS_TEXT = """
     s t don doesn didn isn aren wasn weren won wouldn couldn shouldn hasn haven hadn can't
     however therefore additionally overall furthermore moreover well within among
 """
-STOPWORDS = frozenset(_STOPWORDS_TEXT.split())
-"""Function words: never claims, never evidence."""
 
 _META_TEXT = """passage passages context contexts article document documents provided given
     mention mentions mentioned according based information source sources states stated
     text texts answer question summary"""
-META_WORDS = frozenset(_META_TEXT.split())
-"""Words that point at the sources rather than state a fact ("According to passage 2")."""
+_IGNORED = frozenset((_STOPWORDS_TEXT + _META_TEXT).split())
+"""Function words, and words that point at the sources rather than state a fact
+("According to passage 2"): never claims, never evidence."""
 
 _UNITS = "zero _ two three four five six seven eight nine ten eleven twelve thirteen"
 _TEENS = "fourteen fifteen sixteen seventeen eighteen nineteen twenty"
@@ -62,12 +60,12 @@ _TENS_WORDS = frozenset(["twenty", *_TENS.split()])
 _UNIT_WORDS = {w: i for i, w in enumerate(_UNITS.split()) if 1 <= i <= 9} | {"one": 1}
 """The two halves of a compound number word (``twenty-one`` ... ``ninety-nine``)."""
 
-_DAY_NAMES = "monday tuesday wednesday thursday friday saturday sunday"
+DAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
 _MONTH_TEXT = """january february march april may june july august september october
     november december"""
 _MONTHS = _MONTH_TEXT.split()
 _CANONICAL = {
-    **{d[:3]: d for d in _DAY_NAMES.split()},
+    **{d[:3]: d for d in DAYS},
     **{m[:3]: m for m in _MONTHS if m != "may"},
     "tues": "tuesday",
     "weds": "wednesday",
@@ -205,9 +203,7 @@ def _normalise(raw: str) -> tuple[str, ...]:
     if compound is not None:
         return (compound,)
     return tuple(
-        stem(_CANONICAL.get(word, word))
-        for word in _word_forms(raw)
-        if word not in STOPWORDS and word not in META_WORDS
+        stem(_CANONICAL.get(word, word)) for word in _word_forms(raw) if word not in _IGNORED
     )
 
 

@@ -2,7 +2,7 @@
 
 An answer is judged in the background, usually long before its query is final (the label
 TTL). A judgment that comes back while its query is open in the engine's join is kept, as
-its `verdict_record`, in the share of the answer's partition (`JudgePartition.verdicts`,
+its verdict (`VERDICT_FIELDS`), in the share of the answer's partition (`JudgePartition.verdicts`,
 moved and saved with the partition); when the query becomes final the results sink takes it
 (`take`) into the query's record. A judgment whose query is not open (final already, or its
 retrieval event not applied yet) is not kept: it is only on `judge.publish_topic`. Each
@@ -13,7 +13,7 @@ verdict is counted by outcome (`VERDICT_OUTCOMES`). docs/results.md, "Judge verd
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from ragstream.judging.model import Judgment
@@ -24,9 +24,6 @@ __all__ = [
     "VERDICT_OUTCOMES",
     "Kept",
     "VerdictKeeper",
-    "export_kept",
-    "restore_kept",
-    "verdict_record",
 ]
 
 VERDICT_FIELDS = tuple(JudgeVerdict.model_fields)
@@ -40,22 +37,6 @@ open; evicted by the cap before their query was final."""
 
 Kept = dict[str, dict[str, Any]]
 """One partition's kept verdicts by query id, oldest first."""
-
-
-def verdict_record(judgment: Judgment) -> dict[str, Any]:
-    """The verdict a result record carries (`JudgeVerdict`), JSON-friendly."""
-    published = judgment.as_dict()
-    return {name: published[name] for name in VERDICT_FIELDS}
-
-
-def export_kept(kept: Kept) -> list[list[Any]]:
-    """A partition's kept verdicts, JSON-friendly, oldest first."""
-    return [[query_id, verdict] for query_id, verdict in kept.items()]
-
-
-def restore_kept(data: Sequence[Sequence[Any]] | None) -> Kept:
-    """Kept verdicts from `export_kept` output (None, as in older snapshots: none)."""
-    return {str(query_id): dict(verdict) for query_id, verdict in data or ()}
 
 
 class VerdictKeeper:
@@ -78,7 +59,8 @@ class VerdictKeeper:
             self.outcomes["not_open"] += 1
             return False
         kept.pop(query_id, None)
-        kept[query_id] = verdict_record(judgment)
+        published = judgment.as_dict()
+        kept[query_id] = {name: published[name] for name in VERDICT_FIELDS}
         self.outcomes["kept"] += 1
         while len(kept) > self.max_per_partition:
             del kept[next(iter(kept))]

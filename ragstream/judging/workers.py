@@ -119,10 +119,6 @@ class JudgeWorkers:
         """Items waiting in the queue."""
         return self._queue.qsize()
 
-    @property
-    def running(self) -> bool:
-        return bool(self._tasks)
-
     async def join(self) -> None:
         """Return once every queued item is judged (the workers must be running)."""
         await self._queue.join()

@@ -15,7 +15,7 @@ from ragstream.judging.results import JudgeResults
 from ragstream.metrics import parse_metric
 from ragstream.pipeline.engine import Engine
 from ragstream.pipeline.row_layout import EVENT_TIME, RowLayout
-from ragstream.report.replay import judged_windows
+from ragstream.report.replay import judged_windows, window_means
 
 __all__ = ["SUMMARY_METRICS", "render_generation", "render_replay", "render_summary"]
 
@@ -25,8 +25,8 @@ SUMMARY_METRICS = ("rr", "ndcg@10", "precision@5", "recall@10")
 _AGE = "doc_age_seconds@10"
 
 
-def _fmt(value: float, digits: int = 3) -> str:
-    return "-" if math.isnan(value) else f"{value:.{digits}f}"
+def _fmt(value: float | None, digits: int = 3) -> str:
+    return "-" if value is None or math.isnan(value) else f"{value:.{digits}f}"
 
 
 def render_summary(
@@ -41,26 +41,18 @@ def render_summary(
     titles = [c.metric.title for c in chosen if c.metric is not None]
     head = ["label set", "window", "queries", "labeled", *titles, "age@10 (d)"]
     rows: list[list[str]] = [head]
-    age = layout.index(_AGE) if _AGE in layout.window_columns else None
-    event = layout.index(EVENT_TIME)
-    rr = layout.index("rr")
-    totals = engine.store.read(now, exact=True)
-    means, names = totals.mean(), engine.spec.names
-    for li, labelset in enumerate(totals.labelsets):
-        name = layout.labelset_name(labelset)
+    ages = (_AGE, EVENT_TIME) if _AGE in layout.window_columns else ()
+    for name, reads in window_means(engine, now, [c.name for c in chosen] + list(ages)).items():
         for window in windows:
-            wi = names.index(window) if window in names else -1
-            queries = int(totals.queries[li, wi]) if wi >= 0 else 0
-            if queries == 0:
+            read = reads.get(window)
+            if read is None or read["queries"] == 0:
                 continue
-            mean = means[li, wi]
-            labeled = int(totals.count[li, wi, rr])
-            cells = [_fmt(float(mean[layout.index(c.name)])) for c in chosen]
+            cells = [_fmt(read[c.name]) for c in chosen]
             days = math.nan
-            if age is not None:
-                days = layout.live_age(float(mean[age]), float(mean[event]), now) / _DAY
-            share = f"{labeled / queries:.0%}"
-            rows.append([name, window, str(queries), share, *cells, _fmt(days, 1)])
+            if ages and read[_AGE] is not None and read[EVENT_TIME] is not None:
+                days = layout.live_age(read[_AGE], read[EVENT_TIME], now) / _DAY
+            share = f"{read['labeled'] / read['queries']:.0%}"
+            rows.append([name, window, str(read["queries"]), share, *cells, _fmt(days, 1)])
     return _table(rows)
 
 

@@ -30,20 +30,11 @@ def render_judged_lines(lines: Sequence[JudgedLine]) -> str:
     """line, query_id, outcome, the scores, the verdict and the gold verdict."""
     head = ["line", "query_id", "outcome", "faithful", "halluc.", "ans.rel", "ctx.rel", "gold"]
     rows = [head]
-    for row in lines:
-        j = row.judgment
-        rows.append(
-            [
-                str(row.line),
-                row.query_id or "-",
-                row.outcome,
-                _score(None if j is None else j.faithfulness),
-                _flag(row.hallucination),
-                _score(None if j is None else j.answer_relevance),
-                _score(None if j is None else j.context_relevance),
-                _flag(row.gold),
-            ]
-        )
+    for line in lines:
+        d = line.as_dict()
+        scores = [_score(d[k]) for k in ("faithfulness", "answer_relevance", "context_relevance")]
+        scores.insert(1, _flag(d["hallucination"]))
+        rows.append([str(line.line), line.query_id or "-", line.outcome, *scores, _flag(line.gold)])
     return _table(rows)
 
 

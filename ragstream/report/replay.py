@@ -14,9 +14,8 @@ from ragstream.judging.service import JudgingService
 from ragstream.judging.workers import DROP_REASONS
 from ragstream.pipeline.engine import Engine
 from ragstream.pipeline.row_layout import RowLayout
-from ragstream.sinks.results import query_record
 
-__all__ = ["judged_windows", "judging_summary", "query_record", "summary"]
+__all__ = ["judged_windows", "judging_summary", "summary", "window_means"]
 
 _SUMMARY_METRICS = ("rr", "ndcg@10", "precision@5", "recall@10", "hit_rate@10")
 
@@ -37,27 +36,34 @@ def summary(engine: Engine, metrics: Sequence[str] = _SUMMARY_METRICS) -> dict[s
             "queries": int(aggregate.rows),
             **{m: _number(means[m]) for m in chosen},
         }
-    windows: dict[str, Any] = {}
-    totals = engine.store.read(now, exact=True)
-    window_means, rr = totals.mean(), layout.index("rr")
-    for li, labelset in enumerate(totals.labelsets):
-        per_window: dict[str, Any] = {}
-        for wi, window in enumerate(engine.spec.names):
-            mean = dict(zip(layout.window_columns, window_means[li, wi].tolist(), strict=True))
-            per_window[window] = {
-                "queries": int(totals.queries[li, wi]),
-                "labeled": int(totals.count[li, wi, rr]),
-                **{m: _number(mean[m]) for m in chosen},
-            }
-        windows[layout.labelset_name(labelset)] = per_window
     return {
         "t_now": now,
         "events": {f"{t}/{o}": n for (t, o), n in sorted(engine.events.items())},
         "invalid": dict(sorted(engine.invalid.items())),
         "open_queries": engine.open_queries,
         "final": final,
-        "windows": windows,
+        "windows": window_means(engine, now, chosen),
     }
+
+
+def window_means(engine: Engine, now: float, metrics: Sequence[str]) -> dict[str, Any]:
+    """Per label set and window at ``now``: the queries, those labeled (with an ``rr``) and
+    the means of ``metrics`` (window columns; None where undefined)."""
+    layout = engine.layout
+    windows: dict[str, Any] = {}
+    totals = engine.store.read(now, exact=True)
+    means, rr = totals.mean(), layout.index("rr")
+    for li, labelset in enumerate(totals.labelsets):
+        per_window: dict[str, Any] = {}
+        for wi, window in enumerate(engine.spec.names):
+            mean = dict(zip(layout.window_columns, means[li, wi].tolist(), strict=True))
+            per_window[window] = {
+                "queries": int(totals.queries[li, wi]),
+                "labeled": int(totals.count[li, wi, rr]),
+                **{m: _number(mean[m]) for m in metrics},
+            }
+        windows[layout.labelset_name(labelset)] = per_window
+    return windows
 
 
 def judging_summary(engine: Engine, service: JudgingService) -> dict[str, Any]:

@@ -97,7 +97,7 @@ def _windows(services: list[JudgingService]) -> dict[tuple[str, ...], dict[str, 
     store = WindowStore(services[0].results.spec)
     for service in services:
         for partition in service.results.store.partitions():
-            store.import_partition(_moved(service.results.export_partition(partition)))
+            store.import_partition(_moved(service.results.store.export_partition(partition)))
     read = store.read(NOW, exact=True)
     means = read.mean()
     return {
