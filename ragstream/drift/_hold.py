@@ -6,8 +6,7 @@ from typing import Any
 
 import numpy as np
 
-from ragstream.drift._common import I64
-from ragstream.drift._restore import count_in
+from ragstream.drift._common import I64, count_in
 
 __all__ = ["Held"]
 

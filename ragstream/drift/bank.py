@@ -116,27 +116,22 @@ class _Bank:
         if "direction" in settings:
             settings["direction"] = Direction(settings["direction"])
         bank = cls(tuple(snapshot["cells"]), cls.detector.params(**settings))
-        bank._load(snapshot)
+        shape = (len(snapshot["keys"]), *bank.cells)
+        bank.keys = [tuple(k) if isinstance(k, list) else k for k in snapshot["keys"]]
+        bank.score = np.asarray([float_in(v) for v in snapshot["score"]], np.float64).reshape(shape)
+        bank.alarm = np.asarray(snapshot["alarm"], dtype=np.bool_).reshape(shape)
+        bank.detections = np.asarray(snapshot["detections"], dtype=np.int64).reshape(shape)
         return bank
 
     def snapshot(self) -> dict[str, Any]:
         """JSON-ready: :meth:`config` and, per key, scores, alarms and onsets."""
-        return {**self.config(), **self._state()}
-
-    def _state(self) -> dict[str, Any]:
         return {
+            **self.config(),
             "keys": [list(k) if isinstance(k, tuple) else k for k in self.keys],
             "score": [float_out(v) for v in self.score.reshape(-1).tolist()],
             "alarm": self.alarm.reshape(-1).tolist(),
             "detections": self.detections.reshape(-1).tolist(),
         }
-
-    def _load(self, snapshot: dict[str, Any]) -> None:
-        shape = (len(snapshot["keys"]), *self.cells)
-        self.keys = [tuple(k) if isinstance(k, list) else k for k in snapshot["keys"]]
-        self.score = np.asarray([float_in(v) for v in snapshot["score"]], np.float64).reshape(shape)
-        self.alarm = np.asarray(snapshot["alarm"], dtype=np.bool_).reshape(shape)
-        self.detections = np.asarray(snapshot["detections"], dtype=np.int64).reshape(shape)
 
 
 class ZScoreBank(_Bank):

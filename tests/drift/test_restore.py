@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from ragstream.drift import Adwin, PageHinkley
-from ragstream.drift._restore import MAX_COUNT
+from ragstream.drift._common import MAX_COUNT
 from tests.support import defaults
 
 try:
