@@ -164,12 +164,8 @@ class Adwin(Held):
         """Feed values in order (NaN skipped); offsets (into the finite values) of the
         values at which a change was detected."""
         x = as_values(values)
-        offsets = self._feed_python(x) if _kernels is None else self._feed_compiled(x)
-        return self._held(int(x.size), offsets)
-
-    def _feed_compiled(self, x: npt.NDArray[np.float64]) -> list[int]:
-        """The loop of `_feed_python`, compiled."""
-        assert _kernels is not None
+        if _kernels is None:
+            return self._held(int(x.size), self._feed_python(x))
         (
             self._rows,
             self._width,
@@ -194,7 +190,7 @@ class Adwin(Held):
             self.delta,
             _DIRECTION_CODE[self.direction],
         )
-        return offsets
+        return self._held(int(x.size), offsets)
 
     def _feed_python(self, x: npt.NDArray[np.float64]) -> list[int]:
         """Insert the values, checking the cuts every `clock` values; the offsets of the
