@@ -8,7 +8,6 @@ snapshot."""
 
 from __future__ import annotations
 
-import dataclasses
 import math
 from enum import StrEnum
 from typing import Any
@@ -21,7 +20,6 @@ __all__ = [
     "I64",
     "MAX_COUNT",
     "Direction",
-    "arguments",
     "as_values",
     "check_version",
     "count_in",
@@ -57,11 +55,6 @@ def as_values(values: npt.ArrayLike) -> F64:
             raise ValueError("drift detectors accept finite values or NaN, not infinities")
         arr = arr[~np.isnan(arr)]
     return arr
-
-
-def arguments(params: Any) -> dict[str, Any]:
-    """A detector's parameters dataclass as its constructor's keyword arguments."""
-    return {f.name: getattr(params, f.name) for f in dataclasses.fields(params)}
 
 
 def float_out(value: float) -> float | None:

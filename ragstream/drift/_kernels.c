@@ -74,14 +74,6 @@ static void window_free(Window *w) {
     }
 }
 
-static void window_reset(Window *w) {
-    w->rows = 1;
-    w->count[0] = 0;
-    w->width = 0;
-    w->total = 0.0;
-    w->variance = 0.0;
-}
-
 static inline int push(Window *w, int row, double total, double m2) {
     if (w->count[row] >= w->cap[row] && reserve(w, row, w->count[row] + 1) < 0) return -1;
     w->tot[row][w->count[row]] = total;
@@ -341,8 +333,9 @@ static PyObject *adwin_update(PyObject *self, PyObject *args) {
                     goto done;
                 }
                 Py_DECREF(at);
-                window_reset(&w);
-                tick = 0;
+                w.rows = 1; /* emptied: the detector starts again */
+                w.count[0] = w.width = tick = 0;
+                w.total = w.variance = 0.0;
             }
         }
     }

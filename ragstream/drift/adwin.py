@@ -39,8 +39,8 @@ from typing import Any, ClassVar, Self
 import numpy as np
 import numpy.typing as npt
 
+from ragstream.drift._alarm import Held
 from ragstream.drift._common import I64, Direction, as_values, check_version, count_in, finite_in
-from ragstream.drift._hold import Held
 
 try:
     from ragstream.drift import _kernels

@@ -14,7 +14,7 @@ change ``z`` has mean 0 and ``g`` drifts down by ``delta`` a value; after a drop
 Warm-up: the first ``min_instances`` values after a reset only build the reference (``g``
 stays 0). Reset policy: at an alarm the detector restarts from nothing (reference and
 ``g``); the value that raised the alarm belongs to the old regime and is dropped. The
-alarm flag is held for ``hold`` values (see :class:`~ragstream.drift._hold.Held`).
+alarm flag is held for ``hold`` values (see :class:`~ragstream.drift._alarm.Held`).
 
 ``update`` takes a number or an array, with the result of the values one at a time (up to
 float rounding). The numpy code (``_segment_numpy``) is the reference; the compiled loop
@@ -29,6 +29,7 @@ from typing import Any, ClassVar, Self
 import numpy as np
 import numpy.typing as npt
 
+from ragstream.drift._alarm import Held
 from ragstream.drift._common import (
     F64,
     I64,
@@ -38,7 +39,6 @@ from ragstream.drift._common import (
     count_in,
     finite_in,
 )
-from ragstream.drift._hold import Held
 
 try:
     from ragstream.drift import _kernels
