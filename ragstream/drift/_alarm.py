@@ -13,6 +13,7 @@ import numpy.typing as npt
 from ragstream.drift._common import (
     F64,
     I64,
+    MAX_COUNT,
     Direction,
     check_version,
     count_in,
@@ -160,11 +161,12 @@ class Held:
     def _held(self, values: int, offsets: list[int]) -> I64:
         """A batch of ``values`` values was processed, with detections at ``offsets``
         (returned as an array)."""
+        # both counts stop at MAX_COUNT, so that what a snapshot brings back restores again
         if offsets:
-            self.detections += len(offsets)
+            self.detections = min(self.detections + len(offsets), MAX_COUNT)
             self.since = values - 1 - offsets[-1]
         elif self.since is not None:
-            self.since += values
+            self.since = min(self.since + values, MAX_COUNT)
         return np.asarray(offsets, dtype=np.int64)
 
     def _hold_state(self) -> dict[str, Any]:
