@@ -197,19 +197,14 @@ class PageHinkley(Held):
                 m2 = self._m2 + before2 - before * before / nj
                 std = np.sqrt(np.maximum(m2, 0.0) / (nj - 1.0))
                 z = np.where(active, (x - mean) / np.maximum(std, self.min_std), 0.0)
-            hit = m
-            watch_down = self.direction is not Direction.UP
-            watch_up = self.direction is not Direction.DOWN
             g_down = g_up = None
-            if watch_down:
+            if self.direction is not Direction.UP:
                 g_down = _lindley(self._g_down, np.where(active, -z - self.delta, 0.0))
-                over = np.flatnonzero(g_down > self.threshold)
-                if over.size:
-                    hit = min(hit, int(over[0]))
-            if watch_up:
+            if self.direction is not Direction.DOWN:
                 g_up = _lindley(self._g_up, np.where(active, z - self.delta, 0.0))
-                over = np.flatnonzero(g_up > self.threshold)
-                if over.size:
+            hit = m
+            for g in (g_down, g_up):
+                if g is not None and (over := np.flatnonzero(g > self.threshold)).size:
                     hit = min(hit, int(over[0]))
             if hit < m:
                 return hit
