@@ -1,8 +1,13 @@
-"""What every detector shares: value coercion, the watched direction, JSON-safe floats."""
+"""What every detector shares: value coercion, the watched direction, JSON-safe floats,
+and the checks of the numbers a snapshot brings back.
+
+A snapshot comes from the state topic or a file, which may be damaged or foreign, so each
+count must be an integer in range and each float finite before any loop (compiled or not)
+reads it; a failed check raises ValueError, which the hand-over counts as a refused
+snapshot."""
 
 from __future__ import annotations
 
-import dataclasses
 import math
 from enum import StrEnum
 from typing import Any
@@ -13,10 +18,12 @@ import numpy.typing as npt
 __all__ = [
     "F64",
     "I64",
+    "MAX_COUNT",
     "Direction",
-    "arguments",
     "as_values",
     "check_version",
+    "count_in",
+    "finite_in",
     "float_in",
     "float_out",
 ]
@@ -25,6 +32,9 @@ F64 = npt.NDArray[np.float64]
 I64 = npt.NDArray[np.int64]
 
 SNAPSHOT_VERSION = 1
+MAX_COUNT = 1 << 53
+"""The largest count a snapshot may hold (values, ticks, parameters): every count the
+detectors keep is exact as a double and far from the 64-bit limit of the compiled loops."""
 
 
 class Direction(StrEnum):
@@ -47,11 +57,6 @@ def as_values(values: npt.ArrayLike) -> F64:
     return arr
 
 
-def arguments(params: Any) -> dict[str, Any]:
-    """A detector's parameters dataclass as its constructor's keyword arguments."""
-    return {f.name: getattr(params, f.name) for f in dataclasses.fields(params)}
-
-
 def float_out(value: float) -> float | None:
     """A float for a JSON snapshot: NaN becomes ``None`` (JSON has no NaN)."""
     return None if math.isnan(value) else float(value)
@@ -68,3 +73,25 @@ def check_version(snapshot: dict[str, Any], kind: str) -> None:
         raise ValueError(f"not a {kind} snapshot: kind {snapshot.get('kind')!r}")
     if snapshot.get("version") != SNAPSHOT_VERSION:
         raise ValueError(f"unsupported {kind} snapshot version {snapshot.get('version')!r}")
+
+
+def count_in(snapshot: dict[str, Any], key: str, low: int = 0, high: int = MAX_COUNT) -> int:
+    """``snapshot[key]`` as an integer in ``[low, high]`` (a bool or a float is refused)."""
+    value = snapshot[key]
+    if not isinstance(value, int) or isinstance(value, bool) or not low <= value <= high:
+        raise ValueError(f"snapshot field {key!r}: an integer in [{low}, {high}], got {value!r}")
+    return value
+
+
+def finite_in(snapshot: dict[str, Any], key: str) -> float:
+    """``snapshot[key]`` as a finite float (an int or a float; a bool is refused)."""
+    value = snapshot[key]
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ValueError(f"snapshot field {key!r}: a number, got {value!r}")
+    try:
+        out = float(value)
+    except OverflowError:  # an int beyond the doubles
+        out = math.inf
+    if not math.isfinite(out):
+        raise ValueError(f"snapshot field {key!r} holds a non-finite number: {value!r}")
+    return out

@@ -1,10 +1,6 @@
-/* ragstream.drift._kernels: the sequential drift detectors' per-value loops, compiled.
- *
- * The engine feeds each detector a batch of final per-query values per partition, label
- * set and metric: about a hundred values a call on the streaming benchmark, hundreds of
- * calls a second. In Python, ADWIN's loop costs about 2 us a value and Page-Hinkley's
- * two dozen numpy calls cost about 50 us a batch: a tenth of the engine's time. These are
- * the same computations, operation for operation, in C:
+/* ragstream.drift._kernels: the sequential drift detectors' per-value loops, compiled
+ * (the engine feeds them small batches many times a second, where Python's per-value and
+ * numpy's per-call costs weigh). The same computations, operation for operation:
  *
  * - adwin_update: `Adwin.update` (river's insert_element, compress_buckets,
  *   delete_element and detect_change), on the detector's bucket rows, which it returns
@@ -49,9 +45,6 @@ typedef struct {
     long long limit, max_window;
 } Window;
 
-static inline double *tot_at(const Window *w, int row) { return w->tot[row]; }
-static inline double *m2_at(const Window *w, int row) { return w->m2[row]; }
-
 /* Room for `need` buckets in row `row` (a row holds at most max_buckets + 1, which may be
  * large: the room grows as Python's lists do). -1 with MemoryError. */
 static int reserve(Window *w, int row, long long need) {
@@ -81,26 +74,18 @@ static void window_free(Window *w) {
     }
 }
 
-static void window_reset(Window *w) {
-    w->rows = 1;
-    w->count[0] = 0;
-    w->width = 0;
-    w->total = 0.0;
-    w->variance = 0.0;
-}
-
 static inline int push(Window *w, int row, double total, double m2) {
     if (w->count[row] >= w->cap[row] && reserve(w, row, w->count[row] + 1) < 0) return -1;
-    tot_at(w, row)[w->count[row]] = total;
-    m2_at(w, row)[w->count[row]] = m2;
+    w->tot[row][w->count[row]] = total;
+    w->m2[row][w->count[row]] = m2;
     w->count[row]++;
     return 0;
 }
 
 static inline void shift_out(Window *w, int row, long long n) {
     long long left = w->count[row] - n;
-    memmove(tot_at(w, row), tot_at(w, row) + n, (size_t)left * sizeof(double));
-    memmove(m2_at(w, row), m2_at(w, row) + n, (size_t)left * sizeof(double));
+    memmove(w->tot[row], w->tot[row] + n, (size_t)left * sizeof(double));
+    memmove(w->m2[row], w->m2[row] + n, (size_t)left * sizeof(double));
     w->count[row] = left;
 }
 
@@ -112,7 +97,7 @@ static int drop_oldest(Window *w) {
         return -1;
     }
     double n = (double)(1LL << last);
-    double u = tot_at(w, last)[0], v = m2_at(w, last)[0];
+    double u = w->tot[last][0], v = w->m2[last][0];
     shift_out(w, last, 1);
     double mu = u / n;
     w->width -= 1LL << last;
@@ -143,7 +128,7 @@ static int insert(Window *w, const double *xs, Py_ssize_t start, Py_ssize_t stop
             int idx = 0;
             for (;;) {
                 double size = (double)(1LL << idx);
-                const double *t = tot_at(w, idx), *m = m2_at(w, idx);
+                const double *t = w->tot[idx], *m = w->m2[idx];
                 double mu1 = t[0] / size, mu2 = t[1] / size;
                 double merged_total = t[0] + t[1];
                 double merged_m2 = m[0] + m[1] + size * 0.5 * (mu1 - mu2) * (mu1 - mu2);
@@ -185,7 +170,7 @@ static int check(const Window *w, double lmin, double delta, int direction, doub
         double size = (double)(1LL << idx);
         long long count = w->count[idx];
         if (idx == 0 && count > 0) count--; /* no cut after the newest value */
-        const double *totals = tot_at(w, idx);
+        const double *totals = w->tot[idx];
         for (long long k = 0; k < count; k++) {
             double t = totals[k];
             n0 += size;
@@ -228,7 +213,7 @@ static PyObject *rows_out(const Window *w) {
             return NULL;
         }
         PyList_SET_ITEM(rows, r, pair);
-        const double *tr = tot_at(w, r), *mr = m2_at(w, r);
+        const double *tr = w->tot[r], *mr = w->m2[r];
         for (long long k = 0; k < w->count[r]; k++) {
             PyObject *a = PyFloat_FromDouble(tr[k]), *b = PyFloat_FromDouble(mr[k]);
             if (!a || !b) {
@@ -276,7 +261,7 @@ static int rows_in(Window *w, PyObject *rows) {
         width += n << r;
         if (reserve(w, r, n + 1) < 0) return -1;
         w->count[r] = n;
-        double *tr = tot_at(w, r), *mr = m2_at(w, r);
+        double *tr = w->tot[r], *mr = w->m2[r];
         for (Py_ssize_t k = 0; k < n; k++) { /* floats only: no Python code runs meanwhile */
             PyObject *a = PyList_GET_ITEM(t, k), *b = PyList_GET_ITEM(m, k);
             if (!PyFloat_Check(a) || !PyFloat_Check(b)) {
@@ -348,8 +333,9 @@ static PyObject *adwin_update(PyObject *self, PyObject *args) {
                     goto done;
                 }
                 Py_DECREF(at);
-                window_reset(&w);
-                tick = 0;
+                w.rows = 1; /* emptied: the detector starts again */
+                w.count[0] = w.width = tick = 0;
+                w.total = w.variance = 0.0;
             }
         }
     }
@@ -472,15 +458,9 @@ static PyMethodDef methods[] = {
 };
 
 static struct PyModuleDef module = {
-    PyModuleDef_HEAD_INIT,
-    "ragstream.drift._kernels",
-    "The sequential drift detectors' loops, compiled (see _kernels.c).",
-    -1,
-    methods,
-    NULL,
-    NULL,
-    NULL,
-    NULL,
+    PyModuleDef_HEAD_INIT, .m_name = "ragstream.drift._kernels",
+    .m_doc = "The sequential drift detectors' loops, compiled (see _kernels.c).", .m_size = -1,
+    .m_methods = methods,
 };
 
 PyMODINIT_FUNC PyInit__kernels(void) { return PyModule_Create(&module); }

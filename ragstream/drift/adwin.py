@@ -39,9 +39,8 @@ from typing import Any, ClassVar, Self
 import numpy as np
 import numpy.typing as npt
 
-from ragstream.drift._common import I64, Direction, as_values, check_version
-from ragstream.drift._hold import Held
-from ragstream.drift._restore import count_in, finite_in
+from ragstream.drift._alarm import Held
+from ragstream.drift._common import I64, Direction, as_values, check_version, count_in, finite_in
 
 try:
     from ragstream.drift import _kernels
@@ -165,12 +164,8 @@ class Adwin(Held):
         """Feed values in order (NaN skipped); offsets (into the finite values) of the
         values at which a change was detected."""
         x = as_values(values)
-        offsets = self._feed_python(x) if _kernels is None else self._feed_compiled(x)
-        return self._held(int(x.size), offsets)
-
-    def _feed_compiled(self, x: npt.NDArray[np.float64]) -> list[int]:
-        """The loop of `_feed_python`, compiled."""
-        assert _kernels is not None
+        if _kernels is None:
+            return self._held(int(x.size), self._feed_python(x))
         (
             self._rows,
             self._width,
@@ -195,7 +190,7 @@ class Adwin(Held):
             self.delta,
             _DIRECTION_CODE[self.direction],
         )
-        return offsets
+        return self._held(int(x.size), offsets)
 
     def _feed_python(self, x: npt.NDArray[np.float64]) -> list[int]:
         """Insert the values, checking the cuts every `clock` values; the offsets of the

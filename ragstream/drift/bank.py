@@ -4,7 +4,7 @@ and cell (e.g. window pair x metric), all with the same settings.
 The engine reads every label set's windows at once (arrays ``(labelsets, pairs,
 metrics)``); a bank computes every element's statistic with one call of
 :func:`~ragstream.drift.welch_z` or :func:`~ragstream.drift.psi` and applies the hysteresis
-elementwise (:func:`~ragstream.drift._latch.latch_step`), so each element behaves as its own
+elementwise (:func:`~ragstream.drift._alarm.latch_step`), so each element behaves as its own
 detector fed the same windows.
 
 Keys come and go with the label sets: at each update the state of a key seen before is
@@ -14,21 +14,20 @@ carried over, a new key starts with its alarm off, and a key that is absent is f
 from __future__ import annotations
 
 from collections.abc import Hashable, Sequence
+from dataclasses import asdict
 from typing import Any, ClassVar, Self
 
 import numpy as np
 import numpy.typing as npt
 
+from ragstream.drift._alarm import latch_step
 from ragstream.drift._common import (
     F64,
     I64,
-    Direction,
-    arguments,
     check_version,
     float_in,
     float_out,
 )
-from ragstream.drift._latch import latch_step
 from ragstream.drift.psi import Psi, PsiParams
 from ragstream.drift.zscore import ZScore, ZScoreParams
 
@@ -51,7 +50,7 @@ class _Bank:
     def __init__(self, cells: tuple[int, ...], params: ZScoreParams | PsiParams) -> None:
         if not isinstance(params, self.detector.params):
             raise TypeError(f"{type(self).__name__} takes {self.detector.params.__name__}")
-        self.settings = self.detector(**arguments(params))
+        self.settings = self.detector(**asdict(params))
         """A detector holding the settings (validated as it validates them)."""
         self.cells = tuple(int(c) for c in cells)
         self.keys: list[Hashable] = []
@@ -113,30 +112,23 @@ class _Bank:
     def restore(cls, snapshot: dict[str, Any]) -> Self:
         check_version(snapshot, cls.kind)
         settings = {n: snapshot[n] for n in cls.detector.settings_names}
-        if "direction" in settings:
-            settings["direction"] = Direction(settings["direction"])
         bank = cls(tuple(snapshot["cells"]), cls.detector.params(**settings))
-        bank._load(snapshot)
+        shape = (len(snapshot["keys"]), *bank.cells)
+        bank.keys = [tuple(k) if isinstance(k, list) else k for k in snapshot["keys"]]
+        bank.score = np.asarray([float_in(v) for v in snapshot["score"]], np.float64).reshape(shape)
+        bank.alarm = np.asarray(snapshot["alarm"], dtype=np.bool_).reshape(shape)
+        bank.detections = np.asarray(snapshot["detections"], dtype=np.int64).reshape(shape)
         return bank
 
     def snapshot(self) -> dict[str, Any]:
         """JSON-ready: :meth:`config` and, per key, scores, alarms and onsets."""
-        return {**self.config(), **self._state()}
-
-    def _state(self) -> dict[str, Any]:
         return {
+            **self.config(),
             "keys": [list(k) if isinstance(k, tuple) else k for k in self.keys],
             "score": [float_out(v) for v in self.score.reshape(-1).tolist()],
             "alarm": self.alarm.reshape(-1).tolist(),
             "detections": self.detections.reshape(-1).tolist(),
         }
-
-    def _load(self, snapshot: dict[str, Any]) -> None:
-        shape = (len(snapshot["keys"]), *self.cells)
-        self.keys = [tuple(k) if isinstance(k, list) else k for k in snapshot["keys"]]
-        self.score = np.asarray([float_in(v) for v in snapshot["score"]], np.float64).reshape(shape)
-        self.alarm = np.asarray(snapshot["alarm"], dtype=np.bool_).reshape(shape)
-        self.detections = np.asarray(snapshot["detections"], dtype=np.int64).reshape(shape)
 
 
 class ZScoreBank(_Bank):

@@ -14,7 +14,7 @@ change ``z`` has mean 0 and ``g`` drifts down by ``delta`` a value; after a drop
 Warm-up: the first ``min_instances`` values after a reset only build the reference (``g``
 stays 0). Reset policy: at an alarm the detector restarts from nothing (reference and
 ``g``); the value that raised the alarm belongs to the old regime and is dropped. The
-alarm flag is held for ``hold`` values (see :class:`~ragstream.drift._hold.Held`).
+alarm flag is held for ``hold`` values (see :class:`~ragstream.drift._alarm.Held`).
 
 ``update`` takes a number or an array, with the result of the values one at a time (up to
 float rounding). The numpy code (``_segment_numpy``) is the reference; the compiled loop
@@ -29,9 +29,16 @@ from typing import Any, ClassVar, Self
 import numpy as np
 import numpy.typing as npt
 
-from ragstream.drift._common import F64, I64, Direction, as_values, check_version
-from ragstream.drift._hold import Held
-from ragstream.drift._restore import count_in, finite_in
+from ragstream.drift._alarm import Held
+from ragstream.drift._common import (
+    F64,
+    I64,
+    Direction,
+    as_values,
+    check_version,
+    count_in,
+    finite_in,
+)
 
 try:
     from ragstream.drift import _kernels
@@ -190,19 +197,14 @@ class PageHinkley(Held):
                 m2 = self._m2 + before2 - before * before / nj
                 std = np.sqrt(np.maximum(m2, 0.0) / (nj - 1.0))
                 z = np.where(active, (x - mean) / np.maximum(std, self.min_std), 0.0)
-            hit = m
-            watch_down = self.direction is not Direction.UP
-            watch_up = self.direction is not Direction.DOWN
             g_down = g_up = None
-            if watch_down:
+            if self.direction is not Direction.UP:
                 g_down = _lindley(self._g_down, np.where(active, -z - self.delta, 0.0))
-                over = np.flatnonzero(g_down > self.threshold)
-                if over.size:
-                    hit = min(hit, int(over[0]))
-            if watch_up:
+            if self.direction is not Direction.DOWN:
                 g_up = _lindley(self._g_up, np.where(active, z - self.delta, 0.0))
-                over = np.flatnonzero(g_up > self.threshold)
-                if over.size:
+            hit = m
+            for g in (g_down, g_up):
+                if g is not None and (over := np.flatnonzero(g > self.threshold)).size:
                     hit = min(hit, int(over[0]))
             if hit < m:
                 return hit

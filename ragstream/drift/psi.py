@@ -21,8 +21,8 @@ from typing import ClassVar
 import numpy as np
 import numpy.typing as npt
 
+from ragstream.drift._alarm import Latched
 from ragstream.drift._common import F64
-from ragstream.drift._latch import Latched
 
 __all__ = ["EPSILON", "Psi", "PsiParams", "psi"]
 

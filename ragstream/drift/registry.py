@@ -14,13 +14,12 @@ the windows' moments (count, sum, sum of squares) or their histograms, as ``read
 from __future__ import annotations
 
 from collections.abc import Hashable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any, ClassVar, Literal, Protocol
 
 import numpy as np
 import numpy.typing as npt
 
-from ragstream.drift._common import arguments
 from ragstream.drift.adwin import Adwin
 from ragstream.drift.bank import PsiBank, ZScoreBank
 from ragstream.drift.page_hinkley import PageHinkley
@@ -81,7 +80,7 @@ class SequentialKind:
         return self.detector.params
 
     def build(self, params: DetectorParams) -> SequentialDetector:
-        return self.detector(**arguments(params))
+        return self.detector(**asdict(params))
 
     def restore(self, snapshot: dict[str, Any]) -> SequentialDetector:
         return self.detector.restore(snapshot)

@@ -24,8 +24,8 @@ from typing import ClassVar, NamedTuple
 import numpy as np
 import numpy.typing as npt
 
+from ragstream.drift._alarm import Latched
 from ragstream.drift._common import F64, Direction
-from ragstream.drift._latch import Latched
 
 __all__ = ["MIN_STDERR", "Moments", "ZScore", "ZScoreParams", "welch_z"]
 

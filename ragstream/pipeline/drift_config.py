@@ -49,13 +49,11 @@ class DriftConfig:
 
     def windowed(self) -> Detectors:
         """The windowed detectors that are on, in registration order."""
-        on = dict(self.detectors)
-        return tuple((name, on[name]) for name in WINDOWED if name in on)
+        return tuple((name, p) for name in WINDOWED if (p := self.params(name)) is not None)
 
     def sequential(self) -> Detectors:
         """The sequential detectors that are on, in registration order."""
-        on = dict(self.detectors)
-        return tuple((name, on[name]) for name in SEQUENTIAL if name in on)
+        return tuple((name, p) for name in SEQUENTIAL if (p := self.params(name)) is not None)
 
     def sequential_state_config(self) -> dict[str, Any]:
         """What the sequential detectors' state depends on (lists and dicts: equal to

@@ -12,6 +12,7 @@ the count never goes down when a partition leaves and never jumps when one arriv
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -103,13 +104,9 @@ class SequentialDrift:
         for held in self.partitions.values():
             for labelset, detectors in held.items():
                 for m, row in enumerate(detectors):
-                    for k, detector in enumerate(row):
-                        key = (labelset, m, k)
-                        score, alarm = detector.score, detector.alarm
-                        seen = merged.get(key)
-                        if seen is not None:
-                            score, alarm = max(score, seen[0]), alarm or seen[1]
-                        merged[key] = (score, alarm)
+                    for k, d in enumerate(row):
+                        seen, raised = merged.get((labelset, m, k), (-math.inf, False))
+                        merged[(labelset, m, k)] = (max(d.score, seen), d.alarm or raised)
         return [
             SequentialRead(self.metrics[m], self.kinds[k][0], labelset, score, alarm)
             for (labelset, m, k), (score, alarm) in sorted(merged.items())

@@ -156,39 +156,25 @@ class WindowedDrift:
         labelsets = per_pair[0].labelsets if per_pair else store.labelsets()
         pairs = list(zip(self.resolved.pairs, per_pair, strict=True))
         inputs: dict[str, tuple[Any, Any]] = {}
+
+        def pick(name: str, cols: NDArray[np.int64], long: bool) -> NDArray[Any]:
+            """Field ``name`` of each pair's short or long window, ``(label sets, pairs,
+            len(cols), ...)``."""
+            per = [getattr(t, name)[:, p.long if long else p.short][:, cols] for p, t in pairs]
+            return np.stack(per, axis=1)
+
         if "moments" in reads_of:
+            fields = ("count", "total", "total_sq")
             cols = self._columns
-
-            def pick(name: str, long: bool) -> NDArray[Any]:
-                return np.stack(
-                    [getattr(t, name)[:, p.long if long else p.short][:, cols] for p, t in pairs],
-                    axis=1,
-                ).reshape(len(labelsets), len(pairs), len(cols))
-
-            n_s, n_l = pick("count", False), pick("count", True)
-            ok = n_l >= n_s  # nested windows always are; a damaged read gives no signal
-            short = Moments(
-                np.where(ok, n_s, 0),
-                np.where(ok, pick("total", False), 0.0),
-                np.where(ok, pick("total_sq", False), 0.0),
+            short = [pick(f, cols, False) for f in fields]
+            long = [pick(f, cols, True) for f in fields]
+            ok = long[0] >= short[0]  # nested windows always are; a damaged read gives no signal
+            inputs["moments"] = (
+                Moments(*(np.where(ok, a, 0) for a in short)),
+                Moments(*(np.where(ok, a, 0) for a in long)),
             )
-            long = Moments(
-                np.where(ok, n_l, 0),
-                np.where(ok, pick("total", True), 0.0),
-                np.where(ok, pick("total_sq", True), 0.0),
-            )
-            inputs["moments"] = (short, long)
         if histograms:
-            shape = (len(labelsets), len(pairs), len(self._hist), store.spec.bins)
-
-            def hist(long: bool) -> NDArray[Any]:
-                arrays = []
-                for p, t in pairs:
-                    assert t.histograms is not None
-                    arrays.append(t.histograms[:, p.long if long else p.short][:, self._hist])
-                return np.stack(arrays, axis=1).reshape(shape)
-
-            h_s, h_l = hist(False), hist(True)
+            h_s, h_l = pick("histograms", self._hist, False), pick("histograms", self._hist, True)
             fits: _B = np.all(h_l >= h_s, axis=-1, keepdims=True)
             inputs["histograms"] = (np.where(fits, h_s, 0), np.where(fits, h_l, 0))
         results: list[WindowedResult] = []

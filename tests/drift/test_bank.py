@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ragstream.drift import Moments, PsiBank, ZScore, ZScoreBank
-from ragstream.drift._latch import latch_step
+from ragstream.drift._alarm import latch_step
 from tests.support import defaults
 
 

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from ragstream.drift import Adwin, PageHinkley
-from ragstream.drift._restore import MAX_COUNT
+from ragstream.drift._common import MAX_COUNT
 from tests.support import defaults
 
 try:
@@ -207,3 +207,17 @@ def test_a_clock_near_2_63_runs_as_the_python_loop_does() -> None:
     python._feed_python(values)
     assert compiled.snapshot()["tick"] == python._tick == 100
     assert compiled.snapshot()["rows"] == [[list(t), list(m)] for t, m in python._rows]
+
+
+@pytest.mark.parametrize("field", ["since", "detections"])
+def test_counts_restored_near_the_limit_restore_again(field: str) -> None:
+    rng = np.random.default_rng(7)
+    drop = np.r_[rng.normal(0.8, 0.05, 300), rng.normal(0.3, 0.05, 300)]
+    det = defaults.page_hinkley(min_instances=30, threshold=20.0)
+    assert det.update(drop).size
+    det = PageHinkley.restore({**det.snapshot(), field: MAX_COUNT - 1})
+    hits = det.update(drop if field == "detections" else np.full(3, 0.5))
+    assert (hits.size > 0) == (field == "detections")
+    back = PageHinkley.restore(det.snapshot())
+    assert back.snapshot() == det.snapshot()
+    assert det.snapshot()[field] == MAX_COUNT

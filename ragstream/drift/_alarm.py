@@ -1,4 +1,6 @@
-"""The alarm of a windowed detector: on at a threshold, off below a lower one."""
+"""The alarms of the detectors: a sequential detector's is raised by a detection and held
+for ``hold`` values (`Held`); a windowed detector's turns on at a threshold and off below
+a lower one (`Latched`, `latch_step`)."""
 
 from __future__ import annotations
 
@@ -11,11 +13,15 @@ import numpy.typing as npt
 from ragstream.drift._common import (
     F64,
     I64,
+    MAX_COUNT,
     Direction,
     check_version,
+    count_in,
     float_in,
     float_out,
 )
+
+__all__ = ["Held", "Latched", "latch_step"]
 
 _B = npt.NDArray[np.bool_]
 
@@ -31,9 +37,6 @@ def latch_step(alarm: _B, severity: F64, release: float) -> tuple[_B, _B]:
     new: _B = signal & (kept | raised)
     onset: _B = signal & raised
     return new, onset
-
-
-__all__ = ["Latched", "latch_step"]
 
 
 class Latched:
@@ -131,3 +134,46 @@ class Latched:
         det.alarm = bool(snapshot["alarm"])
         det.detections = int(snapshot["detections"])
         return det
+
+
+class Held:
+    """What the sequential detectors share: ``detections``, and the alarm.
+
+    A sequential detector restarts after a detection (see each detector's reset policy),
+    so its statistic falls back to 0 at once; the alarm stays raised while fewer than
+    ``hold`` values have been seen since, so that a scrape in between still sees it.
+    """
+
+    __slots__ = ("detections", "hold", "since")
+
+    def _start_hold(self, hold: int) -> None:
+        if hold < 1:
+            raise ValueError("hold must be at least 1")
+        self.hold = int(hold)
+        self.detections = 0
+        self.since: int | None = None
+        """Values seen after the latest detection (``None``: none yet)."""
+
+    @property
+    def alarm(self) -> bool:
+        return self.since is not None and self.since < self.hold
+
+    def _held(self, values: int, offsets: list[int]) -> I64:
+        """A batch of ``values`` values was processed, with detections at ``offsets``
+        (returned as an array)."""
+        # both counts stop at MAX_COUNT, so that what a snapshot brings back restores again
+        if offsets:
+            self.detections = min(self.detections + len(offsets), MAX_COUNT)
+            self.since = values - 1 - offsets[-1]
+        elif self.since is not None:
+            self.since = min(self.since + values, MAX_COUNT)
+        return np.asarray(offsets, dtype=np.int64)
+
+    def _hold_state(self) -> dict[str, Any]:
+        return {"hold": self.hold, "detections": self.detections, "since": self.since}
+
+    def _restore_hold(self, state: dict[str, Any]) -> None:
+        """The hold of a snapshot, its counts checked (ValueError when out of range)."""
+        self._start_hold(count_in(state, "hold", low=1))
+        self.detections = count_in(state, "detections")
+        self.since = None if state["since"] is None else count_in(state, "since")
