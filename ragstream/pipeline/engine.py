@@ -85,10 +85,6 @@ _EVENT_TS = attrgetter("ts")
 _TOP_DOCS = 10
 """Leading document times the scanner keeps at least (the largest default cutoff)."""
 
-_Run = tuple[list[Scanned | DecodedRetrieval], list[tuple[str, ...]], list[float], list[bytes]]
-"""A partition's retrieval events not opened yet: the events, their label sets
-(empty without label keys), their times on the clock and their messages."""
-
 
 @dataclass(frozen=True, slots=True)
 class EngineConfig:
@@ -332,30 +328,26 @@ class Engine:
         mapper = self.labelsets if self.config.label_keys else None
         counts: Counter[tuple[int, str, str]] = Counter()
         latest: dict[tuple[int, str], float] = {}
-        runs: dict[int, _Run] = {}
-        """Per partition: retrieval events not opened yet. They open in one call
-        per run, before the partition's next event that touches its join: per partition
-        (each has its own join) the arrival order holds."""
+        runs: dict[int, Openings] = {}
+        """Per partition: retrieval events not opened yet (their label sets left empty
+        without label keys, their trace ids read at the end). They open in one call per
+        run, before the partition's next event that touches its join: per partition (each
+        has its own join) the arrival order holds."""
         trace_of = None if self._trace_field is None else self._trace_field.of_each
 
         def flush(partition: int) -> None:
             run = runs.pop(partition, None)
             if run is None:
                 return
-            opening, labelsets, stamped, raws = run
-            newest = max(map(_EVENT_TS, opening))
+            newest = max(map(_EVENT_TS, run.events))
             if newest > latest.get((partition, "retrieval"), -math.inf):
                 latest[(partition, "retrieval")] = newest
-            duplicates = states[partition].join.open(  # type: ignore[union-attr]
-                Openings(
-                    opening,
-                    labelsets or [()] * len(opening),
-                    stamped,
-                    raws,
-                    None if trace_of is None else trace_of(opening, raws),
-                )
-            )
-            counts[(partition, "retrieval", "processed")] += len(opening) - duplicates
+            if mapper is None:
+                run.labelsets = [()] * len(run)
+            if trace_of is not None:
+                run.traces = trace_of(run.events, run.raws)
+            duplicates = states[partition].join.open(run)  # type: ignore[union-attr]
+            counts[(partition, "retrieval", "processed")] += len(run) - duplicates
             if duplicates:
                 counts[(partition, "retrieval", "duplicate")] += duplicates
 
@@ -403,22 +395,22 @@ class Engine:
             # a retrieval event (one clamped to now too): opened with its run
             run = runs.get(partition)
             if run is None:
-                run = runs[partition] = ([], [], [], [])
+                run = runs[partition] = Openings()
                 state = states.get(partition)
                 if state is None or state.join is None:
                     self._new_join(partition)
             retrieval = cast("Scanned | DecodedRetrieval", event)
-            run[0].append(retrieval)
-            run[2].append(ts)
-            run[3].append(value)
+            run.events.append(retrieval)
+            run.times.append(ts)
+            run.raws.append(value)
             if mapper is not None:
                 past = collapsed.get(partition)
                 if past is None:
                     past = collapsed[partition] = self._tally(partition).collapsed
                 if type(retrieval) is DecodedRetrieval:
-                    run[1].append(mapper(retrieval.labels, past))
+                    run.labelsets.append(mapper(retrieval.labels, past))
                 else:  # the values of the keys the mapper maps, a tuple
-                    run[1].append(mapper.of_values(retrieval.labels, past))  # type: ignore[arg-type]
+                    run.labelsets.append(mapper.of_values(retrieval.labels, past))  # type: ignore[arg-type]
         for partition in list(runs):
             flush(partition)
         for (p, type_, result), n in counts.items():
