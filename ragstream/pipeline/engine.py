@@ -427,10 +427,6 @@ class Engine:
         join = state.join = self._limits.new_join(partition)
         return join
 
-    def _joins(self) -> list[LabelJoin]:
-        """The held partitions' joins (those that saw an event), in the order held."""
-        return [state.join for state in self.partitions.values() if state.join is not None]
-
     # -- windows -----------------------------------------------------------------------------
 
     def _rescore(self, now: float) -> None:
@@ -439,7 +435,7 @@ class Engine:
         order. The rows opened in the batch without an entry in their table's label map
         are scored from their columns, all at once, and the rows with one from it, all at
         once (a pass of the kernels each, as they were always grouped)."""
-        changes = [(join.table, join.take_changed()) for join in self._joins()]
+        changes = [(join.table, join.take_changed()) for join in self.joins.values()]
         changes = [(table, rows) for table, rows in changes if rows]
         if not changes:
             return
@@ -544,7 +540,7 @@ class Engine:
         queries: dict[tuple[int, tuple[str, ...]], tuple[list[float], list[str | None]]] = {}
         report, unlabeled = self.config.report_final, self.config.final_unlabeled
         traced = self._trace_field is not None
-        for join in self._joins():
+        for join in self.joins.values():
             final_rows = join.advance(now)
             table = join.table
             if report:  # read, for the caller
@@ -626,7 +622,8 @@ class Engine:
 
     @property
     def joins(self) -> dict[int, LabelJoin]:
-        """The held partitions' joins (those that saw an event), by partition; read only."""
+        """The held partitions' joins (those that saw an event), by partition in the order
+        held; read only."""
         return {p: s.join for p, s in self.partitions.items() if s.join is not None}
 
     def attach(self, name: str, side: SideState) -> None:
@@ -637,7 +634,7 @@ class Engine:
 
     def join_counters(self) -> dict[str, int]:
         """The label joins' counters summed over held partitions."""
-        return dict(sum_counters(join.counters.as_dict() for join in self._joins()))
+        return dict(sum_counters(join.counters.as_dict() for join in self.joins.values()))
 
     # the cumulative counts of the held partitions, summed (each partition's in its tally)
 
@@ -789,35 +786,31 @@ class Engine:
         """An engine built from `config` that continues from `snapshot` (its wall clock is
         kept), with ``sides`` attached first (`attach`) so that they continue from it too.
         Raises `ValueError` for a snapshot of another version."""
-        engine = cls(config, wall=wall)
-        for name, side in (sides or {}).items():
-            engine.attach(name, side)
-        engine._restore(snapshot)
-        return engine
-
-    def _restore(self, data: Mapping[str, Any]) -> None:
-        """The shared parts, then each partition adopted as from the state topic."""
-        version = data.get("version")
+        version = snapshot.get("version")
         if version != SNAPSHOT_VERSION:
             raise ValueError(
                 f"the snapshot is of version {version!r}; this version of ragstream reads "
                 f"version {SNAPSHOT_VERSION} only"
             )
-        self.clock = Clock.restore(data["clock"], wall=self.clock.wall)
-        self.store.expired_retracts = int(data["expired_retracts"])
-        saved = data["sides"]
-        for name, side in self.sides.items():  # before the partitions requeue and count
-            side.restore(saved.get(name))
-        for p in sorted(data["partitions"], key=int):
-            self.adopt_partition(data["partitions"][p])
-        self.labelsets.restore_state(data["labelsets"])  # as saved, whatever adopting admitted
-        next_prune = data["next_prune"]
-        self.next_prune = -math.inf if next_prune is None else float(next_prune)
-        drift = data["drift"]
-        if self.sequential is not None and drift["detections"] is not None:
-            self.sequential.restore(drift["detections"])
-        if self.windowed_drift is not None:
-            self.windowed_drift.restore(drift["windowed"])
+        engine = cls(config, wall=wall)
+        for name, side in (sides or {}).items():
+            engine.attach(name, side)
+        engine.clock = Clock.restore(snapshot["clock"], wall=engine.clock.wall)
+        engine.store.expired_retracts = int(snapshot["expired_retracts"])
+        for name, side in engine.sides.items():  # before the partitions requeue and count
+            side.restore(snapshot["sides"].get(name))
+        partitions = snapshot["partitions"]  # each adopted as from the state topic
+        for p in sorted(partitions, key=int):
+            engine.adopt_partition(partitions[p])
+        engine.labelsets.restore_state(snapshot["labelsets"])  # as saved, whatever was admitted
+        next_prune = snapshot["next_prune"]
+        engine.next_prune = -math.inf if next_prune is None else float(next_prune)
+        drift = snapshot["drift"]
+        if engine.sequential is not None and drift["detections"] is not None:
+            engine.sequential.restore(drift["detections"])
+        if engine.windowed_drift is not None:
+            engine.windowed_drift.restore(drift["windowed"])
+        return engine
 
     # -- lookups from the side (judging) -------------------------------------------------------
 
@@ -842,7 +835,7 @@ class Engine:
 
     def _join_of(self, query_id: str) -> LabelJoin | None:
         """The join of the partition where this query is open."""
-        for join in self._joins():
+        for join in self.joins.values():
             if join.holds(query_id):
                 return join
         return None
@@ -851,11 +844,11 @@ class Engine:
 
     @property
     def open_queries(self) -> int:
-        return sum(join.open_count for join in self._joins())
+        return sum(join.open_count for join in self.joins.values())
 
     @property
     def pending_labels(self) -> int:
-        return sum(join.pending_count for join in self._joins())
+        return sum(join.pending_count for join in self.joins.values())
 
     @property
     def open_traces(self) -> int:
