@@ -43,7 +43,6 @@ from ragstream.pipeline.labelsets import LabelSetMapper
 from ragstream.pipeline.partition_tally import (
     PartitionTally,
     merge_exemplars_of,
-    merge_final,
     sum_counters,
 )
 from ragstream.pipeline.partitions import (
@@ -668,8 +667,13 @@ class Engine:
     @property
     def final(self) -> dict[tuple[str, ...], Aggregate]:
         """Per label set: the final-query histograms of the held partitions, merged (read
-        only: an aggregate may be a partition's own)."""
-        return merge_final([self.partitions[p].tally for p in sorted(self.partitions)])
+        only: an aggregate of one partition only is that partition's own)."""
+        merged: dict[tuple[str, ...], Aggregate] = {}
+        for p in sorted(self.partitions):
+            for labelset, aggregate in self.partitions[p].tally.final.items():
+                found = merged.get(labelset)
+                merged[labelset] = aggregate if found is None else found + aggregate
+        return merged
 
     @property
     def exemplars(self) -> dict[tuple[str, ...], Exemplars]:
