@@ -292,7 +292,7 @@ class Engine:
             self._count_invalid(message.partition, error.reason)
 
     def _count_invalid(self, partition: int, reason: str) -> None:
-        tally = self._tally(partition)
+        tally = self._state(partition).tally
         tally.invalid[reason] += 1
         tally.events[("unknown", "invalid")] += 1
 
@@ -302,10 +302,6 @@ class Engine:
         if state is None:
             state = self.partitions[partition] = PartitionState(partition)
         return state
-
-    def _tally(self, partition: int) -> PartitionTally:
-        """The partition's tally (a new one on its first event)."""
-        return self._state(partition).tally
 
     def _apply_events(
         self,
@@ -363,7 +359,7 @@ class Engine:
                 join = (None if state is None else state.join) or self._new_join(partition)
                 if timing:
                     if timing == _FUTURE:
-                        self._tally(partition).clamped[kind] += 1
+                        self._state(partition).tally.clamped[kind] += 1
                     elif type(event) is not DecodedFeedback:  # a late label may still count
                         counts[(partition, kind, "late")] += 1
                         continue
@@ -405,7 +401,7 @@ class Engine:
             if mapper is not None:
                 past = collapsed.get(partition)
                 if past is None:
-                    past = collapsed[partition] = self._tally(partition).collapsed
+                    past = collapsed[partition] = self._state(partition).tally.collapsed
                 if type(retrieval) is DecodedRetrieval:
                     run.labelsets.append(mapper(retrieval.labels, past))
                 else:  # the values of the keys the mapper maps, a tuple
@@ -413,9 +409,9 @@ class Engine:
         for partition in list(runs):
             flush(partition)
         for (p, type_, result), n in counts.items():
-            self._tally(p).events[(type_, result)] += n
+            self._state(p).tally.events[(type_, result)] += n
         for (p, type_), seen in latest.items():
-            self._tally(p).seen({type_: seen})
+            self._state(p).tally.seen({type_: seen})
         return answers, verdicts
 
     def _new_join(self, partition: int) -> LabelJoin:
@@ -567,7 +563,7 @@ class Engine:
                 self.sequential.feed(self._state(partition).detectors, labelset, block)
         found: list[Found] = []  # for the exemplars
         for (partition, labelset), blocks in merged.items():  # one add per series and batch
-            tally = self._tally(partition)
+            tally = self._state(partition).tally
             aggregate = tally.final.get(labelset)
             if aggregate is None:
                 aggregate = tally.final[labelset] = Aggregate(
