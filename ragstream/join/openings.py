@@ -1,10 +1,9 @@
-"""A run of retrieval events to open in a `LabelJoin`: one shape for the batch, a value per
-event in each field, cut as a whole by `slice`."""
+"""A run of retrieval events to open in a `LabelJoin`: the engine collects it in this shape
+and the join takes it whole, a value per event in each field, cut by `slice`."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from ragstream.events import DecodedRetrieval
 from ragstream.events.scanner import Scanned
@@ -12,20 +11,20 @@ from ragstream.events.scanner import Scanned
 __all__ = ["Openings"]
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Openings:
     """Retrieval events in arrival order and what the join keeps of each; every field but
     `traces` (None: none) holds one value per event."""
 
-    events: Sequence[Scanned | DecodedRetrieval]
+    events: list[Scanned | DecodedRetrieval] = field(default_factory=list)
     """The events: read by the compiled scanner, or decoded where it declined them."""
-    labelsets: Sequence[tuple[str, ...]]
+    labelsets: list[tuple[str, ...]] = field(default_factory=list)
     """Their label sets (the values of the configured label keys; ``()`` without keys)."""
-    times: Sequence[float]
+    times: list[float] = field(default_factory=list)
     """Their times on the clock."""
-    raws: Sequence[bytes]
+    raws: list[bytes] = field(default_factory=list)
     """Their messages."""
-    traces: Sequence[str | None] | None
+    traces: list[str | None] | None = None
     """Their trace ids (`QueryTable.traces`), or None when the agent keeps none."""
 
     def __len__(self) -> int:

@@ -43,7 +43,6 @@ from ragstream.pipeline.labelsets import LabelSetMapper
 from ragstream.pipeline.partition_tally import (
     PartitionTally,
     merge_exemplars_of,
-    merge_final,
     sum_counters,
 )
 from ragstream.pipeline.partitions import (
@@ -84,10 +83,6 @@ _FUTURE = int(Timing.FUTURE)
 _EVENT_TS = attrgetter("ts")
 _TOP_DOCS = 10
 """Leading document times the scanner keeps at least (the largest default cutoff)."""
-
-_Run = tuple[list[Scanned | DecodedRetrieval], list[tuple[str, ...]], list[float], list[bytes]]
-"""A partition's retrieval events not opened yet: the events, their label sets
-(empty without label keys), their times on the clock and their messages."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -297,7 +292,7 @@ class Engine:
             self._count_invalid(message.partition, error.reason)
 
     def _count_invalid(self, partition: int, reason: str) -> None:
-        tally = self._tally(partition)
+        tally = self._state(partition).tally
         tally.invalid[reason] += 1
         tally.events[("unknown", "invalid")] += 1
 
@@ -307,10 +302,6 @@ class Engine:
         if state is None:
             state = self.partitions[partition] = PartitionState(partition)
         return state
-
-    def _tally(self, partition: int) -> PartitionTally:
-        """The partition's tally (a new one on its first event)."""
-        return self._state(partition).tally
 
     def _apply_events(
         self,
@@ -332,30 +323,26 @@ class Engine:
         mapper = self.labelsets if self.config.label_keys else None
         counts: Counter[tuple[int, str, str]] = Counter()
         latest: dict[tuple[int, str], float] = {}
-        runs: dict[int, _Run] = {}
-        """Per partition: retrieval events not opened yet. They open in one call
-        per run, before the partition's next event that touches its join: per partition
-        (each has its own join) the arrival order holds."""
+        runs: dict[int, Openings] = {}
+        """Per partition: retrieval events not opened yet (their label sets left empty
+        without label keys, their trace ids read at the end). They open in one call per
+        run, before the partition's next event that touches its join: per partition (each
+        has its own join) the arrival order holds."""
         trace_of = None if self._trace_field is None else self._trace_field.of_each
 
         def flush(partition: int) -> None:
             run = runs.pop(partition, None)
             if run is None:
                 return
-            opening, labelsets, stamped, raws = run
-            newest = max(map(_EVENT_TS, opening))
+            newest = max(map(_EVENT_TS, run.events))
             if newest > latest.get((partition, "retrieval"), -math.inf):
                 latest[(partition, "retrieval")] = newest
-            duplicates = states[partition].join.open(  # type: ignore[union-attr]
-                Openings(
-                    opening,
-                    labelsets or [()] * len(opening),
-                    stamped,
-                    raws,
-                    None if trace_of is None else trace_of(opening, raws),
-                )
-            )
-            counts[(partition, "retrieval", "processed")] += len(opening) - duplicates
+            if mapper is None:
+                run.labelsets = [()] * len(run)
+            if trace_of is not None:
+                run.traces = trace_of(run.events, run.raws)
+            duplicates = states[partition].join.open(run)  # type: ignore[union-attr]
+            counts[(partition, "retrieval", "processed")] += len(run) - duplicates
             if duplicates:
                 counts[(partition, "retrieval", "duplicate")] += duplicates
 
@@ -372,7 +359,7 @@ class Engine:
                 join = (None if state is None else state.join) or self._new_join(partition)
                 if timing:
                     if timing == _FUTURE:
-                        self._tally(partition).clamped[kind] += 1
+                        self._state(partition).tally.clamped[kind] += 1
                     elif type(event) is not DecodedFeedback:  # a late label may still count
                         counts[(partition, kind, "late")] += 1
                         continue
@@ -403,28 +390,28 @@ class Engine:
             # a retrieval event (one clamped to now too): opened with its run
             run = runs.get(partition)
             if run is None:
-                run = runs[partition] = ([], [], [], [])
+                run = runs[partition] = Openings()
                 state = states.get(partition)
                 if state is None or state.join is None:
                     self._new_join(partition)
             retrieval = cast("Scanned | DecodedRetrieval", event)
-            run[0].append(retrieval)
-            run[2].append(ts)
-            run[3].append(value)
+            run.events.append(retrieval)
+            run.times.append(ts)
+            run.raws.append(value)
             if mapper is not None:
                 past = collapsed.get(partition)
                 if past is None:
-                    past = collapsed[partition] = self._tally(partition).collapsed
+                    past = collapsed[partition] = self._state(partition).tally.collapsed
                 if type(retrieval) is DecodedRetrieval:
-                    run[1].append(mapper(retrieval.labels, past))
+                    run.labelsets.append(mapper(retrieval.labels, past))
                 else:  # the values of the keys the mapper maps, a tuple
-                    run[1].append(mapper.of_values(retrieval.labels, past))  # type: ignore[arg-type]
+                    run.labelsets.append(mapper.of_values(retrieval.labels, past))  # type: ignore[arg-type]
         for partition in list(runs):
             flush(partition)
         for (p, type_, result), n in counts.items():
-            self._tally(p).events[(type_, result)] += n
+            self._state(p).tally.events[(type_, result)] += n
         for (p, type_), seen in latest.items():
-            self._tally(p).seen({type_: seen})
+            self._state(p).tally.seen({type_: seen})
         return answers, verdicts
 
     def _new_join(self, partition: int) -> LabelJoin:
@@ -435,10 +422,6 @@ class Engine:
         join = state.join = self._limits.new_join(partition)
         return join
 
-    def _joins(self) -> list[LabelJoin]:
-        """The held partitions' joins (those that saw an event), in the order held."""
-        return [state.join for state in self.partitions.values() if state.join is not None]
-
     # -- windows -----------------------------------------------------------------------------
 
     def _rescore(self, now: float) -> None:
@@ -447,7 +430,7 @@ class Engine:
         order. The rows opened in the batch without an entry in their table's label map
         are scored from their columns, all at once, and the rows with one from it, all at
         once (a pass of the kernels each, as they were always grouped)."""
-        changes = [(join.table, join.take_changed()) for join in self._joins()]
+        changes = [(join.table, join.take_changed()) for join in self.joins.values()]
         changes = [(table, rows) for table, rows in changes if rows]
         if not changes:
             return
@@ -552,7 +535,7 @@ class Engine:
         queries: dict[tuple[int, tuple[str, ...]], tuple[list[float], list[str | None]]] = {}
         report, unlabeled = self.config.report_final, self.config.final_unlabeled
         traced = self._trace_field is not None
-        for join in self._joins():
+        for join in self.joins.values():
             final_rows = join.advance(now)
             table = join.table
             if report:  # read, for the caller
@@ -580,7 +563,7 @@ class Engine:
                 self.sequential.feed(self._state(partition).detectors, labelset, block)
         found: list[Found] = []  # for the exemplars
         for (partition, labelset), blocks in merged.items():  # one add per series and batch
-            tally = self._tally(partition)
+            tally = self._state(partition).tally
             aggregate = tally.final.get(labelset)
             if aggregate is None:
                 aggregate = tally.final[labelset] = Aggregate(
@@ -634,7 +617,8 @@ class Engine:
 
     @property
     def joins(self) -> dict[int, LabelJoin]:
-        """The held partitions' joins (those that saw an event), by partition; read only."""
+        """The held partitions' joins (those that saw an event), by partition in the order
+        held; read only."""
         return {p: s.join for p, s in self.partitions.items() if s.join is not None}
 
     def attach(self, name: str, side: SideState) -> None:
@@ -645,7 +629,7 @@ class Engine:
 
     def join_counters(self) -> dict[str, int]:
         """The label joins' counters summed over held partitions."""
-        return dict(sum_counters(join.counters.as_dict() for join in self._joins()))
+        return dict(sum_counters(join.counters.as_dict() for join in self.joins.values()))
 
     # the cumulative counts of the held partitions, summed (each partition's in its tally)
 
@@ -679,8 +663,13 @@ class Engine:
     @property
     def final(self) -> dict[tuple[str, ...], Aggregate]:
         """Per label set: the final-query histograms of the held partitions, merged (read
-        only: an aggregate may be a partition's own)."""
-        return merge_final([self.partitions[p].tally for p in sorted(self.partitions)])
+        only: an aggregate of one partition only is that partition's own)."""
+        merged: dict[tuple[str, ...], Aggregate] = {}
+        for p in sorted(self.partitions):
+            for labelset, aggregate in self.partitions[p].tally.final.items():
+                found = merged.get(labelset)
+                merged[labelset] = aggregate if found is None else found + aggregate
+        return merged
 
     @property
     def exemplars(self) -> dict[tuple[str, ...], Exemplars]:
@@ -797,35 +786,31 @@ class Engine:
         """An engine built from `config` that continues from `snapshot` (its wall clock is
         kept), with ``sides`` attached first (`attach`) so that they continue from it too.
         Raises `ValueError` for a snapshot of another version."""
-        engine = cls(config, wall=wall)
-        for name, side in (sides or {}).items():
-            engine.attach(name, side)
-        engine._restore(snapshot)
-        return engine
-
-    def _restore(self, data: Mapping[str, Any]) -> None:
-        """The shared parts, then each partition adopted as from the state topic."""
-        version = data.get("version")
+        version = snapshot.get("version")
         if version != SNAPSHOT_VERSION:
             raise ValueError(
                 f"the snapshot is of version {version!r}; this version of ragstream reads "
                 f"version {SNAPSHOT_VERSION} only"
             )
-        self.clock = Clock.restore(data["clock"], wall=self.clock.wall)
-        self.store.expired_retracts = int(data["expired_retracts"])
-        saved = data["sides"]
-        for name, side in self.sides.items():  # before the partitions requeue and count
-            side.restore(saved.get(name))
-        for p in sorted(data["partitions"], key=int):
-            self.adopt_partition(data["partitions"][p])
-        self.labelsets.restore_state(data["labelsets"])  # as saved, whatever adopting admitted
-        next_prune = data["next_prune"]
-        self.next_prune = -math.inf if next_prune is None else float(next_prune)
-        drift = data["drift"]
-        if self.sequential is not None and drift["detections"] is not None:
-            self.sequential.restore(drift["detections"])
-        if self.windowed_drift is not None:
-            self.windowed_drift.restore(drift["windowed"])
+        engine = cls(config, wall=wall)
+        for name, side in (sides or {}).items():
+            engine.attach(name, side)
+        engine.clock = Clock.restore(snapshot["clock"], wall=engine.clock.wall)
+        engine.store.expired_retracts = int(snapshot["expired_retracts"])
+        for name, side in engine.sides.items():  # before the partitions requeue and count
+            side.restore(snapshot["sides"].get(name))
+        partitions = snapshot["partitions"]  # each adopted as from the state topic
+        for p in sorted(partitions, key=int):
+            engine.adopt_partition(partitions[p])
+        engine.labelsets.restore_state(snapshot["labelsets"])  # as saved, whatever was admitted
+        next_prune = snapshot["next_prune"]
+        engine.next_prune = -math.inf if next_prune is None else float(next_prune)
+        drift = snapshot["drift"]
+        if engine.sequential is not None and drift["detections"] is not None:
+            engine.sequential.restore(drift["detections"])
+        if engine.windowed_drift is not None:
+            engine.windowed_drift.restore(drift["windowed"])
+        return engine
 
     # -- lookups from the side (judging) -------------------------------------------------------
 
@@ -850,7 +835,7 @@ class Engine:
 
     def _join_of(self, query_id: str) -> LabelJoin | None:
         """The join of the partition where this query is open."""
-        for join in self._joins():
+        for join in self.joins.values():
             if join.holds(query_id):
                 return join
         return None
@@ -859,11 +844,11 @@ class Engine:
 
     @property
     def open_queries(self) -> int:
-        return sum(join.open_count for join in self._joins())
+        return sum(join.open_count for join in self.joins.values())
 
     @property
     def pending_labels(self) -> int:
-        return sum(join.pending_count for join in self._joins())
+        return sum(join.pending_count for join in self.joins.values())
 
     @property
     def open_traces(self) -> int:

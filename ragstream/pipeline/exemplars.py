@@ -29,7 +29,6 @@ __all__ = [
     "by_labelset",
     "capture",
     "merge_exemplars",
-    "restore_exemplars",
     "snapshot_exemplars",
 ]
 
@@ -120,11 +119,10 @@ def snapshot_exemplars(held: Exemplars) -> list[list[Any]]:
     return [[c, b, e.ts, e.trace_id, e.value] for (c, b), e in sorted(held.items())]
 
 
-def restore_exemplars(rows: Iterable[Sequence[Any]]) -> Exemplars:
-    """The exemplars of `snapshot_exemplars` output."""
-    return {(int(c), int(b)): Exemplar(float(t), str(q), float(v)) for c, b, t, q, v in rows}
-
-
 def by_labelset(data: Mapping[str, Any]) -> dict[tuple[str, ...], Exemplars]:
-    """A tally snapshot's exemplars by label set (none in a snapshot without them)."""
-    return {tuple(k): restore_exemplars(rows) for k, rows in data.get("exemplars", [])}
+    """A tally snapshot's exemplars by label set, each from `snapshot_exemplars` rows
+    (none in a snapshot without them)."""
+    return {
+        tuple(k): {(int(c), int(b)): Exemplar(float(t), str(q), float(v)) for c, b, t, q, v in rows}
+        for k, rows in data.get("exemplars", [])
+    }

@@ -18,7 +18,7 @@ from typing import Any, TypeVar
 from ragstream.pipeline.exemplars import Exemplars, by_labelset, merge_exemplars, snapshot_exemplars
 from ragstream.windows import Aggregate
 
-__all__ = ["PartitionTally", "merge_exemplars_of", "merge_final", "sum_counters"]
+__all__ = ["PartitionTally", "merge_exemplars_of", "sum_counters"]
 
 _K = TypeVar("_K")
 
@@ -86,17 +86,6 @@ def sum_counters(counters: Iterable[Mapping[_K, int]]) -> Counter[_K]:
     for counter in counters:
         total.update(counter)
     return total
-
-
-def merge_final(tallies: Sequence[PartitionTally]) -> dict[tuple[str, ...], Aggregate]:
-    """Per label set: the final-query aggregates of several partitions, merged (an
-    aggregate of one partition only is that partition's own: do not change it)."""
-    merged: dict[tuple[str, ...], Aggregate] = {}
-    for tally in tallies:
-        for labelset, aggregate in tally.final.items():
-            found = merged.get(labelset)
-            merged[labelset] = aggregate if found is None else found + aggregate
-    return merged
 
 
 def merge_exemplars_of(tallies: Sequence[PartitionTally]) -> dict[tuple[str, ...], Exemplars]:

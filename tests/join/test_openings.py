@@ -5,22 +5,25 @@ from __future__ import annotations
 import json
 
 from ragstream.events import DecodedRetrieval, decode_event
+from ragstream.events.scanner import Scanned
 from ragstream.join import Openings
 
 
-def _events(n: int) -> tuple[list[DecodedRetrieval], list[bytes]]:
+def _events(n: int) -> tuple[list[Scanned | DecodedRetrieval], list[bytes]]:
     raws = [
         json.dumps({"type": "retrieval", "query_id": f"q{i}", "ts": i, "results": []}).encode()
         for i in range(n)
     ]
-    events = [e for e in map(decode_event, raws) if isinstance(e, DecodedRetrieval)]
+    events: list[Scanned | DecodedRetrieval] = [
+        e for e in map(decode_event, raws) if isinstance(e, DecodedRetrieval)
+    ]
     assert len(events) == n
     return events, raws
 
 
 def test_a_slice_cuts_every_field_alike() -> None:
     events, raws = _events(5)
-    labelsets = [(f"app{i}",) for i in range(5)]
+    labelsets: list[tuple[str, ...]] = [(f"app{i}",) for i in range(5)]
     times = [float(i) for i in range(5)]
     traces = [None, "a", None, "b", "c"]
     batch = Openings(events, labelsets, times, raws, traces)
